@@ -1,0 +1,3 @@
+from sparkenv.cli import main
+
+main()

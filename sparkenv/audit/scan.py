@@ -1,0 +1,106 @@
+"""The audit's only probe: read distributions, their shared objects and the machine's markers."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparkenv import datafiles
+from sparkenv.cuda import elf
+from sparkenv.environment import container, ngc
+from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
+from sparkenv.environment.lockpins import LockPins
+from sparkenv.environment.target import Target
+
+# A shared object by name: libfoo.so, libfoo.so.12, _C.cpython-312-x86_64-linux-gnu.so.
+_SHARED_OBJECT = re.compile(r"\.so(\.[0-9][\w.]*)?$")
+
+
+@dataclass(frozen=True)
+class SharedObject:
+    relpath: str  # relative to the site folder, as in RECORD
+    info: elf.ElfInfo
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    path: str  # absolute
+    owner: str  # distribution key
+    reason: str
+
+
+@dataclass
+class DistFacts:
+    dist: Distribution
+    shared_objects: list[SharedObject] = field(default_factory=list)
+    problems: list[FileProblem] = field(default_factory=list)
+
+
+@dataclass
+class AuditFacts:
+    target: Target
+    dists: dict[str, DistFacts]  # by normalized name; the first on the path wins, as at import time
+    shadowed: list[Distribution]
+    metadata_problems: list[MetadataProblem]
+    container: container.ContainerFacts
+    ngc: ngc.NgcFacts
+    lock: LockPins | None
+    sdpa_override: str | None  # path of the override's .pth file when installed
+    shared_object_count: int = 0
+
+
+def gather(target: Target, lock: LockPins | None, root: Path = Path("/")) -> AuditFacts:
+    dists: dict[str, DistFacts] = {}
+    shadowed: list[Distribution] = []
+    problems: list[MetadataProblem] = []
+    pth_name = datafiles.load("packages")["sdpa_override_pth"]
+    sdpa: str | None = None
+    for site in target.site_dirs:
+        if sdpa is None and (site / pth_name).is_file():
+            sdpa = str(site / pth_name)
+        for item in iter_distributions(site):
+            if isinstance(item, MetadataProblem):
+                problems.append(item)
+            elif item.key in dists:
+                shadowed.append(item)
+            else:
+                dists[item.key] = DistFacts(item)
+    count = 0
+    for facts in dists.values():
+        count += _scan_files(facts)
+    return AuditFacts(
+        target, dists, shadowed, problems, container.detect(root), ngc.detect(root), lock, sdpa, count
+    )
+
+
+def _scan_files(facts: DistFacts) -> int:
+    files = facts.dist.files
+    if not files:
+        return 0
+    site = str(facts.dist.site_dir)
+    seen = 0
+    for rel in files:
+        if not _SHARED_OBJECT.search(rel):
+            continue
+        path = os.path.join(site, rel)
+        try:
+            info = elf.read_file(path)
+        except FileNotFoundError:
+            if os.path.islink(path):
+                facts.problems.append(FileProblem(path, facts.dist.key, "dangling symlink"))
+            else:
+                facts.problems.append(FileProblem(path, facts.dist.key, "listed in RECORD but missing"))
+            continue
+        except OSError as exc:
+            facts.problems.append(FileProblem(path, facts.dist.key, f"unreadable: {exc.strerror or exc}"))
+            continue
+        if info is None:
+            continue  # a linker script or a text stub named .so: nothing to link against
+        if isinstance(info, elf.ElfDefect):
+            facts.problems.append(FileProblem(path, facts.dist.key, info.reason))
+            continue
+        facts.shared_objects.append(SharedObject(rel, info))
+        seen += 1
+    return seen

@@ -1,0 +1,1 @@
+"""Pure knowledge about CUDA: ELF reading, the soname table, name and label rules."""

@@ -1,0 +1,188 @@
+"""A small ELF reader: machine, DT_SONAME and DT_NEEDED, from headers and the dynamic section only.
+
+Whole files are never read: a 2 GB libtorch_cuda.so costs a handful of pread calls. The parser never
+raises: a damaged or truncated file comes back as an ElfDefect naming the problem, so one bad file
+cannot stop an audit.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MACHINES = {3: "i386", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x", 40: "arm", 62: "x86_64", 183: "aarch64",
+            243: "riscv64", 258: "loongarch64"}
+
+_MAX_TABLE = 4 << 20  # no sane section or dynamic table is larger; bounds work on hostile input
+_MAX_NAME = 4096
+_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME = 0, 1, 5, 10, 14
+_SHT_DYNAMIC, _PT_LOAD, _PT_DYNAMIC = 6, 1, 2
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    machine: str
+    soname: str | None
+    needed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ElfDefect:
+    reason: str
+
+
+class _Bad(Exception):
+    pass
+
+
+Reader = Callable[[int, int], bytes]
+
+
+def parse(read: Reader) -> ElfInfo | ElfDefect | None:
+    """Parse through `read(offset, size)`; None when the bytes are not ELF at all."""
+    try:
+        return _parse(read)
+    except _Bad as exc:
+        return ElfDefect(str(exc))
+    except (struct.error, ValueError, OverflowError, MemoryError) as exc:
+        return ElfDefect(f"malformed ELF ({exc.__class__.__name__})")
+
+
+def parse_bytes(data: bytes) -> ElfInfo | ElfDefect | None:
+    return parse(lambda offset, size: data[offset : offset + size])
+
+
+def read_file(path: str) -> ElfInfo | ElfDefect | None:
+    """Read one file's ELF facts. OSError (missing, unreadable, symlink loop) is the caller's to report."""
+    # O_NONBLOCK: a FIFO placed where a library should be must not hang the audit.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ElfDefect("not a regular file")
+        return parse(lambda offset, size: os.pread(fd, size, offset))
+    finally:
+        os.close(fd)
+
+
+def _read_exact(read: Reader, offset: int, size: int, what: str) -> bytes:
+    if offset < 0 or size < 0 or size > _MAX_TABLE:
+        raise _Bad(f"{what} out of range")
+    data = read(offset, size)
+    if len(data) != size:
+        raise _Bad(f"truncated: {what} ends past the end of the file")
+    return data
+
+
+def _parse(read: Reader) -> ElfInfo | None:
+    head = read(0, 64)
+    if head[:4] != b"\x7fELF":
+        return None
+    if len(head) < 6:
+        raise _Bad("truncated: ELF identification incomplete")
+    cls, data = head[4], head[5]
+    if data not in (1, 2):
+        raise _Bad(f"unknown ELF data encoding {data}")
+    if cls not in (1, 2):
+        raise _Bad(f"unknown ELF class {cls}")
+    end = "<" if data == 1 else ">"
+    is64 = cls == 2
+    hfmt = end + ("16xHHIQQQIHHHHHH" if is64 else "16xHHIIIIIHHHHHH")
+    if len(head) < struct.calcsize(hfmt):
+        raise _Bad("truncated: ELF header incomplete")
+    (_, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = struct.unpack_from(
+        hfmt, head
+    )
+    machine = MACHINES.get(e_machine, f"EM_{e_machine}")
+
+    dynamic = _dynamic_from_sections(read, end, is64, shoff, shentsize, shnum)
+    if dynamic is None:
+        dynamic = _dynamic_from_segments(read, end, is64, phoff, phentsize, phnum)
+    if dynamic is None:  # static executable or relocatable object: nothing linked
+        return ElfInfo(machine, None, ())
+    dyn_bytes, str_offset, str_size = dynamic
+
+    dfmt = end + ("qQ" if is64 else "iI")
+    dsize = struct.calcsize(dfmt)
+    needed: list[str] = []
+    soname: str | None = None
+    for tag, val in struct.iter_unpack(dfmt, dyn_bytes[: len(dyn_bytes) - len(dyn_bytes) % dsize]):
+        if tag == _DT_NULL:
+            break
+        if tag == _DT_NEEDED:
+            needed.append(_string(read, str_offset, str_size, val))
+        elif tag == _DT_SONAME:
+            soname = _string(read, str_offset, str_size, val)
+    return ElfInfo(machine, soname, tuple(needed))
+
+
+def _dynamic_from_sections(
+    read: Reader, end: str, is64: bool, shoff: int, shentsize: int, shnum: int
+) -> tuple[bytes, int, int | None] | None:
+    sfmt = end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
+    ssize = struct.calcsize(sfmt)
+    if not shoff or not shnum or shentsize < ssize:
+        return None
+    table = _read_exact(read, shoff, shnum * shentsize, "section header table")
+    sections = [struct.unpack_from(sfmt, table, i * shentsize) for i in range(shnum)]
+    for _, sh_type, _, _, offset, size, link, _, _, _ in sections:
+        if sh_type != _SHT_DYNAMIC:
+            continue
+        if link >= shnum:
+            raise _Bad("dynamic section links to a missing string table")
+        str_section = sections[link]
+        return _read_exact(read, offset, size, "dynamic section"), str_section[4], str_section[5]
+    return None
+
+
+def _dynamic_from_segments(
+    read: Reader, end: str, is64: bool, phoff: int, phentsize: int, phnum: int
+) -> tuple[bytes, int, int | None] | None:
+    pfmt = end + ("IIQQQQQQ" if is64 else "IIIIIIII")
+    psize = struct.calcsize(pfmt)
+    if not phoff or not phnum or phentsize < psize:
+        return None
+    table = _read_exact(read, phoff, phnum * phentsize, "program header table")
+    loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz)
+    dyn: tuple[int, int] | None = None
+    for i in range(phnum):
+        fields = struct.unpack_from(pfmt, table, i * phentsize)
+        if is64:
+            p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = fields
+        else:
+            p_type, p_offset, p_vaddr, _, p_filesz, _, _, _ = fields
+        if p_type == _PT_LOAD:
+            loads.append((p_vaddr, p_offset, p_filesz))
+        elif p_type == _PT_DYNAMIC:
+            dyn = (p_offset, p_filesz)
+    if dyn is None:
+        return None
+    dyn_bytes = _read_exact(read, dyn[0], dyn[1], "dynamic segment")
+    dfmt = end + ("qQ" if is64 else "iI")
+    strtab_vaddr = strsz = None
+    for tag, val in struct.iter_unpack(dfmt, dyn_bytes[: len(dyn_bytes) - len(dyn_bytes) % struct.calcsize(dfmt)]):
+        if tag == _DT_NULL:
+            break
+        if tag == _DT_STRTAB:
+            strtab_vaddr = val
+        elif tag == _DT_STRSZ:
+            strsz = val
+    if strtab_vaddr is None:
+        raise _Bad("dynamic segment has no string table")
+    for vaddr, offset, filesz in loads:
+        if vaddr <= strtab_vaddr < vaddr + filesz:
+            return dyn_bytes, offset + (strtab_vaddr - vaddr), strsz
+    raise _Bad("string table address is outside every loaded segment")
+
+
+def _string(read: Reader, table_offset: int, table_size: int | None, index: int) -> str:
+    if table_size is not None and index >= table_size:
+        raise _Bad("dynamic entry points past its string table")
+    limit = _MAX_NAME if table_size is None else min(_MAX_NAME, table_size - index)
+    raw = read(table_offset + index, limit)
+    nul = raw.find(b"\0")
+    if nul < 0:
+        raise _Bad("truncated: unterminated name in the string table")
+    return raw[:nul].decode("utf-8", "replace")

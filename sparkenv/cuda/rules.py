@@ -1,0 +1,145 @@
+"""Which CUDA major a soname, a distribution name, a version label or a requirement points to.
+
+All knowledge comes from sparkenv/data/cuda.toml; this module only compiles and applies it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from sparkenv import datafiles
+
+_VENDOR_HASH = re.compile(r"^(lib[\w+]+?)[.-][0-9a-f]{8}(\.so(?:\.[\w.]*)?)$")
+_CUDA_LABEL = re.compile(r"\+(?:.*[.+])?cu(\d{2,3})(?!\d)")
+_CPU_LABEL = re.compile(r"\+(?:.*\.)?cpu(?:\.|$)")
+_NGC_LABEL = re.compile(r"\+.*?\bnv(\d\d\.\d\d)\b")
+_NAME_PREFIX = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclass(frozen=True)
+class NameRule:
+    regex: re.Pattern[str]
+    cuda13: str
+    library: bool
+
+
+@dataclass(frozen=True)
+class NameMatch:
+    major: int
+    cuda13_name: str
+    library: bool
+
+
+def target_major() -> int:
+    return int(datafiles.load("cuda")["target_major"])
+
+
+def reviewed() -> str:
+    return str(datafiles.load("cuda")["reviewed"])
+
+
+@functools.cache
+def _soname_rules() -> tuple[tuple[re.Pattern[str], dict[str, int]], ...]:
+    rules = []
+    for entry in datafiles.load("cuda")["soname"]:
+        prefix = entry["pattern"].removesuffix(".so.N")
+        body = re.escape(prefix).replace(r"\*", r"[A-Za-z0-9_]*")
+        rules.append((re.compile(rf"^{body}\.so\.(\d+)(?:\.\d+)*$"), dict(entry["majors"])))
+    return tuple(rules)
+
+
+def unvendored(soname: str) -> str:
+    """libcudart.faf08d9a.so.13 (auditwheel's vendored copy) -> libcudart.so.13."""
+    m = _VENDOR_HASH.match(soname)
+    return m.group(1) + m.group(2) if m else soname
+
+
+def soname_major(soname: str) -> int | None:
+    """The CUDA major a soname proves, or None when it proves nothing (ambiguous or not CUDA)."""
+    name = unvendored(soname)
+    for regex, majors in _soname_rules():
+        m = regex.match(name)
+        if m:
+            return majors.get(m.group(1))
+    return None
+
+
+@functools.cache
+def _name_rules() -> tuple[NameRule, ...]:
+    return tuple(
+        NameRule(re.compile(e["regex"]), e["cuda13"], bool(e.get("library", False)))
+        for e in datafiles.load("cuda")["name"]
+    )
+
+
+@functools.cache
+def name_match(key: str) -> NameMatch | None:
+    """CUDA major carried by a normalized distribution name (nvidia-cublas-cu12 -> 12)."""
+    for rule in _name_rules():
+        m = rule.regex.match(key)
+        if m:
+            groups = [m.group(0), *m.groups()]
+            major_group = next(g for g in m.groups() if g and g.isdigit())
+            return NameMatch(int(major_group), rule.cuda13.format(*groups), rule.library)
+    return None
+
+
+@functools.cache
+def versioned_names() -> frozenset[str]:
+    return frozenset(datafiles.load("cuda")["versioned_names"])
+
+
+def is_cuda_relevant(key: str) -> bool:
+    return key in versioned_names() or name_match(key) is not None
+
+
+def label_cuda_major(version: str) -> int | None:
+    """+cu128 -> 12, +cu130 -> 13, +cu12torch2.9… -> 12 (flash-attn's GitHub wheels)."""
+    m = _CUDA_LABEL.search(version)
+    if not m:
+        return None
+    digits = m.group(1)
+    return int(digits) if len(digits) == 2 and digits[0] == "1" else int(digits[:-1])
+
+
+def is_cpu_label(version: str) -> bool:
+    return bool(_CPU_LABEL.search(version))
+
+
+def ngc_release(version: str) -> str | None:
+    """2.9.0a0+145a3a7bda.nv25.10 -> '25.10'."""
+    m = _NGC_LABEL.search(version)
+    return m.group(1) if m else None
+
+
+def ngc_cuda_major(release: str) -> int | None:
+    value = datafiles.load("cuda")["ngc"].get(release)
+    return int(value) if value is not None else None
+
+
+def path_major(relpath: str) -> int | None:
+    for entry in datafiles.load("cuda")["path"]:
+        if entry["contains"] in relpath:
+            return int(entry["major"])
+    return None
+
+
+def requirement_name(line: str) -> str | None:
+    """The raw project name at the start of a Requires-Dist value, without parsing the rest."""
+    m = _NAME_PREFIX.match(line)
+    return m.group(1) if m else None
+
+
+def pinned_major(key: str, specifier: str) -> int | None:
+    """Major of an exact pin on a versioned CUDA wheel: cuda-toolkit[..]==13.0.2 -> 13."""
+    if key not in versioned_names():
+        return None
+    for clause in specifier.split(","):
+        clause = clause.strip()
+        for op in ("===", "==", "~="):
+            if clause.startswith(op):
+                head = clause[len(op) :].strip().split(".")[0]
+                return int(head) if head.isdigit() else None
+    return None

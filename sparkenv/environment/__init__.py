@@ -1,0 +1,1 @@
+"""Reading an installed Python environment from outside: nothing in it is imported or executed."""

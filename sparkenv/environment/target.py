@@ -1,0 +1,183 @@
+"""Turn what the user named (venv, site-packages folder, interpreter, nothing) into folders to read."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparkenv.cuda import elf
+from sparkenv.errors import SparkenvError
+
+_PYVER_IN_PATH = re.compile(r"python(\d+\.\d+)")
+_HOST_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+@dataclass(frozen=True)
+class Target:
+    description: str  # what the report names as its target
+    site_dirs: tuple[Path, ...]
+    machine: str  # ELF machine name the environment runs: "aarch64", "x86_64" …
+    machine_source: str  # how the machine was learnt, for the evidence
+    python_version: str | None  # "3.12"
+    interpreter: Path | None
+
+
+def host_machine() -> str:
+    m = platform.machine().lower()
+    return _HOST_MACHINES.get(m, m)
+
+
+def resolve(arg: str | None, machine: str | None = None) -> Target:
+    """Resolve TARGET; raise SparkenvError (exit 2) with a one-line reason when it is not an environment."""
+    if arg is None:
+        venv = os.environ.get("VIRTUAL_ENV")
+        if venv and Path(venv).is_dir():
+            return _from_prefix(Path(venv), f"$VIRTUAL_ENV ({venv})", machine)
+        dirs = tuple(
+            Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)
+        )
+        return _finish(f"the running interpreter ({sys.executable})", dirs, Path(sys.executable), machine)
+
+    path = Path(arg).expanduser()
+    try:
+        exists = path.exists()
+    except OSError as exc:  # ELOOP, ENAMETOOLONG …
+        raise SparkenvError(f"{arg}: cannot read target: {exc.strerror}") from None
+    if not exists:
+        raise SparkenvError(f"{arg}: no such file or directory (expected a venv, a site-packages folder "
+                            "or a Python interpreter)")
+    if path.is_file():
+        return _from_interpreter(path, arg, machine)
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise SparkenvError(f"{arg}: permission denied")
+    if _holds_distributions(path):
+        return _finish(str(path), (path,), _interpreter_near_site(path), machine)
+    return _from_prefix(path, str(path), machine)
+
+
+def _holds_distributions(folder: Path) -> bool:
+    try:
+        return any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _from_interpreter(path: Path, arg: str, machine: str | None) -> Target:
+    name = path.name
+    if not name.startswith("python"):
+        raise SparkenvError(f"{arg}: not a Python interpreter, a venv or a site-packages folder")
+    bin_dir = path.parent
+    prefix = bin_dir.parent
+    real = path.resolve()
+    version = _version_from_name(real.name) or _version_from_name(name) or _pyvenv_version(prefix)
+    dirs = _site_dirs(prefix, version)
+    if (prefix / "pyvenv.cfg").is_file():
+        dirs += _base_site_dirs(prefix, version)
+    if not dirs and real.parent.parent != prefix:  # a symlink into another prefix (e.g. /usr/bin/python3)
+        dirs = _site_dirs(real.parent.parent, version)
+    if not dirs:
+        raise SparkenvError(f"{arg}: no site-packages folder found for this interpreter under {prefix}")
+    return _finish(f"{arg}", tuple(dirs), path, machine)
+
+
+def _from_prefix(prefix: Path, description: str, machine: str | None) -> Target:
+    version = _pyvenv_version(prefix)
+    dirs = _site_dirs(prefix, version)
+    if (prefix / "pyvenv.cfg").is_file():
+        dirs += _base_site_dirs(prefix, version)
+    if not dirs:
+        raise SparkenvError(
+            f"{description}: no site-packages folder found (expected a venv, a site-packages folder "
+            "or a Python interpreter)"
+        )
+    interpreter = next((p for p in (prefix / "bin" / "python3", prefix / "bin" / "python") if p.exists()), None)
+    return _finish(description, tuple(dirs), interpreter, machine)
+
+
+def _site_dirs(prefix: Path, version: str | None) -> list[Path]:
+    found: list[Path] = []
+    for lib in ("lib", "lib64", "local/lib"):
+        base = prefix / lib
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for name in names:
+            if not name.startswith("python") or (version and name not in (f"python{version}", "python3")):
+                continue
+            for leaf in ("site-packages", "dist-packages"):
+                candidate = base / name / leaf
+                if candidate.is_dir() and candidate.resolve() not in {f.resolve() for f in found}:
+                    found.append(candidate)
+    return found
+
+
+def _base_site_dirs(venv: Path, version: str | None) -> list[Path]:
+    """A venv made with --system-site-packages also sees its base interpreter's packages."""
+    cfg = _pyvenv_cfg(venv)
+    if cfg.get("include-system-site-packages", "false").lower() != "true" or "home" not in cfg:
+        return []
+    return _site_dirs(Path(cfg["home"]).parent, version)
+
+
+def _pyvenv_cfg(prefix: Path) -> dict[str, str]:
+    try:
+        text = (prefix / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    pairs = (line.partition("=") for line in text.splitlines() if "=" in line)
+    return {k.strip().lower(): v.strip() for k, _, v in pairs}
+
+
+def _pyvenv_version(prefix: Path) -> str | None:
+    cfg = _pyvenv_cfg(prefix)
+    full = cfg.get("version_info") or cfg.get("version")
+    if full:
+        parts = full.split(".")
+        return ".".join(parts[:2]) if len(parts) >= 2 else None
+    return None
+
+
+def _version_from_name(name: str) -> str | None:
+    m = re.fullmatch(r"python(\d+\.\d+)", name)
+    return m.group(1) if m else None
+
+
+def _interpreter_near_site(site: Path) -> Path | None:
+    # …/lib/python3.12/site-packages -> …/bin/python3
+    prefix = site.parent.parent.parent
+    for candidate in (prefix / "bin" / "python3", prefix / "bin" / "python"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _finish(description: str, dirs: tuple[Path, ...], interpreter: Path | None, machine: str | None) -> Target:
+    version = None
+    for d in dirs:
+        m = _PYVER_IN_PATH.search(str(d))
+        if m:
+            version = m.group(1)
+            break
+    if version is None and interpreter is not None:
+        version = _version_from_name(interpreter.resolve().name)
+    if machine:
+        return Target(description, dirs, machine, "--machine", version, interpreter)
+    found = _interpreter_machine(interpreter)
+    if found:
+        return Target(description, dirs, found, f"interpreter {interpreter}", version, interpreter)
+    return Target(description, dirs, host_machine(), "this host (no interpreter found)", version, interpreter)
+
+
+def _interpreter_machine(interpreter: Path | None) -> str | None:
+    if interpreter is None:
+        return None
+    try:
+        info = elf.read_file(str(interpreter.resolve()))
+    except OSError:
+        return None
+    return info.machine if isinstance(info, elf.ElfInfo) else None

@@ -1,0 +1,1 @@
+"""Presentation of reports: text lines, JSON, JUnit XML. Nothing here decides anything."""
