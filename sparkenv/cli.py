@@ -29,7 +29,9 @@ app = typer.Typer(
 
 _JSON = typer.Option("--json", help="Print the JSON report (schema sparkenv.report/1) instead of text lines.")
 _REPORT = typer.Option("--report", metavar="FILE", help="Also write the JSON report to FILE.")
-_JUNIT = typer.Option("--junit", metavar="FILE", help="Also write JUnit XML to FILE, one test case per finding.")
+_JUNIT = typer.Option(
+    "--junit", metavar="FILE", help="Also write JUnit XML to FILE, one test case per finding."
+)
 _STRICT = typer.Option("--strict", help="Exit 1 on WARN and ERROR findings too, not only on FAIL.")
 _QUIET = typer.Option("--quiet", "-q", help="Print only FAIL, ERROR and WARN lines, then the verdict.")
 
@@ -47,19 +49,28 @@ def audit(
     ] = None,
     lock: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--lock", metavar="FILE",
-                     help="The project's lock (pylock.*.toml or a hashed requirements file): torch, triton, "
-                     "xformers and transformers are compared with it (G9)."),
+        typer.Option(
+            "--lock",
+            metavar="FILE",
+            help="The project's lock (pylock.*.toml or a hashed requirements file): torch, triton, "
+            "xformers and transformers are compared with it (G9).",
+        ),
     ] = None,
     machine: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--machine", metavar="ARCH",
-                     help="The environment's CPU (aarch64, x86_64). Default: read from its interpreter."),
+        typer.Option(
+            "--machine",
+            metavar="ARCH",
+            help="The environment's CPU (aarch64, x86_64). Default: read from its interpreter.",
+        ),
     ] = None,
     root: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--root", metavar="DIR",
-                     help="Read container and NGC markers under DIR (a mounted image) instead of /."),
+        typer.Option(
+            "--root",
+            metavar="DIR",
+            help="Read container and NGC markers under DIR (a mounted image) instead of /.",
+        ),
     ] = None,
     json_out: Annotated[bool, _JSON] = False,
     report: Annotated[Optional[str], _REPORT] = None,  # noqa: UP045
@@ -92,8 +103,9 @@ def audit(
 def explain(
     gotcha: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Argument(metavar="G", help="G1 … G10 (or 1 … 10). Without it, list all ten.",
-                       show_default=False),
+        typer.Argument(
+            metavar="G", help="G1 … G10 (or 1 … 10). Without it, list all ten.", show_default=False
+        ),
     ] = None,
 ) -> None:
     """Explain a failure mode: symptom, cause, what sparkenv checks and at which stage, and the fix."""
@@ -102,9 +114,11 @@ def explain(
     typer.echo(gotchas.explain(gotchas.lookup(gotcha)) if gotcha else gotchas.listing(), nl=False)
 
 
-def _emit(result: Report, *, json_out: bool, report: str | None, junit: str | None, strict: bool,
-          quiet: bool) -> None:
-    from sparkenv.render import json_report, junit as junit_xml, text
+def _emit(
+    result: Report, *, json_out: bool, report: str | None, junit: str | None, strict: bool, quiet: bool
+) -> None:
+    from sparkenv.render import json_report, text
+    from sparkenv.render import junit as junit_xml
 
     if report:
         _write(report, json_report.render(result))
@@ -145,12 +159,15 @@ def main() -> None:
     except KeyboardInterrupt:
         print("sparkenv: interrupted", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
+    except Exception as exc:
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()  # click's usage errors: usage line + "Error: …", exit 2
             sys.exit(exc.exit_code)
         if os.environ.get("SPARKENV_DEBUG"):
             raise
-        print(f"sparkenv: internal error: {exc.__class__.__name__}: {exc} (set SPARKENV_DEBUG=1 for the "
-              "traceback, and please report it)", file=sys.stderr)
+        print(
+            f"sparkenv: internal error: {exc.__class__.__name__}: {exc} (set SPARKENV_DEBUG=1 for the "
+            "traceback, and please report it)",
+            file=sys.stderr,
+        )
         sys.exit(70)

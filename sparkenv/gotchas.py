@@ -25,8 +25,10 @@ class Gotcha:
 
 def catalog() -> list[Gotcha]:
     data = datafiles.load("gotchas")
-    items = [Gotcha(k, v["title"], v["symptom"], v["cause"], v["check"], v["fix"], tuple(v["stages"]))
-             for k, v in data.items()]
+    items = [
+        Gotcha(k, v["title"], v["symptom"], v["cause"], v["check"], v["fix"], tuple(v["stages"]))
+        for k, v in data.items()
+    ]
     return sorted(items, key=lambda g: int(g.id[1:]))
 
 

@@ -40,10 +40,17 @@ def marker_environment(facts: AuditFacts) -> dict[str, str]:
     """Markers are evaluated for the target environment, not for the host running sparkenv."""
     version = facts.target.python_version or "3.12"
     return {
-        "implementation_name": "cpython", "implementation_version": f"{version}.0", "os_name": "posix",
-        "platform_machine": facts.target.machine, "platform_python_implementation": "CPython",
-        "platform_release": "", "platform_system": "Linux", "platform_version": "",
-        "python_full_version": f"{version}.0", "python_version": version, "sys_platform": "linux",
+        "implementation_name": "cpython",
+        "implementation_version": f"{version}.0",
+        "os_name": "posix",
+        "platform_machine": facts.target.machine,
+        "platform_python_implementation": "CPython",
+        "platform_release": "",
+        "platform_system": "Linux",
+        "platform_version": "",
+        "python_full_version": f"{version}.0",
+        "python_version": version,
+        "sys_platform": "linux",
         "extra": "",
     }
 
@@ -62,7 +69,9 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
     if dist.key in rules.versioned_names():
         head = dist.version.split(".")[0]
         if head.isdigit():
-            ev.append(Evidence(int(head), "name", f"{dist.key} {dist.version} is the CUDA {head} toolkit wheel"))
+            ev.append(
+                Evidence(int(head), "name", f"{dist.key} {dist.version} is the CUDA {head} toolkit wheel")
+            )
     label = rules.label_cuda_major(dist.version)
     if label is not None:
         ev.append(Evidence(label, "label", f"version label of {dist.version} says CUDA {label}"))
@@ -71,8 +80,14 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
     release = rules.ngc_release(dist.version)
     if release:
         major = rules.ngc_cuda_major(release)
-        ev.append(Evidence(major, "ngc", f"NGC {release} build ({dist.version})"
-                           + (f", CUDA {major}" if major else ", CUDA major of that release not in the table")))
+        ev.append(
+            Evidence(
+                major,
+                "ngc",
+                f"NGC {release} build ({dist.version})"
+                + (f", CUDA {major}" if major else ", CUDA major of that release not in the table"),
+            )
+        )
     requires_keys: list[str] = []
     for raw in dist.requires:
         applied = _applicable_cuda_requirement(raw, env)

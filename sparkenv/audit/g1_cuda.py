@@ -50,18 +50,25 @@ def _dist_finding(
     if wrong_arch:
         status = Status.FAIL
         machines = sorted({so.info.machine for so in wrong_arch})
-        problems.append(f"ships {len(wrong_arch)} {'/'.join(machines)} shared object(s) in a "
-                        f"{facts.target.machine} environment ({wrong_arch[0].relpath})")
-        fixes.append(f"reinstall it for {facts.target.machine} (a wheel copied from another machine, or "
-                     "installed with the wrong --platform)")
+        problems.append(
+            f"ships {len(wrong_arch)} {'/'.join(machines)} shared object(s) in a "
+            f"{facts.target.machine} environment ({wrong_arch[0].relpath})"
+        )
+        fixes.append(
+            f"reinstall it for {facts.target.machine} (a wheel copied from another machine, or "
+            "installed with the wrong --platform)"
+        )
         evidence = [f"{so.relpath} is {so.info.machine}" for so in wrong_arch] + evidence
 
     if dist.key == "bitsandbytes":
         return _bitsandbytes(df, target, status, problems, fixes, evidence, facts)
 
     cpu = [e for e in b.evidence if e.kind == "cpu"]
-    if dist.key == "torch" and not cpu and dist.files is not None and not any(
-        os.path.basename(f).startswith("libtorch_cuda") for f in dist.files
+    if (
+        dist.key == "torch"
+        and not cpu
+        and dist.files is not None
+        and not any(os.path.basename(f).startswith("libtorch_cuda") for f in dist.files)
     ):
         cpu = [Evidence(None, "cpu", "no libtorch_cuda.so among its files")]
         evidence.append(cpu[0].text)
@@ -84,8 +91,10 @@ def _dist_finding(
         also = f"; also CUDA {target} evidence" if target in b.majors else ""
         if is_library and not required_by and status is not Status.FAIL:
             status = Status.WARN
-            problems.append(f"is CUDA {major} residue nobody installed requires ({strongest.text}{also})"
-                            + (f" next to CUDA {target} packages" if has_target else ""))
+            problems.append(
+                f"is CUDA {major} residue nobody installed requires ({strongest.text}{also})"
+                + (f" next to CUDA {target} packages" if has_target else "")
+            )
             fixes.append(f"pip uninstall {dist.key}")
         else:
             status = Status.FAIL
@@ -94,8 +103,9 @@ def _dist_finding(
             fixes.append(_fix_for(dist.key, required_by, name.cuda13_name if name else None))
     elif not problems and b.majors:
         strongest = b.evidence[0]
-        return Finding("G1", Status.PASS, f"{who} needs CUDA {target} ({strongest.text})", dist.key,
-                       _cap(evidence))
+        return Finding(
+            "G1", Status.PASS, f"{who} needs CUDA {target} ({strongest.text})", dist.key, _cap(evidence)
+        )
     elif not problems:
         return None
     return Finding("G1", status, f"{who} {'; '.join(problems)}", dist.key, _cap(evidence), "; ".join(fixes))
@@ -103,17 +113,25 @@ def _dist_finding(
 
 def _fix_for(key: str, required_by: list[str], cuda13_name: str | None) -> str:
     if required_by:
-        return (f"fix {', '.join(required_by)} first (it pulls {key} in), then pip uninstall {key}")
+        return f"fix {', '.join(required_by)} first (it pulls {key} in), then pip uninstall {key}"
     if key in _TORCH_FAMILY:
         return f"reinstall from {CU130_INDEX} or use the NGC image"
     if cuda13_name:
         return f"replace it with {cuda13_name}, or use the NGC image"
-    return (f"install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) "
-            "or use the NGC image")
+    return (
+        "install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) or use the NGC image"
+    )
 
 
-def _bitsandbytes(df: DistFacts, target: int, status: Status, problems: list[str], fixes: list[str],
-                  evidence: list[str], facts: AuditFacts) -> Finding:
+def _bitsandbytes(
+    df: DistFacts,
+    target: int,
+    status: Status,
+    problems: list[str],
+    fixes: list[str],
+    evidence: list[str],
+    facts: AuditFacts,
+) -> Finding:
     regex = re.compile(datafiles.load("packages")["bitsandbytes"]["library_regex"])
     libs: dict[int, str] = {}
     for rel in df.dist.files or ():
@@ -124,25 +142,47 @@ def _bitsandbytes(df: DistFacts, target: int, status: Status, problems: list[str
     evidence = evidence + [f"carries {name}" for _, name in sorted(libs.items())]
     who = f"{df.dist.key} {df.dist.version}"
     if target in libs and status is Status.PASS:
-        return Finding("G1", Status.PASS, f"{who} carries a CUDA {target} library ({libs[target]})",
-                       df.dist.key, _cap(evidence))
+        return Finding(
+            "G1",
+            Status.PASS,
+            f"{who} carries a CUDA {target} library ({libs[target]})",
+            df.dist.key,
+            _cap(evidence),
+        )
     if target not in libs:
         found = ", ".join(sorted(libs.values())) or "no CUDA library at all"
         problems.append(f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda")
         fixes.append("upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130")
-    return Finding("G1", Status.FAIL, f"{who} {'; '.join(problems)}", df.dist.key, _cap(evidence),
-                   "; ".join(fixes))
+    return Finding(
+        "G1", Status.FAIL, f"{who} {'; '.join(problems)}", df.dist.key, _cap(evidence), "; ".join(fixes)
+    )
 
 
 def _problems(facts: AuditFacts) -> list[Finding]:
     out = []
     for p in facts.metadata_problems:
-        out.append(Finding("G1", Status.ERROR, f"{p.path}: {p.reason}; this distribution was not checked",
-                           str(p.path), (), "reinstall the distribution (pip install --force-reinstall --no-deps)"))
+        out.append(
+            Finding(
+                "G1",
+                Status.ERROR,
+                f"{p.path}: {p.reason}; this distribution was not checked",
+                str(p.path),
+                (),
+                "reinstall the distribution (pip install --force-reinstall --no-deps)",
+            )
+        )
     for df in facts.dists.values():
         for fp in df.problems:
-            out.append(Finding("G1", Status.WARN, f"{fp.path} ({fp.owner}): {fp.reason}; not checked", fp.path,
-                               (f"owner: {fp.owner}",), f"pip install --force-reinstall --no-deps {fp.owner}"))
+            out.append(
+                Finding(
+                    "G1",
+                    Status.WARN,
+                    f"{fp.path} ({fp.owner}): {fp.reason}; not checked",
+                    fp.path,
+                    (f"owner: {fp.owner}",),
+                    f"pip install --force-reinstall --no-deps {fp.owner}",
+                )
+            )
     return out
 
 
@@ -150,12 +190,17 @@ def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Findi
     bound = sum(1 for b in binds.values() if b.majors)
     t = facts.target
     return Finding(
-        "G1", Status.INFO,
-        f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; {bound} tied to "
-        f"a CUDA major; environment {t.machine}, Python {t.python_version or 'unknown'}, target CUDA {target}",
+        "G1",
+        Status.INFO,
+        f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; "
+        f"{bound} tied to a CUDA major; environment {t.machine}, Python {t.python_version or 'unknown'}, "
+        f"target CUDA {target}",
         "environment",
-        (f"machine from {t.machine_source}", *(f"site folder {d}" for d in t.site_dirs),
-         f"CUDA rules reviewed {rules.reviewed()}"),
+        (
+            f"machine from {t.machine_source}",
+            *(f"site folder {d}" for d in t.site_dirs),
+            f"CUDA rules reviewed {rules.reviewed()}",
+        ),
     )
 
 

@@ -17,12 +17,21 @@ _EXPLAIN = "see `sparkenv explain G2`"
 
 def check(facts: AuditFacts, binds: dict[str, Binding]) -> list[Finding]:
     fa = facts.dists.get("flash-attn")
-    unsloth = next((facts.dists[k] for k in datafiles.load("packages")["unsloth_family"] if k in facts.dists), None)
+    unsloth = next(
+        (facts.dists[k] for k in datafiles.load("packages")["unsloth_family"] if k in facts.dists), None
+    )
     findings: list[Finding] = []
     working = False
     if fa is None:
-        findings.append(Finding("G2", Status.INFO, "flash-attn is not installed: attention uses SDPA "
-                                "(on a bare pip environment, keep it that way)", "flash-attn"))
+        findings.append(
+            Finding(
+                "G2",
+                Status.INFO,
+                "flash-attn is not installed: attention uses SDPA "
+                "(on a bare pip environment, keep it that way)",
+                "flash-attn",
+            )
+        )
     else:
         finding, working = _flash_attn(fa, binds["flash-attn"], facts)
         findings.append(finding)
@@ -46,8 +55,11 @@ def origin(df: DistFacts) -> str:
         if url.endswith(".whl"):
             return f"wheel from {url}"
         return f"built here from the source archive {url}"
-    tags = [line.split(":", 1)[1].strip() for line in (dist.read_meta("WHEEL") or "").splitlines()
-            if line.lower().startswith("tag:")]
+    tags = [
+        line.split(":", 1)[1].strip()
+        for line in (dist.read_meta("WHEEL") or "").splitlines()
+        if line.lower().startswith("tag:")
+    ]
     if tags and all(re.search(r"-linux_\w+$", t) for t in tags):
         return f"compiled here from the sdist (wheel tag {tags[0]}, not a manylinux wheel)"
     if tags:
@@ -66,33 +78,60 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     if df.dist.files is not None and not df.shared_objects:
         troubles.append("has no compiled extension (flash_attn_2_cuda*.so missing): the build did not finish")
     if wrong_arch:
-        troubles.append(f"{len(wrong_arch)} shared object(s) are {wrong_arch[0].info.machine}, the environment is "
-                        f"{facts.target.machine}")
+        troubles.append(
+            f"{len(wrong_arch)} shared object(s) are {wrong_arch[0].info.machine}, the environment is "
+            f"{facts.target.machine}"
+        )
     if others:
         troubles.append(f"built for CUDA {others[-1]}, target is CUDA {target}")
     if troubles:
-        return Finding("G2", Status.FAIL, f"{who} ({where}) does not fit: {'; '.join(troubles)}", "flash-attn",
-                       tuple(evidence), "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
-                       "(never pip install flash-attn on a Spark: it compiles for an hour)"), False
+        return Finding(
+            "G2",
+            Status.FAIL,
+            f"{who} ({where}) does not fit: {'; '.join(troubles)}",
+            "flash-attn",
+            tuple(evidence),
+            "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
+            "(never pip install flash-attn on a Spark: it compiles for an hour)",
+        ), False
     if df.dist.files is None:
-        return Finding("G2", Status.WARN, f"{who} ({where}): its files are not listed, fit not checked",
-                       "flash-attn", tuple(evidence), "reinstall it with pip so its RECORD lists the files"), False
-    return Finding("G2", Status.PASS, f"{who} ({where}); {len(df.shared_objects)} shared object(s) fit "
-                   f"{facts.target.machine}", "flash-attn", tuple(evidence)), True
+        return Finding(
+            "G2",
+            Status.WARN,
+            f"{who} ({where}): its files are not listed, fit not checked",
+            "flash-attn",
+            tuple(evidence),
+            "reinstall it with pip so its RECORD lists the files",
+        ), False
+    return Finding(
+        "G2",
+        Status.PASS,
+        f"{who} ({where}); {len(df.shared_objects)} shared object(s) fit {facts.target.machine}",
+        "flash-attn",
+        tuple(evidence),
+    ), True
 
 
 def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Finding:
     who = f"{unsloth.dist.key} {unsloth.dist.version}"
     if facts.sdpa_override:
-        return Finding("G2", Status.PASS, f"{who} next to flash-attn; the SDPA override is installed "
-                       f"({facts.sdpa_override})", unsloth.dist.key, (f"override: {facts.sdpa_override}",))
+        return Finding(
+            "G2",
+            Status.PASS,
+            f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
+            unsloth.dist.key,
+            (f"override: {facts.sdpa_override}",),
+        )
     return Finding(
-        "G2", Status.WARN,
-        f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA override: Unsloth "
-        "picks flash-attn and FastLanguageModel drops attn_implementation=\"sdpa\"",
+        "G2",
+        Status.WARN,
+        f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA override: "
+        'Unsloth picks flash-attn and FastLanguageModel drops attn_implementation="sdpa"',
         unsloth.dist.key,
-        ("unsloth sets HAS_FLASH_ATTENTION in each of its modules when flash_attn imports",
-         f"no {datafiles.load('packages')['sdpa_override_pth']} in the site folders"),
+        (
+            "unsloth sets HAS_FLASH_ATTENTION in each of its modules when flash_attn imports",
+            f"no {datafiles.load('packages')['sdpa_override_pth']} in the site folders",
+        ),
         "if you want SDPA, disable flash-attn in every Unsloth module before loading the model, not only "
         f"unsloth.models._utils ({_EXPLAIN}); if flash-attn is what you want, nothing to do",
     )

@@ -14,8 +14,11 @@ def check(facts: AuditFacts) -> list[Finding]:
         if not installed:
             return []
         versions = ", ".join(f"{d.dist.key} {d.dist.version}" for d in installed)
-        return [Finding("G9", Status.INFO, f"no --lock given: {versions} not compared with a lock", "lock", (),
-                        None)]
+        return [
+            Finding(
+                "G9", Status.INFO, f"no --lock given: {versions} not compared with a lock", "lock", (), None
+            )
+        ]
     out: list[Finding] = []
     lock = facts.lock
     for df in installed:
@@ -23,19 +26,50 @@ def check(facts: AuditFacts) -> list[Finding]:
         src = f"lock {lock.path}"
         if key not in lock.pins:
             if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
-                out.append(Finding("G9", Status.PASS, f"{key} {version} is provided by the NGC base, not the lock",
-                                   key, (src,)))
+                out.append(
+                    Finding(
+                        "G9",
+                        Status.PASS,
+                        f"{key} {version} is provided by the NGC base, not the lock",
+                        key,
+                        (src,),
+                    )
+                )
             else:
-                out.append(Finding("G9", Status.WARN, f"{key} {version} is installed but not pinned in {lock.path}",
-                                   key, (src,), f"pin {key}=={version} in the lock (sparkenv lock)"))
+                out.append(
+                    Finding(
+                        "G9",
+                        Status.WARN,
+                        f"{key} {version} is installed but not pinned in {lock.path}",
+                        key,
+                        (src,),
+                        f"pin {key}=={version} in the lock (sparkenv lock)",
+                    )
+                )
             continue
         pinned = lock.pins[key]
         if pinned is None:
-            out.append(Finding("G9", Status.WARN, f"{key} {version}: {lock.path} lists it without an exact pin",
-                               key, (src,), f"pin {key}=={version} exactly"))
+            out.append(
+                Finding(
+                    "G9",
+                    Status.WARN,
+                    f"{key} {version}: {lock.path} lists it without an exact pin",
+                    key,
+                    (src,),
+                    f"pin {key}=={version} exactly",
+                )
+            )
         elif pinned != version:
-            out.append(Finding("G9", Status.WARN, f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
-                               key, (src,), f"pip install --no-deps '{key}=={pinned}', or re-lock"))
+            out.append(
+                Finding(
+                    "G9",
+                    Status.WARN,
+                    f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
+                    key,
+                    (src,),
+                    f"pip install --no-deps '{key}=={pinned}', or re-lock",
+                )
+            )
         else:
             out.append(Finding("G9", Status.PASS, f"{key} {version} matches {lock.path}", key, (src,)))
     return out

@@ -10,8 +10,9 @@ from sparkenv.environment import lockpins, target
 from sparkenv.report import Finding, Report
 
 
-def audit(target_arg: str | None, lock: str | None = None, machine: str | None = None,
-          root: str | None = None) -> Report:
+def audit(
+    target_arg: str | None, lock: str | None = None, machine: str | None = None, root: str | None = None
+) -> Report:
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
     pins = lockpins.read(lock) if lock else None

@@ -13,8 +13,18 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-MACHINES = {3: "i386", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x", 40: "arm", 62: "x86_64", 183: "aarch64",
-            243: "riscv64", 258: "loongarch64"}
+MACHINES = {
+    3: "i386",
+    8: "mips",
+    20: "ppc",
+    21: "ppc64",
+    22: "s390x",
+    40: "arm",
+    62: "x86_64",
+    183: "aarch64",
+    243: "riscv64",
+    258: "loongarch64",
+}
 
 _MAX_TABLE = 4 << 20  # no sane section or dynamic table is larger; bounds work on hostile input
 _MAX_NAME = 4096
@@ -162,7 +172,9 @@ def _dynamic_from_segments(
     dyn_bytes = _read_exact(read, dyn[0], dyn[1], "dynamic segment")
     dfmt = end + ("qQ" if is64 else "iI")
     strtab_vaddr = strsz = None
-    for tag, val in struct.iter_unpack(dfmt, dyn_bytes[: len(dyn_bytes) - len(dyn_bytes) % struct.calcsize(dfmt)]):
+    for tag, val in struct.iter_unpack(
+        dfmt, dyn_bytes[: len(dyn_bytes) - len(dyn_bytes) % struct.calcsize(dfmt)]
+    ):
         if tag == _DT_NULL:
             break
         if tag == _DT_STRTAB:

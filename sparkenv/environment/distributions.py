@@ -87,8 +87,14 @@ def _read_dist_info(site_dir: Path, meta_dir: Path) -> Distribution | MetadataPr
         return ident
     files, notes = _record(meta_dir)
     return Distribution(
-        ident[0], canonicalize_name(ident[0]), ident[1], meta_dir, site_dir,
-        tuple(headers.get("requires-dist", [])), files, notes,
+        ident[0],
+        canonicalize_name(ident[0]),
+        ident[1],
+        meta_dir,
+        site_dir,
+        tuple(headers.get("requires-dist", [])),
+        files,
+        notes,
     )
 
 
@@ -122,8 +128,9 @@ def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem
         except OSError:
             files = None
     notes = () if files is not None else ("egg-info without installed-files.txt: installed files unknown",)
-    return Distribution(ident[0], canonicalize_name(ident[0]), ident[1], meta, site_dir, tuple(requires), files,
-                        notes)
+    return Distribution(
+        ident[0], canonicalize_name(ident[0]), ident[1], meta, site_dir, tuple(requires), files, notes
+    )
 
 
 def _egg_requires(path: Path) -> list[str]:

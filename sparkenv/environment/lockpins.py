@@ -48,7 +48,7 @@ def _requirements(path: Path) -> dict[str, str | None]:
 
     try:
         parsed = RequirementsFile.from_file(str(path), include_nested=True)
-    except Exception as exc:  # the parser raises assorted types on unreadable files  # noqa: BLE001
+    except Exception as exc:  # the parser raises assorted types on unreadable files
         raise SparkenvError(f"{path}: unreadable requirements file: {exc}") from None
     if parsed.invalid_lines:
         bad = parsed.invalid_lines[0]

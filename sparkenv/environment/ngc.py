@@ -52,5 +52,8 @@ def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> 
         exact = [s.version for s in req.specifier if s.operator in ("==", "===")]
         if exact:
             pins[canonicalize_name(req.name)] = exact[0]
-    return NgcFacts(environ.get("NVIDIA_PYTORCH_VERSION") or None, f"/{CONSTRAINT_FILE}" if text is not None
-                    else None, pins)
+    return NgcFacts(
+        environ.get("NVIDIA_PYTORCH_VERSION") or None,
+        f"/{CONSTRAINT_FILE}" if text is not None else None,
+        pins,
+    )

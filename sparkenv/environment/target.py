@@ -48,8 +48,10 @@ def resolve(arg: str | None, machine: str | None = None) -> Target:
     except OSError as exc:  # ELOOP, ENAMETOOLONG …
         raise SparkenvError(f"{arg}: cannot read target: {exc.strerror}") from None
     if not exists:
-        raise SparkenvError(f"{arg}: no such file or directory (expected a venv, a site-packages folder "
-                            "or a Python interpreter)")
+        raise SparkenvError(
+            f"{arg}: no such file or directory (expected a venv, a site-packages folder "
+            "or a Python interpreter)"
+        )
     if path.is_file():
         return _from_interpreter(path, arg, machine)
     if not os.access(path, os.R_OK | os.X_OK):
@@ -94,7 +96,9 @@ def _from_prefix(prefix: Path, description: str, machine: str | None) -> Target:
             f"{description}: no site-packages folder found (expected a venv, a site-packages folder "
             "or a Python interpreter)"
         )
-    interpreter = next((p for p in (prefix / "bin" / "python3", prefix / "bin" / "python") if p.exists()), None)
+    interpreter = next(
+        (p for p in (prefix / "bin" / "python3", prefix / "bin" / "python") if p.exists()), None
+    )
     return _finish(description, tuple(dirs), interpreter, machine)
 
 
@@ -156,7 +160,9 @@ def _interpreter_near_site(site: Path) -> Path | None:
     return None
 
 
-def _finish(description: str, dirs: tuple[Path, ...], interpreter: Path | None, machine: str | None) -> Target:
+def _finish(
+    description: str, dirs: tuple[Path, ...], interpreter: Path | None, machine: str | None
+) -> Target:
     version = None
     for d in dirs:
         m = _PYVER_IN_PATH.search(str(d))

@@ -16,9 +16,7 @@ def finding_line(finding: Finding) -> str:
 
 
 def render(report: Report, quiet: bool = False) -> str:
-    lines = [
-        finding_line(f) for f in report.sorted_findings() if not (quiet and f.status in _QUIET_HIDDEN)
-    ]
+    lines = [finding_line(f) for f in report.sorted_findings() if not (quiet and f.status in _QUIET_HIDDEN)]
     counts = ", ".join(
         f"{report.count(s)} {s.value}" for s in (Status.FAIL, Status.ERROR, Status.WARN) if report.count(s)
     )
