@@ -147,7 +147,9 @@ def main() -> None:
     from sparkenv.errors import SparkenvError
 
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns the exit code of typer.Exit instead of raising it.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -104,7 +104,9 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
         provided = so.info.soname or base
         major = rules.soname_major(provided)
         if major is not None:
-            ev.append(Evidence(major, "provides", f"{so.relpath} is {provided} (CUDA {major})"))
+            shipped = provided if base == provided else f"{provided} as {base}"
+            where = os.path.dirname(so.relpath)
+            ev.append(Evidence(major, "provides", f"ships {shipped} (CUDA {major}) in {where}/"))
         for needed in so.info.needed:
             major = rules.soname_major(needed)
             if major is not None:

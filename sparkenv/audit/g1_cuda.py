@@ -92,19 +92,19 @@ def _dist_finding(
         if is_library and not required_by and status is not Status.FAIL:
             status = Status.WARN
             problems.append(
-                f"is CUDA {major} residue nobody installed requires ({strongest.text}{also})"
+                f"is CUDA {major} residue nobody installed requires ({_short(strongest)}{also})"
                 + (f" next to CUDA {target} packages" if has_target else "")
             )
             fixes.append(f"pip uninstall {dist.key}")
         else:
             status = Status.FAIL
             chain = f", required by {', '.join(required_by)}" if required_by else ""
-            problems.append(f"needs CUDA {major} ({strongest.text}{also}){chain} — target is CUDA {target}")
+            problems.append(f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}")
             fixes.append(_fix_for(dist.key, required_by, name.cuda13_name if name else None))
     elif not problems and b.majors:
         strongest = b.evidence[0]
         return Finding(
-            "G1", Status.PASS, f"{who} needs CUDA {target} ({strongest.text})", dist.key, _cap(evidence)
+            "G1", Status.PASS, f"{who} needs CUDA {target}: {_short(strongest)}", dist.key, _cap(evidence)
         )
     elif not problems:
         return None
@@ -202,6 +202,11 @@ def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Findi
             f"CUDA rules reviewed {rules.reviewed()}",
         ),
     )
+
+
+def _short(e: Evidence) -> str:
+    """Evidence text without its "(CUDA N)" note, for a summary that already names the major."""
+    return e.text.replace(f" (CUDA {e.major})", "")
 
 
 def _cap(evidence: list[str]) -> tuple[str, ...]:

@@ -1,0 +1,183 @@
+"""Real parts for the tests: ELF files compiled with gcc, dist-info trees, venvs, the CLI as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CROSS_GCC = "aarch64-linux-gnu-gcc"
+ARCH_GCC = {"x86_64": "gcc", "aarch64": CROSS_GCC} if os.uname().machine == "x86_64" else {"aarch64": "gcc"}
+
+
+def _compile(cc: str, args: list[str], cwd: Path) -> None:
+    if shutil.which(cc) is None:
+        pytest.fail(f"{cc} is needed for these tests; .ci/run installs it (apt-get install gcc-aarch64-linux-gnu)")
+    subprocess.run([cc, *args], cwd=cwd, check=True, timeout=120, capture_output=True)
+
+
+class ElfFactory:
+    """Compiles stub libraries with real sonames and shared objects linked against them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._cache: dict[tuple, Path] = {}
+
+    def stub(self, soname: str, arch: str = "x86_64") -> Path:
+        """A shared library whose DT_SONAME is `soname`."""
+        key = ("stub", soname, arch)
+        if key not in self._cache:
+            d = self.root / arch / "stubs"
+            d.mkdir(parents=True, exist_ok=True)
+            src = d / "stub.c"
+            src.write_text("int sparkenv_stub_symbol(void) { return 1; }\n")
+            _compile(ARCH_GCC[arch], ["-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", soname, "stub.c"], d)
+            self._cache[key] = d / soname
+        return self._cache[key]
+
+    def linked(self, needed: tuple[str, ...] = (), arch: str = "x86_64", soname: str | None = None) -> Path:
+        """A shared object whose DT_NEEDED lists `needed` (each a real stub with that soname)."""
+        key = ("linked", needed, arch, soname)
+        if key not in self._cache:
+            stubs = [self.stub(n, arch) for n in needed]
+            d = self.root / arch / f"so{len(self._cache)}"
+            d.mkdir(parents=True)
+            (d / "m.c").write_text("int sparkenv_module(void) { return 2; }\n")
+            args = ["-shared", "-fPIC", "-o", "out.so", "m.c"]
+            if soname:
+                args.append(f"-Wl,-soname,{soname}")
+            args += ["-Wl,--no-as-needed", *map(str, stubs)]
+            _compile(ARCH_GCC[arch], args, d)
+            self._cache[key] = d / "out.so"
+        return self._cache[key]
+
+    def executable(self, arch: str) -> Path:
+        key = ("exe", arch)
+        if key not in self._cache:
+            d = self.root / arch / "exe"
+            d.mkdir(parents=True)
+            (d / "main.c").write_text("int main(void) { return 0; }\n")
+            _compile(ARCH_GCC[arch], ["-o", "python3.12", "main.c"], d)
+            self._cache[key] = d / "python3.12"
+        return self._cache[key]
+
+
+@pytest.fixture(scope="session")
+def elves(tmp_path_factory: pytest.TempPathFactory) -> ElfFactory:
+    return ElfFactory(tmp_path_factory.mktemp("elves"))
+
+
+@dataclass
+class Env:
+    """A synthetic installed environment: prefix/bin/python3.12 (a real ELF of `arch`) + site-packages."""
+
+    prefix: Path
+    site: Path
+    arch: str
+
+    def add(
+        self,
+        name: str,
+        version: str,
+        requires: list[str] | tuple[str, ...] = (),
+        files: dict[str, Path | bytes | str] | None = None,
+        record: bool = True,
+        wheel_tag: str | None = None,
+        direct_url: dict | None = None,
+    ) -> Path:
+        """Install a distribution the way a wheel installer leaves it: files, METADATA, RECORD."""
+        dist_info = self.site / f"{name.replace('-', '_')}-{version}.dist-info"
+        dist_info.mkdir(parents=True)
+        meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        meta += [f"Requires-Dist: {r}" for r in requires]
+        (dist_info / "METADATA").write_text("\n".join(meta) + "\n\n")
+        (dist_info / "INSTALLER").write_text("pip\n")
+        tag = wheel_tag or f"cp312-cp312-manylinux_2_28_{self.arch}"
+        (dist_info / "WHEEL").write_text(f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n")
+        if direct_url is not None:
+            (dist_info / "direct_url.json").write_text(json.dumps(direct_url))
+        listed = [f"{dist_info.name}/{n}" for n in ("METADATA", "INSTALLER", "WHEEL")]
+        for rel, content in (files or {}).items():
+            dest = self.site / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, Path):
+                shutil.copyfile(content, dest)
+            elif isinstance(content, bytes):
+                dest.write_bytes(content)
+            else:
+                dest.write_text(content)
+            listed.append(rel)
+        if record:
+            (dist_info / "RECORD").write_text("".join(f"{p},,\n" for p in [*listed, f"{dist_info.name}/RECORD"]))
+        return dist_info
+
+
+def make_env(root: Path, elves: ElfFactory, arch: str = "x86_64") -> Env:
+    prefix = root / f"venv-{arch}"
+    (prefix / "bin").mkdir(parents=True)
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    shutil.copyfile(elves.executable(arch), prefix / "bin" / "python3.12")
+    (prefix / "bin" / "python3").symlink_to("python3.12")
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n")
+    return Env(prefix, site, arch)
+
+
+@pytest.fixture
+def env(tmp_path: Path, elves: ElfFactory) -> Env:
+    return make_env(tmp_path, elves, "x86_64")
+
+
+@pytest.fixture
+def arm_env(tmp_path: Path, elves: ElfFactory) -> Env:
+    return make_env(tmp_path, elves, "aarch64")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+    def line(self, gid: str, subject_word: str) -> str:
+        """The one finding line of `gid` that mentions `subject_word`."""
+        found = [ln for ln in self.lines if ln.startswith(f"{gid} ") and subject_word in ln]
+        assert len(found) == 1, f"expected one {gid} line about {subject_word!r}, got {found}\n{self.out}"
+        return found[0]
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+def sparkenv(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
+    """Run the real CLI as a user does: a separate process, `python -m sparkenv`."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "NVIDIA_PYTORCH_VERSION")}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparkenv", *args], capture_output=True, text=True, timeout=120, env=full_env,
+        cwd=cwd,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def run():
+    return sparkenv
+
+
+@pytest.fixture
+def clean_root(tmp_path: Path) -> Path:
+    """An empty filesystem root for --root, so the host's container and NGC markers do not leak in."""
+    root = tmp_path / "root"
+    root.mkdir()
+    return root
