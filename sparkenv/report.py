@@ -51,6 +51,29 @@ class Finding:
         return (self.number, _SEVERITY[self.status], self.subject)
 
 
+def merge_by_subject(findings: list[Finding]) -> list[Finding]:
+    """One finding per (G-number, subject), so a tool can act on each: the worst status wins, the rest
+    is kept in the summary, evidence and fix."""
+    merged: dict[tuple[str, str], Finding] = {}
+    for f in findings:
+        key = (f.id, f.subject)
+        prev = merged.get(key)
+        if prev is None:
+            merged[key] = f
+            continue
+        first, second = sorted((prev, f), key=lambda x: _SEVERITY[x.status])
+        fixes = [x for x in (first.fix, second.fix) if x]
+        merged[key] = Finding(
+            f.id,
+            first.status,
+            f"{first.summary}; {second.summary}",
+            f.subject,
+            first.evidence + tuple(e for e in second.evidence if e not in first.evidence),
+            "; ".join(dict.fromkeys(fixes)) or None,
+        )
+    return list(merged.values())
+
+
 @dataclass
 class Report:
     command: str
