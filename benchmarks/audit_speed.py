@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-FORMAT = 1  # bump when the generated environment changes, so cached work folders are rebuilt
+FORMAT = 2  # bump when the generated environment changes, so cached work folders are rebuilt
 MARKER = "sparkenv-bench-env.json"
 MiB = 1 << 20
 TARGET_VS_CHECK = 0.5
@@ -296,9 +296,10 @@ def build_environment(work: Path, spec: Spec) -> EnvStats:
     n_generic = spec.dists - len(PROVIDERS) - 2  # 2: synth-torch, synth-flash
     if n_generic < 10:
         raise SystemExit(f"--dists {spec.dists} is too small (at least {len(PROVIDERS) + 12})")
-    py_counts = _split(spec.py_files, n_generic + 2, rng, 1.3)
+    torch_py = spec.py_files // 5  # torch holds about a fifth of a real CUDA environment's files
+    py_counts = _split(spec.py_files - torch_py, n_generic + 1, rng, 1.3)
     py_counts.sort(reverse=True)
-    torch_py, flash_py, generic_py = py_counts[0], py_counts[-1], py_counts[1:-1]
+    flash_py, generic_py = py_counts[-1], py_counts[:-1]
     rng.shuffle(generic_py)
     torch_so, flash_so = 140, 3
     n_so_generic = spec.shared_objects - len(PROVIDERS) - torch_so - flash_so
@@ -330,20 +331,20 @@ def build_environment(work: Path, spec: Spec) -> EnvStats:
             rel = f"synth_torch/_ops/m{i // 20}/_C{i}{ext_suffix}"
         w.shared_object(rel, templates[kind])
     _py_files(w, "synth_torch", torch_py, rng)
-    w.finish([*pins, "filelock", "typing-extensions>=4.10.0"], [], "torch-like", bin_tag)
+    w.finish([*pins, "synth-filelock", "synth-typing-extensions>=4.10.0"], [], "torch-like", bin_tag)
 
     w = DistWriter(site, "synth-flash", "2.8.3")
     w.shared_object(f"synth_flash/flash_attn_2_cuda{ext_suffix}", templates["blas"], FLASH_BIG_MIB)
     w.shared_object(f"synth_flash/_fused{ext_suffix}", templates["rt"])
     w.shared_object("synth_flash.libs/libgomp-a34b3233.so.1.0.0", templates["plain"])
     _py_files(w, "synth_flash", flash_py, rng)
-    w.finish(["synth-torch>=2.4", "einops"], [], "flash-attn-like", bin_tag)
+    w.finish(["synth-torch>=2.4", "synth-einops"], [], "flash-attn-like", bin_tag)
 
     # Generic distributions with Requires-Dist on earlier ones (versions always satisfied).
     generic: list[tuple[str, str]] = [
-        ("filelock", "3.20.0"),
-        ("typing-extensions", "4.15.0"),
-        ("einops", "0.8.1"),
+        ("synth-filelock", "3.20.0"),
+        ("synth-typing-extensions", "4.15.0"),
+        ("synth-einops", "0.8.1"),
     ]
     generic += [(f"synth-pkg-{i:03d}", f"{1 + i % 3}.{i % 17}.{i % 5}") for i in range(n_generic - 3)]
     for idx, (name, version) in enumerate(generic):
@@ -382,7 +383,7 @@ def build_environment(work: Path, spec: Spec) -> EnvStats:
         if so_counts[idx] and rng.random() < 0.3:
             requires.append(pins[idx % len(pins)])
         tag = bin_tag if so_counts[idx] else "py3-none-any"
-        w.finish(requires, ["torch", "all"], f"generic package {idx}", tag)
+        w.finish(requires, ["torch", "all"], f"synthetic package {name}", tag)
 
     stats = measure(venv, spec.dists)
     stats.build_seconds = round(time.perf_counter() - started, 1)
@@ -541,6 +542,7 @@ def time_commands(
         "list": Timing("pip list", [venv_py, "-m", "pip", "list"]),
     }
     env = _env()
+    cwd = Path(stats.venv).parent  # neutral: `-m` puts the working folder first on sys.path
     order = list(timings)
     audit_self: list[float] = []
     for round_no in range(-warmup, runs):
@@ -549,7 +551,9 @@ def time_commands(
             t = timings[key]
             started = time.perf_counter()
             try:
-                proc = subprocess.run(t.argv, capture_output=True, text=True, timeout=timeout, env=env)
+                proc = subprocess.run(
+                    t.argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+                )
             except subprocess.TimeoutExpired:
                 raise SystemExit(f"{t.name} ran past --timeout {timeout:g} s: {' '.join(t.argv)}") from None
             elapsed = time.perf_counter() - started

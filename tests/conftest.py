@@ -18,7 +18,9 @@ ARCH_GCC = {"x86_64": "gcc", "aarch64": CROSS_GCC} if os.uname().machine == "x86
 
 def _compile(cc: str, args: list[str], cwd: Path) -> None:
     if shutil.which(cc) is None:
-        pytest.fail(f"{cc} is needed for these tests; .ci/run installs it (apt-get install gcc-aarch64-linux-gnu)")
+        pytest.fail(
+            f"{cc} is needed for these tests; .ci/run installs it (apt-get install gcc-aarch64-linux-gnu)"
+        )
     subprocess.run([cc, *args], cwd=cwd, check=True, timeout=120, capture_output=True)
 
 
@@ -94,12 +96,14 @@ class Env:
         """Install a distribution the way a wheel installer leaves it: files, METADATA, RECORD."""
         dist_info = self.site / f"{name.replace('-', '_')}-{version}.dist-info"
         dist_info.mkdir(parents=True)
-        meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
         meta += [f"Requires-Dist: {r}" for r in requires]
         (dist_info / "METADATA").write_text("\n".join(meta) + "\n\n")
         (dist_info / "INSTALLER").write_text("pip\n")
         tag = wheel_tag or f"cp312-cp312-manylinux_2_28_{self.arch}"
-        (dist_info / "WHEEL").write_text(f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n")
+        (dist_info / "WHEEL").write_text(
+            f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        )
         if direct_url is not None:
             (dist_info / "direct_url.json").write_text(json.dumps(direct_url))
         listed = [f"{dist_info.name}/{n}" for n in ("METADATA", "INSTALLER", "WHEEL")]
@@ -114,7 +118,9 @@ class Env:
                 dest.write_text(content)
             listed.append(rel)
         if record:
-            (dist_info / "RECORD").write_text("".join(f"{p},,\n" for p in [*listed, f"{dist_info.name}/RECORD"]))
+            (dist_info / "RECORD").write_text(
+                "".join(f"{p},,\n" for p in [*listed, f"{dist_info.name}/RECORD"])
+            )
         return dist_info
 
 
@@ -125,7 +131,9 @@ def make_env(root: Path, elves: ElfFactory, arch: str = "x86_64") -> Env:
     site.mkdir(parents=True)
     shutil.copyfile(elves.executable(arch), prefix / "bin" / "python3.12")
     (prefix / "bin" / "python3").symlink_to("python3.12")
-    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n")
+    (prefix / "pyvenv.cfg").write_text(
+        "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n"
+    )
     return Env(prefix, site, arch)
 
 
@@ -164,7 +172,11 @@ def sparkenv(*args: str, env: dict[str, str] | None = None, cwd: Path | None = N
     full_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "NVIDIA_PYTORCH_VERSION")}
     full_env.update(env or {})
     proc = subprocess.run(
-        [sys.executable, "-m", "sparkenv", *args], capture_output=True, text=True, timeout=120, env=full_env,
+        [sys.executable, "-m", "sparkenv", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full_env,
         cwd=cwd,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)

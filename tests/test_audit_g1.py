@@ -10,24 +10,53 @@ LINUX = '; platform_system == "Linux"'
 
 def cuda13_torch(env, elves, version: str = "2.11.0") -> None:
     """A torch laid out like PyPI's 2.11 for CUDA 13: .so.12 names for cuFFT, cuSOLVER, cuSPARSE."""
-    env.add("torch", version, requires=[f"cuda-toolkit[cublas,cudart]==13.0.2{LINUX}", "filelock"],
-            files={"torch/lib/libtorch_cuda.so": elves.linked(
-                ("libcudart.so.13", "libcublas.so.13", "libcufft.so.12", "libcusolver.so.12",
-                 "libcusparse.so.12", "libcurand.so.10", "libnccl.so.2", "libcudnn.so.9"), arch=env.arch),
-                   "torch/__init__.py": ""})
-    env.add("nvidia-cufft", "12.0.0.61",
-            files={"nvidia/cu13/lib/libcufft.so.12": elves.stub("libcufft.so.12", env.arch)})
+    env.add(
+        "torch",
+        version,
+        requires=[f"cuda-toolkit[cublas,cudart]==13.0.2{LINUX}", "filelock"],
+        files={
+            "torch/lib/libtorch_cuda.so": elves.linked(
+                (
+                    "libcudart.so.13",
+                    "libcublas.so.13",
+                    "libcufft.so.12",
+                    "libcusolver.so.12",
+                    "libcusparse.so.12",
+                    "libcurand.so.10",
+                    "libnccl.so.2",
+                    "libcudnn.so.9",
+                ),
+                arch=env.arch,
+            ),
+            "torch/__init__.py": "",
+        },
+    )
+    env.add(
+        "nvidia-cufft",
+        "12.0.0.61",
+        files={"nvidia/cu13/lib/libcufft.so.12": elves.stub("libcufft.so.12", env.arch)},
+    )
 
 
 def test_cuda12_runtime_pulled_in_by_a_cu128_torch_fails_with_the_chain(env, elves, run, clean_root):
-    env.add("nvidia-cuda-runtime-cu12", "12.8.90",
-            files={"nvidia/cuda_runtime/lib/libcudart.so.12": elves.stub("libcudart.so.12")})
-    env.add("torch", "2.9.1+cu128", requires=[f"nvidia-cuda-runtime-cu12==12.8.90{LINUX}"],
-            files={"torch/lib/libtorch_cuda.so": elves.linked(("libcudart.so.12",))})
+    env.add(
+        "nvidia-cuda-runtime-cu12",
+        "12.8.90",
+        files={"nvidia/cuda_runtime/lib/libcudart.so.12": elves.stub("libcudart.so.12")},
+    )
+    env.add(
+        "torch",
+        "2.9.1+cu128",
+        requires=[f"nvidia-cuda-runtime-cu12==12.8.90{LINUX}"],
+        files={"torch/lib/libtorch_cuda.so": elves.linked(("libcudart.so.12",))},
+    )
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     assert r.code == 1, r.out
     torch = r.line("G1", "torch 2.9.1+cu128")
-    assert torch.startswith("G1 FAIL: ") and "needs CUDA 12: torch/lib/libtorch_cuda.so links libcudart.so.12" in torch
+    assert (
+        torch.startswith("G1 FAIL: ")
+        and "needs CUDA 12: torch/lib/libtorch_cuda.so links libcudart.so.12" in torch
+    )
     assert "download.pytorch.org/whl/cu130" in torch
     rt = r.line("G1", "nvidia-cuda-runtime-cu12 12.8.90")
     assert rt.startswith("G1 FAIL: ") and "required by torch" in rt and "libcudart.so.12" in rt
@@ -45,8 +74,11 @@ def test_real_cuda13_layout_gives_no_false_alarm_from_so12_names(env, elves, run
 
 def test_unrequired_cuda12_library_next_to_cuda13_is_residue(env, elves, run, clean_root):
     cuda13_torch(env, elves)
-    env.add("nvidia-cublas-cu12", "12.8.4.1",
-            files={"nvidia/cublas/lib/libcublas.so.12": elves.stub("libcublas.so.12")})
+    env.add(
+        "nvidia-cublas-cu12",
+        "12.8.4.1",
+        files={"nvidia/cublas/lib/libcublas.so.12": elves.stub("libcublas.so.12")},
+    )
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     line = r.line("G1", "nvidia-cublas-cu12")
     assert line.startswith("G1 WARN: ") and "residue" in line and "pip uninstall nvidia-cublas-cu12" in line
@@ -57,8 +89,10 @@ def test_unrequired_cuda12_library_next_to_cuda13_is_residue(env, elves, run, cl
 def test_cpu_only_torch_fails_by_label_and_by_missing_libtorch_cuda(tmp_path, elves, run, clean_root):
     from conftest import make_env
 
-    for version, files in (("2.9.1+cpu", {"torch/lib/libtorch_cpu.so": elves.linked()}),
-                           ("2.11.0", {"torch/lib/libtorch_cpu.so": elves.linked()})):
+    for version, files in (
+        ("2.9.1+cpu", {"torch/lib/libtorch_cpu.so": elves.linked()}),
+        ("2.11.0", {"torch/lib/libtorch_cpu.so": elves.linked()}),
+    ):
         env = make_env(tmp_path / version, elves)
         env.add("torch", version, files=files)
         r = run("audit", str(env.prefix), "--root", str(clean_root))
@@ -68,10 +102,14 @@ def test_cpu_only_torch_fails_by_label_and_by_missing_libtorch_cuda(tmp_path, el
 
 
 def test_x86_64_object_in_an_aarch64_environment_fails(arm_env, elves, run, clean_root):
-    arm_env.add("fastkernels", "1.0", files={
-        "fastkernels/_ops.so": elves.linked(("libcudart.so.13",), arch="x86_64"),
-        "fastkernels/_ok.so": elves.linked(("libcudart.so.13",), arch="aarch64"),
-    })
+    arm_env.add(
+        "fastkernels",
+        "1.0",
+        files={
+            "fastkernels/_ops.so": elves.linked(("libcudart.so.13",), arch="x86_64"),
+            "fastkernels/_ok.so": elves.linked(("libcudart.so.13",), arch="aarch64"),
+        },
+    )
     r = run("audit", str(arm_env.prefix), "--root", str(clean_root))
     line = r.line("G1", "fastkernels")
     assert line.startswith("G1 FAIL: ") and "1 x86_64 shared object(s) in a aarch64 environment" in line
@@ -80,7 +118,9 @@ def test_x86_64_object_in_an_aarch64_environment_fails(arm_env, elves, run, clea
 
 
 def test_matching_architecture_passes(arm_env, elves, run, clean_root):
-    arm_env.add("fastkernels", "1.0", files={"fastkernels/_ok.so": elves.linked(("libcudart.so.13",), "aarch64")})
+    arm_env.add(
+        "fastkernels", "1.0", files={"fastkernels/_ok.so": elves.linked(("libcudart.so.13",), "aarch64")}
+    )
     r = run("audit", str(arm_env.prefix), "--root", str(clean_root))
     assert r.line("G1", "fastkernels").startswith("G1 PASS")
     assert "environment aarch64" in r.line("G1", "distributions")
@@ -91,35 +131,49 @@ def test_markers_are_evaluated_for_the_target_not_the_host(arm_env, elves, run, 
     r = run("audit", str(arm_env.prefix), "--root", str(clean_root))
     assert not [ln for ln in r.lines if "tool 1.0" in ln]  # the requirement does not apply on aarch64
     r = run("audit", str(arm_env.prefix), "--root", str(clean_root), "--machine", "x86_64")
-    assert r.line("G1", "tool 1.0").startswith("G1 FAIL: tool 1.0 needs CUDA 12: requires nvidia-cuda-runtime")
+    assert r.line("G1", "tool 1.0").startswith(
+        "G1 FAIL: tool 1.0 needs CUDA 12: requires nvidia-cuda-runtime"
+    )
 
 
 def test_bitsandbytes_passes_only_with_a_cuda13_library(tmp_path, elves, run, clean_root):
     from conftest import make_env
 
     old = make_env(tmp_path / "old", elves)
-    old.add("bitsandbytes", "0.45.5", files={
-        "bitsandbytes/libbitsandbytes_cuda121.so": elves.linked(("libcudart.so.12",)),
-        "bitsandbytes/libbitsandbytes_cuda128.so": elves.linked(("libcudart.so.12", "libcublas.so.12")),
-    })
+    old.add(
+        "bitsandbytes",
+        "0.45.5",
+        files={
+            "bitsandbytes/libbitsandbytes_cuda121.so": elves.linked(("libcudart.so.12",)),
+            "bitsandbytes/libbitsandbytes_cuda128.so": elves.linked(("libcudart.so.12", "libcublas.so.12")),
+        },
+    )
     r = run("audit", str(old.prefix), "--root", str(clean_root))
     line = r.line("G1", "bitsandbytes")
     assert line.startswith("G1 FAIL: ") and "no CUDA 13 library" in line and ">= 0.48" in line
     new = make_env(tmp_path / "new", elves)
-    new.add("bitsandbytes", "0.49.2", files={
-        "bitsandbytes/libbitsandbytes_cuda128.so": elves.linked(("libcudart.so.12",)),
-        "bitsandbytes/libbitsandbytes_cuda130.so": elves.linked(("libcudart.so.13",)),
-    })
+    new.add(
+        "bitsandbytes",
+        "0.49.2",
+        files={
+            "bitsandbytes/libbitsandbytes_cuda128.so": elves.linked(("libcudart.so.12",)),
+            "bitsandbytes/libbitsandbytes_cuda130.so": elves.linked(("libcudart.so.13",)),
+        },
+    )
     r = run("audit", str(new.prefix), "--root", str(clean_root))
     assert r.line("G1", "bitsandbytes").startswith("G1 PASS: bitsandbytes 0.49.2 carries a CUDA 13 library")
 
 
 def test_vendored_hashed_soname_counts(env, elves, run, clean_root):
     vendored = elves.stub("libcudart.faf08d9a.so.12")
-    env.add("wheelwithvendor", "0.3", files={
-        "wheelwithvendor.libs/libcudart.faf08d9a.so.12": vendored,
-        "wheelwithvendor/_k.so": elves.linked(("libcudart.faf08d9a.so.12",)),
-    })
+    env.add(
+        "wheelwithvendor",
+        "0.3",
+        files={
+            "wheelwithvendor.libs/libcudart.faf08d9a.so.12": vendored,
+            "wheelwithvendor/_k.so": elves.linked(("libcudart.faf08d9a.so.12",)),
+        },
+    )
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     line = r.line("G1", "wheelwithvendor")
     assert line.startswith("G1 FAIL") and "links libcudart.faf08d9a.so.12" in line

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 
 def fa_files(elves, needed=("libcudart.so.13",), arch="x86_64"):
-    return {"flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so": elves.linked(needed, arch=arch),
-            "flash_attn/__init__.py": ""}
+    return {
+        "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so": elves.linked(needed, arch=arch),
+        "flash_attn/__init__.py": "",
+    }
 
 
 def test_ngc_flash_attn_passes_and_names_its_origin(env, elves, run, clean_root):
@@ -16,8 +18,12 @@ def test_ngc_flash_attn_passes_and_names_its_origin(env, elves, run, clean_root)
 
 
 def test_github_cu12_wheel_fails_in_g1_and_g2(env, elves, run, clean_root):
-    env.add("flash-attn", "2.8.3+cu12torch2.9cxx11abiTRUE", files=fa_files(elves, ("libcudart.so.12",)),
-            wheel_tag="cp312-cp312-linux_x86_64")
+    env.add(
+        "flash-attn",
+        "2.8.3+cu12torch2.9cxx11abiTRUE",
+        files=fa_files(elves, ("libcudart.so.12",)),
+        wheel_tag="cp312-cp312-linux_x86_64",
+    )
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     g2 = r.line("G2", "flash-attn")
     assert g2.startswith("G2 FAIL: ") and "GitHub releases" in g2 and "built for CUDA 12" in g2
@@ -31,7 +37,9 @@ def test_sdist_compiled_here_is_named_as_such(env, elves, run, clean_root):
     assert line.startswith("G2 PASS") and "compiled here from the sdist" in line
     env2_site = env.site
     for d in env2_site.glob("flash_attn-*.dist-info"):
-        (d / "direct_url.json").write_text('{"url": "file:///src/flash-attention-2.8.3.tar.gz", "archive_info": {}}')
+        (d / "direct_url.json").write_text(
+            '{"url": "file:///src/flash-attention-2.8.3.tar.gz", "archive_info": {}}'
+        )
     line = run("audit", str(env.prefix), "--root", str(clean_root)).line("G2", "flash-attn")
     assert "built here from the source archive file:///src/flash-attention-2.8.3.tar.gz" in line
 
@@ -49,7 +57,9 @@ def test_flash_attn_without_its_extension_or_for_another_cpu_fails(tmp_path, elv
     assert line.startswith("G2 FAIL") and "x86_64, the environment is aarch64" in line
 
 
-def test_unsloth_next_to_working_flash_attn_warns_until_the_override_is_installed(env, elves, run, clean_root):
+def test_unsloth_next_to_working_flash_attn_warns_until_the_override_is_installed(
+    env, elves, run, clean_root
+):
     env.add("flash-attn", "2.7.4.post1+25.11", files=fa_files(elves))
     env.add("unsloth", "2026.7.2")
     r = run("audit", str(env.prefix), "--root", str(clean_root))

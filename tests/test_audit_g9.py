@@ -25,7 +25,8 @@ def test_pip_replaced_ngc_torch_fails(env, run, tmp_path: Path):
     (root / "etc" / "pip").mkdir(parents=True)
     (root / ".dockerenv").write_text("")
     (root / "etc" / "pip" / "constraint.txt").write_text(
-        "torch==2.9.0a0+145a3a7\ntransformers==4.56.2\n# comment\nnot a valid line ===\n")
+        "torch==2.9.0a0+145a3a7\ntransformers==4.56.2\n# comment\nnot a valid line ===\n"
+    )
     env.add("torch", "2.9.1")
     env.add("transformers", "4.57.1")
     r = run("audit", str(env.prefix), "--root", str(root))

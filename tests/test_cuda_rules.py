@@ -10,13 +10,23 @@ from sparkenv.cuda import rules
 @pytest.mark.parametrize(
     ("soname", "major"),
     [
-        ("libcudart.so.12", 12), ("libcudart.so.13", 13), ("libcublas.so.12", 12), ("libcublasLt.so.13", 13),
-        ("libnvrtc.so.12", 12), ("libnvJitLink.so.13", 13), ("libcupti.so.12", 12), ("libnppc.so.13", 13),
+        ("libcudart.so.12", 12),
+        ("libcudart.so.13", 13),
+        ("libcublas.so.12", 12),
+        ("libcublasLt.so.13", 13),
+        ("libnvrtc.so.12", 12),
+        ("libnvJitLink.so.13", 13),
+        ("libcupti.so.12", 12),
+        ("libnppc.so.13", 13),
         ("libnvjpeg.so.12", 12),
         # cuFFT and cuSOLVER are one behind: .so.12 is CUDA 13
-        ("libcufft.so.11", 12), ("libcufft.so.12", 13), ("libcusolver.so.11", 12), ("libcusolver.so.12", 13),
+        ("libcufft.so.11", 12),
+        ("libcufft.so.12", 13),
+        ("libcusolver.so.11", 12),
+        ("libcusolver.so.12", 13),
         # auditwheel-vendored copies keep their meaning
-        ("libcudart.faf08d9a.so.13", 13), ("libcudart-3f1a2b4c.so.12.8.90", 12),
+        ("libcudart.faf08d9a.so.13", 13),
+        ("libcudart-3f1a2b4c.so.12.8.90", 12),
     ],
 )
 def test_major_bearing_sonames(soname: str, major: int):
@@ -25,8 +35,17 @@ def test_major_bearing_sonames(soname: str, major: int):
 
 @pytest.mark.parametrize(
     "soname",
-    ["libcusparse.so.12", "libcurand.so.10", "libcudnn.so.9", "libnccl.so.2", "libcufile.so.0", "libcuda.so.1",
-     "libc.so.6", "libcudart_static.a", "libcudartx.so.12"],
+    [
+        "libcusparse.so.12",
+        "libcurand.so.10",
+        "libcudnn.so.9",
+        "libnccl.so.2",
+        "libcufile.so.0",
+        "libcuda.so.1",
+        "libc.so.6",
+        "libcudart_static.a",
+        "libcudartx.so.12",
+    ],
 )
 def test_ambiguous_or_foreign_sonames_prove_nothing(soname: str):
     assert rules.soname_major(soname) is None
@@ -34,8 +53,14 @@ def test_ambiguous_or_foreign_sonames_prove_nothing(soname: str):
 
 @pytest.mark.parametrize(
     ("key", "major", "library"),
-    [("nvidia-cuda-runtime-cu12", 12, True), ("nvidia-nccl-cu13", 13, True), ("cupy-cuda12x", 12, False),
-     ("jax-cuda12-plugin", 12, False), ("transformer-engine-cu12", 12, False), ("tensorrt-cu12-libs", 12, True)],
+    [
+        ("nvidia-cuda-runtime-cu12", 12, True),
+        ("nvidia-nccl-cu13", 13, True),
+        ("cupy-cuda12x", 12, False),
+        ("jax-cuda12-plugin", 12, False),
+        ("transformer-engine-cu12", 12, False),
+        ("tensorrt-cu12-libs", 12, True),
+    ],
 )
 def test_names_that_carry_the_major(key: str, major: int, library: bool):
     m = rules.name_match(key)

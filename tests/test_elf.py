@@ -79,8 +79,11 @@ def test_arbitrary_bytes_behind_an_elf_identification_never_raise(tail: bytes):
 _REAL: dict[str, bytes] = {}
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-          HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(st.tuples(st.integers(min_value=0, max_value=20000), st.integers(0, 255)), max_size=12))
 def test_real_elf_with_corrupted_bytes_never_raises(elves, flips: list[tuple[int, int]]):
     if "x" not in _REAL:
