@@ -18,8 +18,12 @@ def _venv(path: Path) -> Path:
 
 
 def _pip(python: Path, *args: str) -> None:
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
-                           *args], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, f"pip install {args} failed (network?):\n{proc.stderr[-2000:]}"
 
 
