@@ -229,3 +229,22 @@ def test_summary_counts_what_was_read(env, elves, run, clean_root):
     assert r.json()["context"]["distributions"] == 2
     assert r.json()["context"]["shared_objects"] == 2
     assert Path(r.json()["context"]["site_dirs"][0]) == env.site
+
+
+def test_a_bundled_cuda12_library_nothing_links_is_not_a_binding(env, elves, run, clean_root):
+    """triton 3.6 (torch 2.11's own pin) ships libcupti.so.12 as libcupti.so for its profiler."""
+    env.add(
+        "triton",
+        "3.6.0",
+        files={
+            "triton/backends/nvidia/lib/cupti/libcupti.so": elves.stub("libcupti.so.12"),
+            "triton/_C/libtriton.so": elves.linked(("libcuda.so.1",)),
+        },
+    )
+    r = run("audit", str(env.prefix), "--root", str(clean_root))
+    line = r.line("G1", "triton 3.6.0")
+    assert line.startswith("G1 INFO: triton 3.6.0 bundles libcupti.so.12 as libcupti.so (CUDA 12)"), line
+    assert r.code == 0
+    env.add("profiler-plugin", "1.0", files={"pp/_p.so": elves.linked(("libcupti.so.12",))})
+    r = run("audit", str(env.prefix), "--root", str(clean_root))
+    assert r.line("G1", "profiler-plugin").startswith("G1 FAIL")  # whoever links it is bound

@@ -82,7 +82,11 @@ def _dist_finding(
             problems.append("is a CPU-only build")
             fixes.append(f"install its CUDA {target} build if it should use the GPU")
 
-    other = sorted(m for m in b.majors if m != target)
+    # Shipping a CUDA 12 library is not needing one: triton bundles libcupti.so.12 for its profiler and
+    # nothing links it. Only what the loader will resolve (and names, labels, requirements) binds.
+    binding = {e.major for e in b.evidence if e.major is not None and e.kind != "provides"}
+    other = sorted(m for m in binding if m != target)
+    bundled = [e for e in b.evidence if e.kind == "provides" and e.major not in binding and e.major != target]
     if other:
         major = other[-1]
         strongest = next(e for e in b.evidence if e.major == major)
@@ -101,6 +105,16 @@ def _dist_finding(
             chain = f", required by {', '.join(required_by)}" if required_by else ""
             problems.append(f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}")
             fixes.append(_fix_for(dist.key, required_by, name.cuda13_name if name else None))
+    elif not problems and bundled:
+        names = ", ".join(sorted({_short(e).removeprefix("ships ").split(" in ")[0] for e in bundled}))
+        return Finding(
+            "G1",
+            Status.INFO,
+            f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
+            "loaded on demand if at all (e.g. by a profiler), not a binding",
+            dist.key,
+            _cap(evidence),
+        )
     elif not problems and b.majors:
         strongest = b.evidence[0]
         return Finding(
