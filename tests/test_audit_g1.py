@@ -248,3 +248,14 @@ def test_a_bundled_cuda12_library_nothing_links_is_not_a_binding(env, elves, run
     env.add("profiler-plugin", "1.0", files={"pp/_p.so": elves.linked(("libcupti.so.12",))})
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     assert r.line("G1", "profiler-plugin").startswith("G1 FAIL")  # whoever links it is bound
+
+
+def test_record_paths_with_commas_are_read_through_csv_quoting(tmp_path):
+    from sparkenv.environment.distributions import Distribution
+
+    record = 'pkg/plain.so,sha256=x,1\n"pkg/odd,name.so.12",sha256=y,2\n'
+    record += "pkg/readme.txt,,\npkg/_m.cpython-312.so,,\n"
+    d = Distribution("pkg", "pkg", "1", tmp_path, tmp_path, (), record)
+    assert sorted(d.shared_object_paths()) == ["pkg/_m.cpython-312.so", "pkg/odd,name.so.12", "pkg/plain.so"]
+    assert d.path_containing("readme") == "pkg/readme.txt"
+    assert Distribution("p", "p", "1", tmp_path, tmp_path, (), None).shared_object_paths() == []

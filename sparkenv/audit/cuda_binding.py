@@ -111,9 +111,9 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
             major = rules.soname_major(needed)
             if major is not None:
                 ev.append(Evidence(major, "needed", f"{so.relpath} links {needed} (CUDA {major})"))
-    for rel in dist.files or ():
-        major = rules.path_major(rel)
-        if major is not None:
+    for needle, major in rules.layout_paths():
+        rel = dist.path_containing(needle)
+        if rel is not None:
             ev.append(Evidence(major, "path", f"installs into {os.path.dirname(rel)}/ (CUDA {major} layout)"))
             break
     ev.sort(key=lambda e: KIND_ORDER[e.kind])

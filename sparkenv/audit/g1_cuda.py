@@ -67,8 +67,8 @@ def _dist_finding(
     if (
         dist.key == "torch"
         and not cpu
-        and dist.files is not None
-        and not any(os.path.basename(f).startswith("libtorch_cuda") for f in dist.files)
+        and dist.files_known
+        and not any(os.path.basename(f).startswith("libtorch_cuda") for f in df.so_paths)
     ):
         cpu = [Evidence(None, "cpu", "no libtorch_cuda.so among its files")]
         evidence.append(cpu[0].text)
@@ -148,7 +148,7 @@ def _bitsandbytes(
 ) -> Finding:
     regex = re.compile(datafiles.load("packages")["bitsandbytes"]["library_regex"])
     libs: dict[int, str] = {}
-    for rel in df.dist.files or ():
+    for rel in df.so_paths:
         m = regex.search(os.path.basename(rel))
         if m:
             digits = m.group(1)

@@ -75,7 +75,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     wrong_arch = [so for so in df.shared_objects if so.info.machine != facts.target.machine]
     others = sorted(m for m in b.majors if m != target)
     troubles = []
-    if df.dist.files is not None and not df.shared_objects:
+    if df.dist.files_known and not df.shared_objects:
         troubles.append("has no compiled extension (flash_attn_2_cuda*.so missing): the build did not finish")
     if wrong_arch:
         troubles.append(
@@ -94,7 +94,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
             "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
             "(never pip install flash-attn on a Spark: it compiles for an hour)",
         ), False
-    if df.dist.files is None:
+    if not df.dist.files_known:
         return Finding(
             "G2",
             Status.WARN,

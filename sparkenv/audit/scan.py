@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,9 +12,6 @@ from sparkenv.environment import container, ngc
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
 from sparkenv.environment.lockpins import LockPins
 from sparkenv.environment.target import Target
-
-# A shared object by name: libfoo.so, libfoo.so.12, _C.cpython-312-x86_64-linux-gnu.so.
-_SHARED_OBJECT = re.compile(r"\.so(\.[0-9][\w.]*)?$")
 
 
 @dataclass(frozen=True)
@@ -34,6 +30,7 @@ class FileProblem:
 @dataclass
 class DistFacts:
     dist: Distribution
+    so_paths: list[str] = field(default_factory=list)  # every installed path named like a shared object
     shared_objects: list[SharedObject] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
 
@@ -76,14 +73,10 @@ def gather(target: Target, lock: LockPins | None, root: Path = Path("/")) -> Aud
 
 
 def _scan_files(facts: DistFacts) -> int:
-    files = facts.dist.files
-    if not files:
-        return 0
+    facts.so_paths = facts.dist.shared_object_paths()
     site = str(facts.dist.site_dir)
     seen = 0
-    for rel in files:
-        if not _SHARED_OBJECT.search(rel):
-            continue
+    for rel in facts.so_paths:
         path = os.path.join(site, rel)
         try:
             info = elf.read_file(path)

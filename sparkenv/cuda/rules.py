@@ -119,11 +119,9 @@ def ngc_cuda_major(release: str) -> int | None:
     return int(value) if value is not None else None
 
 
-def path_major(relpath: str) -> int | None:
-    for entry in datafiles.load("cuda")["path"]:
-        if entry["contains"] in relpath:
-            return int(entry["major"])
-    return None
+def layout_paths() -> list[tuple[str, int]]:
+    """(path fragment, CUDA major) pairs: folders only one CUDA major's wheels install into."""
+    return [(e["contains"], int(e["major"])) for e in datafiles.load("cuda")["path"]]
 
 
 def requirement_name(line: str) -> str | None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import csv
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+
+# RECORD rows are "path,hash,size". Shared objects are found with one regex over the whole text rather
+# than a csv row loop: a real CUDA venv lists ~70,000 files and only ~850 of them matter here.
+_SO_PLAIN = re.compile(r"^([^,\n\"]*\.so(?:\.[0-9][\w.]*)?),", re.M)
+_SO_QUOTED = re.compile(r'^"((?:[^"]|"")*\.so(?:\.[0-9][\w.]*)?)",', re.M)
 
 
 @dataclass(frozen=True)
@@ -19,8 +24,31 @@ class Distribution:
     meta_dir: Path
     site_dir: Path
     requires: tuple[str, ...]  # raw Requires-Dist values
-    files: tuple[str, ...] | None  # paths relative to site_dir; None when the installer left no list
+    record: str | None  # RECORD text ("path,hash,size" rows, paths relative to site_dir); None: unknown
     notes: tuple[str, ...] = field(default=())  # what could not be read, for the evidence
+
+    @property
+    def files_known(self) -> bool:
+        return self.record is not None
+
+    def shared_object_paths(self) -> list[str]:
+        """Installed paths named like shared objects (libx.so, libx.so.12, _C.cpython-312-….so)."""
+        if not self.record:
+            return []
+        found = _SO_PLAIN.findall(self.record)
+        if '"' in self.record:  # csv quoting only where a path holds a comma or a quote
+            found += [quoted.replace('""', '"') for quoted in _SO_QUOTED.findall(self.record)]
+        return found
+
+    def path_containing(self, needle: str) -> str | None:
+        """The first installed path that contains `needle`."""
+        if not self.record:
+            return None
+        at = self.record.find(needle)
+        if at < 0:
+            return None
+        start = self.record.rfind("\n", 0, at) + 1
+        return self.record[start : self.record.find(",", at)]
 
     def read_meta(self, name: str) -> str | None:
         try:
@@ -85,7 +113,7 @@ def _read_dist_info(site_dir: Path, meta_dir: Path) -> Distribution | MetadataPr
     ident = _identity(headers, meta_dir, "METADATA")
     if isinstance(ident, MetadataProblem):
         return ident
-    files, notes = _record(meta_dir)
+    record, notes = _record(meta_dir)
     return Distribution(
         ident[0],
         canonicalize_name(ident[0]),
@@ -93,19 +121,18 @@ def _read_dist_info(site_dir: Path, meta_dir: Path) -> Distribution | MetadataPr
         meta_dir,
         site_dir,
         tuple(headers.get("requires-dist", [])),
-        files,
+        record,
         notes,
     )
 
 
-def _record(meta_dir: Path) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+def _record(meta_dir: Path) -> tuple[str | None, tuple[str, ...]]:
     try:
-        with open(meta_dir / "RECORD", encoding="utf-8", errors="replace", newline="") as fh:
-            return tuple(row[0] for row in csv.reader(fh) if row and row[0]), ()
+        return (meta_dir / "RECORD").read_text(encoding="utf-8", errors="replace"), ()
     except FileNotFoundError:
         return None, ("no RECORD: installed files unknown",)
-    except (OSError, csv.Error) as exc:
-        return None, (f"RECORD unreadable: {exc}",)
+    except OSError as exc:
+        return None, (f"RECORD unreadable: {exc.strerror}",)
 
 
 def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem:
@@ -119,17 +146,20 @@ def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem
     if isinstance(ident, MetadataProblem):
         return ident
     requires: list[str] = []
-    files: tuple[str, ...] | None = None
+    record: str | None = None
     if is_dir:
         requires = _egg_requires(meta / "requires.txt")
         try:
             listed = (meta / "installed-files.txt").read_text(encoding="utf-8", errors="replace").splitlines()
-            files = tuple(os.path.normpath(os.path.join(meta.name, p)) for p in listed if p.strip())
+            # the same shape as RECORD, paths made relative to the site folder
+            record = "".join(
+                f"{os.path.normpath(os.path.join(meta.name, p))},,\n" for p in listed if p.strip()
+            )
         except OSError:
-            files = None
-    notes = () if files is not None else ("egg-info without installed-files.txt: installed files unknown",)
+            record = None
+    notes = () if record is not None else ("egg-info without installed-files.txt: installed files unknown",)
     return Distribution(
-        ident[0], canonicalize_name(ident[0]), ident[1], meta, site_dir, tuple(requires), files, notes
+        ident[0], canonicalize_name(ident[0]), ident[1], meta, site_dir, tuple(requires), record, notes
     )
 
 
