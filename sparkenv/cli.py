@@ -118,11 +118,12 @@ def _emit(
     result: Report, *, json_out: bool, report: str | None, junit: str | None, strict: bool, quiet: bool
 ) -> None:
     from sparkenv.render import json_report, text
-    from sparkenv.render import junit as junit_xml
 
     if report:
         _write(report, json_report.render(result))
     if junit:
+        from sparkenv.render import junit as junit_xml
+
         _write(junit, junit_xml.render(result, strict=strict))
     sys.stdout.write(json_report.render(result) if json_out else text.render(result, quiet=quiet))
     sys.stdout.flush()

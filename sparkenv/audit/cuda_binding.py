@@ -19,6 +19,7 @@ class Evidence:
     major: int | None  # None with kind "cpu" means a CPU-only build
     kind: str  # "needed", "provides", "requires", "label", "name", "path", "cpu", "ngc"
     text: str
+    soname: str | None = None  # for "needed" and "provides"
 
 
 @dataclass
@@ -106,11 +107,11 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
         if major is not None:
             shipped = provided if base == provided else f"{provided} as {base}"
             where = os.path.dirname(so.relpath)
-            ev.append(Evidence(major, "provides", f"ships {shipped} (CUDA {major}) in {where}/"))
+            ev.append(Evidence(major, "provides", f"ships {shipped} (CUDA {major}) in {where}/", provided))
         for needed in so.info.needed:
             major = rules.soname_major(needed)
             if major is not None:
-                ev.append(Evidence(major, "needed", f"{so.relpath} links {needed} (CUDA {major})"))
+                ev.append(Evidence(major, "needed", f"{so.relpath} links {needed} (CUDA {major})", needed))
     for needle, major in rules.layout_paths():
         rel = dist.path_containing(needle)
         if rel is not None:

@@ -106,7 +106,7 @@ def _dist_finding(
             problems.append(f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}")
             fixes.append(_fix_for(dist.key, required_by, name.cuda13_name if name else None))
     elif not problems and bundled:
-        names = ", ".join(sorted({_short(e).removeprefix("ships ").split(" in ")[0] for e in bundled}))
+        names = ", ".join(sorted({e.soname or e.text for e in bundled}))
         return Finding(
             "G1",
             Status.INFO,
