@@ -579,7 +579,7 @@ def machine_facts(audit_python: str) -> dict[str, object]:
     except AttributeError:
         usable = os.cpu_count() or 0
     sparkenv_version = _run(
-        [audit_python, "-c", "import importlib.metadata as m; print(m.version('sparkenv'))"]
+        [audit_python, "-c", "import sparkenv; print(sparkenv.__version__)"]
     ).strip()
     return {
         "platform": platform.platform(),
