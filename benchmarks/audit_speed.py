@@ -578,9 +578,7 @@ def machine_facts(audit_python: str) -> dict[str, object]:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count() or 0
-    sparkenv_version = _run(
-        [audit_python, "-c", "import sparkenv; print(sparkenv.__version__)"]
-    ).strip()
+    sparkenv_version = _run([audit_python, "-c", "import sparkenv; print(sparkenv.__version__)"]).strip()
     return {
         "platform": platform.platform(),
         "machine": platform.machine(),
