@@ -14,7 +14,7 @@ def test_ngc_flash_attn_passes_and_names_its_origin(env, elves, run, clean_root)
     env.add("flash-attn", "2.7.4.post1+25.10", files=fa_files(elves))
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     line = r.line("G2", "flash-attn")
-    assert line.startswith("G2 PASS: flash-attn 2.7.4.post1+25.10 (NGC build 25.10)")
+    assert line.startswith("G2 PASS: flash-attn 2.7.4.post1+25.10, origin: NGC build 25.10")
 
 
 def test_github_cu12_wheel_fails_in_g1_and_g2(env, elves, run, clean_root):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
@@ -145,6 +146,8 @@ def test_console_script_is_installed():
     import shutil
     import subprocess
 
-    exe = shutil.which("sparkenv") or os.path.join(os.path.dirname(os.sys.executable), "sparkenv")
+    beside = os.path.join(os.path.dirname(sys.executable), "sparkenv")  # where pip put it for this Python
+    exe = beside if os.path.exists(beside) else shutil.which("sparkenv")
+    assert exe, "the sparkenv console script is not installed"
     proc = subprocess.run([exe, "explain", "G3"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "drop_caches" in proc.stdout

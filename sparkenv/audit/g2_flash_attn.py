@@ -61,7 +61,7 @@ def origin(df: DistFacts) -> str:
         if line.lower().startswith("tag:")
     ]
     if tags and all(re.search(r"-linux_\w+$", t) for t in tags):
-        return f"compiled here from the sdist (wheel tag {tags[0]}, not a manylinux wheel)"
+        return f"compiled here from the sdist, wheel tag {tags[0]} (not manylinux)"
     if tags:
         return f"wheel from a package index ({tags[0]})"
     return "unknown origin (no WHEEL file)"
@@ -88,7 +88,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
         return Finding(
             "G2",
             Status.FAIL,
-            f"{who} ({where}) does not fit: {'; '.join(troubles)}",
+            f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
             "flash-attn",
             tuple(evidence),
             "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
@@ -98,7 +98,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
         return Finding(
             "G2",
             Status.WARN,
-            f"{who} ({where}): its files are not listed, fit not checked",
+            f"{who}: its files are not listed, fit not checked; origin: {where}",
             "flash-attn",
             tuple(evidence),
             "reinstall it with pip so its RECORD lists the files",
@@ -106,7 +106,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     return Finding(
         "G2",
         Status.PASS,
-        f"{who} ({where}); {len(df.shared_objects)} shared object(s) fit {facts.target.machine}",
+        f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit {facts.target.machine}",
         "flash-attn",
         tuple(evidence),
     ), True
