@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
-if TYPE_CHECKING:
-    from sparkenv.report import Report
+from sparkenv import cli_options as opts
 
 app = typer.Typer(
     name="sparkenv",
@@ -26,14 +24,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-_JSON = typer.Option("--json", help="Print the JSON report (schema sparkenv.report/1) instead of text lines.")
-_REPORT = typer.Option("--report", metavar="FILE", help="Also write the JSON report to FILE.")
-_JUNIT = typer.Option(
-    "--junit", metavar="FILE", help="Also write JUnit XML to FILE, one test case per finding."
-)
-_STRICT = typer.Option("--strict", help="Exit 1 on WARN and ERROR findings too, not only on FAIL.")
-_QUIET = typer.Option("--quiet", "-q", help="Print only FAIL, ERROR and WARN lines, then the verdict.")
 
 
 @app.command()
@@ -72,11 +62,11 @@ def audit(
             help="Read container and NGC markers under DIR (a mounted image) instead of /.",
         ),
     ] = None,
-    json_out: Annotated[bool, _JSON] = False,
-    report: Annotated[Optional[str], _REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], _JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, _STRICT] = False,
-    quiet: Annotated[bool, _QUIET] = False,
+    json_out: Annotated[bool, opts.JSON] = False,
+    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
+    strict: Annotated[bool, opts.STRICT] = False,
+    quiet: Annotated[bool, opts.QUIET] = False,
 ) -> None:
     """Inspect an installed environment from outside — nothing is imported or run — for G1, G2 and G9.
 
@@ -94,9 +84,10 @@ def audit(
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
     from sparkenv.audit.run import audit as run_audit
+    from sparkenv.render.emit import emit
 
     result = run_audit(target, lock=lock, machine=machine, root=root)
-    _emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet)
+    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
 
 
 @app.command()
@@ -114,34 +105,19 @@ def explain(
     typer.echo(gotchas.explain(gotchas.lookup(gotcha)) if gotcha else gotchas.listing(), nl=False)
 
 
-def _emit(
-    result: Report, *, json_out: bool, report: str | None, junit: str | None, strict: bool, quiet: bool
-) -> None:
-    from sparkenv.render import json_report, text
-
-    if report:
-        _write(report, json_report.render(result))
-    if junit:
-        from sparkenv.render import junit as junit_xml
-
-        _write(junit, junit_xml.render(result, strict=strict))
-    sys.stdout.write(json_report.render(result) if json_out else text.render(result, quiet=quiet))
-    sys.stdout.flush()
-    raise typer.Exit(result.exit_code(strict))
+# Commands of the other stages live beside their stage (sparkenv/<stage>/commands.py) and add themselves
+# here through register(app); each keeps its heavy imports inside the command, so start-up stays cheap.
+STAGE_COMMANDS: tuple[str, ...] = ()
 
 
-def _write(path: str, content: str) -> None:
-    """Write whole or not at all: a reader never sees half a report."""
-    from sparkenv.errors import SparkenvError
+def _register_stages() -> None:
+    import importlib
 
-    dest = Path(path)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, dest)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SparkenvError(f"{path}: cannot write report: {exc.strerror}") from None
+    for module in STAGE_COMMANDS:
+        importlib.import_module(module).register(app)
+
+
+_register_stages()
 
 
 def main() -> None:

@@ -1,0 +1,13 @@
+"""Options every report-producing command shares, so they read and behave the same everywhere."""
+
+from __future__ import annotations
+
+import typer
+
+JSON = typer.Option("--json", help="Print the JSON report (schema sparkenv.report/1) instead of text lines.")
+REPORT = typer.Option("--report", metavar="FILE", help="Also write the JSON report to FILE.")
+JUNIT = typer.Option(
+    "--junit", metavar="FILE", help="Also write JUnit XML to FILE, one test case per finding."
+)
+STRICT = typer.Option("--strict", help="Exit 1 on WARN and ERROR findings too, not only on FAIL.")
+QUIET = typer.Option("--quiet", "-q", help="Print only FAIL, ERROR and WARN lines, then the verdict.")
