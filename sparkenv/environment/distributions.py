@@ -69,7 +69,7 @@ class MetadataProblem:
     reason: str
 
 
-def iter_distributions(site_dir: Path) -> Iterator[Distribution | MetadataProblem]:
+def iter_distributions(site_dir: Path, read_files: bool = True) -> Iterator[Distribution | MetadataProblem]:
     try:
         names = sorted(os.listdir(site_dir))
     except OSError as exc:
@@ -77,7 +77,7 @@ def iter_distributions(site_dir: Path) -> Iterator[Distribution | MetadataProble
         return
     for name in names:
         if name.endswith(".dist-info"):
-            yield _read_dist_info(site_dir, site_dir / name)
+            yield _read_dist_info(site_dir, site_dir / name, read_files)
         elif name.endswith(".egg-info"):
             yield _read_egg_info(site_dir, site_dir / name)
 
@@ -110,7 +110,9 @@ def _identity(headers: dict[str, list[str]], where: Path, file: str) -> tuple[st
     return name, version
 
 
-def _read_dist_info(site_dir: Path, meta_dir: Path) -> Distribution | MetadataProblem:
+def _read_dist_info(
+    site_dir: Path, meta_dir: Path, read_files: bool = True
+) -> Distribution | MetadataProblem:
     try:
         text = (meta_dir / "METADATA").read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -119,7 +121,7 @@ def _read_dist_info(site_dir: Path, meta_dir: Path) -> Distribution | MetadataPr
     ident = _identity(headers, meta_dir, "METADATA")
     if isinstance(ident, MetadataProblem):
         return ident
-    record, notes = _record(meta_dir)
+    record, notes = _record(meta_dir) if read_files else (None, ())
     return Distribution(
         ident[0],
         canonicalize_name(ident[0]),

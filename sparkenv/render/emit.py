@@ -5,13 +5,21 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from sparkenv.errors import SparkenvError
 from sparkenv.report import Report
 
 
 def emit(
-    result: Report, *, json_out: bool, report: str | None, junit: str | None, strict: bool, quiet: bool
+    result: Report,
+    *,
+    json_out: bool,
+    report: str | None,
+    junit: str | None,
+    strict: bool,
+    quiet: bool,
+    stream: TextIO | None = None,
 ) -> int:
     """Write the files first (a failure there is exit 2 before anything is printed), then stdout."""
     from sparkenv.render import json_report, text
@@ -22,8 +30,9 @@ def emit(
         from sparkenv.render import junit as junit_xml
 
         write_atomic(junit, junit_xml.render(result, strict=strict))
-    sys.stdout.write(json_report.render(result) if json_out else text.render(result, quiet=quiet))
-    sys.stdout.flush()
+    out = stream or sys.stdout
+    out.write(json_report.render(result) if json_out else text.render(result, quiet=quiet))
+    out.flush()
     return result.exit_code(strict)
 
 

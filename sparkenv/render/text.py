@@ -20,5 +20,7 @@ def render(report: Report, quiet: bool = False) -> str:
     counts = ", ".join(
         f"{report.count(s)} {s.value}" for s in (Status.FAIL, Status.ERROR, Status.WARN) if report.count(s)
     )
+    if "platform" in report.context:
+        lines.append(f"platform: {report.context['platform']}")
     lines.append(f"verdict: {report.verdict.value}" + (f" ({counts})" if counts else ""))
     return "\n".join(lines) + "\n"

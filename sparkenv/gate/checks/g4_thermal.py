@@ -1,0 +1,109 @@
+"""G4 live: temperature, power and throttle reasons; with --sample, a power plateau while heat climbs."""
+
+from __future__ import annotations
+
+from sparkenv import datafiles
+from sparkenv.gate.view import GateFacts
+from sparkenv.report import Finding, Status
+
+# nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.
+REASONS = {
+    0x4: "SW power cap",
+    0x8: "HW slowdown",
+    0x20: "SW thermal slowdown",
+    0x40: "HW thermal slowdown",
+    0x80: "HW power brake",
+}
+COOL = "improve airflow and cooling, or shorten/checkpoint the run"
+
+
+def check(f: GateFacts) -> list[Finding]:
+    err = f.error_finding("G4", "smi", "gpu0")
+    if err:
+        return [err]
+    gpu = f.gpu0
+    if gpu is None:
+        smi = f.section("smi") or {}
+        return [
+            Finding(
+                "G4", Status.SKIP, f"no GPU reading: {smi.get('error', 'nvidia-smi gave no GPU')}", "gpu0"
+            )
+        ]
+    limits = datafiles.load("gate")["power"]
+    temp, power, cap = gpu.get("temperature.gpu"), gpu.get("power.draw"), gpu.get("enforced.power.limit")
+    reading = f"{_fmt(temp, '°C')}, {_fmt(power, ' W')} drawn, limit {_fmt(cap, ' W')}"
+    evidence = [
+        f"{k}: {v}"
+        for k, v in gpu.items()
+        if k
+        in (
+            "temperature.gpu",
+            "power.draw",
+            "power.limit",
+            "enforced.power.limit",
+            "utilization.gpu",
+            "clocks_event_reasons.active",
+        )
+    ]
+    findings = []
+    active = _reasons(gpu.get("clocks_event_reasons.active"))
+    if active:
+        findings.append(f"throttling now: {', '.join(active)}")
+    if f.is_gb10 and isinstance(cap, (int, float)) and cap < limits["fault_cap_w"]:
+        findings.append(
+            f"power limit {cap:g} W is far below the ~{limits['normal_sustained_w']:g} W a GB10 sustains "
+            "(power-controller fault?)"
+        )
+    samples = (f.section("smi") or {}).get("samples") or []
+    if samples:
+        findings += _window(samples, limits, f.is_gb10)
+        evidence.append(f"{len(samples)} samples over {samples[-1]['t'] - samples[0]['t']:.1f} s")
+    if findings:
+        return [
+            Finding(
+                "G4",
+                Status.WARN,
+                f"{reading}; {'; '.join(findings)}",
+                "gpu0",
+                tuple(evidence),
+                COOL + "; a GB10 stuck near 30 W needs an RMA",
+            )
+        ]
+    note = "" if samples else " (one reading; --sample SECONDS watches for a plateau)"
+    return [Finding("G4", Status.INFO, reading + note, "gpu0", tuple(evidence))]
+
+
+def _window(samples: list[dict], limits: dict, gb10: bool) -> list[str]:
+    powers = [s["power.draw"] for s in samples if isinstance(s.get("power.draw"), (int, float))]
+    temps = [s["temperature.gpu"] for s in samples if isinstance(s.get("temperature.gpu"), (int, float))]
+    utils = [s["utilization.gpu"] for s in samples if isinstance(s.get("utilization.gpu"), (int, float))]
+    out = []
+    if len(powers) >= 3 and len(temps) >= 3:
+        flat = max(powers) - min(powers) <= limits["plateau_range_w"]
+        rising = temps[-1] - temps[0] >= limits["temperature_rise_c"]
+        if flat and rising:
+            out.append(
+                f"power flat at ~{sum(powers) / len(powers):.0f} W while temperature rose "
+                f"{temps[0]}→{temps[-1]} °C: thermal throttling"
+            )
+    busy = [u for u in utils if u >= limits["busy_utilization"]]
+    if gb10 and powers and busy and len(busy) >= len(utils) / 2 and max(powers) < limits["fault_cap_w"]:
+        out.append(
+            f"under load the draw never passed {max(powers):.0f} W (a healthy GB10 reaches "
+            f"~{limits['normal_sustained_w']:g} W): power-controller fault?"
+        )
+    return out
+
+
+def _reasons(value: object) -> list[str]:
+    if not isinstance(value, str) or not value.startswith("0x"):
+        return []
+    try:
+        bits = int(value, 16)
+    except ValueError:
+        return []
+    return [name for bit, name in REASONS.items() if bits & bit]
+
+
+def _fmt(value: object, unit: str) -> str:
+    return f"{value:g}{unit}" if isinstance(value, (int, float)) else "n/a"

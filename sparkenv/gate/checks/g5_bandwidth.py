@@ -1,0 +1,50 @@
+"""G5 live: the memory-bandwidth budget (measured, not spec), and a measurement with --bandwidth."""
+
+from __future__ import annotations
+
+from sparkenv import datafiles
+from sparkenv.gate.view import GateFacts
+from sparkenv.report import Finding, Status
+
+
+def check(f: GateFacts) -> list[Finding]:
+    b = datafiles.load("gate")["bandwidth"]
+    budget = f"{b['measured_low']:g}–{b['measured_high']:g} GB/s"
+    measured = f.torch_stages.get("bandwidth")
+    if measured and measured.get("gb_per_s"):
+        gbps = float(measured["gb_per_s"])
+        evidence = (f"device copy of {measured['bytes'] / 2**20:.0f} MiB, median of {measured['iters']}",)
+        if f.is_gb10 and gbps < 0.9 * b["measured_low"]:
+            return [
+                Finding(
+                    "G5",
+                    Status.WARN,
+                    f"measured {gbps:g} GB/s, below the {budget} a GB10 sustains",
+                    "bandwidth",
+                    evidence,
+                    "look for other GPU work (G6) or throttling (G4)",
+                )
+            ]
+        where = (
+            f"GB10 budget {budget}" if f.is_gb10 else f"{f.gpu_name or 'this GPU'}; GB10 budget is {budget}"
+        )
+        return [
+            Finding("G5", Status.INFO, f"measured {gbps:g} GB/s device copy ({where})", "bandwidth", evidence)
+        ]
+    if f.is_gb10:
+        return [
+            Finding(
+                "G5",
+                Status.INFO,
+                f"plan with {budget} sustained, not the {b['spec']:g} GB/s spec (--bandwidth measures it)",
+                "bandwidth",
+            )
+        ]
+    return [
+        Finding(
+            "G5",
+            Status.INFO,
+            f"not a GB10: its budget is {budget}; --bandwidth measures this GPU",
+            "bandwidth",
+        )
+    ]

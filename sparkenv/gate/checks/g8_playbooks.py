@@ -1,0 +1,59 @@
+"""G8: known problems of the official playbooks that match what is installed (dated data, offline)."""
+
+from __future__ import annotations
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from sparkenv import datafiles
+from sparkenv.gate.view import GateFacts
+from sparkenv.report import Finding, Status
+
+
+def check(f: GateFacts) -> list[Finding]:
+    data = datafiles.load("playbook_issues")
+    as_of, repo = data["as_of"], data["repository"]
+    if f.section("dists") is None:
+        return [
+            Finding(
+                "G8",
+                Status.ERROR,
+                f"installed packages unknown ({f.probe_error('dists')}); known-issue "
+                f"list of {as_of} not matched",
+                "playbooks",
+            )
+        ]
+    out = []
+    for issue in data["issue"]:
+        if issue["when"] and all(_installed(f.dists, name, spec) for name, spec in issue["when"]):
+            names = ", ".join(f"{n} {f.dists[n]}" for n, _ in issue["when"])
+            out.append(
+                Finding(
+                    "G8",
+                    Status.INFO,
+                    f"{issue['id']} ({names}): {issue['title']} [list of {as_of}]",
+                    issue["id"],
+                    (repo,),
+                    issue["fix"],
+                )
+            )
+    if not out:
+        out.append(
+            Finding(
+                "G8",
+                Status.PASS,
+                f"no known playbook issue matches the installed packages "
+                f"[list of {as_of}; check {repo} for newer ones]",
+                "playbooks",
+            )
+        )
+    return out
+
+
+def _installed(dists: dict[str, str], name: str, spec: str) -> bool:
+    version = dists.get(name)
+    if version is None:
+        return False
+    try:
+        return not spec or SpecifierSet(spec).contains(version, prereleases=True)
+    except InvalidSpecifier:
+        return False

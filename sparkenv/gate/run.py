@@ -1,0 +1,63 @@
+"""Run the gate: gather facts (or replay a snapshot), apply the ten checks, build the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sparkenv.errors import SparkenvError
+from sparkenv.gate.checks import CHECKS
+from sparkenv.gate.probes import FACTS_SCHEMA, Options, gather
+from sparkenv.gate.view import GateFacts
+from sparkenv.report import Finding, Report, Status, merge_by_subject
+
+
+def load_facts(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SparkenvError(f"{path}: no such facts file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SparkenvError(f"{path}: unreadable: {exc}") from None
+    except ValueError as exc:
+        raise SparkenvError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != FACTS_SCHEMA:
+        raise SparkenvError(f"{path}: not a sparkenv facts snapshot (schema {FACTS_SCHEMA})")
+    return data
+
+
+def evaluate(raw: dict[str, Any], need_gb: float = 0.0) -> tuple[list[Finding], GateFacts]:
+    facts = GateFacts(raw, need_gb)
+    findings: list[Finding] = []
+    for gid, check in CHECKS:
+        try:
+            findings += check(facts)
+        except Exception as exc:  # a check that crashes on odd facts is an ERROR line, never a traceback
+            findings.append(
+                Finding(gid, Status.ERROR, f"the check crashed: {exc.__class__.__name__}: {exc}", "check")
+            )
+    return merge_by_subject(findings), facts
+
+
+def gate(opts: Options, facts_file: str | None = None, need_gb: float = 0.0) -> tuple[Report, dict[str, Any]]:
+    if facts_file:
+        raw = load_facts(facts_file)
+        if opts.workload:
+            raw["workload"] = list(opts.workload)
+        source = f"replayed from {facts_file}"
+    else:
+        raw = gather(opts)
+        source = "live"
+    findings, facts = evaluate(raw, need_gb)
+    report = Report("gate", facts.gpu_name or facts.platform, findings)
+    report.context = {
+        "platform": facts.platform,
+        "gpu": facts.gpu_name,
+        "capability": list(facts.capability) if facts.capability else None,
+        "facts": source,
+        "taken_at": raw.get("taken_at"),
+        "gather_s": raw.get("gather_s"),
+        "workload": facts.workload,
+    }
+    return report, raw

@@ -1,0 +1,95 @@
+"""A read-only view of a facts snapshot (live or replayed) with the questions every check asks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sparkenv import datafiles
+from sparkenv.report import Finding, Status
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    raw: dict[str, Any]
+    need_gb: float = 0.0
+
+    def section(self, name: str) -> dict[str, Any] | None:
+        """The probe's result, or None when the probe failed (see probe_error)."""
+        value = self.raw.get(name)
+        return value if isinstance(value, dict) else None
+
+    def probe_error(self, name: str) -> str | None:
+        return (self.raw.get("probe_errors") or {}).get(name)
+
+    def error_finding(self, gid: str, probe: str, subject: str) -> Finding | None:
+        """The ERROR line for a check whose probe did not deliver; None when it did."""
+        err = self.probe_error(probe)
+        if err is None and self.section(probe) is not None:
+            return None
+        return Finding(
+            gid, Status.ERROR, f"{probe} probe failed: {err or 'no data in the snapshot'}", subject
+        )
+
+    # --- torch -----------------------------------------------------------------------------------
+    @property
+    def torch_stages(self) -> dict[str, Any]:
+        t = self.section("torch") or {}
+        return t.get("stages") or {}
+
+    @property
+    def torch(self) -> dict[str, Any] | None:
+        return self.torch_stages.get("imported")
+
+    @property
+    def device(self) -> dict[str, Any] | None:
+        return self.torch_stages.get("first_op")
+
+    # --- GPU identity ----------------------------------------------------------------------------
+    @property
+    def gpu0(self) -> dict[str, Any] | None:
+        smi = self.section("smi") or {}
+        gpus = smi.get("gpus") or []
+        return gpus[0] if gpus else None
+
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        if self.device and self.device.get("capability"):
+            major, minor = self.device["capability"][:2]
+            return int(major), int(minor)
+        cap = (self.gpu0 or {}).get("compute_cap")
+        if cap is not None:
+            major, _, minor = str(cap).partition(".")
+            if major.isdigit() and minor.isdigit():
+                return int(major), int(minor)
+        return None
+
+    @property
+    def gpu_name(self) -> str | None:
+        return (self.device or {}).get("name") or (self.gpu0 or {}).get("name")
+
+    @property
+    def is_gb10(self) -> bool:
+        spec = datafiles.load("gate")["gb10"]
+        return self.capability == tuple(spec["capability"]) or spec["name_contains"] in (self.gpu_name or "")
+
+    @property
+    def platform(self) -> str:
+        if self.is_gb10:
+            return "dgx-spark"
+        if self.gpu_name or self.capability:
+            return "generic-nvidia"
+        return "no-gpu"
+
+    # --- environment -----------------------------------------------------------------------------
+    @property
+    def env(self) -> dict[str, str]:
+        return self.raw.get("env") or {}
+
+    @property
+    def dists(self) -> dict[str, str]:
+        return self.section("dists") or {}
+
+    @property
+    def workload(self) -> list[str]:
+        return list(self.raw.get("workload") or [])
