@@ -8,7 +8,10 @@ flash-attn call).
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import site
 import sys
 import time
 
@@ -75,6 +78,8 @@ def main(argv: list[str]) -> int:
         emit("flash", **_flash(torch))
     if "--bandwidth" in argv:
         emit("bandwidth", **_bandwidth(torch))
+    if importlib.util.find_spec("unsloth") is not None:
+        emit("sdpa_override", **_sdpa_status())
     emit("done", total_s=round(time.perf_counter() - started, 3))
     return 0
 
@@ -97,6 +102,18 @@ def _flash(torch) -> dict[str, object]:  # type: ignore[no-untyped-def]
             "version": getattr(flash_attn, "__version__", None),
             "error": f"{exc.__class__.__name__}: {exc}".splitlines()[0],
         }
+
+
+def _sdpa_status() -> dict[str, object]:
+    """Whether sparkenv's SDPA override is installed and active, without importing Unsloth (slow)."""
+    try:
+        from sparkenv.patches import sdpa
+
+        return dict(sdpa.status())
+    except Exception as exc:
+        dirs = [*site.getsitepackages(), site.getusersitepackages()]
+        installed = any(os.path.exists(os.path.join(d, "sparkenv-sdpa.pth")) for d in dirs)
+        return {"installed": installed, "active": None, "error": f"{exc.__class__.__name__}: {exc}"}
 
 
 def _bandwidth(torch, size_mb: int = 512, iters: int = 20) -> dict[str, object]:  # type: ignore[no-untyped-def]

@@ -31,6 +31,10 @@ def check(f: GateFacts) -> list[Finding]:
         return [
             Finding("G5", Status.INFO, f"measured {gbps:g} GB/s device copy ({where})", "bandwidth", evidence)
         ]
+    if f.platform == "no-gpu":
+        return [
+            Finding("G5", Status.SKIP, f"no GPU: nothing to measure (a GB10 sustains {budget})", "bandwidth")
+        ]
     if f.is_gb10:
         return [
             Finding(
