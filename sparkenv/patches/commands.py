@@ -1,0 +1,156 @@
+"""`sparkenv patch sdpa [TARGET] [--install | --uninstall]`: the .pth activation of the SDPA override."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from sparkenv import cli_options as opts
+
+patch_app = typer.Typer(
+    name="patch",
+    help="Runtime patches for an environment (today: the G2 SDPA override for Unsloth).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@patch_app.command("sdpa")
+def sdpa(
+    target: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        typer.Argument(
+            metavar="TARGET",
+            help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, "
+            "else the environment sparkenv runs in.",
+            show_default=False,
+        ),
+    ] = None,
+    install: Annotated[bool, typer.Option("--install", help="Install the .pth activation.")] = False,
+    uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove it.")] = False,
+    json_out: Annotated[bool, opts.JSON] = False,
+    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    strict: Annotated[bool, opts.STRICT] = False,
+    quiet: Annotated[bool, opts.QUIET] = False,
+) -> None:
+    """Make SDPA Unsloth's attention in TARGET without code changes, or say whether it is.
+
+    --install writes sparkenv-sdpa.pth and _sparkenv_sdpa.py into TARGET's site-packages and checks that
+    a fresh interpreter picks the hook up. At run time it sets the flash-attn (and xformers) flags in
+    every Unsloth module as it is imported, and transformers' is_flash_attn_*_available helpers; it
+    imports nothing until Unsloth is imported. SPARKENV_SDPA=0 switches it off for one run,
+    SPARKENV_SDPA=xformers keeps xformers. Without --install or --uninstall: report whether it is
+    installed. In code, without the .pth: `from sparkenv.patches import force_sdpa; force_sdpa()`.
+
+    Examples:
+
+      sparkenv patch sdpa --install .venv
+
+      SPARKENV_SDPA=0 python train.py     # one run with Unsloth's own choice
+
+      sparkenv patch sdpa --uninstall .venv
+    """
+    from sparkenv.environment import target as targets
+    from sparkenv.errors import SparkenvError
+    from sparkenv.patches import install as inst
+    from sparkenv.render.emit import emit
+    from sparkenv.report import Finding, Report, Status
+
+    if install and uninstall:
+        raise SparkenvError("--install and --uninstall exclude each other")
+    resolved = targets.resolve(target)
+    site = resolved.site_dirs[0]
+    where = inst.files(site)
+    subject = str(where.pth)
+    findings: list[Finding] = []
+    if install:
+        inst.install(site)
+        evidence = [f"wrote {where.module}", f"wrote {where.pth}"]
+        if resolved.interpreter is None:
+            findings.append(
+                Finding(
+                    "G2",
+                    Status.WARN,
+                    f"SDPA override installed in {site}; not verified: no interpreter found for it",
+                    subject,
+                    tuple(evidence),
+                    f"run that environment's python with SPARKENV_DEBUG=1 and check {where.pth.name} loads",
+                )
+            )
+        else:
+            ok, why = inst.verify(resolved.interpreter, site)
+            evidence.append(why)
+            findings.append(
+                Finding(
+                    "G2",
+                    Status.PASS if ok else Status.FAIL,
+                    f"SDPA override installed in {site}: {why}; SPARKENV_SDPA=0 switches it off"
+                    if ok
+                    else f"SDPA override written to {site} but not active: {why}",
+                    subject,
+                    tuple(evidence),
+                    None
+                    if ok
+                    else f"install it into a site folder of the interpreter that runs the job "
+                    f"(sparkenv patch sdpa --install <that interpreter>), then sparkenv patch sdpa "
+                    f"--uninstall {site}",
+                )
+            )
+    elif uninstall:
+        removed = inst.uninstall(site)
+        summary = (
+            f"SDPA override removed from {site} ({', '.join(p.name for p in removed)})"
+            if removed
+            else f"SDPA override was not installed in {site}: nothing to remove"
+        )
+        findings.append(Finding("G2", Status.INFO, summary, subject, tuple(f"removed {p}" for p in removed)))
+    elif not where.present:
+        findings.append(
+            Finding(
+                "G2",
+                Status.INFO,
+                f"SDPA override not installed in {site} (sparkenv patch sdpa --install to add it)",
+                subject,
+            )
+        )
+    elif not where.module.is_file():
+        findings.append(
+            Finding(
+                "G2",
+                Status.FAIL,
+                f"{where.pth.name} in {site} names {where.module.name}, which is missing: override off",
+                subject,
+                (f"missing {where.module}",),
+                f"sparkenv patch sdpa --install {target or site}",
+            )
+        )
+    elif not where.current:
+        findings.append(
+            Finding(
+                "G2",
+                Status.WARN,
+                f"SDPA override installed in {site}, from another sparkenv version",
+                subject,
+                (f"{where.module} differs from {inst.SOURCE}",),
+                f"sparkenv patch sdpa --install {target or site} to refresh it",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "G2",
+                Status.PASS,
+                f"SDPA override installed in {site}; SPARKENV_SDPA=0 switches it off",
+                subject,
+                (str(where.pth), str(where.module)),
+            )
+        )
+    result = Report("patch sdpa", resolved.description, findings)
+    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=None, strict=strict, quiet=quiet))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(patch_app, name="patch")
