@@ -289,8 +289,10 @@ def _boot() -> None:
 def status() -> dict[str, Any]:
     """Where the override stands in this process; imports nothing (safe before or without torch).
 
-    Keys: active (hook in place and no Unsloth module still holding a True flash-attn flag, and where
-    Unsloth is loaded, its dispatch picks SDPA), installed_by ("pth", "force_sdpa" or None), mode, env
+    Keys: installed (sparkenv-sdpa.pth in a site folder of this interpreter), pth (its path), armed
+    (an Unsloth module was seen), active (hook in place and no Unsloth module still holding a True
+    flash-attn flag, and where Unsloth is loaded, its dispatch picks SDPA), installed_by ("pth",
+    "force_sdpa" or None), mode, env
     (SPARKENV_SDPA's value or None), disabled_by_env, unsloth_loaded, dispatch (what Unsloth's
     select_attention_backend() picks now, None when not loaded), leaks (["module.FLAG", …] still True),
     transformers_helpers ({"module.helper": "patched" | "original"}), changes (what was changed, in
@@ -339,8 +341,12 @@ def status() -> dict[str, Any]:
         )
     else:
         message = "SDPA override incomplete: " + ", ".join(leaks or [f"dispatch picks {dispatch}"])
+    pth = _installed_pth()
     return {
         "active": bool(active),
+        "installed": pth is not None,
+        "pth": pth,
+        "armed": bool(finder and finder.armed),
         "installed_by": finder.source if finder else None,
         "mode": mode,
         "env": env,
@@ -355,6 +361,20 @@ def status() -> dict[str, Any]:
         "hook_file": finder.origin if finder else None,
         "message": message,
     }
+
+
+def _installed_pth(name: str = "sparkenv-sdpa.pth") -> str | None:
+    """The .pth activation file in one of this interpreter's site folders (a file check per folder)."""
+    import site
+
+    dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    if hasattr(site, "getsitepackages"):  # some embedded or virtualenv-patched site modules lack it
+        dirs += [*site.getsitepackages(), site.getusersitepackages()]
+    for folder in dict.fromkeys(dirs):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def _vars(module: Any) -> dict[str, Any]:
