@@ -1,0 +1,149 @@
+"""`sparkenv check`, `sparkenv lock` and `sparkenv profiles`: the resolve stage on the command line."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from sparkenv import cli_options as opts
+
+_INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
+PROFILE = typer.Option(
+    "--profile",
+    metavar="NAME|FILE",
+    help="The target: a shipped profile (`sparkenv profiles`) or a profile file of your own (*.toml). "
+    "Default: [tool.sparkenv] profile, else the profile of NVIDIA's DGX Spark playbooks.",
+)
+PLATFORM = typer.Option(
+    "--platform",
+    metavar="OS/ARCH",
+    help="Override the profile's platform: linux/aarch64 (DGX Spark) or linux/amd64 (x86_64 NVIDIA machines).",
+)
+EXTRA = typer.Option(
+    "--extra", metavar="NAME", help="Also read pyproject's optional-dependencies group NAME."
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check)
+    app.command("lock")(lock)
+    app.command("profiles")(profiles_cmd)
+
+
+def check(
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help=_INPUTS_HELP, show_default=False)],
+    profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045 - typer needs Optional on 3.10
+    platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
+    extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    json_out: Annotated[bool, opts.JSON] = False,
+    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
+    strict: Annotated[bool, opts.STRICT] = False,
+    quiet: Annotated[bool, opts.QUIET] = False,
+) -> None:
+    """The policy on declared requirements, offline and fast (pre-commit, CI): G1, G2, G9.
+
+    G1: CUDA-12 names and +cu12x/+cpu labels, wheel URLs for another CPU, CUDA-12 indexes.
+    G2: flash-attn (and other CUDA builds) that would compile for an hour, or replace the base's.
+    G9: pins that would replace what the base provides, drift-prone packages not pinned exactly,
+    the Unsloth family installed with its dependencies.
+
+    Examples:
+
+      sparkenv check requirements.txt
+
+      sparkenv check pyproject.toml --profile spark-bare --strict
+    """
+    from sparkenv.render.emit import emit
+    from sparkenv.resolve.run import check as run_check
+
+    result = run_check(inputs, profile, platform, extra)
+    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+
+
+def lock(
+    inputs: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
+    ] = None,
+    profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045
+    platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
+    output_dir: Annotated[
+        str, typer.Option("--output-dir", metavar="DIR", help="Where pylock.<profile>.toml goes.")
+    ] = "lockfiles",
+    check_only: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Write nothing; exit 1 when the lock is stale against its inputs. Without INPUT, re-check "
+            "every lock in the output folder against the inputs recorded in it.",
+        ),
+    ] = False,
+    index_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--index-url", metavar="URL", help="The package index (default: the inputs', else PyPI)."
+        ),
+    ] = None,
+    extra_index_url: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--extra-index-url", metavar="URL", help="A further index; repeatable."),
+    ] = None,
+    extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="SECONDS", help="Give up on the resolver after this long.")
+    ] = 600.0,
+    json_out: Annotated[bool, opts.JSON] = False,
+    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
+    strict: Annotated[bool, opts.STRICT] = False,
+    quiet: Annotated[bool, opts.QUIET] = False,
+) -> None:
+    """Resolve for the target with uv, check the whole resolved set, write a PEP 751 lock + hashed requirements.
+
+    The base's packages (torch, triton, flash-attn …) are excluded from resolution; the Unsloth family is
+    pinned in its own --no-deps stage. Nothing is written when a FAIL remains.
+
+    Examples:
+
+      sparkenv lock requirements.txt                      # lockfiles/pylock.ngc-25-11.toml
+
+      sparkenv lock pyproject.toml --profile ngc-26.01
+
+      sparkenv lock --check                               # is every shipped lock current?
+    """
+    from sparkenv.errors import SparkenvError
+    from sparkenv.render.emit import emit
+    from sparkenv.resolve import run
+
+    if check_only:
+        result = run.lock_check(inputs or [], profile, platform, output_dir, extra)
+    else:
+        if not inputs:
+            raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
+        result = run.lock(inputs, profile, platform, output_dir, index_url, extra_index_url, extra, timeout)
+    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+
+
+def profiles_cmd(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the profiles as JSON.")] = False,
+) -> None:
+    """List the resolution targets: NGC images and a bare Spark, with what each base provides."""
+    import json
+    from dataclasses import asdict
+
+    from sparkenv.resolve import profiles
+
+    shipped = profiles.shipped()
+    default = profiles.default_name()
+    if json_out:
+        typer.echo(
+            json.dumps({"default": default, "profiles": [asdict(p) for p in shipped.values()]}, indent=2)
+        )
+        return
+    for p in shipped.values():
+        mark = " (default)" if p.name == default else ""
+        typer.echo(f"{p.name}{mark}: {p.describe()}; reviewed {p.reviewed}")
+        if p.provides:
+            typer.echo("    provides " + ", ".join(f"{k} {v or '?'}" for k, v in p.provides.items()))

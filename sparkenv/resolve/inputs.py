@@ -1,0 +1,254 @@
+"""What a project declares: requirements files (pip syntax, with includes) and pyproject.toml.
+
+Requirements files are read by pip-requirements-parser (`-r`/`-c` includes, index options, hashes,
+markers, URLs, editables); pyproject.toml by tomllib. Nothing here evaluates markers for the host: the
+policy evaluates them against the profile's marker environment.
+
+A requirements file that ends up installed with `pip install --no-deps` says so with a comment line
+`# sparkenv: no-deps` (the hashed files `sparkenv lock` writes carry it); in pyproject.toml,
+`[tool.sparkenv] no-deps = ["unsloth", …]` names the distributions installed in a `--no-deps` stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from sparkenv.errors import SparkenvError
+
+NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)[\s=]+(\S+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One declared requirement, with where it was declared."""
+
+    key: str | None  # normalized name; None for an unnamed editable/path
+    text: str  # what the resolver is given (no hashes, paths made absolute)
+    where: str  # "file:line"
+    specifier: SpecifierSet = field(default_factory=SpecifierSet)
+    marker: Marker | None = None
+    extras: frozenset[str] = frozenset()
+    url: str | None = None
+    editable: bool = False
+    constraint: bool = False
+    no_deps: bool = False  # declared in a --no-deps stage
+
+    def applies(self, marker_env: dict[str, str]) -> bool:
+        return self.marker is None or self.marker.evaluate(marker_env)
+
+    @property
+    def exact(self) -> str | None:
+        pins = [s.version for s in self.specifier if s.operator in ("==", "===") and "*" not in s.version]
+        return pins[0] if pins else None
+
+
+@dataclass
+class Inputs:
+    paths: list[str]  # as given on the command line
+    requirements: list[Declared] = field(default_factory=list)
+    index_url: str | None = None
+    extra_index_urls: list[str] = field(default_factory=list)
+    find_links: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # every file read, includes too
+    settings: dict[str, Any] = field(default_factory=dict)  # [tool.sparkenv]
+
+    def digest(self) -> str:
+        """sha256 over every file read (line endings normalized), in a stable order."""
+        h = hashlib.sha256()
+        for path in sorted({p.resolve() for p in self.files}, key=str):
+            h.update(path.name.encode() + b"\0")
+            h.update(path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+        return "sha256:" + h.hexdigest()
+
+
+def read(paths: list[str], extras: list[str] | None = None) -> Inputs:
+    if not paths:
+        raise SparkenvError("no input given: name a requirements file or a pyproject.toml")
+    inputs = Inputs(list(paths))
+    for arg in paths:
+        path = Path(arg)
+        if not path.is_file():
+            raise SparkenvError(f"{arg}: no such file")
+        if path.name == "pyproject.toml" or path.suffix == ".toml":
+            _pyproject(path, arg, inputs, extras or [])
+        else:
+            _requirements(path, arg, inputs)
+    return inputs
+
+
+def _where(filename: str, line: int | None) -> str:
+    return f"{filename}:{line}" if line else filename
+
+
+def _missing_include(path: Path, arg: str, message: str) -> str:
+    """pip-requirements-parser names the missing file, not the line that includes it: find that line."""
+    m = re.search(r"requirements file: (.+?)(?:\|n|\n|$)", message)
+    missing = m.group(1).strip() if m else ""
+    seen: set[Path] = set()
+    todo = [(path, arg)]
+    while todo:
+        current, shown = todo.pop()
+        if current in seen or not current.is_file():
+            continue
+        seen.add(current)
+        text = current.read_text(encoding="utf-8", errors="replace")
+        for lineno, line in enumerate(text.splitlines(), 1):
+            inc = _INCLUDE.match(line)
+            if not inc:
+                continue
+            target = inc.group(1)
+            if target == missing or not (current.parent / target).is_file():
+                return f"{shown}:{lineno}: cannot open included file {target}"
+            todo.append((current.parent / target, str(Path(shown).parent / target)))
+    return f"{arg}: {message.split('|n')[0]}"
+
+
+def _requirements(path: Path, arg: str, inputs: Inputs) -> None:
+    from pip_requirements_parser import RequirementsFile
+
+    try:
+        parsed = RequirementsFile.from_file(str(path), include_nested=True)
+    except Exception as exc:  # InstallationError for a missing include, OSError, decoding errors …
+        raise SparkenvError(_missing_include(path, arg, str(exc))) from None
+    if parsed.invalid_lines:
+        bad = parsed.invalid_lines[0]
+        first = bad.error_message.splitlines()[0] if bad.error_message else "invalid line"
+        raise SparkenvError(
+            f"{_shown(bad.filename, path, arg)}:{bad.line_number}: {first}: {bad.line.strip()}"
+        )
+    files = {path.resolve()}
+    for opt in parsed.options:
+        where = _where(_shown(opt.requirement_line.filename, path, arg), opt.requirement_line.line_number)
+        base = Path(opt.requirement_line.filename).parent
+        for name, value in opt.options.items():
+            if name == "index_url":
+                inputs.index_url = value
+            elif name == "extra_index_urls":
+                inputs.extra_index_urls.extend(v for v in value if v not in inputs.extra_index_urls)
+            elif name == "find_links":
+                inputs.find_links.extend(_local(v, base) for v in value)
+            elif name in ("requirements", "constraints"):
+                files.update((base / v).resolve() for v in value)
+            elif name in ("no_index",):
+                raise SparkenvError(f"{where}: --no-index is not supported; give --find-links or an index")
+    no_deps_files = set()
+    for f in files:
+        if NO_DEPS_DIRECTIVE.search(f.read_text(encoding="utf-8", errors="replace")):
+            no_deps_files.add(f)
+    inputs.files.extend(sorted(files))
+    for req in parsed.requirements:
+        filename = req.filename or str(path)
+        where = _where(_shown(filename, path, arg), req.line_number)
+        no_deps = Path(filename).resolve() in no_deps_files
+        base = Path(filename).parent
+        if req.is_editable or (req.name is None and req.link is not None):
+            target = _local(str(req.link.url if hasattr(req.link, "url") else req.link), base)
+            text = f"-e {target}" if req.is_editable else target
+            inputs.requirements.append(
+                Declared(None, text, where, editable=req.is_editable, url=target, no_deps=no_deps)
+            )
+            continue
+        if req.req is None:
+            continue
+        r: Requirement = req.req
+        text = str(r)
+        if r.url:
+            text = f"{r.name}{'[' + ','.join(sorted(r.extras)) + ']' if r.extras else ''} @ {_local(r.url, base)}"
+            if r.marker:
+                text += f" ; {r.marker}"
+        inputs.requirements.append(
+            Declared(
+                canonicalize_name(r.name),
+                text,
+                where,
+                r.specifier,
+                r.marker,
+                frozenset(r.extras),
+                r.url,
+                bool(req.is_editable),
+                bool(req.is_constraint),
+                no_deps,
+            )
+        )
+
+
+def _shown(filename: str, path: Path, arg: str) -> str:
+    """Show a file the way the user named it (the top file as given, includes relative to it)."""
+    try:
+        if Path(filename).resolve() == path.resolve():
+            return arg
+        return str(Path(arg).parent / Path(filename).resolve().relative_to(path.resolve().parent))
+    except ValueError:
+        return filename
+
+
+def _local(value: str, base: Path) -> str:
+    """Relative paths in a requirements file are relative to that file; the resolver runs elsewhere."""
+    if "://" in value or value.startswith(("file:", "git+")):
+        return value
+    candidate = base / value
+    return str(candidate.resolve()) if candidate.exists() or value.startswith(".") else value
+
+
+def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
+    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = parse_toml(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SparkenvError(f"{arg}: unreadable: {exc}") from None
+    except TOMLDecodeError as exc:
+        raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
+    inputs.files.append(path.resolve())
+    settings = data.get("tool", {}).get("sparkenv", {}) or {}
+    if not isinstance(settings, dict):
+        raise SparkenvError(f"{arg}: [tool.sparkenv] must be a table")
+    inputs.settings.update(settings)
+    project = data.get("project", {}) or {}
+    groups: list[tuple[str, list[Any]]] = [("dependencies", project.get("dependencies", []) or [])]
+    optional = project.get("optional-dependencies", {}) or {}
+    for extra in [*extras, *settings.get("extras", [])]:
+        if extra not in optional:
+            raise SparkenvError(f"{arg}: no optional-dependencies group {extra!r}")
+        groups.append((f"optional-dependencies.{extra}", optional[extra]))
+    no_deps = {canonicalize_name(n) for n in settings.get("no-deps", [])}
+    lines = text.splitlines()
+    for group, deps in groups:
+        if not isinstance(deps, list):
+            raise SparkenvError(f"{arg}: [project].{group} must be a list of requirement strings")
+        for dep in deps:
+            lineno = next((i for i, ln in enumerate(lines, 1) if f'"{dep}"' in ln or f"'{dep}'" in ln), None)
+            where = _where(arg, lineno)
+            try:
+                r = Requirement(str(dep))
+            except InvalidRequirement as exc:
+                raise SparkenvError(f"{where}: invalid requirement {dep!r}: {exc}") from None
+            key = canonicalize_name(r.name)
+            inputs.requirements.append(
+                Declared(
+                    key,
+                    str(r) if not r.url else str(dep),
+                    where,
+                    r.specifier,
+                    r.marker,
+                    frozenset(r.extras),
+                    r.url,
+                    no_deps=key in no_deps,
+                )
+            )
+    if settings.get("index-url"):
+        inputs.index_url = str(settings["index-url"])
+    for url in settings.get("extra-index-url", []) or []:
+        if url not in inputs.extra_index_urls:
+            inputs.extra_index_urls.append(str(url))

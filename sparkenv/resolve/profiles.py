@@ -1,0 +1,187 @@
+"""Resolution targets: NGC images and a bare Spark, as dated TOML data (sparkenv/data/profiles/).
+
+A user adds a target without touching code: `--profile path/to/my.toml` (same keys as the shipped
+files), or `[tool.sparkenv] profile = "…"` / `profile-file = "…"` in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from sparkenv.errors import SparkenvError
+
+PLATFORMS = {
+    "linux/aarch64": "aarch64",
+    "linux/arm64": "aarch64",
+    "linux/amd64": "x86_64",
+    "linux/x86_64": "x86_64",
+}
+_REQUIRED = ("name", "reviewed", "source", "python", "cuda", "manylinux", "platform")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    reviewed: str
+    source: str
+    description: str
+    image: str
+    digest: str
+    python: str  # full version, "3.12.3"
+    cuda: str
+    glibc: str
+    manylinux: str  # "manylinux_2_39"
+    platform: str  # "linux/aarch64"
+    provides: dict[str, str] = field(default_factory=dict)  # normalized name -> version ("" unknown)
+    satisfies: dict[str, str] = field(default_factory=dict)  # other name -> provided name
+    env: dict[str, str] = field(default_factory=dict)
+    path: str = ""  # the file it came from
+
+    @property
+    def machine(self) -> str:
+        return PLATFORMS[self.platform]
+
+    @property
+    def python_minor(self) -> str:
+        return ".".join(self.python.split(".")[:2])
+
+    @property
+    def python_platform(self) -> str:
+        """uv's --python-platform: aarch64-manylinux_2_39."""
+        return f"{self.machine}-{self.manylinux}"
+
+    @property
+    def file_stem(self) -> str:
+        """PEP 751 lock names allow no dots: ngc-25.11 -> pylock.ngc-25-11.toml."""
+        return self.name.replace(".", "-")
+
+    def provider(self, key: str) -> str | None:
+        """The base distribution that satisfies a requirement on `key`, if any."""
+        if key in self.provides:
+            return key
+        alias = self.satisfies.get(key)
+        return alias if alias in self.provides else None
+
+    def excluded(self) -> list[str]:
+        """Names kept out of resolution: what the base provides and their other names."""
+        return sorted({*self.provides, *(k for k, v in self.satisfies.items() if v in self.provides)})
+
+    def marker_env(self) -> dict[str, str]:
+        """The environment markers are evaluated in: the target's, never the host's."""
+        return {
+            "implementation_name": "cpython",
+            "implementation_version": self.python,
+            "os_name": "posix",
+            "platform_machine": self.machine,
+            "platform_python_implementation": "CPython",
+            "platform_release": "",
+            "platform_system": "Linux",
+            "platform_version": "",
+            "python_full_version": self.python,
+            "python_version": self.python_minor,
+            "sys_platform": "linux",
+            "extra": "",
+        }
+
+    def with_platform(self, platform: str | None) -> Profile:
+        if not platform or platform == self.platform:
+            return self
+        if platform not in PLATFORMS:
+            raise SparkenvError(f"--platform {platform}: not one of {', '.join(sorted(PLATFORMS))}")
+        from dataclasses import replace
+
+        return replace(self, platform=platform)
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.image or 'no base image'}, Python {self.python_minor}, CUDA {self.cuda}, {self.python_platform})"
+
+
+def _data_dir():
+    return resources.files("sparkenv").joinpath("data", "profiles")
+
+
+def _parse(text: str, where: str) -> Profile:
+    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+
+    try:
+        data: dict[str, Any] = parse_toml(text)
+    except TOMLDecodeError as exc:
+        raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
+    missing = [k for k in _REQUIRED if not data.get(k)]
+    if missing:
+        raise SparkenvError(f"{where}: profile lacks {', '.join(missing)}")
+    if data["platform"] not in PLATFORMS:
+        raise SparkenvError(
+            f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
+        )
+    provides = {canonicalize_name(k): str(v) for k, v in (data.get("provides") or {}).items()}
+    for key, version in provides.items():
+        if version:
+            try:
+                Version(version)
+            except InvalidVersion:
+                raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
+    return Profile(
+        name=str(data["name"]),
+        reviewed=str(data["reviewed"]),
+        source=str(data["source"]),
+        description=str(data.get("description", "")),
+        image=str(data.get("image", "")),
+        digest=str(data.get("digest", "")),
+        python=str(data["python"]),
+        cuda=str(data["cuda"]),
+        glibc=str(data.get("glibc", "")),
+        manylinux=str(data["manylinux"]),
+        platform=str(data["platform"]),
+        provides=provides,
+        satisfies={
+            canonicalize_name(k): canonicalize_name(v) for k, v in (data.get("satisfies") or {}).items()
+        },
+        env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
+        path=where,
+    )
+
+
+@functools.cache
+def shipped() -> dict[str, Profile]:
+    out: dict[str, Profile] = {}
+    for entry in sorted(_data_dir().iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml") and not entry.name.startswith("_"):
+            prof = _parse(entry.read_text(encoding="utf-8"), f"sparkenv/data/profiles/{entry.name}")
+            out[prof.name] = prof
+    return out
+
+
+def default_name() -> str:
+    from sparkenv.datafiles import parse_toml
+
+    return str(parse_toml(_data_dir().joinpath("_default.toml").read_text(encoding="utf-8"))["default"])
+
+
+def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
+    """A shipped profile by name, or a profile file by path (relative to base_dir when given)."""
+    if not name_or_path:
+        name_or_path = default_name()
+    profiles = shipped()
+    if name_or_path in profiles:
+        return profiles[name_or_path]
+    if name_or_path.endswith(".toml"):
+        path = Path(name_or_path)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.strerror}") from None
+        return _parse(text, str(name_or_path))
+    raise SparkenvError(
+        f"unknown profile {name_or_path!r}: choose one of {', '.join(profiles)} "
+        "(`sparkenv profiles`), or give a profile file (*.toml)"
+    )

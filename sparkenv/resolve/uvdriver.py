@@ -1,0 +1,150 @@
+"""Drive `uv pip compile` for a target platform: one process per install stage, each with a timeout."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.resolve.profiles import Profile
+
+DEFAULT_TIMEOUT = 600.0
+_UNREACHABLE = re.compile(
+    r"(Failed to fetch|error sending request|Connection refused|dns error|tcp connect error|timed out|"
+    r"operation timed out|Could not connect|Network is unreachable|client error \(Connect\))",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Stage:
+    name: str
+    lines: list[str]  # requirement lines
+    no_deps: bool = False
+    constraints: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IndexOptions:
+    index_url: str | None = None
+    extra_index_urls: list[str] = field(default_factory=list)
+    find_links: list[str] = field(default_factory=list)
+
+
+def uv_binary() -> str:
+    try:
+        import uv
+
+        path = uv.find_uv_bin()
+        if path and Path(path).exists():
+            return str(path)
+    except (ImportError, FileNotFoundError):
+        pass
+    found = shutil.which("uv")
+    if not found:
+        raise ServiceMissing("uv is not installed: pip install 'uv>=0.8' (sparkenv lock resolves with uv)")
+    return found
+
+
+def command(
+    uv: str,
+    stage_in: Path,
+    out: Path,
+    profile: Profile,
+    index: IndexOptions,
+    excludes: Path | None,
+    stage: Stage,
+) -> list[str]:
+    """The exact `uv pip compile` command of a stage (the benchmark runs the same one bare)."""
+    cmd = [
+        uv,
+        "pip",
+        "compile",
+        str(stage_in),
+        "--python-platform",
+        profile.python_platform,
+        "--python-version",
+        profile.python_minor,
+        "--generate-hashes",
+        "--format",
+        "pylock.toml",
+        "--output-file",
+        str(out),
+        "--no-header",
+        "--quiet",
+        "--no-python-downloads",
+    ]
+    if excludes is not None:
+        cmd += ["--excludes", str(excludes)]
+    if stage.no_deps:
+        cmd.append("--no-deps")
+    if index.index_url:
+        cmd += ["--index-url", index.index_url]
+    for url in index.extra_index_urls:
+        cmd += ["--extra-index-url", url]
+    for link in index.find_links:
+        cmd += ["--find-links", link]
+    return cmd
+
+
+def prepare(
+    work: Path, profile: Profile, index: IndexOptions, stages: list[Stage]
+) -> list[tuple[Stage, list[str], Path]]:
+    uv = uv_binary()
+    excludes = None
+    if profile.excluded():
+        excludes = work / "excludes.txt"
+        excludes.write_text("\n".join(profile.excluded()) + "\n")
+    jobs = []
+    for stage in stages:
+        stage_in = work / f"{stage.name}.in"
+        body = list(stage.lines)
+        if stage.constraints:
+            cons = work / f"{stage.name}.constraints.txt"
+            cons.write_text("\n".join(stage.constraints) + "\n")
+            body.insert(0, f"-c {cons}")
+        stage_in.write_text("\n".join(body) + "\n")
+        out = work / f"pylock.{stage.name}.toml"
+        jobs.append((stage, command(uv, stage_in, out, profile, index, excludes, stage), out))
+    return jobs
+
+
+def run_all(jobs: list[tuple[Stage, list[str], Path]], timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+    """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote."""
+    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1"}
+
+    def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:
+        stage, cmd, out = job
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            raise ServiceMissing(
+                f"uv pip compile ({stage.name}) did not finish in {timeout:.0f} s: is the index reachable?"
+            ) from None
+        except OSError as exc:
+            raise ServiceMissing(f"cannot run uv: {exc}") from None
+        if proc.returncode != 0:
+            raise _error(stage, proc.stderr)
+        return stage.name, out.read_text(encoding="utf-8")
+
+    if len(jobs) == 1:
+        return dict([one(jobs[0])])
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        return dict(pool.map(one, jobs))
+
+
+def _error(stage: Stage, stderr: str) -> SparkenvError:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    text = " ".join(lines)
+    if _UNREACHABLE.search(text) and "No solution found" not in text:
+        cause = next((ln for ln in lines if "cause:" in ln or "error:" in ln), lines[0] if lines else "")
+        return ServiceMissing(f"package index unreachable while resolving ({stage.name}): {cause}")
+    if "No solution found" in text or "unsatisfiable" in text:
+        detail = " ".join(ln.lstrip("╰─▶ ").strip() for ln in lines if not ln.startswith("×"))
+        return SparkenvError(f"no set of versions satisfies the inputs ({stage.name} stage): {detail}")
+    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {text or 'no message'}")

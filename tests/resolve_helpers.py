@@ -1,0 +1,137 @@
+"""Real parts for the resolver tests: small wheels and sdists built here, a PEP 503 index over HTTP.
+
+The wheels are real zip files with a dist-info folder and a correct RECORD (sha256 + size of every file),
+the sdist is a real tar.gz with PKG-INFO (metadata 2.2, nothing dynamic) and a pyproject.toml. The index
+is served by http.server on 127.0.0.1 and an ephemeral port, with PEP 658 `.metadata` files beside the
+wheels, so `uv pip compile` resolves against it exactly as against a real index.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import tarfile
+import threading
+import zipfile
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def metadata_text(name: str, version: str, requires: list[str] | tuple[str, ...] = ()) -> str:
+    lines = ["Metadata-Version: 2.2", f"Name: {name}", f"Version: {version}", "Requires-Python: >=3.9"]
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    return "\n".join(lines) + "\n\n"
+
+
+class Index:
+    """A folder laid out as a PEP 503 simple index: simple/<name>/index.html + files/<file>."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "files").mkdir(parents=True, exist_ok=True)
+        self.url = ""  # set by serve()
+        self._files: dict[str, list[str]] = {}
+
+    def wheel(
+        self,
+        name: str,
+        version: str,
+        tag: str = "py3-none-any",
+        requires: list[str] | tuple[str, ...] = (),
+        files: dict[str, bytes] | None = None,
+    ) -> str:
+        """Build a real wheel; returns its file name."""
+        dist = name.replace("-", "_")
+        stem = f"{dist}-{version}"
+        fname = f"{stem}-{tag}.whl"
+        di = f"{stem}.dist-info"
+        pure = tag.endswith("-none-any")
+        contents: dict[str, bytes] = {f"{dist}/__init__.py": f"__version__ = {version!r}\n".encode()}
+        contents.update(files or {})
+        contents[f"{di}/METADATA"] = metadata_text(name, version, requires).encode()
+        contents[f"{di}/WHEEL"] = (
+            f"Wheel-Version: 1.0\nGenerator: sparkenv-tests\nRoot-Is-Purelib: {str(pure).lower()}\nTag: {tag}\n\n"
+        ).encode()
+        record = [f"{p},sha256={_b64(hashlib.sha256(b).digest())},{len(b)}" for p, b in contents.items()]
+        record.append(f"{di}/RECORD,,")
+        contents[f"{di}/RECORD"] = ("\n".join(record) + "\n").encode()
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for p, b in contents.items():
+                zf.writestr(p, b)
+        (self.root / "files" / fname).write_bytes(buf.getvalue())
+        (self.root / "files" / f"{fname}.metadata").write_bytes(contents[f"{di}/METADATA"])
+        self._add(name, fname)
+        return fname
+
+    def sdist(self, name: str, version: str, requires: list[str] | tuple[str, ...] = ()) -> str:
+        """Build a real sdist with static metadata (PKG-INFO 2.2): a resolver needs no build to read it."""
+        dist = name.replace("-", "_")
+        stem = f"{dist}-{version}"
+        fname = f"{stem}.tar.gz"
+        deps = ", ".join(f'"{r}"' for r in requires)
+        members = {
+            "PKG-INFO": metadata_text(name, version, requires),
+            "pyproject.toml": (
+                '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
+                f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n'
+            ),
+            "setup.py": "# would compile CUDA extensions with torch.utils.cpp_extension\n",
+            f"{dist}/__init__.py": "",
+        }
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for rel, text in members.items():
+                data = text.encode()
+                info = tarfile.TarInfo(f"{stem}/{rel}")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        (self.root / "files" / fname).write_bytes(buf.getvalue())
+        self._add(name, fname)
+        return fname
+
+    def _add(self, name: str, fname: str) -> None:
+        key = canonicalize_name(name)
+        self._files.setdefault(key, []).append(fname)
+        self._write_page(key)
+
+    def _write_page(self, key: str) -> None:
+        page = self.root / "simple" / key
+        page.mkdir(parents=True, exist_ok=True)
+        links = []
+        for fname in self._files[key]:
+            data = (self.root / "files" / fname).read_bytes()
+            href = f"../../files/{fname}#sha256={hashlib.sha256(data).hexdigest()}"
+            meta = self.root / "files" / f"{fname}.metadata"
+            attr = ""
+            if meta.exists():
+                attr = f' data-dist-info-metadata="sha256={hashlib.sha256(meta.read_bytes()).hexdigest()}"'
+                attr += attr.replace("data-dist-info-metadata", "data-core-metadata")
+            links.append(f'<a href="{html.escape(href)}"{attr}>{html.escape(fname)}</a><br/>')
+        (page / "index.html").write_text(
+            "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+        )
+        root_links = "".join(f'<a href="{k}/">{k}</a><br/>' for k in sorted(self._files))
+        (self.root / "simple" / "index.html").write_text(f"<html><body>{root_links}</body></html>\n")
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def serve(index: Index) -> ThreadingHTTPServer:
+    """Serve the index on 127.0.0.1 and an ephemeral port; sets index.url to its simple/ URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(index.root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    index.url = f"http://127.0.0.1:{server.server_address[1]}/simple/"
+    return server
