@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sparkenv import datafiles
 from sparkenv.environment import container
 from sparkenv.gate import parsers
+from sparkenv.gate.servers import identify, prefilter_words
 
 FACTS_SCHEMA = "sparkenv.facts/1"
 SMI_FIELDS = [
@@ -204,8 +204,7 @@ def probe_meminfo() -> dict[str, int]:
 def probe_processes() -> dict[str, Any]:
     """Command lines of processes that look like inference servers or use the GPU; unreadable entries
     (other users' processes, races with exiting ones) are counted, not fatal."""
-    servers = datafiles.load("servers")["server"]
-    patterns = [m for s in servers for m in s["match"]]
+    patterns = prefilter_words()
     me = {os.getpid(), os.getppid()}
     found: list[dict[str, Any]] = []
     unreadable = 0
@@ -220,7 +219,7 @@ def probe_processes() -> dict[str, Any]:
             continue
         argv = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
         line = " ".join(argv)
-        if argv and any(p in line for p in patterns):
+        if argv and any(p in line for p in patterns) and identify(argv):
             found.append({"pid": int(entry.name), "argv": argv})
     return {"servers": found, "unreadable": unreadable}
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from sparkenv.gate import parsers
+from sparkenv.gate.servers import identify
 from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
-
-SERVE_WORDS = ("vllm", "sglang", "trtllm-serve", "tritonserver", "text-generation-launcher", " serve")
 
 
 def check(f: GateFacts) -> list[Finding]:
     nodes, nodes_from = _nodes(f)
     tp, tp_from = _tp(f)
     evidence = tuple(x for x in (nodes_from, tp_from) if x)
-    inference = any(w in " " + " ".join(f.workload) for w in SERVE_WORDS)
+    inference = identify(f.workload) is not None
     kind = "inference" if inference else "training"
     if nodes <= 1:
         text = f"single node{f', tensor parallel size {tp}' if tp > 1 else ''}: nothing crosses the link"

@@ -6,22 +6,22 @@ from typing import Any
 
 from sparkenv import datafiles
 from sparkenv.gate import parsers
+from sparkenv.gate.servers import identify
 from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
 
 
 def check(f: GateFacts) -> list[Finding]:
     out: list[Finding] = []
-    servers = datafiles.load("servers")["server"]
     limits = datafiles.load("gate")["servers"]
     seen: set[int] = set()
     for proc in (f.section("processes") or {}).get("servers", []):
-        server = _which(proc["argv"], servers)
+        server = identify(proc["argv"])
         if server:
             seen.add(proc["pid"])
             out.append(_server(f"pid {proc['pid']}", server, proc["argv"], limits, f.is_gb10))
     if f.workload:
-        server = _which(f.workload, servers)
+        server = identify(f.workload)
         if server:
             out.append(_server("the workload", server, f.workload, limits, f.is_gb10))
     apps = (f.section("smi") or {}).get("apps") or []
@@ -59,11 +59,6 @@ def check(f: GateFacts) -> list[Finding]:
             Finding("G6", Status.PASS, "no other GPU-resident process or inference server", "gpu processes")
         )
     return out
-
-
-def _which(argv: list[str], servers: list[dict[str, Any]]) -> dict[str, Any] | None:
-    line = " ".join(argv)
-    return next((s for s in servers if any(m in line for m in s["match"])), None)
 
 
 def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str, Any], gb10: bool) -> Finding:
