@@ -59,7 +59,8 @@ class Index:
         contents.update(files or {})
         contents[f"{di}/METADATA"] = metadata_text(name, version, requires).encode()
         contents[f"{di}/WHEEL"] = (
-            f"Wheel-Version: 1.0\nGenerator: sparkenv-tests\nRoot-Is-Purelib: {str(pure).lower()}\nTag: {tag}\n\n"
+            "Wheel-Version: 1.0\nGenerator: sparkenv-tests\nRoot-Is-Purelib: "
+            f"{str(pure).lower()}\nTag: {tag}\n\n"
         ).encode()
         record = [f"{p},sha256={_b64(hashlib.sha256(b).digest())},{len(b)}" for p, b in contents.items()]
         record.append(f"{di}/RECORD,,")
@@ -135,3 +136,11 @@ def serve(index: Index) -> ThreadingHTTPServer:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     index.url = f"http://127.0.0.1:{server.server_address[1]}/simple/"
     return server
+
+
+def platform_args(machine: str, glibc_minor: int = 39) -> list[str]:
+    """pip download does not expand manylinux tags below the one named (FACTS.md): name each one."""
+    out = []
+    for minor in range(glibc_minor, 16, -1):
+        out += ["--platform", f"manylinux_2_{minor}_{machine}"]
+    return out

@@ -18,7 +18,8 @@ PROFILE = typer.Option(
 PLATFORM = typer.Option(
     "--platform",
     metavar="OS/ARCH",
-    help="Override the profile's platform: linux/aarch64 (DGX Spark) or linux/amd64 (x86_64 NVIDIA machines).",
+    help="Override the profile's platform: linux/aarch64 (DGX Spark) or linux/amd64 (x86_64 NVIDIA "
+    "machines).",
 )
 EXTRA = typer.Option(
     "--extra", metavar="NAME", help="Also read pyproject's optional-dependencies group NAME."
@@ -100,7 +101,7 @@ def lock(
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
 ) -> None:
-    """Resolve for the target with uv, check the whole resolved set, write a PEP 751 lock + hashed requirements.
+    """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
 
     The base's packages (torch, triton, flash-attn …) are excluded from resolution; the Unsloth family is
     pinned in its own --no-deps stage. Nothing is written when a FAIL remains.

@@ -161,9 +161,12 @@ def _requirements(path: Path, arg: str, inputs: Inputs) -> None:
         if req.req is None:
             continue
         r: Requirement = req.req
+        if r.marker is None and req.marker is not None:
+            r = Requirement(f"{r} ; {req.marker}")  # the parser keeps the marker beside the requirement
         text = str(r)
         if r.url:
-            text = f"{r.name}{'[' + ','.join(sorted(r.extras)) + ']' if r.extras else ''} @ {_local(r.url, base)}"
+            extras_part = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
+            text = f"{r.name}{extras_part} @ {_local(r.url, base)}"
             if r.marker:
                 text += f" ; {r.marker}"
         inputs.requirements.append(

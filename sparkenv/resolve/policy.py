@@ -90,7 +90,8 @@ def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple
                 Finding(
                     "G1",
                     Status.FAIL,
-                    f"{subject_desc} is CUDA {pinned}'s (its version is the CUDA version) — target is CUDA {target}",
+                    f"{subject_desc} is CUDA {pinned}'s (its version is the CUDA version) — "
+                    f"target is CUDA {target}",
                     key,
                     evidence,
                     f"use {key} {target}.x",
@@ -189,7 +190,8 @@ def _declared_one(d: Declared, profile: Profile, staged: bool) -> list[Finding]:
                     "G1",
                     Status.WARN,
                     f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA 12 and "
-                    f"CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives {profile.machine} a CUDA 12 or +cpu wheel)",
+                    "CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
+                    f"{profile.machine} a CUDA 12 or +cpu wheel)",
                     key,
                     ev,
                     "pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
@@ -203,7 +205,8 @@ def _declared_one(d: Declared, profile: Profile, staged: bool) -> list[Finding]:
                 Finding(
                     "G9",
                     Status.WARN,
-                    f"{desc} ({d.where}) is not pinned exactly: {key} is drift-prone (torch, triton, xformers "
+                    f"{desc} ({d.where}) is not pinned exactly: {key} is drift-prone (torch, "
+                    "triton, xformers "
                     "and transformers must move together)",
                     key,
                     ev,
@@ -229,7 +232,8 @@ def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
             Finding(
                 "G1",
                 Status.FAIL,
-                f"{d.key} @ {fname} ({d.where}) is built for {', '.join(sorted(machines))}, not {profile.machine}",
+                f"{d.key} @ {fname} ({d.where}) is built for {', '.join(sorted(machines))}, not "
+                f"{profile.machine}",
                 d.key,
                 (d.where, d.url),
                 f"use a wheel built for {profile.machine}",
@@ -251,7 +255,8 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
                 Finding(
                     "G2",
                     Status.PASS,
-                    f"{key} is provided by the base ({provider} {base_v or 'version not recorded'}, {profile.image}); "
+                    f"{key} is provided by the base ({provider} "
+                    f"{base_v or 'version not recorded'}, {profile.image}); "
                     "excluded from resolution, nothing compiles",
                     key,
                     ev,
@@ -261,8 +266,10 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             Finding(
                 "G2",
                 Status.FAIL,
-                f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's {provider} {base_v}: "
-                f"installing it replaces a working build with a from-source CUDA compile (1–1.5 h that looks like a hang)",
+                f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
+                f"{provider} {base_v}: "
+                "installing it replaces a working build with a from-source CUDA compile (1–1.5 h "
+                "that looks like a hang)",
                 key,
                 ev,
                 f"drop the requirement and use the base's {provider}, or require {key}=={base_v}",
@@ -275,7 +282,8 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             Finding(
                 "G2",
                 Status.PASS,
-                f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies one is chosen",
+                f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
+                "one is chosen",
                 key,
                 ev,
             )
@@ -325,7 +333,8 @@ def _base_provided(d: Declared, profile: Profile, provider: str) -> list[Finding
             Finding(
                 "G9",
                 Status.WARN,
-                f"{key}{d.specifier} ({d.where}): the base provides {provider} but its version is not recorded in "
+                f"{key}{d.specifier} ({d.where}): the base provides {provider} but its version is "
+                "not recorded in "
                 f"{profile.path}; cannot tell whether it would be replaced",
                 key,
                 ev,
@@ -339,7 +348,8 @@ def _base_provided(d: Declared, profile: Profile, provider: str) -> list[Finding
             f"{key}{d.specifier} ({d.where}) would replace the base's {name}",
             key,
             ev,
-            f"drop the pin (the base's {provider} is kept out of resolution), or pick a profile whose base has it",
+            f"drop the pin (the base's {provider} is kept out of resolution), or pick a profile "
+            "whose base has it",
         )
     ]
 
@@ -355,7 +365,8 @@ def _unsloth(d: Declared, profile: Profile, staged: bool) -> Finding:
     torch = profile.provider("torch")
     status = Status.FAIL if torch else Status.WARN
     why = (
-        f"its dependencies replace the base's torch {profile.provides[torch]} with a PyPI build (unslothai/notebooks#132)"
+        f"its dependencies replace the base's torch {profile.provides[torch]} with a PyPI build "
+        "(unslothai/notebooks#132)"
         if torch
         else "its dependencies move torch, triton and xformers"
     )
@@ -417,7 +428,7 @@ def check_resolved(
         return " → ".join(via.get(key, [key]))
 
     for key, pkg in sorted(locked.items()):
-        ev = tuple(x for x in (*pkg.wheels, pkg.sdist) if x) + (f"via {chain(key)}",)
+        ev = (*(x for x in (*pkg.wheels, pkg.sdist) if x), f"via {chain(key)}")
         desc = f"{key} {pkg.version} (via {chain(key)})"
         fails = _cuda_fail(key, pkg.version, desc, ev)
         for req in pkg.requires or []:
@@ -459,7 +470,8 @@ def check_resolved(
                     Finding(
                         "G2",
                         Status.WARN,
-                        f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it is built at install",
+                        f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
+                        "is built at install",
                         key,
                         ev,
                         "prefer a version with a wheel for the target",
@@ -491,7 +503,8 @@ def check_resolved(
             Finding(
                 "G9",
                 Status.PASS,
-                f"{'; '.join(sorted(paths)[:4])}{' …' if len(paths) > 4 else ''} excluded: provided by the base "
+                f"{'; '.join(sorted(paths)[:4])}{' …' if len(paths) > 4 else ''} excluded: "
+                "provided by the base "
                 f"({prov} {profile.provides.get(prov) or 'version not recorded'})",
                 dep,
                 tuple(sorted(paths)),

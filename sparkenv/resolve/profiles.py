@@ -100,7 +100,8 @@ class Profile:
         return replace(self, platform=platform)
 
     def describe(self) -> str:
-        return f"{self.name} ({self.image or 'no base image'}, Python {self.python_minor}, CUDA {self.cuda}, {self.python_platform})"
+        image = self.image or "no base image"
+        return f"{self.name} ({image}, Python {self.python_minor}, CUDA {self.cuda}, {self.python_platform})"
 
 
 def _data_dir():
