@@ -25,13 +25,21 @@ def _torch(f: GateFacts) -> Finding:
         if error.startswith("ModuleNotFoundError") and "'torch'" in error:
             return Finding("G1", Status.SKIP, "torch is not installed: nothing CUDA to check", "torch")
         return Finding("G1", Status.FAIL, f"import torch fails: {error}", "torch", (error,), FIX)
-    if probe.get("signal") or probe.get("timed_out"):
-        where = "first CUDA operation" if "devices" in stages else "import torch"
-        how = f"was killed by {probe['signal']}" if probe.get("signal") else "did not finish in time"
+    where = "the first CUDA operation" if "devices" in stages else "import torch"
+    if probe.get("timed_out"):  # killed by us at the deadline: the check could not run, not a verdict
         return Finding(
             "G1",
-            Status.FAIL if probe.get("signal") else Status.ERROR,
-            f"{where} {how}" + (f": {probe['stderr_tail'][-1]}" if probe.get("stderr_tail") else ""),
+            Status.ERROR,
+            f"{where} did not finish in time (killed at the gate's deadline)",
+            "torch",
+            tuple(probe.get("stderr_tail") or ()),
+        )
+    if probe.get("signal"):
+        tail = f": {probe['stderr_tail'][-1]}" if probe.get("stderr_tail") else ""
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"{where} was killed by {probe['signal']}{tail}",
             "torch",
             tuple(probe.get("stderr_tail") or ()),
             FIX,

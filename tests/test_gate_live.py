@@ -1,0 +1,222 @@
+"""The gate on this machine with real processes: a torch that crashes, hangs or is missing its CUDA 12
+runtime, a real server-like process, the workload exec'd with its status and signals.
+
+No GPU here, so nvidia-smi is either absent (the real case on this machine) or a stand-in script that
+replays recorded output or misbehaves on purpose: a fake, said so, for faults that need a GPU driver."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gate_helpers as gh
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines" / "h200"
+
+
+def fake_torch(tmp_path: Path, body: str) -> dict[str, str]:
+    """A real `torch` package on PYTHONPATH whose import does `body`: the probe process really crashes."""
+    pkg = tmp_path / "site" / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(body)
+    return {"PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+def stand_in_smi(tmp_path: Path, script: str) -> dict[str, str]:
+    """FAKE nvidia-smi (this machine has no GPU driver): a shell script first on PATH."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(parents=True)
+    exe = bindir / "nvidia-smi"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    return {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_torch_that_segfaults_on_import(run, tmp_path):
+    r = run("gate", env=fake_torch(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"))
+    assert r.line("G1", "torch").startswith("G1 FAIL: import torch was killed by SIGSEGV")
+    assert r.code == 1
+
+
+def test_torch_whose_cuda12_runtime_is_missing(run, tmp_path, elves):
+    needs12 = elves.linked(("libcudart.so.12",))  # the stub that provides it is not on any loader path
+    body = f"import ctypes\nctypes.CDLL({str(needs12)!r})\n"
+    r = run("gate", env=fake_torch(tmp_path, body))
+    line = r.line("G1", "torch")
+    assert line.startswith(
+        "G1 FAIL: import torch fails: OSError: libcudart.so.12: cannot open shared object file"
+    )
+
+
+def test_a_hanging_torch_cannot_block_the_start(run, tmp_path):
+    started = time.monotonic()
+    r = run("gate", "--deadline", "3", env=fake_torch(tmp_path, "import time\ntime.sleep(120)\n"))
+    assert time.monotonic() - started < 12
+    assert r.line("G1", "torch").startswith("G1 ERROR: import torch did not finish in time")
+    assert r.code == 0  # ERROR is not FAIL; --strict would make it one
+
+
+def test_a_probe_printing_garbage(run, tmp_path):
+    r = run(
+        "gate",
+        env=fake_torch(
+            tmp_path, "import os, sys\nprint('{garbage')\nsys.stderr.write('boom\\n')\nos._exit(3)\n"
+        ),
+    )
+    assert r.line("G1", "torch") == "G1 ERROR: the torch probe gave no answer: boom"
+
+
+def test_no_torch_and_no_nvidia_smi(run):
+    r = run("gate", env={"PATH": "/usr/bin:/bin"})
+    assert r.line("G1", "torch") == "G1 SKIP: torch is not installed: nothing CUDA to check"
+    assert r.line("G4", "GPU") == "G4 SKIP: no GPU reading: nvidia-smi not found"
+    assert "platform: no-gpu" in r.lines
+
+
+def test_recorded_nvidia_smi_output_through_the_real_probe(run, tmp_path):
+    query = (FIXTURES / "nvidia-smi-query.txt").read_text().splitlines()[:2]
+    script = (
+        'case "$1" in\n'
+        "  --query-gpu=*) printf '%s\\n' " + " ".join(f"'{ln}'" for ln in query) + " ;;\n"
+        "  --query-compute-apps=*) printf 'pid, process_name, used_gpu_memory [MiB]\\n"
+        "4242, python3, 100000 MiB\\n' ;;\n"
+        "esac\n"
+    )
+    r = run("gate", env=stand_in_smi(tmp_path, script))
+    assert r.line("G4", "drawn").startswith("G4 INFO: 39°C, 79.46 W drawn, limit 700 W")
+    assert (
+        r.line("G6", "4242")
+        == "G6 WARN: python3 (pid 4242) holds 100000 MiB of GPU memory (70% of the GPU); "
+        "stop or cap it before a large job: unified memory is one pool"
+    )
+    assert "platform: generic-nvidia" in r.lines
+
+
+def test_nvidia_smi_that_hangs_or_fails(run, tmp_path):
+    started = time.monotonic()
+    r = run("gate", "--deadline", "3", env=stand_in_smi(tmp_path, "sleep 100\n"))
+    assert time.monotonic() - started < 12
+    assert r.line("G4", "smi").startswith(
+        "G4 ERROR: smi probe failed: did not answer within the 3 s deadline"
+    )
+    r = run(
+        "gate",
+        env=stand_in_smi(
+            tmp_path / "b", "echo 'Failed to initialize NVML: Driver/library version mismatch'\nexit 9\n"
+        ),
+    )
+    assert (
+        r.line("G4", "GPU")
+        == "G4 SKIP: no GPU reading: Failed to initialize NVML: Driver/library version mismatch"
+    )
+
+
+@pytest.fixture
+def fake_vllm_server(tmp_path):
+    """A real process started the way vLLM is (python -m vllm.entrypoints.openai.api_server …)."""
+    mod = tmp_path / "srv" / "vllm" / "entrypoints" / "openai"
+    mod.mkdir(parents=True)
+    for d in (mod, mod.parent, mod.parent.parent):
+        (d / "__init__.py").write_text("")
+    (mod / "api_server.py").write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    procs = []
+
+    def start(fraction: str) -> subprocess.Popen:
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vllm.entrypoints.openai.api_server",
+                "--model",
+                "m",
+                "--gpu-memory-utilization",
+                fraction,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(tmp_path / "srv")},
+        )
+        assert p.stdout.readline().strip() == "ready"
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_a_running_server_is_found_in_proc_and_judged_by_its_cap(run, fake_vllm_server):
+    near = fake_vllm_server("0.9")
+    small = fake_vllm_server("0.4")
+    mention = subprocess.Popen(["sh", "-c", "sleep 30; echo vllm serve --gpu-memory-utilization 0.99"])
+    try:
+        r = run("gate")
+        assert r.line("G6", f"pid {near.pid}").startswith(
+            f"G6 WARN: vLLM (pid {near.pid}) is near capacity with --gpu-memory-utilization 0.9"
+        )
+        assert r.line("G6", f"pid {small.pid}").startswith(f"G6 PASS: vLLM (pid {small.pid}) capped at")
+        assert f"pid {mention.pid}" not in r.out  # a shell that only mentions vllm is not a server
+    finally:
+        mention.kill()
+        mention.wait()
+
+
+def test_dumped_facts_replay_to_the_same_lines(run, tmp_path):
+    dump = tmp_path / "facts.json"
+    live = run("gate", "--dump-facts", str(dump))
+    replay = run("gate", "--facts", str(dump))
+    assert live.out == replay.out and live.code == replay.code
+
+
+def test_the_workload_owns_exit_status_stdout_and_signals(run, tmp_path):
+    r = run("gate", "-q", "--", "sh", "-c", "echo workload-out; exit 7")
+    assert r.code == 7 and r.out == "workload-out\n"  # the G-lines went to stderr
+    assert "verdict:" in r.err
+    killed = subprocess.run(
+        [sys.executable, "-m", "sparkenv", "gate", "-q", "--", "sh", "-c", "kill -KILL $$"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    code = (
+        "import signal,sys,time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print('got TERM', flush=True), sys.exit(42)))\n"
+        "print('ready', flush=True)\ntime.sleep(60)\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sparkenv", "gate", "-q", "--", sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)  # sent to the PID we started: after exec it is the workload itself
+    assert p.stdout.readline().strip() == "got TERM"
+    assert p.wait(timeout=30) == 42
+
+
+def test_policy_strict_stops_a_failing_start(run, tmp_path):
+    facts = gh.live()
+    facts["torch"]["stages"]["imported"]["cuda"] = "12.8"
+    path = gh.write(tmp_path, facts)
+    marker = tmp_path / "started"
+    r = run("gate", "--facts", path, "--policy", "strict", "--", "touch", str(marker))
+    assert r.code == 1 and not marker.exists()
+    assert "start blocked by 1 FAIL (policy strict)" in r.err and "SPARKENV_GATE=warn" in r.err
+    r = run("gate", "--facts", path, "--", "touch", str(marker), env={"SPARKENV_GATE": "strict"})
+    assert r.code == 1 and not marker.exists()
+    r = run("gate", "--facts", path, "--", "touch", str(marker), env={"SPARKENV_GATE": "warn"})
+    assert r.code == 0 and marker.exists()  # warn: reported, started anyway
+
+
+def test_policy_off_starts_at_once_and_missing_commands(run, tmp_path):
+    r = run("gate", "--policy", "off", "--", "sh", "-c", "echo hi")
+    assert r.out == "hi\n" and r.err == "" and r.code == 0
+    r = run("gate", "-q", "--", "no-such-command-here")
+    assert r.code == 127 and "cannot start no-such-command-here" in r.err
