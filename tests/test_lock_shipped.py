@@ -1,0 +1,51 @@
+"""The shipped locks: current with their inputs, clean under `sparkenv check`, downloadable with hashes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.resolve_helpers import platform_args
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCKS = ROOT / "lockfiles"
+REQ = LOCKS / "requirements.ngc-25-11.txt"
+
+
+def test_shipped_locks_are_current(run):
+    r = run("lock", "--check", "--output-dir", str(LOCKS))
+    assert r.code == 0 and "pylock.ngc-25-11.toml is current" in r.out, r.out + r.err
+
+
+def test_shipped_requirements_pass_check(run):
+    r = run("check", str(REQ), "--strict")
+    assert r.code == 0, r.out
+    assert "torch==" not in REQ.read_text()  # the base's torch is never replaced
+
+
+@pytest.mark.network
+def test_every_file_downloads_for_the_target_with_hashes(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--only-binary=:all:",
+            *platform_args("aarch64"), "--python-version", "3.12", "-q", "--disable-pip-version-check",
+            "-d", str(tmp_path), "-r", str(REQ),
+        ],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pinned = sum(1 for ln in REQ.read_text().splitlines() if "==" in ln and not ln.startswith("#"))
+    assert len(list(tmp_path.iterdir())) == pinned
+
+
+@pytest.mark.network
+def test_default_profile_resolves_the_playbook_stack_from_pypi(run, tmp_path):
+    r = run("lock", str(LOCKS / "inputs" / "playbook-unsloth.txt"), "--output-dir", str(tmp_path), "--json")
+    assert r.code == 0, r.out + r.err
+    found = {(f["id"], f["subject"]): f for f in r.json()["findings"]}
+    assert "excluded: provided by the base" in found[("G9", "torch")]["summary"]
+    text = (tmp_path / "requirements.ngc-25-11.txt").read_text()
+    assert "unsloth==" in text and "torch==" not in text and "nvidia-" not in text
