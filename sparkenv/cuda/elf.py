@@ -198,3 +198,29 @@ def _string(read: Reader, table_offset: int, table_size: int | None, index: int)
     if nul < 0:
         raise _Bad("truncated: unterminated name in the string table")
     return raw[:nul].decode("utf-8", "replace")
+
+
+def find_section(read: Reader, name: str) -> tuple[int, int] | str | None:
+    """(file offset, size) of the section called `name`; None when absent; a reason when damaged."""
+    try:
+        head = read(0, 64)
+        if head[:4] != b"\x7fELF":
+            return "not an ELF file"
+        end = "<" if head[5] == 1 else ">"
+        is64 = head[4] == 2
+        hfmt = end + ("16xHHIQQQIHHHHHH" if is64 else "16xHHIIIIIHHHHHH")
+        *_, shoff, _, _, _, _, shentsize, shnum, shstrndx = struct.unpack_from(hfmt, head)
+        sfmt = end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
+        if not shoff or not shnum or shentsize < struct.calcsize(sfmt) or shstrndx >= shnum:
+            return None
+        table = _read_exact(read, shoff, shnum * shentsize, "section header table")
+        sections = [struct.unpack_from(sfmt, table, i * shentsize) for i in range(shnum)]
+        names_at = sections[shstrndx][4]
+        for sh_name, _, _, _, offset, size, *_ in sections:
+            if _string(read, names_at, sections[shstrndx][5], sh_name) == name:
+                return offset, size
+        return None
+    except _Bad as exc:
+        return str(exc)
+    except (struct.error, ValueError, OverflowError, IndexError) as exc:
+        return f"malformed ELF ({exc.__class__.__name__})"

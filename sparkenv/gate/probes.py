@@ -18,8 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from sparkenv import datafiles
 from sparkenv.environment import container
 from sparkenv.gate import parsers
+from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.servers import identify, prefilter_words
 
 FACTS_SCHEMA = "sparkenv.facts/1"
@@ -86,6 +88,8 @@ def gather(opts: Options) -> dict[str, Any]:
         "dists": lambda: probe_dists(opts.python),
         "configs": lambda: probe_configs(opts.workload),
     }
+    if nvfp4_intent(opts.workload, dict(os.environ)):
+        probes["kernels"] = lambda: probe_kernels(opts.python)
     facts: dict[str, Any] = {
         "schema": FACTS_SCHEMA,
         "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -254,6 +258,36 @@ def probe_dists(python: str) -> dict[str, str]:
         for item in iter_distributions(site, read_files=False):
             if isinstance(item, Distribution):
                 out.setdefault(item.key, item.version)
+    return out
+
+
+def probe_kernels(python: str) -> dict[str, Any]:
+    """GPU targets in the fatbins of the packages that carry NVFP4 kernels (G7), headers only."""
+    from sparkenv.cuda.fatbin import read_targets
+    from sparkenv.environment.distributions import Distribution, iter_distributions
+    from sparkenv.environment.target import resolve
+
+    wanted = set(datafiles.load("gate")["nvfp4"]["kernel_packages"])
+    out: dict[str, Any] = {}
+    for site in resolve(python if python != sys.executable else None).site_dirs:
+        for dist in iter_distributions(site):
+            if not isinstance(dist, Distribution) or dist.key not in wanted or dist.key in out:
+                continue
+            targets: set[str] = set()
+            errors: list[str] = []
+            paths = dist.shared_object_paths()
+            for rel in paths:
+                found = read_targets(os.path.join(site, rel))
+                if isinstance(found, str):
+                    errors.append(f"{rel}: {found}")
+                else:
+                    targets.update(t.name for t in found)
+            out[dist.key] = {
+                "version": dist.version,
+                "files": len(paths),
+                "targets": sorted(targets),
+                "errors": errors[:5],
+            }
     return out
 
 
