@@ -79,7 +79,7 @@ def audit(
 
       sparkenv audit                      # the current environment
 
-      sparkenv audit .venv --lock lockfiles/pylock.ngc-25.11.toml
+      sparkenv audit .venv --lock lockfiles/pylock.ngc-25-11.toml
 
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
