@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the .pth imports this at every start, typing costs
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
+    from typing import Any
 
 HOOK_VERSION = 1
 ENV = "SPARKENV_SDPA"
