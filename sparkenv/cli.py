@@ -108,6 +108,7 @@ def explain(
 # Commands of the other stages live beside their stage (sparkenv/<stage>/commands.py) and add themselves
 # here through register(app); each keeps its heavy imports inside the command, so start-up stays cheap.
 STAGE_COMMANDS: tuple[str, ...] = (
+    "sparkenv.build.commands",
     "sparkenv.gate.commands",
     "sparkenv.patches.commands",
     "sparkenv.resolve.commands",

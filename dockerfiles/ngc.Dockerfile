@@ -1,0 +1,29 @@
+# A sparkenv image: {{PROFILE}} + {{LOCK}}. Rendered by `sparkenv build` (sparkenv {{VERSION}}) from
+# dockerfiles/ngc.Dockerfile; edit the template, not this output. Classic builder syntax only: no BuildKit.
+
+# ---- fetch: download the locked wheels, hash-checked. The only stage that sees a CA bundle; it is not
+# ---- part of the final image.
+FROM {{BASE}} AS fetch
+{{FETCH}}
+
+# ---- the image --------------------------------------------------------------------------------------
+FROM {{BASE}}
+USER root
+# What the base provides, recorded before anything is installed; checked again after the lock's stages.
+COPY sparkenv/base_check.py /opt/sparkenv/base_check.py
+RUN python3 /opt/sparkenv/base_check.py snapshot /opt/sparkenv/base-packages.json {{PROVIDED}}
+{{INSTALL}}
+RUN python3 /opt/sparkenv/base_check.py compare /opt/sparkenv/base-packages.json
+# sparkenv itself, from a wheel built from the checkout, with its runtime in its own folder: nothing of
+# the base's site-packages moves for it (and the base's pip constraints do not apply to that folder).
+COPY sparkenv/runtime /tmp/sparkenv-runtime
+RUN env -u PIP_CONSTRAINT python3 -m pip install --no-deps --no-index --require-hashes --no-cache-dir --disable-pip-version-check \
+        --target /opt/sparkenv/lib -r /tmp/sparkenv-runtime/requirements.txt \
+    && rm -rf /tmp/sparkenv-runtime
+COPY sparkenv/sparkenv.sh /usr/local/bin/sparkenv
+COPY lock/pylock.toml /opt/sparkenv/pylock.toml
+{{SDPA}}
+ENV SPARKENV_GATE=warn
+LABEL {{LABELS}}
+# The gate first, then NGC's own entrypoint (its entrypoint.d parts), then the workload.
+ENTRYPOINT ["/usr/local/bin/sparkenv", "gate", "--", "/opt/nvidia/nvidia_entrypoint.sh"]

@@ -1,0 +1,224 @@
+"""What `sparkenv build` sends to the engine: the Dockerfile rendered from dockerfiles/ and the context
+files (lock stages, sparkenv's runtime, the base check, an optional CA bundle). No Docker needed here."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import tarfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from sparkenv.errors import SparkenvError
+from sparkenv.resolve import lockfile, profiles
+from sparkenv.resolve.profiles import Profile
+
+TEMPLATE = "ngc.Dockerfile"
+PIP = "python3 -m pip"
+PIP_FLAGS = "--no-cache-dir --disable-pip-version-check --no-input"
+_STAGE_RE = re.compile(r"^# stage (\S+)")
+ARCH = {"aarch64": "arm64", "x86_64": "amd64"}
+
+
+@dataclass(frozen=True)
+class Lock:
+    pylock: Path
+    requirements: Path
+    tool: dict[str, object]
+    header: list[str]  # option lines (index URLs) that apply to every stage
+    stages: list[tuple[str, str]]  # (stage name, requirement lines)
+
+    @property
+    def stem(self) -> str:
+        return self.pylock.name.removeprefix("pylock.").removesuffix(".toml")
+
+    @property
+    def hash(self) -> str:
+        return "sha256:" + hashlib.sha256(self.pylock.read_bytes()).hexdigest()
+
+    def stage_file(self, stage: str) -> str:
+        return f"requirements.{stage}.txt"
+
+    def stage_text(self, stage: str, body: str) -> str:
+        return "\n".join([*self.header, f"# stage {stage}", body.strip(), ""])
+
+    @property
+    def report_path(self) -> Path:
+        """Where the image's own audit report is kept: next to the lock."""
+        return self.pylock.with_name(f"image-audit.{self.stem}.json")
+
+
+def read_lock(path: Path) -> Lock:
+    """A pylock.<profile>.toml written by `sparkenv lock` (or its requirements.<profile>.txt)."""
+    if path.name.startswith("requirements.") and path.suffix == ".txt":
+        path = path.with_name("pylock." + path.name.removeprefix("requirements.").removesuffix(".txt") + ".toml")
+    if not path.is_file():
+        raise SparkenvError(f"{path}: no such lock (write one with `sparkenv lock INPUT…`)")
+    tool = lockfile.read_tool(path)
+    req_name = tool.get("requirements")
+    if not isinstance(req_name, str):
+        raise SparkenvError(f"{path}: [tool.sparkenv] names no requirements file")
+    req = path.parent / req_name
+    try:
+        text = req.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.strerror}") from None
+    header: list[str] = []
+    stages: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        m = _STAGE_RE.match(line)
+        if m:
+            stages.append((m.group(1), []))
+        elif stages:
+            if line.strip() and not line.lstrip().startswith("#"):
+                stages[-1][1].append(line)
+        elif line.startswith("-"):
+            header.append(line)
+    if not any(body for _, body in stages):
+        raise SparkenvError(f"{req}: no `# stage` sections with requirements (not written by sparkenv lock?)")
+    for _, body in stages:
+        for line in body:
+            if line.startswith((" ", "\t")):
+                continue
+            if "==" not in line:
+                raise SparkenvError(f"{req}: {line.strip()!r} is not pinned with == (a lock pins everything)")
+    return Lock(path, req, tool, header, [(name, "\n".join(body)) for name, body in stages if body])
+
+
+def profile_for(lock: Lock, arg: str | None) -> Profile:
+    named = str(lock.tool.get("profile") or "")
+    prof = profiles.load(arg or named or None, lock.pylock.parent)
+    if named and prof.name != named:
+        raise SparkenvError(f"{lock.pylock}: locked for profile {named}, not {prof.name}: re-lock or drop --profile")
+    return prof
+
+
+@dataclass(frozen=True)
+class Base:
+    ref: str  # what FROM names
+    digest: str  # recorded in the labels ("" when unknown)
+    name: str  # the image name without digest, for the OCI base.name label
+
+
+def default_base(profile: Profile, override: str | None) -> Base:
+    if override:
+        return Base(override, "", override)
+    if not profile.image:
+        raise SparkenvError(f"profile {profile.name} names no base image: pass --base IMAGE")
+    ref = f"{profile.image}@{profile.digest}" if profile.digest else profile.image
+    return Base(ref, profile.digest, profile.image)
+
+
+@dataclass
+class Plan:
+    profile: Profile
+    lock: Lock
+    base: Base
+    version: str
+    ca_bundle: Path | None = None
+    sdpa: bool = False
+    runtime: list[Path] = field(default_factory=list)  # sparkenv's wheel + its runtime wheels
+
+    def labels(self) -> dict[str, str]:
+        return {
+            "org.opencontainers.image.title": f"sparkenv {self.profile.name}",
+            "org.opencontainers.image.description": f"{self.profile.describe()} + {self.lock.pylock.name}",
+            "org.opencontainers.image.version": self.lock.hash.removeprefix("sha256:")[:12],
+            "org.opencontainers.image.base.name": self.base.name,
+            "org.opencontainers.image.base.digest": self.base.digest,
+            "io.sparkenv.profile": self.profile.name,
+            "io.sparkenv.lock-hash": self.lock.hash,
+            "io.sparkenv.version": self.version,
+            "io.sparkenv.base-digest": self.base.digest,
+            "io.sparkenv.sdpa": "true" if self.sdpa else "false",
+        }
+
+    def dockerfile(self) -> str:
+        from sparkenv.build.runtime import checkout
+
+        template = (checkout() / "dockerfiles" / TEMPLATE).read_text(encoding="utf-8")
+        fetch: list[str] = []
+        install: list[str] = []
+        if self.ca_bundle:
+            fetch += ["COPY ca/ca.pem /tmp/sparkenv-ca.pem", "ENV PIP_CERT=/tmp/sparkenv-ca.pem"]
+        for stage, _ in self.lock.stages:
+            req = self.lock.stage_file(stage)
+            fetch += [
+                f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
+                f"RUN {PIP} download --no-deps --require-hashes --only-binary=:all: {PIP_FLAGS} "
+                f"-d /wheels/{stage} -r /tmp/sparkenv-lock/{req}",
+            ]
+            install += [
+                f"# stage {stage}: installed with --no-deps, every file checked against the lock's hashes",
+                f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
+                f"COPY --from=fetch /wheels/{stage} /tmp/sparkenv-wheels/{stage}",
+                f"RUN {PIP} install --no-deps --require-hashes --no-index --find-links /tmp/sparkenv-wheels/{stage} "
+                f"{PIP_FLAGS} -r /tmp/sparkenv-lock/{req} \\\n    && rm -rf /tmp/sparkenv-wheels/{stage}",
+            ]
+        sdpa = (
+            '# The project asks for SDPA: the G2 override, activated through a .pth (SPARKENV_SDPA=0 turns it off)\n'
+            'RUN /usr/local/bin/sparkenv patch sdpa --install "$(command -v python3)"'
+            if self.sdpa
+            else "# No SDPA override: the project did not ask for it (sparkenv build --sdpa)"
+        )
+        labels = " \\\n      ".join(f"{k}={json.dumps(v)}" for k, v in self.labels().items())
+        values = {
+            "PROFILE": self.profile.name,
+            "LOCK": self.lock.pylock.name,
+            "VERSION": self.version,
+            "BASE": self.base.ref,
+            "FETCH": "\n".join(fetch),
+            "PROVIDED": " ".join(self.profile.provides) or "",
+            "INSTALL": "\n".join(install),
+            "SDPA": sdpa,
+            "LABELS": labels,
+        }
+        out = template
+        for key, value in values.items():
+            out = out.replace("{{" + key + "}}", value)
+        leftover = re.search(r"\{\{\w+\}\}", out)
+        if leftover:
+            raise SparkenvError(f"dockerfiles/{TEMPLATE}: unknown placeholder {leftover.group(0)}")
+        return out
+
+    def files(self) -> dict[str, tuple[bytes, int]]:
+        """Context path -> (content, mode); the Dockerfile included."""
+        from sparkenv.build import runtime
+
+        pkg = resources.files("sparkenv.build")
+        out: dict[str, tuple[bytes, int]] = {
+            "Dockerfile": (self.dockerfile().encode(), 0o644),
+            "sparkenv/base_check.py": (pkg.joinpath("base_check.py").read_bytes(), 0o644),
+            "sparkenv/sparkenv.sh": (pkg.joinpath("sparkenv.sh").read_bytes(), 0o755),
+            "lock/pylock.toml": (self.lock.pylock.read_bytes(), 0o644),
+        }
+        for stage, body in self.lock.stages:
+            out[f"lock/{self.lock.stage_file(stage)}"] = (self.lock.stage_text(stage, body).encode(), 0o644)
+        for wheel in self.runtime:
+            out[f"sparkenv/runtime/{wheel.name}"] = (wheel.read_bytes(), 0o644)
+        out["sparkenv/runtime/requirements.txt"] = (
+            runtime.requirements_txt(self.runtime, "/tmp/sparkenv-runtime").encode(),
+            0o644,
+        )
+        if self.ca_bundle:
+            try:
+                out["ca/ca.pem"] = (self.ca_bundle.read_bytes(), 0o644)
+            except OSError as exc:
+                raise SparkenvError(f"{self.ca_bundle}: cannot read the CA bundle: {exc.strerror}") from None
+        return out
+
+
+def tar(files: dict[str, tuple[bytes, int]]) -> io.BytesIO:
+    """A reproducible tar: fixed owner and mtime, sorted, so the engine's layer cache holds across runs."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name in sorted(files):
+            data, mode = files[name]
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, 315532800
+            tf.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf

@@ -1,0 +1,274 @@
+"""The Docker side of `sparkenv build`: connect, stream the build with progress, check the architecture,
+run the image's own audit in a throw-away container, tag. Every call has a timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from sparkenv.errors import ServiceMissing, SparkenvError
+
+API_TIMEOUT = 60  # seconds for ordinary Engine API calls
+BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
+VERIFY_TIMEOUT = 300  # seconds for the audit container
+_STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
+_PULL_FAIL = re.compile(r"pull access denied|manifest unknown|not found|no such host|dial tcp|TLS handshake|i/o timeout|connection refused|unauthorized", re.I)
+
+
+class BuildFailed(SparkenvError):
+    """A Dockerfile step failed or the image is not what was asked for: exit 1."""
+
+    exit_code = 1
+
+
+def _docker_host() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def connect(timeout: int = API_TIMEOUT) -> Any:
+    """A docker.DockerClient that answered a ping, or ServiceMissing (exit 3) saying how to fix it."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        raise ServiceMissing("the docker SDK is missing: pip install 'docker>=7'") from None
+    import requests
+
+    host = _docker_host()
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except (DockerException, requests.RequestException, OSError) as exc:
+        text = str(exc)
+        if "Permission denied" in text or "PermissionError" in text:
+            raise ServiceMissing(
+                f"no permission on the Docker socket ({host}): add your user to the docker group "
+                "(sudo usermod -aG docker $USER, then log in again) or run as root"
+            ) from None
+        raise ServiceMissing(
+            f"no Docker engine answers at {host}: start it (sudo systemctl start docker, or `dockerd &` as "
+            "root; apt-get install docker.io if it is missing) or point DOCKER_HOST at one"
+        ) from None
+
+
+def lost(exc: BaseException) -> ServiceMissing:
+    return ServiceMissing(f"the Docker engine went away ({exc.__class__.__name__}): is dockerd still running?")
+
+
+def local_image(client: Any, ref: str) -> Any | None:
+    from docker.errors import ImageNotFound
+
+    try:
+        return client.images.get(ref)
+    except ImageNotFound:
+        return None
+
+
+@dataclass
+class Progress:
+    """Step n/N lines, cached steps marked, pulls counted; a live last-output line on a terminal."""
+
+    quiet: bool
+    out: TextIO = sys.stderr
+    step: str = ""
+    number: int = 0
+    total: int = 0
+    cached: int = 0
+    pulled: int = 0
+    _live: bool = False
+
+    def __post_init__(self) -> None:
+        self.tail: deque[str] = deque(maxlen=25)
+        self.tty = self.out.isatty() and not self.quiet
+
+    def _clear(self) -> None:
+        if self._live:
+            self.out.write("\r\033[K")
+            self._live = False
+
+    def line(self, text: str) -> None:
+        text = text.rstrip("\n")
+        for part in text.splitlines() or [""]:
+            m = _STEP_RE.match(part)
+            if m:
+                self.number, self.total, self.step = int(m.group(1)), int(m.group(2)), m.group(3)
+                if not self.quiet:
+                    self._clear()
+                    self.out.write(f"step {self.number}/{self.total}: {self.step[:150]}\n")
+                continue
+            if part.strip() == "---> Using cache":
+                self.cached += 1
+                if not self.quiet:
+                    self._clear()
+                    self.out.write("    cached\n")
+                continue
+            if part.strip().startswith("--->") or not part.strip():
+                continue
+            self.tail.append(part)
+            if self.tty:
+                self.out.write("\r\033[K    " + part.strip()[:100])
+                self._live = True
+        self.out.flush()
+
+    def pull(self, chunk: dict[str, Any]) -> None:
+        status = str(chunk.get("status", ""))
+        if status.startswith("Pull complete"):
+            self.pulled += 1
+        if not self.quiet and ("Pulling from" in status or status.startswith(("Digest:", "Status:"))):
+            self._clear()
+            self.out.write(f"    {chunk.get('id', '')} {status}\n".replace("     ", "    "))
+            self.out.flush()
+
+    def done(self) -> None:
+        self._clear()
+
+
+def build(client: Any, context: Any, platform: str | None, no_cache: bool, network: str | None, progress: Progress) -> str:
+    """Stream a classic build of the tar `context`; return the image ID. Raise BuildFailed with the step
+    and the last log lines; ServiceMissing when the engine goes away."""
+    import requests
+    from docker.errors import APIError, DockerException
+
+    kwargs: dict[str, Any] = {
+        "fileobj": context,
+        "custom_context": True,
+        "dockerfile": "Dockerfile",
+        "rm": True,
+        "forcerm": True,
+        "nocache": no_cache,
+        "decode": True,
+        "timeout": BUILD_TIMEOUT,
+    }
+    if platform:
+        kwargs["platform"] = platform
+    if network:
+        kwargs["network_mode"] = network
+    image_id = ""
+    stream = None
+    try:
+        stream = client.api.build(**kwargs)
+        for chunk in stream:
+            if "stream" in chunk:
+                progress.line(chunk["stream"])
+                m = re.match(r"Successfully built ([0-9a-f]+)", chunk["stream"].strip())
+                if m and not image_id:
+                    image_id = m.group(1)
+            elif "aux" in chunk and isinstance(chunk["aux"], dict) and chunk["aux"].get("ID"):
+                image_id = chunk["aux"]["ID"]
+            elif "status" in chunk:
+                progress.pull(chunk)
+            elif "error" in chunk:
+                progress.done()
+                raise BuildFailed(_failure(chunk, progress))
+    except (requests.RequestException, OSError) as exc:
+        progress.done()
+        raise lost(exc) from None
+    except APIError as exc:
+        progress.done()
+        raise BuildFailed(f"the engine refused the build: {exc.explanation or exc}") from None
+    except DockerException as exc:
+        progress.done()
+        raise lost(exc) from None
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()
+    progress.done()
+    if not image_id:
+        raise BuildFailed("the build ended without an image ID")
+    return image_id
+
+
+def _failure(chunk: dict[str, Any], progress: Progress) -> str:
+    message = str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")).strip()
+    where = f"step {progress.number}/{progress.total}: {progress.step}" if progress.number else "before the first step"
+    if progress.number <= 1 or re.match(r"^FROM ", progress.step, re.I):
+        if _PULL_FAIL.search(message):
+            return (
+                f"the base image is not here and could not be pulled ({message}): run `docker pull "
+                f"{progress.step.split()[1] if progress.step.upper().startswith('FROM ') else 'IMAGE'}` "
+                "where a registry is reachable, or pass --base IMAGE"
+            )
+    tail = "\n".join(f"    | {t}" for t in progress.tail)
+    return f"build failed at {where}\n{tail}\n    {message}" if tail else f"build failed at {where}: {message}"
+
+
+def architecture(client: Any, image_id: str) -> str:
+    return str(client.images.get(image_id).attrs.get("Architecture", ""))
+
+
+@dataclass
+class Verification:
+    exit_code: int
+    report: dict[str, Any] | None
+    raw: str
+    stderr: str
+
+    def problems(self) -> list[str]:
+        if not self.report:
+            return []
+        return [
+            f"{f['id']} {f['status']}: {f['summary']}"
+            for f in self.report.get("findings", [])
+            if f.get("status") in ("FAIL", "ERROR")
+        ]
+
+    @property
+    def fails(self) -> int:
+        if not self.report:
+            return 0
+        return sum(1 for f in self.report.get("findings", []) if f.get("status") == "FAIL")
+
+
+def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verification:
+    """`sparkenv audit --json --lock …` inside the image, in a container that is always removed."""
+    import requests
+    from docker.errors import DockerException
+
+    container = None
+    try:
+        container = client.containers.create(
+            image_id,
+            entrypoint=["/usr/local/bin/sparkenv"],
+            command=["audit", "--json", "--lock", "/opt/sparkenv/pylock.toml"],
+            network_disabled=True,
+            labels={"io.sparkenv.verify": "1"},
+        )
+        container.start()
+        try:
+            result = container.wait(timeout=timeout)
+        except requests.exceptions.ReadTimeout:
+            raise BuildFailed(f"the image's audit ran over {timeout} s; the image was not tagged") from None
+        out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+        err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+    except (requests.RequestException, OSError) as exc:
+        raise lost(exc) from None
+    except DockerException as exc:
+        if isinstance(exc, SparkenvError):
+            raise
+        raise BuildFailed(f"could not run the image's audit: {exc}") from None
+    finally:
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except Exception:  # the engine went away: nothing more to do, the error above says so
+                pass
+    try:
+        report = json.loads(out)
+    except ValueError:
+        report = None
+    return Verification(int(result.get("StatusCode", -1)), report, out, err)
+
+
+def tag(client: Any, image_id: str, ref: str) -> None:
+    repo, _, version = ref.rpartition(":")
+    if not repo or "/" in version:
+        repo, version = ref, "latest"
+    if not client.api.tag(image_id, repo, version, force=True):
+        raise BuildFailed(f"the engine did not tag {image_id} as {ref}")

@@ -1,0 +1,267 @@
+"""Real parts for the `sparkenv build` tests: a Docker engine, an NGC-like stand-in base image (debootstrap
++ `docker import`, cached by tag: built once per machine), small real wheels served from a local PEP 503
+index on 127.0.0.1, and locks written in sparkenv's own format."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import http.server
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOTFS_TAG = "sparkenv-test/debian-rootfs:bookworm"
+# Bump the number when the recipe below changes: the tag is the cache key.
+STANDIN_TAG = "sparkenv-test/ngc-standin:3"
+SITE = "/usr/local/lib/python3.11/dist-packages"
+# What the stand-in "provides" (profile tests/.../standin.toml): versions shaped like NGC's.
+PROVIDES = {"torch": "2.10.0a0+b558c986e8.nv25.11", "pytorch-triton": "3.5.0+gitde3506d2"}
+# /etc/pip/constraint.txt pins triton but not torch: NGC's constraint did not stop a torch swap either
+# (FACTS.md, unslothai/notebooks#132); the base check in the build is what stops it.
+CONSTRAINED = {"pytorch-triton": "3.5.0+gitde3506d2"}
+
+
+def engine_or_skip():  # type: ignore[no-untyped-def]
+    """A docker client; with SPARKENV_REQUIRE_DOCKER=1 a missing engine fails the test instead of skipping."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=60)
+        client.ping()
+        return client
+    except Exception as exc:
+        reason = f"no Docker engine answers ({exc.__class__.__name__}: {str(exc)[:120]})"
+        if os.environ.get("SPARKENV_REQUIRE_DOCKER") == "1":
+            pytest.fail(reason + "; SPARKENV_REQUIRE_DOCKER=1 makes this a failure (.ci/run starts one)")
+        pytest.skip(reason)
+
+
+def debian_mirror() -> str:
+    for f in sorted(Path("/etc/apt/sources.list.d").glob("*")) + [Path("/etc/apt/sources.list")]:
+        try:
+            text = f.read_text()
+        except OSError:
+            continue
+        for m in re.finditer(r"(?:URIs:\s*|^deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", text, re.M):
+            url = m.group(1)
+            if url.rstrip("/").endswith("/debian"):
+                return url
+    return "http://deb.debian.org/debian"
+
+
+def _fake_dist(name: str, version: str) -> dict[str, bytes]:
+    """An installed distribution's files (dist-info with a RECORD, one module), as pip would leave them."""
+    mod = name.replace("-", "_")
+    info = f"{mod}-{version}.dist-info"
+    files = {
+        f"{mod}/__init__.py": f"__version__ = {version!r}\n".encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/INSTALLER": b"pip\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: sparkenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = _record(files, info)
+    return files
+
+
+def _record(files: dict[str, bytes], info: str) -> bytes:
+    lines = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{path},sha256={digest},{len(data)}")
+    lines.append(f"{info}/RECORD,,")
+    return ("\n".join(lines) + "\n").encode()
+
+
+ENTRYPOINT_SH = """#!/bin/bash
+# Stand-in for NGC's /opt/nvidia/nvidia_entrypoint.sh: source entrypoint.d/*.sh, cat *.txt, exec "$@".
+for f in /opt/nvidia/entrypoint.d/*; do
+  case "$f" in
+    *.txt) cat "$f" ;;
+    *.sh) source "$f" ;;
+  esac
+done
+if [ $# -eq 0 ]; then exec /bin/bash; fi
+exec "$@"
+"""
+
+
+def ensure_standin(client, timeout: float = 900) -> str:  # type: ignore[no-untyped-def]
+    """The NGC-like stand-in base, built once per machine (cached by STANDIN_TAG)."""
+    from docker.errors import ImageNotFound
+
+    try:
+        client.images.get(STANDIN_TAG)
+        return STANDIN_TAG
+    except ImageNotFound:
+        pass
+    try:
+        client.images.get(ROOTFS_TAG)
+    except ImageNotFound:
+        _import_rootfs(timeout)
+    ctx: dict[str, bytes] = {"nvidia_entrypoint.sh": ENTRYPOINT_SH.encode()}
+    for name, version in PROVIDES.items():
+        for path, data in _fake_dist(name, version).items():
+            ctx[f"site/{path}"] = data
+    ctx["constraint.txt"] = "".join(f"{k}=={v}\n" for k, v in CONSTRAINED.items()).encode()
+    ctx["10-banner.txt"] = b"== NGC stand-in (sparkenv tests) ==\n"
+    ctx["20-env.sh"] = b'export NGC_STANDIN_PART=sourced\necho "entrypoint.d: 20-env.sh sourced"\n'
+    ctx["Dockerfile"] = f"""FROM {ROOTFS_TAG}
+COPY site/ {SITE}/
+COPY constraint.txt /etc/pip/constraint.txt
+COPY nvidia_entrypoint.sh /opt/nvidia/nvidia_entrypoint.sh
+COPY 10-banner.txt 20-env.sh /opt/nvidia/entrypoint.d/
+RUN chmod +x /opt/nvidia/nvidia_entrypoint.sh
+ENV NVIDIA_PYTORCH_VERSION=25.11 PIP_CONSTRAINT=/etc/pip/constraint.txt PIP_BREAK_SYSTEM_PACKAGES=1 \\
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]
+""".encode()
+    buf = io.BytesIO()
+    import tarfile
+
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in sorted(ctx.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755 if name.endswith(".sh") else 0o644
+            tf.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    client.images.build(fileobj=buf, custom_context=True, tag=STANDIN_TAG, rm=True, forcerm=True, timeout=600)
+    return STANDIN_TAG
+
+
+def _import_rootfs(timeout: float) -> None:
+    if shutil.which("debootstrap") is None:
+        subprocess.run(["apt-get", "install", "-y", "-qq", "debootstrap"], check=True, timeout=300,
+                       capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    with tempfile.TemporaryDirectory(prefix="sparkenv-rootfs-") as tmp:
+        root = Path(tmp) / "rootfs"
+        proc = subprocess.run(
+            ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,python3-pip", "bookworm",
+             str(root), debian_mirror()],
+            capture_output=True, text=True, timeout=timeout,
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"debootstrap failed: {proc.stderr.strip()[-500:]}")
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["docker", "import", "-", ROOTFS_TAG], stdin=tar.stdout, capture_output=True,
+                             text=True, timeout=300)
+        tar.wait(timeout=60)
+        if imp.returncode != 0:
+            pytest.fail(f"docker import failed: {imp.stderr.strip()}")
+
+
+# ---- small real wheels, a local index, and locks -----------------------------------------------------
+
+
+def make_wheel(folder: Path, name: str, version: str, modules: dict[str, str] | None = None) -> Path:
+    """A real py3-none-any wheel (zip + dist-info + RECORD)."""
+    mod = name.replace("-", "_")
+    info = f"{mod}-{version}.dist-info"
+    files = {f"{k}": v.encode() for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()}
+    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: sparkenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{info}/RECORD"] = _record(files, info)
+    path = folder / f"{mod}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for n, data in files.items():
+            zi = zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0))
+            zf.writestr(zi, data)
+    return path
+
+
+@contextlib.contextmanager
+def serve_index(wheels: list[Path]) -> Iterator[str]:
+    """A PEP 503 simple index over HTTP on 127.0.0.1 serving `wheels`; yields its URL."""
+    root = Path(tempfile.mkdtemp(prefix="sparkenv-index-"))
+    by_project: dict[str, list[Path]] = {}
+    for w in wheels:
+        by_project.setdefault(re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower(), []).append(w)
+    for project, files in by_project.items():
+        d = root / "simple" / project
+        d.mkdir(parents=True)
+        links = []
+        for w in files:
+            shutil.copy(w, d / w.name)
+            links.append(f'<a href="{w.name}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">{w.name}</a>')
+        (d / "index.html").write_text("<html><body>" + "\n".join(links) + "</body></html>")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):  # type: ignore[no-untyped-def]
+            super().__init__(*a, directory=str(root), **k)
+
+        def log_message(self, *a):  # type: ignore[no-untyped-def]
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+STANDIN_PROFILE = """name = "standin"
+reviewed = "2026-11-30"
+source = "tests/build_helpers.py: the NGC-like stand-in base built by the test suite"
+description = "Debian bookworm stand-in for NGC 25.11 (tests only)"
+image = "{image}"
+python = "3.11.2"
+cuda = "13.0.2"
+glibc = "2.36"
+manylinux = "manylinux_2_36"
+platform = "linux/amd64"
+
+[provides]
+{provides}
+"""
+
+
+def write_lock(folder: Path, index_url: str, stages: dict[str, list[Path]], image: str) -> Path:
+    """pylock.standin.toml + requirements.standin.txt in sparkenv lock's format, and the stand-in profile."""
+    from sparkenv.resolve import lockfile
+
+    provides = "\n".join(f'{k} = "{v}"' for k, v in PROVIDES.items())
+    (folder / "standin.toml").write_text(STANDIN_PROFILE.format(image=image, provides=provides))
+    packages = []
+    for stage, wheels in stages.items():
+        for w in wheels:
+            name, version = w.name.split("-")[:2]
+            packages.append(
+                {
+                    "name": re.sub(r"[-_.]+", "-", name).lower(),
+                    "version": version,
+                    "wheels": [{"url": f"{index_url}/{name}/{w.name}", "hashes": {"sha256": hashlib.sha256(w.read_bytes()).hexdigest()}}],
+                    "tool": {"sparkenv": {"stage": stage}},
+                }
+            )
+    tool = {
+        "format": 1,
+        "profile": "standin",
+        "image": image,
+        "digest": "",
+        "platform": "linux/amd64",
+        "stages": list(stages),
+        "no-deps-stages": [s for s in stages if "unsloth" in s],
+        "requirements": "requirements.standin.txt",
+    }
+    pylock = folder / "pylock.standin.toml"
+    pylock.write_text(lockfile.render_pylock(packages, tool, "==3.11.*", "sys_platform == 'linux'"))
+    (folder / "requirements.standin.txt").write_text(
+        lockfile.render_requirements(
+            packages, [(s, "unsloth" in s) for s in stages], ["test lock"], [f"--index-url {index_url}"]
+        )
+    )
+    return pylock
