@@ -23,7 +23,7 @@ import pytest
 
 ROOTFS_TAG = "sparkenv-test/debian-rootfs:bookworm"
 # Bump the number when the recipe below changes: the tag is the cache key.
-STANDIN_TAG = "sparkenv-test/ngc-standin:3"
+STANDIN_TAG = "sparkenv-test/ngc-standin:4"
 SITE = "/usr/local/lib/python3.11/dist-packages"
 # What the stand-in "provides" (profile tests/.../standin.toml): versions shaped like NGC's.
 PROVIDES = {"torch": "2.10.0a0+b558c986e8.nv25.11", "pytorch-triton": "3.5.0+gitde3506d2"}
@@ -48,7 +48,7 @@ def engine_or_skip():  # type: ignore[no-untyped-def]
 
 
 def debian_mirror() -> str:
-    for f in sorted(Path("/etc/apt/sources.list.d").glob("*")) + [Path("/etc/apt/sources.list")]:
+    for f in [*sorted(Path("/etc/apt/sources.list.d").glob("*")), Path("/etc/apt/sources.list")]:
         try:
             text = f.read_text()
         except OSError:
@@ -60,15 +60,43 @@ def debian_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
+def _cuda13_libs() -> dict[str, bytes]:
+    """torch/lib/libtorch_cuda.so linked against a stub libcudart.so.13: real ELF, compiled with gcc."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "stub.c").write_text("int sparkenv_stub(void) { return 1; }\n")
+        (d / "m.c").write_text("int sparkenv_torch_cuda(void) { return 2; }\n")
+        cc = ["gcc", "-shared", "-fPIC"]
+        subprocess.run(
+            [*cc, "-Wl,-soname,libcudart.so.13", "-o", "libcudart.so.13", "stub.c"],
+            cwd=d,
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+        subprocess.run(
+            [*cc, "-o", "libtorch_cuda.so", "m.c", "-Wl,--no-as-needed", "./libcudart.so.13"],
+            cwd=d,
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+        return {f"torch/lib/{n}": (d / n).read_bytes() for n in ("libtorch_cuda.so", "libcudart.so.13")}
+
+
+WHEEL = b"Wheel-Version: 1.0\nGenerator: sparkenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
 def _fake_dist(name: str, version: str) -> dict[str, bytes]:
     """An installed distribution's files (dist-info with a RECORD, one module), as pip would leave them."""
     mod = name.replace("-", "_")
     info = f"{mod}-{version}.dist-info"
     files = {
+        **(_cuda13_libs() if name == "torch" else {}),
         f"{mod}/__init__.py": f"__version__ = {version!r}\n".encode(),
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
         f"{info}/INSTALLER": b"pip\n",
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: sparkenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": WHEEL,
     }
     files[f"{info}/RECORD"] = _record(files, info)
     return files
@@ -141,20 +169,38 @@ ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]
 
 def _import_rootfs(timeout: float) -> None:
     if shutil.which("debootstrap") is None:
-        subprocess.run(["apt-get", "install", "-y", "-qq", "debootstrap"], check=True, timeout=300,
-                       capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "debootstrap"],
+            check=True,
+            timeout=300,
+            capture_output=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
     with tempfile.TemporaryDirectory(prefix="sparkenv-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
         proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,python3-pip", "bookworm",
-             str(root), debian_mirror()],
-            capture_output=True, text=True, timeout=timeout,
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "--include=python3,python3-venv,python3-pip",
+                "bookworm",
+                str(root),
+                debian_mirror(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if proc.returncode != 0:
             pytest.fail(f"debootstrap failed: {proc.stderr.strip()[-500:]}")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(["docker", "import", "-", ROOTFS_TAG], stdin=tar.stdout, capture_output=True,
-                             text=True, timeout=300)
+        imp = subprocess.run(
+            ["docker", "import", "-", ROOTFS_TAG],
+            stdin=tar.stdout,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         tar.wait(timeout=60)
         if imp.returncode != 0:
             pytest.fail(f"docker import failed: {imp.stderr.strip()}")
@@ -167,9 +213,11 @@ def make_wheel(folder: Path, name: str, version: str, modules: dict[str, str] | 
     """A real py3-none-any wheel (zip + dist-info + RECORD)."""
     mod = name.replace("-", "_")
     info = f"{mod}-{version}.dist-info"
-    files = {f"{k}": v.encode() for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()}
+    files = {
+        f"{k}": v.encode() for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
+    }
     files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: sparkenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{info}/WHEEL"] = WHEEL
     files[f"{info}/RECORD"] = _record(files, info)
     path = folder / f"{mod}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as zf:
@@ -192,7 +240,9 @@ def serve_index(wheels: list[Path]) -> Iterator[str]:
         links = []
         for w in files:
             shutil.copy(w, d / w.name)
-            links.append(f'<a href="{w.name}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">{w.name}</a>')
+            links.append(
+                f'<a href="{w.name}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">{w.name}</a>'
+            )
         (d / "index.html").write_text("<html><body>" + "\n".join(links) + "</body></html>")
 
     class Handler(http.server.SimpleHTTPRequestHandler):
@@ -243,7 +293,12 @@ def write_lock(folder: Path, index_url: str, stages: dict[str, list[Path]], imag
                 {
                     "name": re.sub(r"[-_.]+", "-", name).lower(),
                     "version": version,
-                    "wheels": [{"url": f"{index_url}/{name}/{w.name}", "hashes": {"sha256": hashlib.sha256(w.read_bytes()).hexdigest()}}],
+                    "wheels": [
+                        {
+                            "url": f"{index_url}/{name}/{w.name}",
+                            "hashes": {"sha256": hashlib.sha256(w.read_bytes()).hexdigest()},
+                        }
+                    ],
                     "tool": {"sparkenv": {"stage": stage}},
                 }
             )

@@ -1,6 +1,6 @@
 """Runs inside the image during `sparkenv build` (standard library only, any Python >= 3.8).
 
-    base_check.py snapshot FILE NAME...   record every installed distribution; NAMEs are what the base provides
+    base_check.py snapshot FILE NAME...   record every installed distribution (NAMEs: the base provides)
     base_check.py compare FILE            exit 1 when a provided distribution was replaced or removed since
 
 The lock's stages install with --no-deps, but a stale or hand-edited lock can still carry a torch or a
@@ -32,7 +32,10 @@ def snapshot(path, provided):
     absent = [n for n in wanted if n not in installed]
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"provided": wanted, "installed": installed}, fh, indent=1, sort_keys=True)
-    print("sparkenv: the base provides " + ", ".join(f"{n} {'/'.join(installed[n])}" for n in wanted if n in installed))
+    print(
+        "sparkenv: the base provides "
+        + ", ".join(f"{n} {'/'.join(installed[n])}" for n in wanted if n in installed)
+    )
     if absent:
         print("sparkenv: the profile names but the base lacks: " + ", ".join(absent))
     return 0

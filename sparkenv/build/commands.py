@@ -76,7 +76,8 @@ def build(
     ] = "lockfiles",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Build every step again.")] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the Dockerfile and the context's files; no Docker needed.")
+        bool,
+        typer.Option("--dry-run", help="Print the Dockerfile and the context's files; no Docker needed."),
     ] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
 ) -> None:
@@ -128,9 +129,7 @@ def build(
     target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
     wheels = [runtime.sparkenv_wheel(runtime.checkout()), *runtime.dependency_wheels(target)]
     ref = tag or f"sparkenv/{prof.file_stem}:latest"
-    plan = context.Plan(
-        prof, locked, context.default_base(prof, base), _version(), ca_path, sdpa, wheels
-    )
+    plan = context.Plan(prof, locked, context.default_base(prof, base), _version(), ca_path, sdpa, wheels)
 
     if dry_run:
         files = plan.files()
@@ -146,9 +145,7 @@ def build(
     progress = engine.Progress(quiet)
     if not quiet:
         typer.echo(f"sparkenv build: {prof.name} + {locked.pylock.name} on {plan.base.ref}", err=True)
-    image_id = engine.build(
-        client, context.tar(plan.files()), platform, no_cache, network, progress
-    )
+    image_id = engine.build(client, context.tar(plan.files()), platform, no_cache, network, progress)
     arch = engine.architecture(client, image_id)
     wanted = context.ARCH[machine]
     if arch != wanted:

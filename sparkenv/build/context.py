@@ -54,7 +54,9 @@ class Lock:
 def read_lock(path: Path) -> Lock:
     """A pylock.<profile>.toml written by `sparkenv lock` (or its requirements.<profile>.txt)."""
     if path.name.startswith("requirements.") and path.suffix == ".txt":
-        path = path.with_name("pylock." + path.name.removeprefix("requirements.").removesuffix(".txt") + ".toml")
+        path = path.with_name(
+            "pylock." + path.name.removeprefix("requirements.").removesuffix(".txt") + ".toml"
+        )
     if not path.is_file():
         raise SparkenvError(f"{path}: no such lock (write one with `sparkenv lock INPUT…`)")
     tool = lockfile.read_tool(path)
@@ -92,7 +94,9 @@ def profile_for(lock: Lock, arg: str | None) -> Profile:
     named = str(lock.tool.get("profile") or "")
     prof = profiles.load(arg or named or None, lock.pylock.parent)
     if named and prof.name != named:
-        raise SparkenvError(f"{lock.pylock}: locked for profile {named}, not {prof.name}: re-lock or drop --profile")
+        raise SparkenvError(
+            f"{lock.pylock}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
+        )
     return prof
 
 
@@ -155,11 +159,12 @@ class Plan:
                 f"# stage {stage}: installed with --no-deps, every file checked against the lock's hashes",
                 f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
                 f"COPY --from=fetch /wheels/{stage} /tmp/sparkenv-wheels/{stage}",
-                f"RUN {PIP} install --no-deps --require-hashes --no-index --find-links /tmp/sparkenv-wheels/{stage} "
-                f"{PIP_FLAGS} -r /tmp/sparkenv-lock/{req} \\\n    && rm -rf /tmp/sparkenv-wheels/{stage}",
+                f"RUN {PIP} install --no-deps --require-hashes --no-index "
+                f"--find-links /tmp/sparkenv-wheels/{stage} {PIP_FLAGS} -r /tmp/sparkenv-lock/{req} \\\n"
+                f"    && rm -rf /tmp/sparkenv-wheels/{stage}",
             ]
         sdpa = (
-            '# The project asks for SDPA: the G2 override, activated through a .pth (SPARKENV_SDPA=0 turns it off)\n'
+            "# The project asks for SDPA: the G2 override, by a .pth (SPARKENV_SDPA=0 turns it off)\n"
             'RUN /usr/local/bin/sparkenv patch sdpa --install "$(command -v python3)"'
             if self.sdpa
             else "# No SDPA override: the project did not ask for it (sparkenv build --sdpa)"

@@ -3,6 +3,7 @@ run the image's own audit in a throw-away container, tag. Every call has a timeo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,7 +18,11 @@ API_TIMEOUT = 60  # seconds for ordinary Engine API calls
 BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
 VERIFY_TIMEOUT = 300  # seconds for the audit container
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
-_PULL_FAIL = re.compile(r"pull access denied|manifest unknown|not found|no such host|dial tcp|TLS handshake|i/o timeout|connection refused|unauthorized", re.I)
+_PULL_FAIL = re.compile(
+    r"pull access denied|manifest unknown|not found|no such host|dial tcp|TLS handshake|i/o timeout"
+    r"|connection refused|unauthorized",
+    re.I,
+)
 
 
 class BuildFailed(SparkenvError):
@@ -58,7 +63,9 @@ def connect(timeout: int = API_TIMEOUT) -> Any:
 
 
 def lost(exc: BaseException) -> ServiceMissing:
-    return ServiceMissing(f"the Docker engine went away ({exc.__class__.__name__}): is dockerd still running?")
+    return ServiceMissing(
+        f"the Docker engine went away ({exc.__class__.__name__}): is dockerd still running?"
+    )
 
 
 def local_image(client: Any, ref: str) -> Any | None:
@@ -129,7 +136,9 @@ class Progress:
         self._clear()
 
 
-def build(client: Any, context: Any, platform: str | None, no_cache: bool, network: str | None, progress: Progress) -> str:
+def build(
+    client: Any, context: Any, platform: str | None, no_cache: bool, network: str | None, progress: Progress
+) -> str:
     """Stream a classic build of the tar `context`; return the image ID. Raise BuildFailed with the step
     and the last log lines; ServiceMissing when the engine goes away."""
     import requests
@@ -165,7 +174,10 @@ def build(client: Any, context: Any, platform: str | None, no_cache: bool, netwo
                 progress.pull(chunk)
             elif "error" in chunk:
                 progress.done()
-                raise BuildFailed(_failure(chunk, progress))
+                text = _failure(chunk, progress)
+                if text.startswith("the base image is not here"):
+                    raise ServiceMissing(text)
+                raise BuildFailed(text)
     except (requests.RequestException, OSError) as exc:
         progress.done()
         raise lost(exc) from None
@@ -187,16 +199,22 @@ def build(client: Any, context: Any, platform: str | None, no_cache: bool, netwo
 
 def _failure(chunk: dict[str, Any], progress: Progress) -> str:
     message = str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")).strip()
-    where = f"step {progress.number}/{progress.total}: {progress.step}" if progress.number else "before the first step"
-    if progress.number <= 1 or re.match(r"^FROM ", progress.step, re.I):
-        if _PULL_FAIL.search(message):
-            return (
-                f"the base image is not here and could not be pulled ({message}): run `docker pull "
-                f"{progress.step.split()[1] if progress.step.upper().startswith('FROM ') else 'IMAGE'}` "
-                "where a registry is reachable, or pass --base IMAGE"
-            )
+    where = (
+        f"step {progress.number}/{progress.total}: {progress.step}"
+        if progress.number
+        else "before the first step"
+    )
+    from_step = progress.number <= 1 or re.match(r"^FROM ", progress.step, re.I)
+    if from_step and _PULL_FAIL.search(message):
+        return (
+            f"the base image is not here and could not be pulled ({message}): run `docker pull "
+            f"{progress.step.split()[1] if progress.step.upper().startswith('FROM ') else 'IMAGE'}` "
+            "where a registry is reachable, or pass --base IMAGE"
+        )
     tail = "\n".join(f"    | {t}" for t in progress.tail)
-    return f"build failed at {where}\n{tail}\n    {message}" if tail else f"build failed at {where}: {message}"
+    return (
+        f"build failed at {where}\n{tail}\n    {message}" if tail else f"build failed at {where}: {message}"
+    )
 
 
 def architecture(client: Any, image_id: str) -> str:
@@ -255,10 +273,9 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verific
         raise BuildFailed(f"could not run the image's audit: {exc}") from None
     finally:
         if container is not None:
-            try:
+            # the engine went away: nothing more to do, the error above says so
+            with contextlib.suppress(Exception):
                 container.remove(force=True)
-            except Exception:  # the engine went away: nothing more to do, the error above says so
-                pass
     try:
         report = json.loads(out)
     except ValueError:

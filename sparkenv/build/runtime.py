@@ -125,7 +125,9 @@ def requirements_closure(target: Target) -> dict[str, str]:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
-            raise SparkenvError(f"sparkenv's dependency {name} is not installed here: pip install -e .") from None
+            raise SparkenvError(
+                f"sparkenv's dependency {name} is not installed here: pip install -e ."
+            ) from None
         for text in dist.requires or []:
             req = Requirement(text)
             if req.marker is not None and not Marker(str(req.marker)).evaluate(env):
@@ -161,7 +163,7 @@ def dependency_wheels(target: Target, timeout: float = DOWNLOAD_TIMEOUT) -> list
         proc = subprocess.run([*cmd, *pinned], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ServiceMissing(
-            f"downloading sparkenv's runtime wheels took over {timeout:.0f} s: is the package index reachable?"
+            f"downloading sparkenv's runtime wheels took over {timeout:.0f} s: is the index reachable?"
         ) from None
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

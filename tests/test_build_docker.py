@@ -1,0 +1,241 @@
+"""`sparkenv build` against a real Docker engine, on the NGC-like stand-in base (tests/build_helpers.py).
+
+The locks hold small real wheels served from a local PEP 503 index on 127.0.0.1. The build's RUN steps
+reach that index only with `--network host` (in the default bridge network 127.0.0.1 is the container's
+own), so these builds pass it; users building against PyPI or a mirror do not need it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import build_helpers as bh
+import pytest
+
+pytestmark = pytest.mark.docker
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def engine():  # type: ignore[no-untyped-def]
+    client = bh.engine_or_skip()
+    bh.ensure_standin(client)
+    return client
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("wheels")
+    return {
+        "tinypkg": bh.make_wheel(
+            d, "tinypkg", "1.0", {"tinypkg/__init__.py": "GREETING = 'hello from tinypkg'\n"}
+        ),
+        "unsloth": bh.make_wheel(d, "unsloth", "2026.7.2"),
+        "torch": bh.make_wheel(d, "torch", "2.9.1"),
+        "cupy": bh.make_wheel(d, "cupy-cuda12x", "13.6.0", {"cupy/__init__.py": ""}),
+    }
+
+
+@pytest.fixture(scope="module")
+def index(wheels: dict[str, Path]) -> Iterator[str]:
+    with bh.serve_index(list(wheels.values())) as url:
+        yield url
+
+
+def build(lock: Path, tag: str, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparkenv",
+            "build",
+            "--lock",
+            str(lock),
+            "--profile",
+            str(lock.parent / "standin.toml"),
+            "--base",
+            bh.STANDIN_TAG,
+            "--platform",
+            "linux/amd64",
+            "--network",
+            "host",
+            "--tag",
+            tag,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": ""},
+    )
+
+
+def tags(client, ref: str) -> bool:  # type: ignore[no-untyped-def]
+    from docker.errors import ImageNotFound
+
+    try:
+        client.images.get(ref)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def leftovers(client) -> list[str]:  # type: ignore[no-untyped-def]
+    return [c.name for c in client.containers.list(all=True, filters={"label": "io.sparkenv.verify=1"})]
+
+
+def test_build_run_and_rebuild(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lock = bh.write_lock(
+        tmp_path, index, {"1-packages": [wheels["tinypkg"]], "2-unsloth": [wheels["unsloth"]]}, bh.STANDIN_TAG
+    )
+    ref = "sparkenv-test/app:ok"
+    if tags(engine, ref):
+        engine.images.remove(ref, force=True)
+    first = build(lock, ref)
+    assert first.returncode == 0, first.stderr[-3000:] + first.stdout
+    assert f"tagged {ref}" in first.stdout
+    assert "step 1/" in first.stderr  # progress: step n/N
+    img = engine.images.get(ref)
+    labels = img.labels
+    assert labels["io.sparkenv.profile"] == "standin"
+    assert labels["io.sparkenv.lock-hash"].startswith("sha256:")
+    assert labels["io.sparkenv.base-digest"] == engine.images.get(bh.STANDIN_TAG).id
+    assert img.attrs["Architecture"] == "amd64"
+    report = tmp_path / "image-audit.standin.json"
+    assert '"schema": "sparkenv.report/1"' in report.read_text()
+    assert leftovers(engine) == []
+
+    # Run it: the gate's lines, NGC's entrypoint parts, then the workload with its output and exit status.
+    run = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            ref,
+            "python3",
+            "-c",
+            "import os, sys, tinypkg;"
+            "print(tinypkg.GREETING, os.environ.get('NGC_STANDIN_PART')); sys.exit(7)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 7, run.stderr
+    assert "hello from tinypkg sourced" in run.stdout
+    assert "entrypoint.d: 20-env.sh sourced" in run.stdout and "NGC stand-in" in run.stdout
+    assert any(line.startswith(("G1 ", "G3 ", "G7 ", "G9 ")) for line in run.stderr.splitlines()), run.stderr
+
+    # An unchanged rebuild: every step cached, verification included, the same image.
+    started = time.perf_counter()
+    again = build(lock, ref)
+    took = time.perf_counter() - started
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert engine.images.get(ref).id == img.id
+    steps = int(again.stderr.split("step 1/")[1].split(":")[0])
+    # FROM steps and the metadata-only steps print no "Using cache"; everything that runs or copies does
+    assert again.stderr.count("    cached") >= steps - 8, again.stderr
+    assert took < 30
+
+
+def test_a_lock_replacing_a_base_package_fails_the_build_and_tags_nothing(
+    engine, wheels, index, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    lock = bh.write_lock(
+        tmp_path, index, {"1-packages": [wheels["tinypkg"], wheels["torch"]]}, bh.STANDIN_TAG
+    )
+    ref = "sparkenv-test/app:replaced"
+    proc = build(lock, ref, "-q")
+    assert proc.returncode == 1, proc.stderr
+    assert (
+        "a package the base provides was replaced: torch 2.10.0a0+b558c986e8.nv25.11 -> 2.9.1" in proc.stderr
+    )
+    assert "build failed at step" in proc.stderr and "base_check.py compare" in proc.stderr
+    assert not tags(engine, ref) and leftovers(engine) == []
+
+
+def test_an_image_whose_audit_fails_stays_untagged(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lock = bh.write_lock(tmp_path, index, {"1-packages": [wheels["tinypkg"], wheels["cupy"]]}, bh.STANDIN_TAG)
+    ref = "sparkenv-test/app:cuda12"
+    proc = build(lock, ref, "-q")
+    assert proc.returncode == 1, proc.stderr
+    assert "G1 FAIL: cupy-cuda12x 13.6.0 needs CUDA 12" in proc.stdout
+    assert f"NOT tagged {ref}" in proc.stdout
+    assert '"status": "FAIL"' in (tmp_path / "image-audit.standin.json").read_text()
+    assert not tags(engine, ref) and leftovers(engine) == []
+
+
+def test_a_broken_step_shows_the_step_and_its_log(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lock = bh.write_lock(tmp_path, index, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
+    req = tmp_path / "requirements.standin.txt"
+    good = bh.hashlib.sha256(wheels["tinypkg"].read_bytes()).hexdigest()
+    req.write_text(req.read_text().replace(good, "0" * 64))  # a hash that does not match the wheel
+    proc = build(lock, "sparkenv-test/app:broken", "-q")
+    assert proc.returncode == 1
+    assert "build failed at step" in proc.stderr and "pip download" in proc.stderr
+    assert "DO NOT MATCH THE HASHES" in proc.stderr  # pip's own log line from inside the step
+    assert "Traceback" not in proc.stderr.split("    |")[0]
+
+
+def test_no_permission_on_the_socket_is_exit_3(engine) -> None:  # type: ignore[no-untyped-def]
+    """A real permission error: a forked child drops to user nobody, then connects to the root socket."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop privileges")
+    from sparkenv.build import engine as eng
+    from sparkenv.errors import ServiceMissing
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns into pytest
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                eng.connect()
+                msg = "connected"
+            except ServiceMissing as exc:
+                msg = f"{exc.exit_code} {exc}"
+            os.write(write, msg.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as fh:
+        msg = fh.read()
+    assert msg.startswith("3 no permission on the Docker socket"), msg
+    assert "docker group" in msg
+
+
+def test_an_absent_base_without_a_registry_says_pull_or_base(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lock = bh.write_lock(tmp_path, index, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparkenv",
+            "build",
+            "--lock",
+            str(lock),
+            "--profile",
+            str(tmp_path / "standin.toml"),
+            "--base",
+            "registry.invalid/sparkenv/absent:1",
+            "--platform",
+            "linux/amd64",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "docker pull registry.invalid/sparkenv/absent:1" in proc.stderr and "--base IMAGE" in proc.stderr
+    assert proc.stderr.count("\n") == 1

@@ -1,0 +1,102 @@
+"""`sparkenv build` without an engine: the rendered Dockerfile and context (--dry-run), bad input (exit 2),
+no engine (exit 3). Real processes of the CLI; nothing faked."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LOCK = REPO / "lockfiles" / "pylock.ngc-25-11.toml"
+
+
+def run(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sparkenv", "build", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def dry(*args: str) -> tuple[str, list[str]]:
+    proc = run("--dry-run", "--lock", str(LOCK), *args)
+    assert proc.returncode == 0, proc.stderr
+    dockerfile = "\n".join(line for line in proc.stdout.splitlines() if not line.startswith("#   "))
+    files = [line[4:].split(" (")[0] for line in proc.stdout.splitlines() if line.startswith("#   ")]
+    return dockerfile, files
+
+
+def test_dry_run_renders_the_shipped_lock_on_ngc_by_digest() -> None:
+    text, files = dry("--ca-bundle", "/etc/ssl/certs/ca-certificates.crt")
+    froms = re.findall(r"^FROM (\S+)", text, re.M)
+    # both stages FROM the profile's image pinned by digest
+    assert (
+        froms
+        == [
+            "nvcr.io/nvidia/pytorch:25.11-py3@sha256:417cbf33f87b5378849df37983552cd1f8bc8b62fe1ceabe004de816a55dff21"
+        ]
+        * 2
+    )
+    final = text.split("\nFROM ")[-1]
+    # every install is --no-deps --require-hashes, stages in the lock's order, then the base check
+    installs = re.findall(r"pip install --no-deps --require-hashes .* -r /tmp/sparkenv-lock/(\S+)", final)
+    assert installs == ["requirements.1-packages.txt", "requirements.2-unsloth.txt"]
+    assert final.index("base_check.py snapshot") < final.index("requirements.1-packages.txt")
+    assert final.index("requirements.2-unsloth.txt") < final.index("base_check.py compare")
+    assert "snapshot /opt/sparkenv/base-packages.json torch pytorch-triton" in final
+    # the CA bundle is seen by the fetch stage only, never by the image
+    assert "ca/ca.pem" in text.split("\nFROM ")[1] and "ca.pem" not in final and "PIP_CERT" not in final
+    assert "ca/ca.pem" in files
+    # the gate in front of NGC's entrypoint; labels
+    assert 'ENTRYPOINT ["/usr/local/bin/sparkenv", "gate", "--", "/opt/nvidia/nvidia_entrypoint.sh"]' in final
+    for label in (
+        'io.sparkenv.profile="ngc-25.11"',
+        'io.sparkenv.lock-hash="sha256:',
+        "io.sparkenv.version=",
+        'io.sparkenv.base-digest="sha256:417cbf33',
+        "org.opencontainers.image.base.name=",
+    ):
+        assert label in final
+    # classic builder only
+    assert not re.search(r"RUN --mount|COPY --link|^# syntax=|<<", text, re.M)
+    # sparkenv from a wheel of this checkout, its runtime wheels for the image's Python and CPU
+    assert any(re.fullmatch(r"sparkenv/runtime/sparkenv-[\w.]+-py3-none-any\.whl", f) for f in files)
+    assert any("pydantic_core" in f and "cp312" in f and "aarch64" in f for f in files)
+    assert {
+        "Dockerfile",
+        "lock/pylock.toml",
+        "lock/requirements.1-packages.txt",
+        "sparkenv/base_check.py",
+    } <= set(files)
+
+
+def test_dry_run_sdpa_and_base_override() -> None:
+    text, _ = dry("--base", "my.mirror/pytorch:25.11", "--sdpa")
+    assert re.findall(r"^FROM (\S+)", text, re.M) == ["my.mirror/pytorch:25.11"] * 2
+    assert 'RUN /usr/local/bin/sparkenv patch sdpa --install "$(command -v python3)"' in text
+    plain, _ = dry()
+    assert "patch sdpa --install" not in plain
+
+
+def test_bad_lock_is_one_line_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "pylock.x.toml"
+    bad.write_text("this is = = not toml\n")
+    proc = run("--dry-run", "--lock", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and str(bad) in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("--dry-run", "--lock", str(tmp_path / "pylock.missing.toml"))
+    assert proc.returncode == 2 and "no such lock" in proc.stderr
+
+
+def test_no_engine_is_exit_3_with_the_fix(tmp_path: Path) -> None:
+    # A real absent engine: DOCKER_HOST names a socket nobody listens on.
+    proc = run("--lock", str(LOCK), "-q", env={"DOCKER_HOST": f"unix://{tmp_path}/docker.sock"})
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "no Docker engine answers" in proc.stderr
+    assert "dockerd" in proc.stderr and "Traceback" not in proc.stderr
