@@ -16,12 +16,14 @@ run() {  # name, fake-fa (1/0), extra env ...
   local name=$1 fa=$2; shift 2
   local pp=$PYTHONPATH; [ "$fa" = 1 ] && pp=$W/fakefa:$pp
   # output straight into $OUT, so a scenario that hangs still leaves its lines behind
-  (cd $W && env PYTHONPATH=$pp "$@" timeout ${SCENARIO_TIMEOUT:-150} python3 $OLDPWD/benchmarks/patch_sdpa_gpu.py scenario $name $W > $OUT/$name.out 2>&1)
+  # SIGINT first: a hung `import unsloth` then prints a traceback that says where it hung
+  (cd $W && env PYTHONPATH=$pp "$@" timeout -s INT -k 10 ${SCENARIO_TIMEOUT:-150} python3 $OLDPWD/benchmarks/patch_sdpa_gpu.py scenario $name $W > $OUT/$name.out 2>&1)
   echo "== $name rc=$? (last lines)"; grep -v '^RESULT ' $OUT/$name.out | tail -8
   grep '^RESULT ' $OUT/$name.out | sed 's/^RESULT //' | tee -a $OUT/patch_sdpa_gpu.jsonl
 }
 # One at a time: a 2026-11-29 run of all six in parallel (420 s each) returned nothing in 540 s.
-for spec in "pth-off 1 SPARKENV_SDPA=0" "one-flag 1 SPARKENV_SDPA=0" "force-before 1 SPARKENV_SDPA=0" \
-            "force-after 1 SPARKENV_SDPA=0" "pth 1" "pth-nofa 0"; do run $spec; done
+ALL="pth-off,1,SPARKENV_SDPA=0 one-flag,1,SPARKENV_SDPA=0 force-before,1,SPARKENV_SDPA=0 \
+force-after,1,SPARKENV_SDPA=0 pth,1 pth-nofa,0"
+for spec in ${SCENARIOS:-$ALL}; do run ${spec//,/ }; done  # SCENARIOS="one-flag,1,SPARKENV_SDPA=0 pth,1"
 echo "== sparkenv patch sdpa --uninstall"; python3 -m sparkenv patch sdpa --uninstall "$PY"; echo "rc=$?"
 ls $(dirname $(dirname $PY))/lib/python3*/site-packages | grep -i sparkenv || echo "no sparkenv file left in site-packages"
