@@ -132,8 +132,8 @@ def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Fin
             "unsloth sets HAS_FLASH_ATTENTION in each of its modules when flash_attn imports",
             f"no {datafiles.load('packages')['sdpa_override_pth']} in the site folders",
         ),
-        "if you want SDPA, disable flash-attn in every Unsloth module before loading the model, not only "
-        f"unsloth.models._utils ({_EXPLAIN}); if flash-attn is what you want, nothing to do",
+        "if you want SDPA: sparkenv patch sdpa --install (it sets the flag in every Unsloth module, not only "
+        f"unsloth.models._utils; {_EXPLAIN}); if flash-attn is what you want, nothing to do",
     )
 
 
