@@ -76,3 +76,22 @@ def test_unsloth_without_flash_attn_is_not_flagged(env, run, clean_root):
     r = run("audit", str(env.prefix), "--root", str(clean_root))
     assert not [ln for ln in r.lines if "unsloth" in ln]
     assert r.line("G2", "flash-attn").startswith("G2 INFO: flash-attn is not installed")
+
+
+def test_audit_sees_the_override_that_sparkenv_patch_installs(tmp_path, elves, run, clean_root):
+    import subprocess
+    import sys
+
+    from conftest import Env
+
+    prefix = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True, timeout=120)
+    env = Env(prefix, next(prefix.glob("lib/python3*/site-packages")), "x86_64")
+    env.add("flash-attn", "2.7.4.post1+25.11", files=fa_files(elves))
+    env.add("unsloth", "2026.7.2")
+    assert run("audit", str(prefix), "--root", str(clean_root)).line("G2", "unsloth").startswith("G2 WARN")
+    assert run("patch", "sdpa", "--install", str(prefix)).code == 0
+    line = run("audit", str(prefix), "--root", str(clean_root)).line("G2", "unsloth")
+    assert line.startswith("G2 PASS") and "sparkenv-sdpa.pth" in line
+    assert run("patch", "sdpa", "--uninstall", str(prefix)).code == 0
+    assert run("audit", str(prefix), "--root", str(clean_root)).line("G2", "unsloth").startswith("G2 WARN")
