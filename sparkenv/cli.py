@@ -131,6 +131,8 @@ def main() -> None:
     try:
         # Without standalone mode click returns the exit code of typer.Exit instead of raising it.
         code = app(standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into a silent Exit(130); say what happened
+            print("sparkenv: interrupted", file=sys.stderr)
         sys.exit(code if isinstance(code, int) else 0)
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -228,8 +229,9 @@ def make_wheel(folder: Path, name: str, version: str, modules: dict[str, str] | 
 
 
 @contextlib.contextmanager
-def serve_index(wheels: list[Path]) -> Iterator[str]:
-    """A PEP 503 simple index over HTTP on 127.0.0.1 serving `wheels`; yields its URL."""
+def serve_index(wheels: list[Path], delay: float = 0.0) -> Iterator[str]:
+    """A PEP 503 simple index over HTTP on 127.0.0.1 serving `wheels`; yields its URL. `delay` makes
+    every request wait that long (a slow mirror: a build step that is still running when we need it)."""
     root = Path(tempfile.mkdtemp(prefix="sparkenv-index-"))
     by_project: dict[str, list[Path]] = {}
     for w in wheels:
@@ -251,6 +253,10 @@ def serve_index(wheels: list[Path]) -> Iterator[str]:
 
         def log_message(self, *a):  # type: ignore[no-untyped-def]
             pass
+
+        def do_GET(self) -> None:
+            time.sleep(delay)
+            super().do_GET()
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

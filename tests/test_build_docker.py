@@ -239,3 +239,59 @@ def test_an_absent_base_without_a_registry_says_pull_or_base(engine, wheels, ind
     assert proc.returncode == 3, proc.stderr
     assert "docker pull registry.invalid/sparkenv/absent:1" in proc.stderr and "--base IMAGE" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A real SIGINT while a RUN step waits on a slow index: exit 130, no tag, no container left."""
+    before = {c.id for c in engine.containers.list(all=True)}
+    ref = "sparkenv-test/app:interrupted"
+    if tags(engine, ref):
+        engine.images.remove(ref, force=True)
+    with bh.serve_index([wheels["tinypkg"]], delay=120) as slow:
+        lock = bh.write_lock(tmp_path, slow, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
+        cmd = [
+            sys.executable,
+            "-m",
+            "sparkenv",
+            "build",
+            "--lock",
+            str(lock),
+            "--profile",
+            str(tmp_path / "standin.toml"),
+            "--base",
+            bh.STANDIN_TAG,
+            "--platform",
+            "linux/amd64",
+            "--network",
+            "host",
+            "--no-cache",
+            "--tag",
+            ref,
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": ""},
+        )
+        seen = ""
+        deadline = time.monotonic() + 300
+        while "pip download" not in seen and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen += line
+        assert "pip download" in seen, seen[-2000:]
+        time.sleep(2)  # the step is running, its container waiting on the slow index
+        proc.send_signal(2)  # SIGINT, as Ctrl-C sends it
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "sparkenv: interrupted" in err and "Traceback" not in err, (err[-2000:], seen[-800:])
+    assert not tags(engine, ref)
+    for _ in range(60):  # the engine cancels the step and removes its container (forcerm)
+        if {c.id for c in engine.containers.list(all=True)} <= before:
+            break
+        time.sleep(1)
+    assert {c.id for c in engine.containers.list(all=True)} <= before
