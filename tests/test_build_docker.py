@@ -7,6 +7,7 @@ own), so these builds pass it; users building against PyPI or a mirror do not ne
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -291,6 +292,95 @@ def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wh
     assert "sparkenv: interrupted" in err and "Traceback" not in err, (err[-2000:], seen[-800:])
     assert not tags(engine, ref)
     for _ in range(60):  # the engine cancels the step and removes its container (forcerm)
+        if {c.id for c in engine.containers.list(all=True)} <= before:
+            break
+        time.sleep(1)
+    assert {c.id for c in engine.containers.list(all=True)} <= before
+
+
+def test_the_engine_going_away_mid_build_is_exit_3_and_tags_nothing(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The client's connection to the engine is cut for real mid-step: sparkenv talks to the engine
+    through a relay socket that the test closes, which is what a stopped dockerd looks like from the
+    client (the real engine itself is shared with the other tests, so it is not stopped)."""
+    import socket
+    import threading
+
+    relay_path = tmp_path / "docker.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(relay_path))
+    listener.listen(16)
+    conns: list[socket.socket] = []
+    stop = threading.Event()
+
+    def pump(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect("/var/run/docker.sock")
+            conns.extend((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=pump, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    ref = "sparkenv-test/app:engine-gone"
+    if tags(engine, ref):
+        engine.images.remove(ref, force=True)
+    before = {c.id for c in engine.containers.list(all=True)}
+    with bh.serve_index([wheels["tinypkg"]], delay=120) as slow:
+        lock = bh.write_lock(tmp_path, slow, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
+        cmd = [
+            sys.executable,
+            "-m",
+            "sparkenv",
+            "build",
+            "--lock",
+            str(lock),
+            "--profile",
+            str(tmp_path / "standin.toml"),
+            "--base",
+            bh.STANDIN_TAG,
+            "--platform",
+            "linux/amd64",
+            "--network",
+            "host",
+            "--no-cache",
+            "--tag",
+            ref,
+        ]
+        env = {**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": "", "DOCKER_HOST": f"unix://{relay_path}"}
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        seen = ""
+        deadline = time.monotonic() + 300
+        while "pip download" not in seen and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen += line
+        assert "pip download" in seen, seen[-2000:]
+        stop.set()
+        listener.close()
+        for c in conns:  # the engine "goes away"
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+            c.close()
+        _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err[-2000:]
+    assert "the Docker engine went away" in err and "Traceback" not in err
+    assert not tags(engine, ref)
+    for _ in range(60):  # the real engine notices the client left, cancels the step, removes its container
         if {c.id for c in engine.containers.list(all=True)} <= before:
             break
         time.sleep(1)

@@ -142,6 +142,7 @@ def build(
     """Stream a classic build of the tar `context`; return the image ID. Raise BuildFailed with the step
     and the last log lines; ServiceMissing when the engine goes away."""
     import requests
+    import urllib3
     from docker.errors import APIError, DockerException
 
     kwargs: dict[str, Any] = {
@@ -178,7 +179,8 @@ def build(
                 if text.startswith("the base image is not here"):
                     raise ServiceMissing(text)
                 raise BuildFailed(text)
-    except (requests.RequestException, OSError) as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+        # a cut stream surfaces as urllib3's ProtocolError, which requests does not wrap here
         progress.done()
         raise lost(exc) from None
     except APIError as exc:
@@ -247,6 +249,7 @@ class Verification:
 def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verification:
     """`sparkenv audit --json --lock …` inside the image, in a container that is always removed."""
     import requests
+    import urllib3
     from docker.errors import DockerException
 
     container = None
@@ -265,7 +268,7 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verific
             raise BuildFailed(f"the image's audit ran over {timeout} s; the image was not tagged") from None
         out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
         err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-    except (requests.RequestException, OSError) as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         raise lost(exc) from None
     except DockerException as exc:
         if isinstance(exc, SparkenvError):
