@@ -320,3 +320,32 @@ def test_bad_facts_files(run, tmp_path):
     assert r.code == 2 and "not a sparkenv facts snapshot" in r.err
     r = run("gate", "--policy", "sometimes")
     assert r.code == 2 and "is not one of strict, warn, off" in r.err
+
+
+def test_unsloth_dispatch_and_the_switch(run, tmp_path):
+    facts = gh.live()
+    facts["torch"]["stages"]["flash"] = {"importable": True, "works": True, "version": "2.7.4.post1"}
+    facts["dists"].update({"flash-attn": "2.7.4.post1+25.11", "unsloth": "2026.7.2"})
+    stages = facts["torch"]["stages"]
+    # as recorded on the H200 with --import-unsloth-like data: the one-flag patch leaves the dispatch on flash
+    stages["sdpa_override"] = {
+        "installed": True,
+        "active": False,
+        "dispatch": "flash_dense",
+        "leaks": ["unsloth.utils.attention_dispatch.HAS_FLASH_ATTENTION"],
+    }
+    line = gate(run, tmp_path, facts).line("G2", "unsloth")
+    assert line.startswith(
+        "G2 FAIL: unsloth 2026.7.2: SDPA is wanted but the override is not active: "
+        "Unsloth's dispatch picks flash_dense"
+    )
+    facts["env"]["SPARKENV_SDPA"] = "0"  # switched off on purpose: not wanted, not a failure
+    line = gate(run, tmp_path, facts).line("G2", "unsloth")
+    assert (
+        line.startswith("G2 INFO: unsloth 2026.7.2 will use flash-attn")
+        and "switches the override off" in line
+    )
+    facts["env"].pop("SPARKENV_SDPA")
+    stages["sdpa_override"] = {"installed": True, "active": True, "dispatch": "sdpa", "installed_by": "pth"}
+    line = gate(run, tmp_path, facts).line("G2", "unsloth")
+    assert line == "G2 PASS: unsloth 2026.7.2: the SDPA override is active; Unsloth's dispatch picks sdpa"

@@ -47,6 +47,13 @@ def gate(
         ),
     ] = 0.0,
     bandwidth: Annotated[bool, typer.Option("--bandwidth", help="G5: measure a device memory copy.")] = False,
+    import_unsloth: Annotated[
+        bool,
+        typer.Option(
+            "--import-unsloth",
+            help="G2: import Unsloth (slow, ~25 s) to confirm its attention dispatch picks SDPA.",
+        ),
+    ] = False,
     dump_facts: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -114,6 +121,7 @@ def gate(
         workload=cmd,
         sample_s=max(0.0, sample),
         bandwidth=bandwidth,
+        import_unsloth=import_unsloth,
         deadline_s=max(1.0, deadline),
     )
     result, raw = run_gate(options, facts_file=facts, need_gb=need_gb)

@@ -71,6 +71,7 @@ class Options:
     workload: list[str] = field(default_factory=list)
     sample_s: float = 0.0
     bandwidth: bool = False
+    import_unsloth: bool = False
     deadline_s: float = 25.0
 
 
@@ -123,6 +124,8 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
     argv = [opts.python, "-X", "utf8", str(script), "--flash"]
     if opts.bandwidth:
         argv.append("--bandwidth")
+    if opts.import_unsloth:
+        argv.append("--import-unsloth")
     started = time.monotonic()
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -79,6 +79,15 @@ def main(argv: list[str]) -> int:
     if "--bandwidth" in argv:
         emit("bandwidth", **_bandwidth(torch))
     if importlib.util.find_spec("unsloth") is not None:
+        if "--import-unsloth" in argv:
+            # Slow (~25 s), so opt-in: with Unsloth loaded, status() reports what its dispatch picks.
+            t0 = time.perf_counter()
+            try:
+                import unsloth  # noqa: F401
+            except BaseException as exc:
+                emit("unsloth_import_error", error=f"{exc.__class__.__name__}: {exc}".splitlines()[0])
+            else:
+                emit("unsloth_imported", seconds=round(time.perf_counter() - t0, 1))
         emit("sdpa_override", **_sdpa_status())
     emit("done", total_s=round(time.perf_counter() - started, 3))
     return 0

@@ -60,33 +60,42 @@ def check(f: GateFacts) -> list[Finding]:
     return out
 
 
+_SHOWN = ("installed", "installed_by", "mode", "dispatch", "leaks", "env", "errors")
+_OFF = ("0", "off", "false", "no")
+
+
 def _unsloth(f: GateFacts) -> Finding:
     override = f.torch_stages.get("sdpa_override") or {}
-    wanted = f.env.get("SPARKENV_SDPA", "") not in ("", "0") or override.get("installed")
-    active = override.get("active")
+    env = f.env.get("SPARKENV_SDPA", "").strip().lower()
+    wanted = env not in _OFF and (env != "" or bool(override.get("installed")))
     who = f"unsloth {f.dists['unsloth']}"
-    if active:
-        return Finding(
-            "G2",
-            Status.PASS,
-            f"{who}: the SDPA override is active",
-            "unsloth",
-            tuple(f"{k}: {v}" for k, v in override.items()),
+    evidence = tuple(f"{k}: {override[k]}" for k in _SHOWN if override.get(k) not in (None, [], ""))
+    dispatch = override.get("dispatch")
+    if "unsloth_import_error" in f.torch_stages:
+        evidence += (f"import unsloth failed: {f.torch_stages['unsloth_import_error']['error']}",)
+    if override.get("active"):
+        seen = (
+            f"; Unsloth's dispatch picks {dispatch}"
+            if dispatch
+            else " (Unsloth not imported: --import-unsloth checks its dispatch)"
         )
+        return Finding("G2", Status.PASS, f"{who}: the SDPA override is active{seen}", "unsloth", evidence)
     if wanted:
+        why = f"Unsloth's dispatch picks {dispatch}" if dispatch else "Unsloth will train with flash-attn"
         return Finding(
             "G2",
             Status.FAIL,
-            f"{who}: SDPA is wanted but the override is not active: Unsloth will train with flash-attn",
+            f"{who}: SDPA is wanted but the override is not active: {why}",
             "unsloth",
-            tuple(f"{k}: {v}" for k, v in override.items()),
-            "install sparkenv's SDPA override (sparkenv patch sdpa --install) and keep SPARKENV_SDPA "
-            "unset or 1",
+            evidence,
+            "install sparkenv's SDPA override (sparkenv patch sdpa --install); keep SPARKENV_SDPA unset or 1",
         )
+    off = " (SPARKENV_SDPA switches the override off)" if env in _OFF and env else ""
     return Finding(
         "G2",
         Status.INFO,
-        f'{who} will use flash-attn (it overrides attn_implementation="sdpa"); '
-        "set SPARKENV_SDPA=1 with the override installed if you want SDPA",
+        f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install the '
+        "override (sparkenv patch sdpa --install)",
         "unsloth",
+        evidence,
     )
