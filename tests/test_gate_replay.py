@@ -349,3 +349,25 @@ def test_unsloth_dispatch_and_the_switch(run, tmp_path):
     stages["sdpa_override"] = {"installed": True, "active": True, "dispatch": "sdpa", "installed_by": "pth"}
     line = gate(run, tmp_path, facts).line("G2", "unsloth")
     assert line == "G2 PASS: unsloth 2026.7.2: the SDPA override is active; Unsloth's dispatch picks sdpa"
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "expected"),
+    [
+        (
+            "h200-unsloth-sdpa-on",
+            "G2 PASS: unsloth 2026.7.2: the SDPA override is active; Unsloth's dispatch picks sdpa",
+        ),
+        (
+            "h200-unsloth-sdpa-off",
+            "G2 FAIL: unsloth 2026.7.2: SDPA is wanted but the override is not active: Unsloth's dispatch picks "
+            "flash_dense",
+        ),
+    ],
+)
+def test_real_unsloth_on_the_h200_with_and_without_the_override(run, tmp_path, snapshot, expected):
+    """Recorded live with `sparkenv gate --import-unsloth` on an H200: real Unsloth 2026.7.2 imported in the
+    probe; flash-attn there is the labelled fake of benchmarks/patch_sdpa_gpu.py (no wheel offline)."""
+    r = gate(run, tmp_path, gh.live(snapshot))
+    assert r.line("G2", "unsloth").startswith(expected)
+    assert r.line("G2", "flash-attn") == "G2 PASS: flash-attn 2.7.4.post1 runs on the GPU"
