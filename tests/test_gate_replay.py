@@ -360,8 +360,8 @@ def test_unsloth_dispatch_and_the_switch(run, tmp_path):
         ),
         (
             "h200-unsloth-sdpa-off",
-            "G2 FAIL: unsloth 2026.7.2: SDPA is wanted but the override is not active: Unsloth's dispatch picks "
-            "flash_dense",
+            "G2 FAIL: unsloth 2026.7.2: SDPA is wanted but the override is not active: "
+            "Unsloth's dispatch picks flash_dense",
         ),
     ],
 )
