@@ -228,3 +228,38 @@ def test_profiles_command_lists_shipped_profiles(run):
         and by_name["ngc-25.11"]["manylinux"] == "manylinux_2_39"
     )
     assert all(p["reviewed"] and p["source"] for p in data["profiles"])
+
+
+def test_a_lock_input_is_judged_as_sparkenv_lock_reads_it(run):
+    """The shipped lock's own input: unsloth unpinned and not in a no-deps file is fine for `lock`,
+    which stages it; for `pip install -r` it would replace the base's torch."""
+    from pathlib import Path
+
+    lock_input = str(Path(__file__).resolve().parents[1] / "lockfiles" / "inputs" / "playbook-unsloth.txt")
+    as_is = run("check", lock_input)
+    assert as_is.code == 1 and as_is.line("G9", "unsloth (").startswith("G9 FAIL: unsloth")
+    staged = run("check", "--lock-input", lock_input)
+    assert staged.code == 0, staged.out
+    assert (
+        staged.line("G9", "unsloth goes")
+        == "G9 PASS: unsloth goes into its own --no-deps stage after the rest"
+    )
+
+
+def test_the_pre_commit_hooks_file_is_valid_and_runs_what_it_says():
+    """pre-commit reads .pre-commit-hooks.yaml with PyYAML; each hook's entry must be a real command."""
+    import re as _re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
+    assert [h["id"] for h in hooks] == ["sparkenv-check", "sparkenv-check-lock-input", "sparkenv-lock-check"]
+    for hook in hooks:
+        assert {"id", "name", "entry", "language", "files"} <= set(hook)
+        _re.compile(hook["files"])
+        assert hook["entry"].split()[0] == "sparkenv"
+    lock_input = _re.compile(hooks[1]["files"])
+    assert lock_input.search("lockfiles/inputs/playbook-unsloth.txt") and lock_input.search("requirements.in")
+    assert not _re.compile(hooks[0]["files"]).search("requirements.in")

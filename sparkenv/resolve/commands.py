@@ -37,6 +37,14 @@ def check(
     profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045 - typer needs Optional on 3.10
     platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    lock_input: Annotated[
+        bool,
+        typer.Option(
+            "--lock-input",
+            help="INPUT feeds `sparkenv lock`, which gives the Unsloth family its own --no-deps stage and "
+            "pins every package: judge it as lock does, not as a file for `pip install -r`.",
+        ),
+    ] = False,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
@@ -55,11 +63,13 @@ def check(
       sparkenv check requirements.txt
 
       sparkenv check pyproject.toml --profile spark-bare --strict
+
+      sparkenv check --lock-input lockfiles/inputs/playbook-unsloth.txt   # what `sparkenv lock` reads
     """
     from sparkenv.render.emit import emit
     from sparkenv.resolve.run import check as run_check
 
-    result = run_check(inputs, profile, platform, extra)
+    result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
     raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
 
 

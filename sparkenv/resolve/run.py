@@ -41,13 +41,17 @@ def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> I
 
 
 def check(
-    paths: list[str], profile_arg: str | None, platform: str | None, extras: list[str] | None = None
+    paths: list[str],
+    profile_arg: str | None,
+    platform: str | None,
+    extras: list[str] | None = None,
+    lock_input: bool = False,
 ) -> Report:
     started = time.perf_counter()
     inp = inputs_mod.read(paths, extras)
     profile = _profile(profile_arg, platform, inp)
     index = _index(inp, None, [])
-    findings = policy.check_declared(inp.requirements, profile, _index_urls(inp, index))
+    findings = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=lock_input)
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,
