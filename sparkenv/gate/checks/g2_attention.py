@@ -7,57 +7,33 @@ from sparkenv.report import Finding, Status
 
 
 def check(f: GateFacts) -> list[Finding]:
-    out: list[Finding] = []
     flash = f.torch_stages.get("flash")
-    installed = "flash-attn" in f.dists
-    if flash is None:
-        if installed:
-            out.append(
-                Finding(
-                    "G2",
-                    Status.SKIP,
-                    "flash-attn is installed but was not tried (no GPU or no torch)",
-                    "flash-attn",
-                )
-            )
-        else:
-            out.append(
-                Finding("G2", Status.PASS, "flash-attn is not installed: attention uses SDPA", "flash-attn")
-            )
-    elif not flash.get("importable"):
-        if installed:
-            out.append(
-                Finding(
-                    "G2",
-                    Status.FAIL,
-                    f"flash-attn is installed but does not import: {flash.get('error')}",
-                    "flash-attn",
-                    (),
-                    "pip uninstall flash-attn (SDPA works), or use the NGC image's build",
-                )
-            )
-        else:
-            out.append(
-                Finding("G2", Status.PASS, "flash-attn is not installed: attention uses SDPA", "flash-attn")
-            )
-    elif not flash.get("works"):
-        out.append(
-            Finding(
-                "G2",
-                Status.FAIL,
-                f"flash-attn {flash.get('version')} imports but fails on the GPU: {flash.get('error')}",
-                "flash-attn",
-                (),
-                "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn",
-            )
-        )
-    else:
-        out.append(
-            Finding("G2", Status.PASS, f"flash-attn {flash.get('version')} runs on the GPU", "flash-attn")
-        )
+    out = [_flash_attn(flash, "flash-attn" in f.dists)]
     if "unsloth" in f.dists and flash and flash.get("works"):
         out.append(_unsloth(f))
     return out
+
+
+def _flash_attn(flash: dict | None, installed: bool) -> Finding:
+    def finding(status: Status, summary: str, fix: str | None = None) -> Finding:
+        return Finding("G2", status, summary, "flash-attn", (), fix)
+
+    drop = "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn"
+    if not installed and (flash is None or not flash.get("importable")):
+        return finding(Status.PASS, "flash-attn is not installed: attention uses SDPA")
+    if flash is None:
+        return finding(Status.SKIP, "flash-attn is installed but was not tried (no GPU or no torch)")
+    if not flash.get("importable"):
+        return finding(
+            Status.FAIL, f"flash-attn is installed but does not import: {flash.get('error')}", drop
+        )
+    if not flash.get("works"):
+        return finding(
+            Status.FAIL,
+            f"flash-attn {flash.get('version')} imports but fails on the GPU: {flash.get('error')}",
+            drop,
+        )
+    return finding(Status.PASS, f"flash-attn {flash.get('version')} runs on the GPU")
 
 
 _SHOWN = ("installed", "installed_by", "mode", "dispatch", "leaks", "env", "errors")
