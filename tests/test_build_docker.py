@@ -242,10 +242,11 @@ def test_an_absent_base_without_a_registry_says_pull_or_base(engine, wheels, ind
     assert proc.stderr.count("\n") == 1
 
 
-def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A real SIGINT while a RUN step waits on a slow index: exit 130, no tag, no container left."""
-    before = {c.id for c in engine.containers.list(all=True)}
-    ref = "sparkenv-test/app:interrupted"
+@contextlib.contextmanager
+def build_stuck_in_a_step(
+    engine, wheels, tmp_path: Path, ref: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:  # type: ignore[no-untyped-def]
+    """`sparkenv build` running, its first RUN step waiting on a slow index (2 minutes a request)."""
     if tags(engine, ref):
         engine.images.remove(ref, force=True)
     with bh.serve_index([wheels["tinypkg"]], delay=120) as slow:
@@ -275,7 +276,7 @@ def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wh
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": ""},
+            env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": "", **(env or {})},
         )
         seen = ""
         deadline = time.monotonic() + 300
@@ -286,16 +287,34 @@ def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wh
             seen += line
         assert "pip download" in seen, seen[-2000:]
         time.sleep(2)  # the step is running, its container waiting on the slow index
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def no_container_left(engine, before: set[str]) -> bool:  # type: ignore[no-untyped-def]
+    """The engine notices the client left, cancels the step and removes its container (forcerm)."""
+    for _ in range(60):
+        if {c.id for c in engine.containers.list(all=True)} <= before:
+            return True
+        time.sleep(1)
+    return False
+
+
+def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A real SIGINT while a RUN step waits on a slow index: exit 130, no tag, no container left."""
+    before = {c.id for c in engine.containers.list(all=True)}
+    ref = "sparkenv-test/app:interrupted"
+    with build_stuck_in_a_step(engine, wheels, tmp_path, ref) as proc:
         proc.send_signal(2)  # SIGINT, as Ctrl-C sends it
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
-    assert "sparkenv: interrupted" in err and "Traceback" not in err, (err[-2000:], seen[-800:])
+    assert "sparkenv: interrupted" in err and "Traceback" not in err, err[-2000:]
     assert not tags(engine, ref)
-    for _ in range(60):  # the engine cancels the step and removes its container (forcerm)
-        if {c.id for c in engine.containers.list(all=True)} <= before:
-            break
-        time.sleep(1)
-    assert {c.id for c in engine.containers.list(all=True)} <= before
+    assert no_container_left(engine, before)
 
 
 def test_the_engine_going_away_mid_build_is_exit_3_and_tags_nothing(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -333,43 +352,11 @@ def test_the_engine_going_away_mid_build_is_exit_3_and_tags_nothing(engine, whee
                 threading.Thread(target=pump, args=(a, b), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
-    ref = "sparkenv-test/app:engine-gone"
-    if tags(engine, ref):
-        engine.images.remove(ref, force=True)
     before = {c.id for c in engine.containers.list(all=True)}
-    with bh.serve_index([wheels["tinypkg"]], delay=120) as slow:
-        lock = bh.write_lock(tmp_path, slow, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
-        cmd = [
-            sys.executable,
-            "-m",
-            "sparkenv",
-            "build",
-            "--lock",
-            str(lock),
-            "--profile",
-            str(tmp_path / "standin.toml"),
-            "--base",
-            bh.STANDIN_TAG,
-            "--platform",
-            "linux/amd64",
-            "--network",
-            "host",
-            "--no-cache",
-            "--tag",
-            ref,
-        ]
-        env = {**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": "", "DOCKER_HOST": f"unix://{relay_path}"}
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        seen = ""
-        deadline = time.monotonic() + 300
-        while "pip download" not in seen and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            seen += line
-        assert "pip download" in seen, seen[-2000:]
+    ref = "sparkenv-test/app:engine-gone"
+    with build_stuck_in_a_step(
+        engine, wheels, tmp_path, ref, {"DOCKER_HOST": f"unix://{relay_path}"}
+    ) as proc:
         stop.set()
         listener.close()
         for c in conns:  # the engine "goes away"
@@ -380,8 +367,4 @@ def test_the_engine_going_away_mid_build_is_exit_3_and_tags_nothing(engine, whee
     assert proc.returncode == 3, err[-2000:]
     assert "the Docker engine went away" in err and "Traceback" not in err
     assert not tags(engine, ref)
-    for _ in range(60):  # the real engine notices the client left, cancels the step, removes its container
-        if {c.id for c in engine.containers.list(all=True)} <= before:
-            break
-        time.sleep(1)
-    assert {c.id for c in engine.containers.list(all=True)} <= before
+    assert no_container_left(engine, before)
