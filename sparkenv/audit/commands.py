@@ -1,0 +1,76 @@
+"""`sparkenv audit`: the command line of the audit stage."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from sparkenv import cli_options as opts
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(audit)
+
+
+def audit(
+    target: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        typer.Argument(
+            metavar="TARGET",
+            help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, "
+            "else the environment sparkenv runs in.",
+            show_default=False,
+        ),
+    ] = None,
+    lock: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--lock",
+            metavar="FILE",
+            help="The project's lock (pylock.*.toml or a hashed requirements file): torch, triton, "
+            "xformers and transformers are compared with it (G9).",
+        ),
+    ] = None,
+    machine: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--machine",
+            metavar="ARCH",
+            help="The environment's CPU (aarch64, x86_64). Default: read from its interpreter.",
+        ),
+    ] = None,
+    root: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--root",
+            metavar="DIR",
+            help="Read container and NGC markers under DIR (a mounted image) instead of /.",
+        ),
+    ] = None,
+    json_out: Annotated[bool, opts.JSON] = False,
+    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
+    strict: Annotated[bool, opts.STRICT] = False,
+    quiet: Annotated[bool, opts.QUIET] = False,
+) -> None:
+    """Inspect an installed environment from outside — nothing is imported or run — for G1, G2 and G9.
+
+    G1: every distribution's CUDA major, from its name, version label, Requires-Dist, install paths and
+    the DT_NEEDED entries of its shared objects; CPU-only torch; shared objects of the wrong CPU.
+    G2: where flash-attn came from and whether it fits; Unsloth next to it without the SDPA override.
+    G9: container markers, NGC torch replaced by pip, drift against --lock.
+
+    Examples:
+
+      sparkenv audit                      # the current environment
+
+      sparkenv audit .venv --lock lockfiles/pylock.ngc-25-11.toml
+
+      sparkenv audit /usr/bin/python3 --junit audit.xml -q
+    """
+    from sparkenv.audit.run import audit as run_audit
+    from sparkenv.render.emit import emit
+
+    result = run_audit(target, lock=lock, machine=machine, root=root)
+    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
