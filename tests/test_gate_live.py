@@ -6,6 +6,7 @@ replays recorded output or misbehaves on purpose: a fake, said so, for faults th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -220,3 +221,23 @@ def test_policy_off_starts_at_once_and_missing_commands(run, tmp_path):
     assert r.out == "hi\n" and r.err == "" and r.code == 0
     r = run("gate", "-q", "--", "no-such-command-here")
     assert r.code == 127 and "cannot start no-such-command-here" in r.err
+
+
+def test_the_probe_reads_the_override_where_sparkenv_itself_is_not_importable(run, tmp_path):
+    """As in a built image: the workload's Python has the override's .pth and hook module, not sparkenv."""
+    prefix = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True, timeout=120)
+    assert run("patch", "sdpa", "--install", str(prefix)).code == 0
+    python = str(prefix / "bin" / "python")
+    assert subprocess.run([python, "-I", "-c", "import sparkenv"], capture_output=True, timeout=60).returncode
+    script = Path(__file__).resolve().parents[1] / "sparkenv" / "gate" / "torch_probe.py"
+    code = (
+        "import json, runpy\n"
+        f"ns = runpy.run_path({str(script)!r})\n"
+        "args = ['--sdpa-module=_sparkenv_sdpa', '--sdpa-pth=sparkenv-sdpa.pth']\n"
+        "print(json.dumps(ns['_sdpa_status'](args)))\n"
+    )
+    out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    status = json.loads(out.stdout)
+    assert status["installed"] is True and status["active"] is True, status

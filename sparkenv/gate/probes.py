@@ -126,6 +126,8 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
         argv.append("--bandwidth")
     if opts.import_unsloth:
         argv.append("--import-unsloth")
+    pkgs = datafiles.load("packages")
+    argv += [f"--sdpa-module={pkgs['sdpa_hook_module']}", f"--sdpa-pth={pkgs['sdpa_override_pth']}"]
     started = time.monotonic()
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

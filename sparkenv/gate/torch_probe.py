@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
                 emit("unsloth_import_error", error=f"{exc.__class__.__name__}: {exc}".splitlines()[0])
             else:
                 emit("unsloth_imported", seconds=round(time.perf_counter() - t0, 1))
-        emit("sdpa_override", **_sdpa_status())
+        emit("sdpa_override", **_sdpa_status(argv))
     emit("done", total_s=round(time.perf_counter() - started, 3))
     return 0
 
@@ -113,16 +113,23 @@ def _flash(torch) -> dict[str, object]:  # type: ignore[no-untyped-def]
         }
 
 
-def _sdpa_status() -> dict[str, object]:
-    """Whether sparkenv's SDPA override is installed and active, without importing Unsloth (slow)."""
-    try:
-        from sparkenv.patches import sdpa
+def _sdpa_status(argv: list[str]) -> dict[str, object]:
+    """Whether sparkenv's SDPA override is installed and active, without importing Unsloth (slow).
 
-        return dict(sdpa.status())
-    except Exception as exc:
-        dirs = [*site.getsitepackages(), site.getusersitepackages()]
-        installed = any(os.path.exists(os.path.join(d, "sparkenv-sdpa.pth")) for d in dirs)
-        return {"installed": installed, "active": None, "error": f"{exc.__class__.__name__}: {exc}"}
+    The hook module the .pth loads comes first: it is there wherever the override is, also where
+    sparkenv itself is not importable (a built image runs sparkenv isolated from the workload's Python).
+    """
+    modules = [a.split("=", 1)[1] for a in argv if a.startswith("--sdpa-module=")] + ["sparkenv.patches.sdpa"]
+    errors = []
+    for name in modules:
+        try:
+            return dict(importlib.import_module(name).status())
+        except Exception as exc:
+            errors.append(f"{name}: {exc.__class__.__name__}: {exc}")
+    pth = next((a.split("=", 1)[1] for a in argv if a.startswith("--sdpa-pth=")), "sparkenv-sdpa.pth")
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    installed = any(os.path.exists(os.path.join(d, pth)) for d in dirs)
+    return {"installed": installed, "active": None, "error": "; ".join(errors)}
 
 
 def _bandwidth(torch, size_mb: int = 512, iters: int = 20) -> dict[str, object]:  # type: ignore[no-untyped-def]
