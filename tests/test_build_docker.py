@@ -8,6 +8,7 @@ own), so these builds pass it; users building against PyPI or a mirror do not ne
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -368,3 +369,47 @@ def test_the_engine_going_away_mid_build_is_exit_3_and_tags_nothing(engine, whee
     assert "the Docker engine went away" in err and "Traceback" not in err
     assert not tags(engine, ref)
     assert no_container_left(engine, before)
+
+
+def test_sdpa_build_installs_the_override_the_image_python_loads(
+    engine, wheels, index, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    lock = bh.write_lock(
+        tmp_path, index, {"1-packages": [wheels["tinypkg"]], "2-unsloth": [wheels["unsloth"]]}, bh.STANDIN_TAG
+    )
+    ref = "sparkenv-test/app:sdpa"
+    proc = build(lock, ref, "--sdpa", "-q")
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout
+    assert engine.images.get(ref).labels["io.sparkenv.sdpa"] == "true"
+    probe = (
+        "import json, sys, _sparkenv_sdpa; s = _sparkenv_sdpa.status(); "
+        "print(json.dumps({k: s[k] for k in ('installed', 'active', 'installed_by')}))"
+    )
+    run = subprocess.run(
+        ["docker", "run", "--rm", "-e", "SPARKENV_GATE=off", ref, "python3", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    status = json.loads(run.stdout.strip().splitlines()[-1])
+    assert status == {"installed": True, "active": True, "installed_by": "pth"}, status
+    off = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "-e",
+            "SPARKENV_GATE=off",
+            "-e",
+            "SPARKENV_SDPA=0",
+            ref,
+            "python3",
+            "-c",
+            probe,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(off.stdout.strip().splitlines()[-1])["active"] is False
