@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sparkenv.cuda import elf
 
 FATBIN_MAGIC = 0xBA55ED50
+_MAGIC_BYTES = struct.pack("<I", FATBIN_MAGIC)
 _ENTRY = struct.Struct(
     "<HHIQIIHHIIIQ"
 )  # kind, ?, header size, payload size, csize, ?, minor, major, arch, …, flags
@@ -60,7 +61,37 @@ def parse_targets(read: elf.Reader) -> list[KernelTarget] | str:
         return f"malformed fatbin ({exc.__class__.__name__})"
 
 
+class _Window:
+    """Reads through a 64 KiB window: a fatbin holds thousands of small entries and padding between
+    compilation units. One pread per header and an 8-byte step through padding made the gate's NVFP4 check
+    take 7.4 s on a real torch 2.11 (4.3 s without it); with the window and next_magic, 5.3 s."""
+
+    def __init__(self, read: elf.Reader, size: int = 1 << 16) -> None:
+        self._read, self._size, self._start, self._data = read, size, -1, b""
+
+    def next_magic(self, offset: int, end: int, base: int) -> int:
+        """The next offset from `offset`, 8-byte aligned from `base`, where a fatbin header may start."""
+        while offset < end:
+            chunk = self(offset, min(self._size, end - offset))
+            if not chunk:
+                return end
+            at = chunk.find(_MAGIC_BYTES)
+            while at >= 0 and (offset + at - base) % 8:
+                at = chunk.find(_MAGIC_BYTES, at + 1)
+            if at >= 0:
+                return offset + at
+            offset += max(8, len(chunk) - len(_MAGIC_BYTES)) & ~7
+        return end
+
+    def __call__(self, offset: int, n: int) -> bytes:
+        rel = offset - self._start
+        if self._start < 0 or rel < 0 or rel + n > len(self._data):
+            self._start, self._data, rel = offset, self._read(offset, max(n, self._size)), 0
+        return self._data[rel : rel + n]
+
+
 def _entries(read: elf.Reader, start: int, size: int) -> list[KernelTarget] | str:
+    read = _Window(read)
     found: set[KernelTarget] = set()
     pos, end, count = start, start + size, 0
     while pos + 16 <= end:
@@ -69,7 +100,9 @@ def _entries(read: elf.Reader, start: int, size: int) -> list[KernelTarget] | st
             return "truncated fatbin"
         magic, _, header_size, fat_size = struct.unpack("<IHHQ", head)
         if magic != FATBIN_MAGIC:
-            pos += 8  # headers are 8-byte aligned; padding sits between compilation units
+            pos = read.next_magic(
+                pos + 8, end, start
+            )  # padding between compilation units: skip it at C speed
             continue
         entry, stop = pos + header_size, min(end, pos + header_size + fat_size)
         while entry + _ENTRY.size <= stop:
