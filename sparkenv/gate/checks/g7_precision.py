@@ -59,7 +59,12 @@ def check(f: GateFacts) -> list[Finding]:
                 "G7",
                 Status.WARN,
                 f"NVFP4 is intended ({intent}): on SM121 it runs ~32% slower than FP8 unless the kernels "
-                "target sm_121a, and sparkenv cannot yet read the kernels' SM targets",
+                "target sm_121a, and no installed NVFP4 kernel package was found to read "
+                + (
+                    "(none of gate.toml's nvfp4.kernel_packages)"
+                    if f.section("kernels") is not None
+                    else f"({f.probe_error('kernels') or 'kernels not in this snapshot'})"
+                ),
                 "nvfp4",
                 (intent,),
                 "stay on FP8 unless your kernels are built for sm_121a "
