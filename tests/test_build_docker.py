@@ -49,27 +49,28 @@ def index(wheels: dict[str, Path]) -> Iterator[str]:
         yield url
 
 
+def build_argv(lock: Path, *extra: str, base: str = bh.STANDIN_TAG) -> list[str]:
+    """`sparkenv build` of `lock` on the stand-in profile and base, for linux/amd64."""
+    return [
+        sys.executable,
+        "-m",
+        "sparkenv",
+        "build",
+        "--lock",
+        str(lock),
+        "--profile",
+        str(lock.parent / "standin.toml"),
+        "--base",
+        base,
+        "--platform",
+        "linux/amd64",
+        *extra,
+    ]
+
+
 def build(lock: Path, tag: str, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sparkenv",
-            "build",
-            "--lock",
-            str(lock),
-            "--profile",
-            str(lock.parent / "standin.toml"),
-            "--base",
-            bh.STANDIN_TAG,
-            "--platform",
-            "linux/amd64",
-            "--network",
-            "host",
-            "--tag",
-            tag,
-            *extra,
-        ],
+        build_argv(lock, "--network", "host", "--tag", tag, *extra),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -218,21 +219,7 @@ def test_no_permission_on_the_socket_is_exit_3(engine) -> None:  # type: ignore[
 def test_an_absent_base_without_a_registry_says_pull_or_base(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     lock = bh.write_lock(tmp_path, index, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sparkenv",
-            "build",
-            "--lock",
-            str(lock),
-            "--profile",
-            str(tmp_path / "standin.toml"),
-            "--base",
-            "registry.invalid/sparkenv/absent:1",
-            "--platform",
-            "linux/amd64",
-            "-q",
-        ],
+        build_argv(lock, "-q", base="registry.invalid/sparkenv/absent:1"),
         capture_output=True,
         text=True,
         timeout=300,
@@ -252,25 +239,7 @@ def build_stuck_in_a_step(
         engine.images.remove(ref, force=True)
     with bh.serve_index([wheels["tinypkg"]], delay=120) as slow:
         lock = bh.write_lock(tmp_path, slow, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
-        cmd = [
-            sys.executable,
-            "-m",
-            "sparkenv",
-            "build",
-            "--lock",
-            str(lock),
-            "--profile",
-            str(tmp_path / "standin.toml"),
-            "--base",
-            bh.STANDIN_TAG,
-            "--platform",
-            "linux/amd64",
-            "--network",
-            "host",
-            "--no-cache",
-            "--tag",
-            ref,
-        ]
+        cmd = build_argv(lock, "--network", "host", "--no-cache", "--tag", ref)
         proc = subprocess.Popen(
             cmd,
             cwd=REPO,
