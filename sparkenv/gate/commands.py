@@ -54,6 +54,14 @@ def gate(
             help="G2: import Unsloth (slow, ~25 s) to confirm its attention dispatch picks SDPA.",
         ),
     ] = False,
+    link_test: Annotated[
+        bool,
+        typer.Option(
+            "--link-test",
+            help="G10, multi-node launches: time one all-reduce between the nodes (NCCL on GPUs, gloo on "
+            "CPUs) after they agree, and warn when it is below the link's expected bandwidth.",
+        ),
+    ] = False,
     dump_facts: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -123,6 +131,7 @@ def gate(
         bandwidth=bandwidth,
         import_unsloth=import_unsloth,
         deadline_s=max(1.0, deadline),
+        link_test=link_test,
     )
     result, raw = run_gate(options, facts_file=facts, need_gb=need_gb)
     if dump_facts:

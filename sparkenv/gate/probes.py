@@ -62,6 +62,21 @@ ENV_KEYS = (
     "PIP_CONSTRAINT",
     "container",
     "CUDA_VISIBLE_DEVICES",
+    # G10: how the launchers name nodes, ranks and addresses (sparkenv.multinode.launch reads them)
+    "MASTER_PORT",
+    "GROUP_RANK",
+    "LOCAL_RANK",
+    "RANK",
+    "PET_NNODES",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+    "PARALLELISM_CONFIG_TP_SIZE",
+    "VLLM_HOST_IP",
+    "SGLANG_HOST_IP",
+    "RAY_ADDRESS",
+    "SPARKENV_IMAGE",
+    "SPARKENV_LOCK",
 )
 
 
@@ -73,6 +88,7 @@ class Options:
     bandwidth: bool = False
     import_unsloth: bool = False
     deadline_s: float = 25.0
+    link_test: bool = False
 
 
 def gather(opts: Options) -> dict[str, Any]:
@@ -88,6 +104,7 @@ def gather(opts: Options) -> dict[str, Any]:
         "loader": probe_loader,
         "dists": lambda: probe_dists(opts.python),
         "configs": lambda: probe_configs(opts.workload),
+        "multinode": lambda: probe_multinode(opts, deadline),
     }
     if nvfp4_intent(opts.workload, dict(os.environ)):
         probes["kernels"] = lambda: probe_kernels(opts.python)
@@ -307,11 +324,31 @@ def probe_configs(workload: list[str]) -> dict[str, Any]:
         default = os.path.join(home, "accelerate", "default_config.yaml")
         accel = default if os.path.exists(default) and any("accelerate" in a for a in workload[:2]) else None
     if accel:
-        out["accelerate"] = _read_config(accel, parsers.yaml_scalars)
+        out["accelerate"] = _read_config(accel, _yaml)
     ds = parsers.option_value(workload, ("--deepspeed", "--deepspeed_config"))
     if ds and ds.endswith(".json"):
         out["deepspeed"] = _read_config(ds, json.loads)
     return out
+
+
+def _yaml(text: str) -> Any:
+    """accelerate's config, read as accelerate reads it (PyYAML; imported only when a config exists)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not YAML: {str(exc).splitlines()[0]}") from None
+
+
+def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
+    """G10 for a multi-node launch: link facts, NCCL settings, agreement with the peers, link test."""
+    from sparkenv import __version__
+    from sparkenv.multinode import probe
+
+    configs = probe_configs(opts.workload)
+    env = dict(os.environ)
+    return probe.gather(opts.workload, env, configs, opts.python, deadline, __version__, opts.link_test)
 
 
 def _read_config(path: str, parse: Callable[[str], Any]) -> dict[str, Any]:

@@ -1,19 +1,52 @@
-"""G10 live: tensor parallelism across two Sparks: training → FAIL, inference → WARN."""
+"""G10 live: tensor parallelism across two Sparks (training → FAIL, inference → WARN); for a multi-node
+launch, this node's link and NCCL settings, the agreement of all nodes, and the optional link test."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from sparkenv.gate import parsers
 from sparkenv.gate.servers import identify
 from sparkenv.gate.view import GateFacts
+from sparkenv.multinode import judge_agreement, judge_link, launch, nccl
 from sparkenv.report import Finding, Status
 
 
 def check(f: GateFacts) -> list[Finding]:
-    nodes, nodes_from = _nodes(f)
-    tp, tp_from = _tp(f)
-    evidence = tuple(x for x in (nodes_from, tp_from) if x)
+    plan = launch.read(f.workload, f.env, f.section("configs") or {})
+    findings = _parallelism(f, plan)
+    if plan.multi_node:
+        findings += _multinode(f, plan)
+    return findings
+
+
+def _multinode(f: GateFacts, plan: launch.Launch) -> list[Finding]:
+    if f.probe_error("multinode"):
+        return [f.error_finding("G10", "multinode", "link")]  # type: ignore[list-item]
+    section = f.section("multinode") or {}
+    if not section.get("multi_node"):
+        return [
+            Finding(
+                "G10", Status.INFO, "link and agreement not checked: the snapshot has no link facts", "link"
+            )
+        ]
+    settings = nccl.effective(section.get("nccl_env") or {}, section.get("nccl_confs") or [])
+    out = judge_link.check(section["link"], settings, plan, f.is_gb10, section.get("resolved") or {})
+    for conf in section.get("nccl_confs") or []:
+        keys = sorted(conf.get("settings") or {})
+        if keys:
+            out.append(
+                Finding(
+                    "G10",
+                    Status.INFO,
+                    f"{conf['path']} sets {', '.join(keys)} (the environment overrides it)",
+                    f"nccl.conf:{conf['path']}",
+                    tuple(f"{k}={v}" for k, v in sorted(conf["settings"].items())),
+                )
+            )
+    return out + judge_agreement.check(section.get("agreement"), plan.nodes)
+
+
+def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
+    nodes, tp = plan.nodes, plan.tp
+    evidence = tuple(str(x) for x in (plan.nodes_from, plan.tp_from) if x)
     inference = identify(f.workload) is not None
     kind = "inference" if inference else "training"
     if nodes <= 1:
@@ -51,49 +84,3 @@ def check(f: GateFacts) -> list[Finding]:
             "train with DDP or FSDP across Sparks; keep TP inside one node",
         )
     ]
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def _nodes(f: GateFacts) -> tuple[int, str | None]:
-    arg = parsers.option_value(f.workload, ("--nnodes", "--num_machines", "--num-nodes"))
-    if arg and _int(arg.split(":")[-1]):
-        return _int(arg.split(":")[-1]) or 1, f"workload {arg} nodes"
-    if _int(f.env.get("NNODES")):
-        return _int(f.env["NNODES"]) or 1, f"NNODES={f.env['NNODES']}"
-    accel = ((f.section("configs") or {}).get("accelerate") or {}).get("data") or {}
-    if _int(accel.get("num_machines")):
-        return _int(accel["num_machines"]) or 1, f"accelerate num_machines={accel['num_machines']}"
-    world, local = _int(f.env.get("WORLD_SIZE")), _int(f.env.get("LOCAL_WORLD_SIZE"))
-    if world and local:
-        return max(1, world // local), f"WORLD_SIZE={world} / LOCAL_WORLD_SIZE={local}"
-    return 1, None
-
-
-def _tp(f: GateFacts) -> tuple[int, str | None]:
-    arg = parsers.option_value(
-        f.workload, ("--tensor-parallel-size", "--tp-size", "--tp", "--tensor_parallel_size")
-    )
-    if _int(arg):
-        return _int(arg) or 1, f"workload tensor parallel {arg}"
-    for key in ("TP_SIZE", "TENSOR_PARALLEL_SIZE"):
-        if _int(f.env.get(key)):
-            return _int(f.env[key]) or 1, f"{key}={f.env[key]}"
-    configs = f.section("configs") or {}
-    accel = (configs.get("accelerate") or {}).get("data") or {}
-    for key in ("tp_size", "tensor_parallel_size"):
-        if _int(accel.get(key)):
-            return _int(accel[key]) or 1, f"accelerate {key}={accel[key]}"
-    ds = (configs.get("deepspeed") or {}).get("data") or {}
-    tp_section = ds.get("tensor_parallel") or {}
-    size = (
-        tp_section.get("autotp_size") or tp_section.get("tp_size") if isinstance(tp_section, dict) else None
-    )
-    if _int(size):
-        return _int(size) or 1, f"deepspeed tensor_parallel={size}"
-    return 1, None

@@ -1,0 +1,140 @@
+"""G10 across nodes: do all nodes run the same image, lock, driver, CUDA, torch, NCCL and NCCL settings
+(compared through the launcher's own store), and what did the optional link test measure? Pure: the
+agreement probe's answer in, findings out; every node prints the same differences."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sparkenv import datafiles
+from sparkenv.multinode import digest
+from sparkenv.report import Finding, Status
+
+G = "G10"
+SUBJECT = "agreement"
+
+
+def _short(value: Any) -> str:
+    text = "unset" if value is None else str(value)
+    return text if len(text) <= 40 else text[:19] + "…" + text[-12:]
+
+
+def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
+    if not agreement:
+        return []
+    if "skipped" in agreement:
+        return [
+            Finding(G, Status.INFO, f"agreement between nodes not checked: {agreement['skipped']}", SUBJECT)
+        ]
+    store = agreement.get("store", "?")
+    if agreement.get("error"):
+        return [
+            Finding(
+                G,
+                Status.ERROR,
+                f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
+                SUBJECT,
+                (f"store {store}",),
+                "start every node's gate within the deadline (--deadline), with the same master address "
+                "and port",
+            )
+        ]
+    peers: Mapping[str, Any] = agreement.get("peers") or {}
+    missing = agreement.get("missing") or []
+    out: list[Finding] = []
+    diffs = digest.compare(peers)
+    ref = peers[min(peers, key=int)] if peers else {}
+    by_field: dict[str, list[digest.Difference]] = {}
+    for d in diffs:
+        by_field.setdefault(d.field, []).append(d)
+    for field, items in sorted(by_field.items()):
+        text = "; ".join(f"{d.node} has {_short(d.theirs)}" for d in items)
+        out.append(
+            Finding(
+                G,
+                Status.FAIL,
+                f"nodes disagree on {field}: {digest.label(ref)} has {_short(items[0].mine)}, {text}",
+                f"{SUBJECT}:{field}",
+                tuple(f"{d.node}: {d.theirs!r} vs {d.mine!r}" for d in items),
+                "run the same image (pull it by digest) with the same lock and settings on every node",
+            )
+        )
+    seen = ", ".join(digest.label(peers[k]) for k in sorted(peers, key=int))
+    if missing:
+        out.append(
+            Finding(
+                G,
+                Status.ERROR,
+                f"node(s) {', '.join(str(m) for m in missing)} of {nodes} did not publish within "
+                f"{agreement.get('waited_s', '?')} s; seen: {seen or 'none'}",
+                SUBJECT,
+                (f"store {store}",),
+                "start every node's gate within the deadline; check the master address and that the port "
+                "is open between the nodes",
+            )
+        )
+    elif not diffs:
+        fields = datafiles.load("multinode")["agreement"]["fields"]
+        unknown = [f for f in fields if (ref.get("digest") or {}).get(f) is None]
+        note = f" ({', '.join(unknown)} unknown on all)" if unknown else ""
+        out.append(
+            Finding(
+                G,
+                Status.PASS,
+                f"{len(peers)} nodes agree on {', '.join(f for f in fields if f not in unknown)} and NCCL "
+                f"settings{note}",
+                SUBJECT,
+                (f"store {store}", f"seen: {seen}"),
+            )
+        )
+    out += _link_test(agreement.get("link_test"), spark=_all_spark(peers))
+    return out
+
+
+def _all_spark(peers: Mapping[str, Any]) -> bool:
+    name = datafiles.load("gate")["gb10"]["name_contains"]
+    gpus = [str((p.get("digest") or {}).get("gpu") or "") for p in peers.values()]
+    return bool(gpus) and all(name in g for g in gpus)
+
+
+def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
+    if not result:
+        return []
+    subject = "link-test"
+    if result.get("error"):
+        return [
+            Finding(
+                G, Status.ERROR, f"link test ({result.get('backend')}) failed: {result['error']}", subject
+            )
+        ]
+    data = datafiles.load("multinode")["link_test"]
+    figure = (
+        f"{result['backend']} all-reduce of {result['buffer_mib']} MiB across {result['world']} nodes: "
+        f"{result['busbw_gbs']:g} GB/s bus bandwidth (median of {result['iterations']}, "
+        f"{result['median_s'] * 1000:.2f} ms)"
+    )
+    evidence = (f"algbw {result['algbw_gbs']:g} GB/s", f"set-up {result.get('setup_s')} s")
+    if not result.get("correct", True):
+        return [Finding(G, Status.FAIL, f"{figure}: the sum is wrong", subject, evidence)]
+    if result["backend"] != "nccl" or not spark:
+        return [
+            Finding(G, Status.INFO, f"{figure}; no expectation for this pair in the data", subject, evidence)
+        ]
+    expected = float(data["spark_busbw_gbs"])
+    if result["busbw_gbs"] < expected * float(data["warn_below_fraction"]):
+        return [
+            Finding(
+                G,
+                Status.WARN,
+                f"{figure}: below {expected * data['warn_below_fraction']:g} GB/s (a healthy Spark pair "
+                f"reaches ~{expected:g})",
+                subject,
+                evidence,
+                "likely: NCCL_IB_HCA without both halves of the port, a degraded link rate, MTU 1500, "
+                "NCCL_IB_DISABLE or a socket fallback (see the G10 link lines above)",
+            )
+        ]
+    return [
+        Finding(G, Status.PASS, f"{figure}: at or above the expected ~{expected:g} GB/s", subject, evidence)
+    ]

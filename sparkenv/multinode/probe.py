@@ -1,0 +1,162 @@
+"""The gate's multi-node probe: link facts from /sys, NCCL settings, and (for a multi-node launch) the
+agreement with the peers through the job's TCPStore, run by store_agent.py under the workload's
+interpreter. Everything under the gate's one deadline; the agent is killed with its process group."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from sparkenv import datafiles
+from sparkenv.multinode import digest, launch, nccl, sysfs
+
+SYSFS_ROOT_ENV = "SPARKENV_SYSFS_ROOT"  # a recorded tree (tests, replaying a user's machine)
+
+
+def resolve(hosts: list[str], timeout: float) -> dict[str, str | None]:
+    """Host names the launch advertises -> IPv4 address (None when it does not resolve)."""
+    out: dict[str, str | None] = {}
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(max(0.2, timeout))
+    try:
+        for host in hosts:
+            try:
+                out[host] = socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+            except OSError:
+                out[host] = None
+    finally:
+        socket.setdefaulttimeout(old)
+    return out
+
+
+def store_port(plan: launch.Launch, env: Mapping[str, str]) -> int:
+    data = datafiles.load("multinode")["agreement"]
+    if env.get("SPARKENV_AGREE_PORT", "").isdigit():
+        return int(env["SPARKENV_AGREE_PORT"])
+    return (plan.master_port or int(data["default_master_port"])) + int(data["port_offset"])
+
+
+def is_local(address: str, link: Mapping[str, Any]) -> bool:
+    if address.startswith("127.") or address in ("localhost", "::1"):
+        return True
+    return any(address == a.split("/")[0] for n in link["net"].values() for a in n["addresses"])
+
+
+def gather(
+    workload: list[str],
+    env: Mapping[str, str],
+    configs: Mapping[str, Any],
+    python: str,
+    deadline: float,
+    version: str,
+    link_test: bool = False,
+) -> dict[str, Any]:
+    plan = launch.read(workload, env, configs)
+    if not plan.multi_node:
+        return {"multi_node": False}
+    confs = nccl.read_confs(env)
+    settings = nccl.effective({k: v for k, v in env.items() if k.startswith("NCCL_")}, confs)
+    link = sysfs.read_link(env.get(SYSFS_ROOT_ENV) or "/")
+    hosts = sorted({s.value for s in plan.advertised})
+    out: dict[str, Any] = {
+        "multi_node": True,
+        "link": link,
+        "nccl_env": {k: v for k, v in env.items() if k.startswith("NCCL_")},
+        "nccl_confs": confs,
+        "resolved": resolve(hosts, min(2.0, deadline - time.monotonic() - 1.0)),
+    }
+    out["agreement"] = _agree(
+        plan, env, settings, python, deadline, version, link, out["resolved"], link_test
+    )
+    return out
+
+
+def _agree(
+    plan: launch.Launch,
+    env: Mapping[str, str],
+    settings: Mapping[str, tuple[str, str]],
+    python: str,
+    deadline: float,
+    version: str,
+    link: Mapping[str, Any],
+    resolved: Mapping[str, str | None],
+    link_test: bool,
+) -> dict[str, Any]:
+    if plan.local_rank not in (None, 0):
+        return {"skipped": f"local rank {plan.local_rank}: the node's local rank 0 compares for this node"}
+    if plan.ray:
+        return {"skipped": "under Ray: agreement through Ray's KV store is not built yet"}
+    if plan.master_addr is None:
+        return {"error": "no master address (--master-addr, MASTER_ADDR, --rdzv-endpoint, main_process_ip)"}
+    host = plan.master_addr.value
+    address = resolved.get(host) or host
+    is_master = plan.node_rank == 0 if plan.node_rank is not None else is_local(address, link)
+    mine = digest.own(env, settings, version)
+    cfg: dict[str, Any] = {
+        "host": address,
+        "port": store_port(plan, env),
+        "is_master": is_master,
+        "nodes": plan.nodes,
+        "node_rank": plan.node_rank,
+        "timeout_s": max(0.5, deadline - time.monotonic() - 1.0),  # it answers before we kill it
+        "digest": mine,
+        "link_test": None,
+    }
+    if link_test:
+        data = datafiles.load("multinode")["link_test"]
+        cfg["link_test"] = {
+            "buffer_mib": data["buffer_mib"],
+            "max_iterations": data["max_iterations"],
+            "budget_s": cfg["timeout_s"],
+        }
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [python, "-X", "utf8", digest.agent_script(), json.dumps(cfg)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group: a kill takes gloo/NCCL helpers with it
+        )
+    except OSError as exc:
+        return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}
+    try:
+        stdout, stderr = proc.communicate(
+            json.dumps(cfg), timeout=max(0.3, deadline - time.monotonic() - 0.2)
+        )
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        proc.communicate()
+        return {
+            "error": f"the store exchange at {address}:{cfg['port']} did not finish within the deadline",
+            "me": mine,
+        }
+    finally:
+        if proc.poll() is None:
+            _kill(proc)
+    result: dict[str, Any] = {}
+    for line in reversed(stdout.splitlines()):
+        try:
+            result = json.loads(line)
+            break
+        except ValueError:
+            continue
+    if not result:
+        tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or [f"exit {proc.returncode}"]
+        return {"error": f"the store agent gave no answer: {tail[0]}", "me": mine}
+    result["agent_s"] = round(time.monotonic() - started, 3)
+    result["nodes"] = plan.nodes
+    return result
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(OSError):  # already gone
+        os.killpg(proc.pid, signal.SIGKILL)

@@ -1,0 +1,176 @@
+"""G10 per-node link checks on /sys trees (tests/fixtures/sys): the real reader on real files, the real
+judgement, and the gate's CLI replaying what it recorded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sparkenv.multinode import judge_link, launch, nccl, sysfs
+from sparkenv.report import Status
+
+SYS = Path(__file__).parent / "fixtures" / "sys"
+GOOD_ENV = {
+    "NCCL_IB_HCA": "=rocep1s0f1,roceP2p1s0f1",
+    "NCCL_IB_GID_INDEX": "3",
+    "NCCL_SOCKET_IFNAME": "enp1s0f1np1",
+}
+TORCHRUN = ["torchrun", "--nnodes", "2", "--node-rank", "0", "--master-addr", "192.168.177.11", "train.py"]
+
+
+def judge(tree: str, env: dict[str, str], workload: list[str] = TORCHRUN, spark: bool = True, confs=()):
+    link = sysfs.read_link(str(SYS / tree))
+    settings = nccl.effective(env, list(confs))
+    plan = launch.read(workload, env, {})
+    return {f.subject: f for f in judge_link.check(link, settings, plan, spark)}
+
+
+def test_reader_sees_the_spark_as_ibstat_and_ibdev2netdev_show_it():
+    link = sysfs.read_link(str(SYS / "spark-healthy"))
+    assert sorted(link["rdma"]) == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]
+    port = link["rdma"]["rocep1s0f1"]["ports"]["1"]
+    assert (port["state"], port["phys_state"], port["rate_gbps"], port["link_layer"]) == (
+        "ACTIVE",
+        "LinkUp",
+        200.0,
+        "Ethernet",
+    )
+    assert port["gids"]["3"] == {
+        "gid": "0000:0000:0000:0000:0000:ffff:c0a8:b10b",
+        "type": "RoCE v2",
+        "ndev": "enp1s0f1np1",
+        "ipv4": "192.168.177.11",
+    }
+    assert "15" not in port["gids"]  # all-zero slots are unused, not GIDs
+    assert link["rdma"]["rocep1s0f1"]["netdevs"] == ["enp1s0f1np1"]
+    assert link["net"]["wlP9s9"]["wireless"] and link["net"]["enp1s0f1np1"]["mtu"] == 9000
+    assert link["net"]["enp1s0f0np0"]["speed_mbps"] is None  # a down port has no speed
+    assert link["net"]["enP7s7"]["addresses"] == ["10.0.0.21/24"]
+
+
+def test_live_addresses_agree_with_ip_json(tmp_path):
+    """The live reader (ioctls, no `ip` needed) and a recording by record.sh (`ip -j addr`) agree here."""
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2 is not installed")
+    subprocess.run(["bash", str(SYS / "record.sh"), str(tmp_path / "rec")], check=True, capture_output=True)
+    live = sysfs.read_link("/")
+    recorded = sysfs.read_link(str(tmp_path / "rec"))
+    assert {k: v["addresses"] for k, v in live["net"].items()} == {
+        k: v["addresses"] for k, v in recorded["net"].items()
+    }
+    assert {k: v["operstate"] for k, v in live["net"].items()} == {
+        k: v["operstate"] for k, v in recorded["net"].items()
+    }
+
+
+def test_healthy_spark_with_the_playbook_settings_passes():
+    found = judge("spark-healthy", GOOD_ENV)
+    assert found["rdma:rocep1s0f1"].status is Status.PASS
+    assert found["rdma:roceP2p1s0f1"].status is Status.PASS
+    assert found["rdma:rocep1s0f0"].status is Status.INFO  # no cable in the inner port: not a problem
+    assert found["NCCL_IB_HCA"].status is Status.PASS
+    assert (
+        found["NCCL_IB_GID_INDEX"].status is Status.PASS
+        and "192.168.177.11" in found["NCCL_IB_GID_INDEX"].summary
+    )
+    assert found["NCCL_SOCKET_IFNAME"].status is Status.PASS
+    assert found["master-addr"].status is Status.PASS and "enp1s0f1np1" in found["master-addr"].summary
+    assert not [f for f in found.values() if f.status in (Status.FAIL, Status.WARN, Status.ERROR)]
+
+
+def test_degraded_spark_warns_on_rate_and_mtu():
+    found = judge("spark-degraded", GOOD_ENV)
+    rate = found["rdma:rocep1s0f1"]
+    assert rate.status is Status.WARN and "25 Gb/s, expected 200" in rate.summary
+    mtu = found["rdma:roceP2p1s0f1"]
+    assert mtu.status is Status.WARN and "MTU 1500" in mtu.summary and "mtu 9000" in (mtu.fix or "")
+
+
+@pytest.mark.parametrize(
+    ("change", "subject", "status", "words"),
+    [
+        ({"NCCL_IB_HCA": None}, "NCCL_IB_HCA", Status.WARN, "NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"),
+        ({"NCCL_IB_HCA": "rocep1s0f1"}, "NCCL_IB_HCA", Status.WARN, "leaves out roceP2p1s0f1"),
+        ({"NCCL_IB_HCA": "mlx5_0,mlx5_1"}, "NCCL_IB_HCA", Status.FAIL, "no such RDMA device"),
+        ({"NCCL_IB_HCA": "=rocep1s0f0"}, "NCCL_IB_HCA", Status.FAIL, "not Active"),
+        ({"NCCL_IB_HCA": "roce"}, "NCCL_IB_HCA", Status.PASS, "rocep1s0f1"),  # prefix match: both halves
+        ({"NCCL_IB_HCA": "^=rocep1s0f0,roceP2p1s0f0"}, "NCCL_IB_HCA", Status.PASS, "roceP2p1s0f1"),
+        ({"NCCL_IB_GID_INDEX": "5"}, "NCCL_IB_GID_INDEX", Status.FAIL, "no GID at that index"),
+        ({"NCCL_IB_GID_INDEX": "2"}, "NCCL_IB_GID_INDEX", Status.WARN, "not a RoCE v2 GID"),
+        ({"NCCL_IB_GID_INDEX": None}, "NCCL_IB_GID_INDEX", Status.INFO, "RoCE v2 IPv4 GIDs here: 3"),
+        ({"NCCL_SOCKET_IFNAME": "eth0"}, "NCCL_SOCKET_IFNAME", Status.FAIL, "matches no interface"),
+        ({"NCCL_SOCKET_IFNAME": "wlP9s9"}, "NCCL_SOCKET_IFNAME", Status.WARN, "not the fast link"),
+        ({"NCCL_SOCKET_IFNAME": None}, "NCCL_SOCKET_IFNAME", Status.WARN, "enP7s7, wlP9s9 are up"),
+        ({"NCCL_IB_DISABLE": "1"}, "NCCL_IB_DISABLE", Status.WARN, "TCP sockets"),
+        ({"NCCL_NET": "Socket"}, "NCCL_NET", Status.WARN, "TCP sockets"),
+    ],
+)
+def test_nccl_settings_against_the_healthy_spark(change, subject, status, words):
+    env = {k: v for k, v in {**GOOD_ENV, **change}.items() if v is not None}
+    found = judge("spark-healthy", env)[subject]
+    assert found.status is status, found
+    assert words in found.summary + (found.fix or "")
+
+
+@pytest.mark.parametrize(
+    ("addr", "status", "words"),
+    [
+        ("192.168.1.50", Status.WARN, "wlP9s9 (Wi-Fi), not the link"),  # the launcher advertising Wi-Fi
+        ("10.0.0.7", Status.WARN, "is on enP7s7, not on the link"),  # the peer's management address
+        ("127.0.0.1", Status.FAIL, "cannot be reached from another node"),
+        ("192.168.177.12", Status.PASS, "is on enp1s0f1np1"),  # the peer across the link
+        ("8.8.8.8", Status.INFO, "routed"),
+    ],
+)
+def test_advertised_master_address(addr, status, words):
+    workload = [*TORCHRUN[:6], addr, *TORCHRUN[7:]]
+    found = judge("spark-healthy", GOOD_ENV, workload)["master-addr"]
+    assert found.status is status and words in found.summary, found
+
+
+def test_vllm_host_ip_on_wifi_warns():
+    env = {**GOOD_ENV, "VLLM_HOST_IP": "192.168.1.50", "NNODES": "2"}
+    found = judge("spark-healthy", env, ["vllm", "serve", "m", "--tensor-parallel-size", "2"])
+    assert found["VLLM_HOST_IP"].status is Status.WARN and "Wi-Fi" in found["VLLM_HOST_IP"].summary
+
+
+def test_leftover_nccl_conf_is_named_and_judged(tmp_path):
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("# from the last cluster\nNCCL_IB_HCA=mlx5_0\nNCCL_DEBUG=INFO\n")
+    env = {k: v for k, v in GOOD_ENV.items() if k != "NCCL_IB_HCA"} | {"NCCL_CONF_FILE": str(conf)}
+    confs = nccl.read_confs(env)
+    assert confs[0] == {"path": str(conf), "settings": {"NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "INFO"}}
+    found = judge("spark-healthy", env, confs=confs)["NCCL_IB_HCA"]
+    assert found.status is Status.FAIL and f"mlx5_0 from {conf}" in found.evidence
+    # the environment wins over the file, as in NCCL
+    found = judge("spark-healthy", {**env, "NCCL_IB_HCA": "roce"}, confs=confs)["NCCL_IB_HCA"]
+    assert found.status is Status.PASS
+
+
+def test_no_rdma_on_a_spark_warns_elsewhere_informs():
+    assert judge("no-rdma", {}, spark=True)["link"].status is Status.WARN
+    assert judge("no-rdma", {}, spark=False)["link"].status is Status.INFO
+
+
+def _lines(text: str, word: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("G10 ") and word in ln]
+
+
+def test_gate_reads_a_recorded_tree_and_replays_it(run, tmp_path):
+    """The live gate on a recorded tree (SPARKENV_SYSFS_ROOT), its snapshot replayed with --facts. The
+    workload is `true` with torchrun's arguments: read as a two-node launch, harmless when exec'd."""
+    facts = tmp_path / "facts.json"
+    env = {**GOOD_ENV, "SPARKENV_SYSFS_ROOT": str(SYS / "spark-degraded"), "SPARKENV_AGREE_PORT": "0"}
+    workload = ["true", *TORCHRUN[1:]]
+    r = run("gate", "--deadline", "3", "--dump-facts", str(facts), "--", *workload, env=env)
+    assert r.code == 0, r.err
+    rate = _lines(r.err, "rocep1s0f1 port")
+    assert len(rate) == 1 and rate[0].startswith("G10 WARN: rocep1s0f1 port 1 is Active at 25 Gb/s"), r.err
+    raw = json.loads(facts.read_text())
+    assert raw["multinode"]["nccl_env"]["NCCL_IB_HCA"] == GOOD_ENV["NCCL_IB_HCA"]
+    replay = run("gate", "--facts", str(facts))
+    assert _lines(replay.out, "rocep1s0f1 port") == rate
