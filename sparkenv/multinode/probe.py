@@ -105,7 +105,8 @@ def _agree(
         "is_master": is_master,
         "nodes": plan.nodes,
         "node_rank": plan.node_rank,
-        "timeout_s": max(0.5, deadline - time.monotonic() - 1.0),  # it answers before we kill it
+        "timeout_s": max(0.5, deadline - time.monotonic() - 1.0),
+        "deadline_monotonic": deadline - 0.8,  # it answers before we kill it
         "digest": mine,
         "link_test": None,
     }

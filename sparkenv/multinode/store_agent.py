@@ -39,6 +39,26 @@ def torch_facts(torch: Any) -> dict[str, Any]:
     return facts
 
 
+def _route_interface(peer: str) -> str | None:
+    """The interface this node reaches `peer` through (what gloo must bind to; by default it binds to
+    whatever the hostname resolves to, often not the link)."""
+    import fcntl
+    import struct
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((peer, 9))  # UDP: no packet is sent, the kernel only picks the route
+            local = s.getsockname()[0]
+            for _, name in socket.if_nameindex():
+                req = struct.pack("256s", name.encode()[:15])
+                with contextlib.suppress(OSError):
+                    if socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, req)[20:24]) == local:
+                        return name
+    except OSError:
+        return None
+    return None
+
+
 def link_test(
     torch: Any, dist: Any, store: Any, rank: int, world: int, cfg: dict[str, Any]
 ) -> dict[str, Any]:
@@ -47,6 +67,11 @@ def link_test(
     started = time.monotonic()
     budget = float(cfg.get("budget_s", 5.0))
     result: dict[str, Any] = {"backend": backend, "world": world, "buffer_mib": cfg["buffer_mib"]}
+    if backend == "gloo" and not os.environ.get("GLOO_SOCKET_IFNAME"):
+        iface = _route_interface(cfg["host"])
+        if iface and not (iface == "lo" and not cfg["host"].startswith("127.")):
+            os.environ["GLOO_SOCKET_IFNAME"] = iface
+            result["gloo_interface"] = iface
     try:
         dist.init_process_group(
             backend,
@@ -125,7 +150,8 @@ def main() -> int:
     _orphan_watch()
     cfg = json.loads(sys.argv[1])
     started = time.monotonic()
-    deadline = started + float(cfg["timeout_s"])
+    # An absolute CLOCK_MONOTONIC time (system-wide on Linux): our own start-up counts against it too.
+    deadline = float(cfg["deadline_monotonic"])
     out: dict[str, Any] = {"store": f"{cfg['host']}:{cfg['port']}", "is_master": cfg["is_master"]}
     try:
         import torch
@@ -137,6 +163,14 @@ def main() -> int:
     out["import_s"] = round(time.monotonic() - started, 3)
     digest = {**cfg["digest"], **torch_facts(torch)}
     nodes = int(cfg["nodes"])
+    if not cfg["is_master"] and not _reachable(cfg["host"], int(cfg["port"]), deadline - 0.3):
+        out["error"] = (
+            f"could not reach the store at {cfg['host']}:{cfg['port']} within "
+            f"{time.monotonic() - started:.1f} s: is node 0's gate running?"
+        )
+        out["me"] = {"ordinal": cfg.get("node_rank"), "name": socket.gethostname(), "digest": digest}
+        print(json.dumps(out))
+        return 0
     try:
         store = dist.TCPStore(
             cfg["host"],
@@ -193,10 +227,28 @@ def main() -> int:
     return 0
 
 
+def _reachable(host: str, port: int, until: float) -> bool:
+    """Wait for the host's store to listen. TCPStore's own client retries with a growing back-off that
+    overruns its timeout; a plain connect every 0.1 s keeps within ours."""
+    while True:
+        try:
+            wait = max(0.05, min(1.0, until - time.monotonic()))
+            with socket.create_connection((host, port), timeout=wait):
+                return True
+        except OSError:
+            if time.monotonic() + 0.1 >= until:
+                return False
+            time.sleep(0.1)
+
+
 def _first(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    # Skip the interpreter's teardown (the store's server thread, gloo) which takes ~1 s: the answer is out,
+    # and the peers have read what they needed before we got here.
+    os._exit(code)

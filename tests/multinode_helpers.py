@@ -1,0 +1,138 @@
+"""Two "nodes" on one machine: two network namespaces joined by a veth pair (real addresses, real
+sockets, their own /sys/class/net), each running a real process. Needs root (CI runs as root)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TRAIN = """
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"workload rank {dist.get_rank()} of {dist.get_world_size()} sum {t.item():g}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def require_torch() -> None:
+    try:
+        import torch.distributed  # noqa: F401
+    except ImportError:
+        if os.environ.get("SPARKENV_REQUIRE_TORCH") == "1":
+            pytest.fail("torch is not installed and SPARKENV_REQUIRE_TORCH=1 (.ci/run installs CPU torch)")
+        pytest.skip("torch is not installed (pip install torch: the CPU build is enough)")
+
+
+def require_netns() -> None:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        if os.environ.get("SPARKENV_REQUIRE_TORCH") == "1":
+            pytest.fail("network namespaces need root and iproute2 (CI runs as root)")
+        pytest.skip("network namespaces need root and iproute2")
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+@dataclass
+class Node:
+    ns: str
+    address: str
+    dev: str
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+    seconds: float
+
+    def g10(self, word: str) -> list[str]:
+        return [ln for ln in self.err.splitlines() if ln.startswith("G10 ") and word in ln]
+
+
+class TwoNodes:
+    def __init__(self, tag: str) -> None:
+        self.nodes = [Node(f"spk{tag}{x}", f"10.77.0.{i + 1}", f"v{tag}{x}") for i, x in enumerate("ab")]
+        a, b = self.nodes
+        self.close()  # what a killed run of the same name left behind
+        for n in self.nodes:
+            _ip("netns", "add", n.ns)
+            _ip("-n", n.ns, "link", "set", "lo", "up")
+        _ip(
+            "link",
+            "add",
+            f"v{tag}a",
+            "netns",
+            a.ns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            f"v{tag}b",
+            "netns",
+            b.ns,
+        )
+        for n, dev in ((a, f"v{tag}a"), (b, f"v{tag}b")):
+            _ip("-n", n.ns, "addr", "add", f"{n.address}/24", "dev", dev)
+            _ip("-n", n.ns, "link", "set", dev, "up")
+
+    def close(self) -> None:
+        for n in self.nodes:
+            subprocess.run(["ip", "netns", "del", n.ns], capture_output=True, timeout=20)
+
+    def start(self, i: int, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+        full = {
+            k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",) and not k.startswith("NCCL_")
+        }
+        # gloo binds to what the hostname resolves to unless told: name the node's link, as on real nodes
+        full["GLOO_SOCKET_IFNAME"] = self.nodes[i].dev
+        full.update(env)
+        return subprocess.Popen(
+            ["ip", "netns", "exec", self.nodes[i].ns, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full,
+            cwd=cwd,
+            start_new_session=True,
+        )
+
+    def gate_torchrun(
+        self,
+        which: list[int],
+        cwd: Path,
+        envs: dict[int, dict[str, str]] | None = None,
+        gate_args: tuple[str, ...] = (),
+        timeout: float = 120,
+    ) -> dict[int, Ran]:
+        """`sparkenv gate … -- python -m torch.distributed.run --nnodes 2 …` on the chosen nodes at once."""
+        script = cwd / "train.py"
+        script.write_text(TRAIN)
+        procs = {}
+        started = time.monotonic()
+        for i in which:
+            argv = [sys.executable, "-m", "sparkenv", "gate", *gate_args, "--"]
+            argv += [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1"]
+            argv += ["--node-rank", str(i), "--master-addr", self.nodes[0].address, "--master-port", "29500"]
+            argv += [str(script)]
+            procs[i] = (self.start(i, argv, (envs or {}).get(i, {}), cwd), time.monotonic())
+        out = {}
+        for i, (proc, t0) in procs.items():
+            try:
+                o, e = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - started)))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                o, e = proc.communicate()
+            out[i] = Ran(proc.returncode, o, e, time.monotonic() - t0)
+        return out
