@@ -57,6 +57,16 @@ def cleaned(what: str) -> None:
         _cleaned.append(what)
 
 
+def on_interrupt(what: str) -> None:
+    """Something that holds if the run is stopped from now on (`no tag moved`), until `forget`."""
+    cleaned(what)
+
+
+def forget(what: str) -> None:
+    if what in _cleaned:
+        _cleaned.remove(what)
+
+
 def closing_line(signum: int | None) -> tuple[str, int]:
     """The one line printed when a run is stopped, and its exit status (130 for SIGINT, 143 SIGTERM)."""
     signum = signum or signal.SIGINT
