@@ -91,7 +91,15 @@ def _dist_info() -> tuple[str, dict[str, bytes]]:
             f"{package_dir()}: sparkenv runs without being installed (no sparkenv dist-info): install it "
             "with pip install . (or -e .) so that sparkenv build knows its version and dependencies"
         ) from None
-    files = {"METADATA": (dist.read_text("METADATA") or "").encode()}
+    # From a checkout (`python -m sparkenv` there) the metadata found first may be the egg-info that
+    # setuptools leaves in the tree: PKG-INFO, same format.
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    if not text or not dist.version:
+        raise SparkenvError(
+            f"{getattr(dist, '_path', 'sparkenv')}: sparkenv's metadata is unreadable: "
+            "reinstall it (pip install .)"
+        )
+    files = {"METADATA": text.encode()}
     entry_points = dist.read_text("entry_points.txt")
     if entry_points:
         files["entry_points.txt"] = entry_points.encode()
