@@ -103,7 +103,13 @@ def lock(
     ] = None,
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
     timeout: Annotated[
-        float, typer.Option("--timeout", metavar="SECONDS", help="Give up on the resolver after this long.")
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Give up on the resolver after this long (a positive number).",
+            callback=opts.positive_seconds,
+        ),
     ] = 600.0,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
