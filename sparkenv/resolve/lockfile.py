@@ -74,6 +74,8 @@ def render_pylock(
         'created-by = "sparkenv"',
         "",
     ]
+    if not packages:
+        lines += ["packages = []", ""]  # nothing beyond the base: still a valid PEP 751 lock
     for pkg in packages:
         lines.append("[[packages]]")
         lines += _table(pkg)

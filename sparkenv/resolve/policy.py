@@ -496,6 +496,9 @@ def check_resolved(
         for req in pkg.requires or []:
             dep = canonicalize_name(req.name)
             if dep in excluded and (req.marker is None or req.marker.evaluate(env)):
+                base_v = profile.provides.get(profile.provider(dep) or dep, "")
+                if req.url or (base_v and not _accepts(req, base_v)):
+                    continue  # a conflict with the base: resolve/closure.py reports it as a FAIL
                 wanted.setdefault(dep, []).append(f"{chain(key)} → {dep}")
     for dep, paths in sorted(wanted.items()):
         prov = profile.provider(dep) or dep
@@ -534,6 +537,13 @@ def check_resolved(
                     )
                 )
     return out
+
+
+def _accepts(req: Requirement, version: str) -> bool:
+    try:
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
 
 
 def version_ok(version: str) -> bool:
