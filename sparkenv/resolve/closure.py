@@ -123,7 +123,7 @@ def closed_info(n_packages: int, n_edges: int) -> Finding:
     return Finding(
         "G9",
         Status.PASS,
-        f"the lock is closed: {n_edges} requirement(s) of {n_packages} package(s), markers evaluated for "
-        "the target and extras followed, are all met by the lock or the base",
+        f"the resolved set is closed: {n_edges} requirement(s) of {n_packages} package(s), markers evaluated "
+        "for the target and extras followed, are all met by the lock or the base",
         "closure",
     )

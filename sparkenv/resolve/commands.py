@@ -160,8 +160,13 @@ def lock(
         if not inputs:
             raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
         import sys
+        from pathlib import Path
+
+        from sparkenv.resolve import outputs as outputs_mod
 
         progress = not (quiet or json_out) and sys.stderr.isatty()
+        pending: dict[Path, str] = {}
+        outputs_mod.check_writable([p for p in (report, junit) if p])
         result = run.lock(
             inputs,
             profile,
@@ -174,7 +179,11 @@ def lock(
             allow_replace=allow_replace,
             exclude_newer=exclude_newer,
             progress=progress,
+            outputs=pending,
         )
+        # The lock, --report and --junit together: validated first, all written or none replaced.
+        outputs_mod.write_all(result, pending, report=report, junit=junit, strict=strict)
+        raise typer.Exit(emit(result, json_out=json_out, report=None, junit=None, strict=strict, quiet=quiet))
     raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
 
 

@@ -416,12 +416,18 @@ def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> 
 
 
 def check_resolved(
-    locked: dict[str, Locked], roots: list[str], profile: Profile, no_deps_stage: str | None
+    locked: dict[str, Locked],
+    roots: list[str],
+    profile: Profile,
+    no_deps_stage: str | None,
+    excluded_names: list[str] | None = None,
 ) -> list[Finding]:
+    """`excluded_names`: what was kept out of resolution (default: all the base provides; less under
+    --allow-replace)."""
     env = profile.marker_env()
     via = chains(locked, roots, env)
     out: list[Finding] = []
-    excluded = set(profile.excluded())
+    excluded = set(profile.excluded() if excluded_names is None else excluded_names)
     compiles = _compiles_cuda()
 
     def chain(key: str) -> str:

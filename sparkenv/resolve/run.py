@@ -198,7 +198,11 @@ def lock(
     allow_replace: list[str] | None = None,
     exclude_newer: str | None = None,
     progress: bool = False,
+    outputs: dict[Path, str] | None = None,
 ) -> Report:
+    """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
+    are put there instead of written, so the caller can write them together with its reports (all or
+    nothing)."""
     from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
@@ -255,25 +259,34 @@ def lock(
     )
     pylock_path, req_path = lockfile.paths_for(Path(output_dir), profile)
     blocked = any(f.status in (Status.FAIL, Status.ERROR) for f in findings)
-    if blocked:
+    unknown = sum(1 for f in findings if f.status is Status.ERROR)
+    if blocked and not any(f.status is Status.FAIL for f in findings):
+        # An unknown file's requirements cannot be checked: that is a failed lock, not a warning.
         findings.append(
             Finding(
                 "G9",
-                Status.INFO,
-                f"{pylock_path} not written: the resolved set fails the policy"
-                + (
-                    ""
-                    if any(f.status is Status.FAIL for f in findings)
-                    else " (a file's metadata is unknown)"
-                ),
+                Status.FAIL,
+                f"{pylock_path} not written: {unknown} file(s) could not be checked (see the ERROR lines)",
                 "lock",
+                (),
+                "make every file's metadata readable, then lock again",
+            )
+        )
+    elif blocked:
+        findings.append(
+            Finding(
+                "G9", Status.INFO, f"{pylock_path} not written: the resolved set fails the policy", "lock"
             )
         )
     else:
         extra_tool = {"allow-replace": sorted(allowed)} if allowed else {}
         if exclude_newer:
             extra_tool["exclude-newer"] = exclude_newer
-        _write(pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded, extra_tool)
+        files = _render(pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded, extra_tool)
+        if outputs is None:
+            lockfile.write_pair(files)
+        else:
+            outputs.update(files)
         what = f"{len(locked)} packages, every one pinned with hashes ({len(stages)} install stage(s))"
         if not locked:
             what = "nothing to lock beyond the base: every requirement is the base's"
@@ -342,7 +355,9 @@ def _resolved_findings(
     edges = graph.edges(requires, env, _root_extras(inp, env))
     chain = graph.chains(locked, edges, roots)
     versions = {k: p.version for k, p in locked.items()}
-    out += policy.check_resolved(locked, roots, profile, None)
+    out += policy.check_resolved(
+        locked, roots, profile, None, [n for n in profile.excluded() if n not in allowed]
+    )
     base = closure.base_conflicts(versions, edges, chain, profile, allowed)
     gaps = closure.unclosed(versions, edges, chain, profile, allowed)
     out += base + gaps
@@ -364,7 +379,7 @@ def _rel(path: Path, out_dir: Path) -> str:
     return os.path.relpath(path.resolve(), out_dir.resolve())
 
 
-def _write(
+def _render(
     pylock_path: Path,
     req_path: Path,
     profile: profiles.Profile,
@@ -375,7 +390,7 @@ def _write(
     paths: list[str],
     excluded: list[str],
     extra_tool: dict[str, Any],
-) -> None:
+) -> dict[Path, str]:
     from packaging.pylock import Pylock, PylockValidationError
 
     from sparkenv.datafiles import parse_toml
@@ -426,7 +441,7 @@ def _write(
     req_text = lockfile.render_requirements(
         packages, [(s.name, s.no_deps) for s in stages], header, index_lines
     )
-    lockfile.write_pair({pylock_path: text, req_path: req_text})
+    return {pylock_path: text, req_path: req_text}
 
 
 def lock_check(
