@@ -18,10 +18,45 @@ app = typer.Typer(
     "Each finding is one line, G-number first (G1–G10, see `sparkenv explain`). Exit codes: 0 no FAIL, "
     "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _version_line() -> str:
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        version = metadata.version("sparkenv")
+    except metadata.PackageNotFoundError:
+        version = "0+unknown (not installed)"
+    where = Path(__file__).resolve().parent
+    return f"sparkenv {version} ({where}; Python {sys.version.split()[0]})"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(_version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print sparkenv's version, where it runs from and the Python, then exit.",
+            callback=_show_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts."""
 
 
 def explain(
@@ -62,25 +97,24 @@ _register_stages()
 
 
 def main() -> None:
+    from sparkenv import signals
     from sparkenv.errors import SparkenvError
 
+    _survive_any_encoding()
+    signals.install()
     try:
         # Without standalone mode click returns the exit code of typer.Exit instead of raising it.
         code = app(standalone_mode=False)
-        if code == 130:  # typer turns Ctrl-C into a silent Exit(130); say what happened
-            print("sparkenv: interrupted", file=sys.stderr)
+        if code == 130:  # typer turns Ctrl-C (and our SIGTERM/SIGHUP) into a silent Exit(130)
+            _stopped(signals.received())
         sys.exit(code if isinstance(code, int) else 0)
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("sparkenv: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        print("sparkenv: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        _stopped(signals.received())
     except Exception as exc:
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()  # click's usage errors: usage line + "Error: …", exit 2
@@ -88,8 +122,26 @@ def main() -> None:
         if os.environ.get("SPARKENV_DEBUG"):
             raise
         print(
-            f"sparkenv: internal error: {exc.__class__.__name__}: {exc} (set SPARKENV_DEBUG=1 for the "
-            "traceback, and please report it)",
+            "sparkenv: internal error: please report, with SPARKENV_DEBUG=1 output: "
+            f"{exc.__class__.__name__}: {exc}",
             file=sys.stderr,
         )
         sys.exit(70)
+
+
+def _stopped(signum: int | None) -> None:
+    from sparkenv import signals
+
+    line, code = signals.closing_line(signum)
+    print(line, file=sys.stderr)
+    sys.exit(code)
+
+
+def _survive_any_encoding() -> None:
+    """A character the stream cannot take (a typographic dash under PYTHONIOENCODING=ascii or a C
+    locale) is replaced, never fatal."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        # surrogateescape too: it writes raw bytes for lone surrogates but fails on a dash under ascii
+        if reconfigure is not None and getattr(stream, "errors", "strict") in ("strict", "surrogateescape"):
+            reconfigure(errors="replace")

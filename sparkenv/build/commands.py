@@ -84,9 +84,10 @@ def build(
     """Build an image from a lock on its NGC base and tag it only when its own audit has no FAIL.
 
     The lock's stages install with pip --no-deps --require-hashes; a step fails the build when a package
-    the base provides was replaced; sparkenv goes in from a wheel of this checkout; the gate runs as the
-    entrypoint in front of NGC's (SPARKENV_GATE=strict|warn|off). Then `sparkenv audit --json` runs in a
-    throw-away container; its report is kept next to the lock.
+    the base provides was replaced; sparkenv goes in from a wheel of the sparkenv running this command
+    (installed or editable); the gate runs as the entrypoint in front of NGC's
+    (SPARKENV_GATE=strict|warn|off). Then `sparkenv audit --json` runs in a throw-away container; its
+    report is kept next to the lock.
 
     Examples:
 
@@ -102,6 +103,10 @@ def build(
     from sparkenv.resolve import profiles
 
     started = time.perf_counter()
+    if tag is not None:
+        from sparkenv.build.reference import check_tag
+
+        check_tag(tag)  # before any work, --dry-run too: a bad name must not cost a whole build
     if inputs and lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
     if inputs:
@@ -111,7 +116,8 @@ def build(
         result = run.lock(inputs, profile, None, output_dir, None, [], None, 600.0)
         if result.exit_code():
             raise typer.Exit(emit(result, json_out=False, report=None, junit=None, strict=False, quiet=True))
-        lock_path = Path(output_dir) / f"pylock.{profiles.load(result.profile).file_stem}.toml"
+        # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
+        lock_path = Path(output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
     else:
         lock_path = Path(lock or f"lockfiles/pylock.{profiles.load(profile).file_stem}.toml")
     locked = context.read_lock(lock_path)
@@ -127,7 +133,7 @@ def build(
             raise SparkenvError(f"{ca_bundle}: no such CA bundle")
         ca_path = None
     target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
-    wheels = [runtime.sparkenv_wheel(runtime.checkout()), *runtime.dependency_wheels(target)]
+    wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
     ref = tag or f"sparkenv/{prof.file_stem}:latest"
     plan = context.Plan(prof, locked, context.default_base(prof, base), _version(), ca_path, sdpa, wheels)
 
@@ -140,7 +146,10 @@ def build(
         typer.echo(f"# would tag {ref} after `sparkenv audit --json` in the image has no FAIL")
         return
 
+    from sparkenv import signals
+
     client = engine.connect()
+    signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
     plan.base = _resolve_base(client, plan.base, prof, base, quiet)
     progress = engine.Progress(quiet)
     if not quiet:
@@ -173,6 +182,7 @@ def build(
         )
         raise typer.Exit(1)
     engine.tag(client, image_id, ref)
+    signals.forget(f"no tag moved ({ref})")
     typer.echo(
         f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
         f"cached; audit: {verdict}, report {locked.report_path}; {took:.1f} s)"

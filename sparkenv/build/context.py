@@ -1,5 +1,6 @@
-"""What `sparkenv build` sends to the engine: the Dockerfile rendered from dockerfiles/ and the context
-files (lock stages, sparkenv's runtime, the base check, an optional CA bundle). No Docker needed here."""
+"""What `sparkenv build` sends to the engine: the Dockerfile rendered from dockerfiles/ (package data) and
+the context files (lock stages, sparkenv's runtime, the base check, an optional CA bundle). No Docker
+needed here."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from sparkenv import confine, safe_read
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import lockfile, profiles
 from sparkenv.resolve.profiles import Profile
@@ -63,11 +65,15 @@ def read_lock(path: Path) -> Lock:
     req_name = tool.get("requirements")
     if not isinstance(req_name, str):
         raise SparkenvError(f"{path}: [tool.sparkenv] names no requirements file")
-    req = path.parent / req_name
+    # the lock may come from another repository: its requirements file lies beside it, nowhere else
+    where = f"{path}: [tool.sparkenv] requirements"
+    req = confine.inside(
+        confine.project_root(path.parent), confine.plain_name(req_name, where), path.parent, where
+    )
     try:
-        text = req.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.strerror}") from None
+        text = safe_read.read_text(req, what="the lock's hashed requirements", limit=16 << 20)
+    except safe_read.UnreadableFile as exc:
+        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.reason}") from None
     header: list[str] = []
     stages: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
@@ -90,9 +96,26 @@ def read_lock(path: Path) -> Lock:
     return Lock(path, req, tool, header, [(name, "\n".join(body)) for name, body in stages if body])
 
 
+def template_text(name: str) -> str:
+    """A Dockerfile template, as package data: sparkenv/dockerfiles/ is the checkout's dockerfiles/ (a
+    symlink, one copy) and ships in the wheel, so an installed sparkenv builds too."""
+    try:
+        return resources.files("sparkenv").joinpath("dockerfiles", name).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SparkenvError(
+            f"sparkenv/dockerfiles/{name}: the Dockerfile template is missing from this sparkenv "
+            f"({exc.strerror}): reinstall it (pip install --force-reinstall sparkenv)"
+        ) from None
+
+
 def profile_for(lock: Lock, arg: str | None) -> Profile:
+    """--profile as the user gave it (a file relative to the working directory, like every path on the
+    command line), else the profile the lock names."""
     named = str(lock.tool.get("profile") or "")
-    prof = profiles.load(arg or named or None, lock.pylock.parent)
+    if not arg and named.endswith(".toml"):  # a profile file the lock names stays inside its project
+        root = confine.project_root(lock.pylock.parent)
+        confine.inside(root, named, lock.pylock.parent, f"{lock.pylock}: [tool.sparkenv] profile")
+    prof = profiles.load(arg) if arg else profiles.load(named or None, lock.pylock.parent)
     if named and prof.name != named:
         raise SparkenvError(
             f"{lock.pylock}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
@@ -141,9 +164,7 @@ class Plan:
         }
 
     def dockerfile(self) -> str:
-        from sparkenv.build.runtime import checkout
-
-        template = (checkout() / "dockerfiles" / TEMPLATE).read_text(encoding="utf-8")
+        template = template_text(TEMPLATE)
         fetch: list[str] = []
         install: list[str] = []
         if self.ca_bundle:

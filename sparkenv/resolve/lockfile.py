@@ -74,6 +74,8 @@ def render_pylock(
         'created-by = "sparkenv"',
         "",
     ]
+    if not packages:
+        lines += ["packages = []", ""]  # nothing beyond the base: still a valid PEP 751 lock
     for pkg in packages:
         lines.append("[[packages]]")
         lines += _table(pkg)
@@ -108,7 +110,8 @@ def render_requirements(
 
 
 def write_pair(files: dict[Path, str]) -> None:
-    """Both files or neither: write temporaries first, then rename each into place."""
+    """All files or none: write every temporary first (beside its destination, so a folder that cannot
+    take the file fails here, before anything moves), then rename each into place."""
     tmps: list[tuple[Path, Path]] = []
     try:
         for dest, text in files.items():
@@ -119,7 +122,10 @@ def write_pair(files: dict[Path, str]) -> None:
         for tmp, dest in tmps:
             os.replace(tmp, dest)
     except OSError as exc:
-        raise SparkenvError(f"cannot write the lock: {exc}") from None
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        raise SparkenvError(
+            f"{where}cannot write it ({exc.strerror or exc}); nothing written, the previous lock is kept"
+        ) from None
     finally:
         for tmp, _ in tmps:
             tmp.unlink(missing_ok=True)
@@ -129,15 +135,11 @@ def read_tool(path: Path) -> dict[str, Any]:
     """The [tool.sparkenv] table of a lock sparkenv wrote (validated as PEP 751 first)."""
     from packaging.pylock import Pylock, PylockValidationError
 
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.datafiles import read_user_toml
 
+    data = read_user_toml(path, "a pylock.toml lock")
     try:
-        data = parse_toml(path.read_text(encoding="utf-8"))
         Pylock.from_dict(data)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SparkenvError(f"{path}: unreadable: {exc}") from None
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{path}: not valid TOML: {exc}") from None
     except PylockValidationError as exc:
         raise SparkenvError(f"{path}: not a valid PEP 751 lock: {exc}") from None
     tool = data.get("tool", {}).get("sparkenv")

@@ -7,6 +7,7 @@ files), or `[tool.sparkenv] profile = "…"` / `profile-file = "…"` in pyproje
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from sparkenv import schema
 from sparkenv.errors import SparkenvError
 
 PLATFORMS = {
@@ -24,6 +26,24 @@ PLATFORMS = {
     "linux/x86_64": "x86_64",
 }
 _REQUIRED = ("name", "reviewed", "source", "python", "cuda", "manylinux", "platform")
+# A profile's name becomes part of file names (lockfiles/pylock.<name>.toml): no folders, no traversal.
+NAME_RE = re.compile(r"[a-z0-9._-]+")
+_SCHEMA = {
+    "name": schema.STRING,
+    "reviewed": schema.STRING_OR_DATE,
+    "source": schema.STRING,
+    "description": schema.STRING,
+    "image": schema.STRING,
+    "digest": schema.STRING,
+    "python": schema.STRING,
+    "cuda": schema.STRING,
+    "glibc": schema.STRING,
+    "manylinux": schema.STRING,
+    "platform": schema.STRING,
+    "provides": schema.STRING_TABLE,
+    "satisfies": schema.STRING_TABLE,
+    "env": schema.STRING_TABLE,
+}
 
 
 @dataclass(frozen=True)
@@ -115,9 +135,21 @@ def _parse(text: str, where: str) -> Profile:
         data: dict[str, Any] = parse_toml(text)
     except TOMLDecodeError as exc:
         raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level
+        raise SparkenvError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
     missing = [k for k in _REQUIRED if not data.get(k)]
     if missing:
         raise SparkenvError(f"{where}: profile lacks {', '.join(missing)}")
+    schema.check(data, _SCHEMA, where)
+    if not NAME_RE.fullmatch(data["name"]):
+        raise SparkenvError(
+            f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
+        )
+    for key in ("python", "cuda"):
+        try:
+            Version(data[key])
+        except InvalidVersion:
+            raise SparkenvError(f"{where}: {key} = {data[key]!r} is not a version") from None
     if data["platform"] not in PLATFORMS:
         raise SparkenvError(
             f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
@@ -177,10 +209,12 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
         path = Path(name_or_path)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
+        from sparkenv import safe_read
+
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.strerror}") from None
+            text = safe_read.read_text(path, what="a profile file", limit=1 << 20)
+        except safe_read.UnreadableFile as exc:
+            raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.reason}") from None
         return _parse(text, str(name_or_path))
     raise SparkenvError(
         f"unknown profile {name_or_path!r}: choose one of {', '.join(profiles)} "
