@@ -42,6 +42,15 @@ def build(
         Optional[str],  # noqa: UP045
         typer.Option("--tag", "-t", metavar="NAME[:TAG]", help="Default: sparkenv/<profile>:latest."),
     ] = None,
+    push: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--push",
+            metavar="REGISTRY/NAME[:TAG]",
+            help="After the audit passed, tag the image REGISTRY/NAME:TAG too, push it and print its digest "
+            "(REGISTRY/NAME@sha256:…) for `docker pull` on every node.",
+        ),
+    ] = None,
     base: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--base", metavar="IMAGE", help="Build on IMAGE instead of the profile's (a mirror)."),
@@ -107,6 +116,10 @@ def build(
         from sparkenv.build.reference import check_tag
 
         check_tag(tag)  # before any work, --dry-run too: a bad name must not cost a whole build
+    if push is not None:
+        from sparkenv.build.reference import check_tag
+
+        check_tag(push, "--push")
     if inputs and lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
     if inputs:
@@ -134,7 +147,7 @@ def build(
         ca_path = None
     target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
     wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
-    ref = tag or f"sparkenv/{prof.file_stem}:latest"
+    ref = tag or push or f"sparkenv/{prof.file_stem}:latest"
     plan = context.Plan(prof, locked, context.default_base(prof, base), _version(), ca_path, sdpa, wheels)
 
     if dry_run:
@@ -144,6 +157,8 @@ def build(
         for name, (data, _) in sorted(files.items()):
             typer.echo(f"#   {name} ({len(data)} bytes)")
         typer.echo(f"# would tag {ref} after `sparkenv audit --json` in the image has no FAIL")
+        if push:
+            typer.echo(f"# then push {push} and print its digest")
         return
 
     from sparkenv import signals
@@ -187,6 +202,17 @@ def build(
         f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
         f"cached; audit: {verdict}, report {locked.report_path}; {took:.1f} s)"
     )
+    if push:
+        from sparkenv.build import push as pushing
+
+        if push != ref:
+            engine.tag(client, image_id, push)
+        signals.on_interrupt(f"push of {push} stopped: the registry holds no manifest for it")
+        digest = pushing.push(client, push, quiet)
+        signals.forget(f"push of {push} stopped: the registry holds no manifest for it")
+        pinned = f"{pushing.split(push)[0]}@{digest}"
+        typer.echo(f"sparkenv build: pushed {push}; on every node: docker pull {pinned}")
+        typer.echo(pinned)  # the last line alone: REF=$(sparkenv build … --push … | tail -1)
 
 
 def _version() -> str:

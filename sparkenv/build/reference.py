@@ -34,7 +34,7 @@ _REFERENCE = re.compile(rf"(?P<name>{_NAME})(?::(?P<tag>{_TAG}))?", re.ASCII)
 NAME_MAX = 255
 
 
-def check_tag(ref: str) -> str:
+def check_tag(ref: str, option: str = "--tag") -> str:
     """`ref` when Docker can tag an image with it; else SparkenvError (exit 2) saying what is wrong."""
     m = _REFERENCE.fullmatch(ref)
     if m is None:
@@ -44,11 +44,11 @@ def check_tag(ref: str) -> str:
         elif "@" in ref:
             hint = "; a digest (@sha256:…) names an image, it cannot be a tag"
         raise SparkenvError(
-            f"--tag {ref!r}: not a valid Docker image reference (NAME[:TAG], NAME lower-case letters, "
+            f"{option} {ref!r}: not a valid Docker image reference (NAME[:TAG], NAME lower-case letters, "
             f"digits and . _ - separators with / between parts; TAG up to 128 of [A-Za-z0-9_.-]){hint}"
         )
     if len(m.group("name")) > NAME_MAX:
         raise SparkenvError(
-            f"--tag: the repository name is {len(m.group('name'))} characters, over {NAME_MAX}"
+            f"{option}: the repository name is {len(m.group('name'))} characters, over {NAME_MAX}"
         )
     return ref
