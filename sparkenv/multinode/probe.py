@@ -116,6 +116,8 @@ def _agree(
             "buffer_mib": data["buffer_mib"],
             "max_iterations": data["max_iterations"],
             "budget_s": cfg["timeout_s"],
+            # auto: NCCL where CUDA is available, else gloo; `gloo` measures the socket path on GPU nodes
+            "backend": env.get("SPARKENV_LINK_BACKEND") or None,
         }
     started = time.monotonic()
     try:

@@ -62,7 +62,8 @@ def _route_interface(peer: str) -> str | None:
 def link_test(
     torch: Any, dist: Any, store: Any, rank: int, world: int, cfg: dict[str, Any]
 ) -> dict[str, Any]:
-    use_cuda = torch.cuda.is_available() and cfg.get("backend") != "gloo"
+    wanted = cfg.get("backend")
+    use_cuda = wanted == "nccl" or (wanted != "gloo" and torch.cuda.is_available())
     backend = "nccl" if use_cuda else "gloo"
     started = time.monotonic()
     budget = float(cfg.get("budget_s", 5.0))

@@ -12,6 +12,17 @@ from sparkenv.report import Finding, Status
 def check(f: GateFacts) -> list[Finding]:
     plan = launch.read(f.workload, f.env, f.section("configs") or {})
     findings = _parallelism(f, plan)
+    for which, entry in sorted((f.section("configs") or {}).items()):
+        if isinstance(entry, dict) and entry.get("error"):
+            findings.append(
+                Finding(
+                    "G10",
+                    Status.WARN,
+                    f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node count and "
+                    "tensor-parallel size were not read",
+                    f"config:{entry.get('path')}",
+                )
+            )
     if plan.multi_node:
         findings += _multinode(f, plan)
     return findings
