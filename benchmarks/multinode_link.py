@@ -152,7 +152,7 @@ def gates(extra_env: dict[int, dict[str, str]], args: list[str], deadline: float
     return out
 
 
-def duplicate_gpu(timeout: float = 90) -> dict:
+def duplicate_gpu(timeout: float = 40) -> dict:
     """NCCL, two ranks, both on cuda:0: NCCL normally refuses this; record exactly what it says."""
     port = free_port()
     env = {**os.environ, "NCCL_DEBUG": "WARN"}

@@ -214,7 +214,12 @@ def main() -> int:
     if cfg.get("link_test") and not missing:
         budget = min(float(cfg["link_test"]["budget_s"]), deadline - time.monotonic() - 0.5)
         out["link_test"] = link_test(
-            torch, dist, store, int(rank), nodes, {**cfg["link_test"], "budget_s": budget}
+            torch,
+            dist,
+            store,
+            int(rank),
+            nodes,
+            {**cfg["link_test"], "budget_s": budget, "host": cfg["host"]},
         )
     # The host keeps the store up until every peer has read it (bounded by the deadline).
     store.add(PREFIX + "done", 1)
