@@ -72,8 +72,13 @@ def test_a_probe_printing_garbage(run, tmp_path):
     assert r.line("G1", "torch") == "G1 ERROR: the torch probe gave no answer: boom"
 
 
-def test_no_torch_and_no_nvidia_smi(run):
-    r = run("gate", env={"PATH": "/usr/bin:/bin"})
+def test_no_torch_and_no_nvidia_smi(run, tmp_path):
+    # An interpreter without torch: the test environment may hold CPU torch (the two-node tests use it).
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True, timeout=120
+    )
+    bare = tmp_path / "bare" / "bin" / "python"
+    r = run("gate", "--python", str(bare), env={"PATH": "/usr/bin:/bin"})
     assert r.line("G1", "torch") == "G1 SKIP: torch is not installed: nothing CUDA to check"
     assert r.line("G4", "GPU") == "G4 SKIP: no GPU reading: nvidia-smi not found"
     assert "platform: no-gpu" in r.lines
