@@ -119,9 +119,7 @@ def link_test(
             correct=bool(buf[0].item() == float(world ** (len(times) + 1))),
         )
     except Exception as exc:
-        result["error"] = (
-            f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        )
+        result["error"] = _reason(exc)
     finally:
         try:
             if dist.is_initialized():
@@ -245,6 +243,18 @@ def _reachable(host: str, port: int, until: float) -> bool:
             if time.monotonic() + 0.1 >= until:
                 return False
             time.sleep(0.1)
+
+
+def _reason(exc: BaseException) -> str:
+    """The exception's first line, and NCCL's own reason after its "Last error:" line when there is one
+    (e.g. 'Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60')."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    text = f"{exc.__class__.__name__}: {lines[0] if lines else ''}"
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("Last error"):
+            text += f"; NCCL: {lines[i + 1]}"
+            break
+    return text
 
 
 def _first(exc: BaseException) -> str:
