@@ -134,7 +134,15 @@ def build_nvml_stub(folder: Path) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o", "libnvidia-ml.so.1", str(STUB_SOURCE)],
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libnvidia-ml.so.1",
+            "-o",
+            "libnvidia-ml.so.1",
+            str(STUB_SOURCE),
+        ],
         cwd=folder,
         check=True,
         timeout=120,

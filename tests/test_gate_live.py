@@ -31,7 +31,9 @@ def fake_torch(tmp_path: Path, body: str) -> dict[str, str]:
 
 def test_torch_that_segfaults_on_import(run, tmp_path):
     r = run(
-        "gate", "--deep", env=fake_torch(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+        "gate",
+        "--deep",
+        env=fake_torch(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"),
     )
     assert r.line("G1", "torch").startswith("G1 FAIL: import torch was killed by SIGSEGV")
     assert r.code == 1
@@ -85,19 +87,22 @@ def nvml_env(lib: Path, scenario: str = "h200", procs: str = "") -> dict[str, st
 def test_recorded_h200_readings_through_nvml(run, nvml_lib):
     r = run("gate", env=nvml_env(nvml_lib, procs="4242:100000"))
     assert r.line("G4", "drawn").startswith("G4 INFO: 39°C, 79.46 W drawn, limit 700 W")
-    assert r.line("G6", "4242").startswith("G6 WARN: ") and "holds 100000 MiB of GPU memory (70% of the GPU)" in (
-        r.line("G6", "4242")
-    )
+    assert r.line("G6", "4242").startswith(
+        "G6 WARN: "
+    ) and "holds 100000 MiB of GPU memory (70% of the GPU)" in (r.line("G6", "4242"))
     assert "platform: generic-nvidia" in r.lines
 
 
 def test_gb10_memory_not_supported_judged_against_memtotal(run, nvml_lib):
     """GB10's NVML has no memory total: another process's GPU memory is judged against MemTotal."""
-    total_kb = int(next(ln for ln in open("/proc/meminfo") if ln.startswith("MemTotal")).split()[1])
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    total_kb = int(next(ln for ln in meminfo if ln.startswith("MemTotal")).split()[1])
     big, small = int(total_kb / 1024 * 0.6), 512
     r = run("gate", env=nvml_env(nvml_lib, "gb10", f"4242:{big},4343:{small}"))
     assert "platform: dgx-spark" in r.lines
-    assert r.line("G6", "4242").startswith("G6 WARN: ") and "of unified memory (MemTotal)" in r.line("G6", "4242")
+    assert r.line("G6", "4242").startswith("G6 WARN: ") and "of unified memory (MemTotal)" in r.line(
+        "G6", "4242"
+    )
     assert r.line("G6", "4343").startswith("G6 INFO: ")
     assert r.line("G4", "drawn").startswith("G4 INFO: 35°C, 11.17 W drawn, limit n/a")
 
@@ -107,7 +112,9 @@ def test_a_driver_call_that_hangs_cannot_block_the_start(run, nvml_lib):
     r = run("gate", "--deadline", "2", env=nvml_env(nvml_lib, "hang"))
     # The promise is deadline + 1 s; the rest is this loaded test machine's interpreter start.
     assert time.monotonic() - started < 2 + 1 + 2
-    assert r.line("G4", "gpu").startswith("G4 ERROR: gpu probe failed: did not answer within the 2 s deadline")
+    assert r.line("G4", "gpu").startswith(
+        "G4 ERROR: gpu probe failed: did not answer within the 2 s deadline"
+    )
 
 
 def test_no_driver_library_is_said_not_crashed(run):

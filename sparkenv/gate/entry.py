@@ -101,7 +101,13 @@ def run(a: GateArgs) -> int:
         write_atomic(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
     stream = sys.stderr if a.workload else sys.stdout
     code = emit(
-        result, json_out=a.json_out, report=a.report, junit=a.junit, strict=a.strict, quiet=a.quiet, stream=stream
+        result,
+        json_out=a.json_out,
+        report=a.report,
+        junit=a.junit,
+        strict=a.strict,
+        quiet=a.quiet,
+        stream=stream,
     )
     if not a.workload:
         return code

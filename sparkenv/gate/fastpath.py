@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from sparkenv.errors import SparkenvError
 from sparkenv.gate.entry import GateArgs, env_flag
 
 VALUED = {
@@ -56,7 +57,7 @@ def parse(argv: list[str]) -> GateArgs | None:
                 try:
                     values[key] = float(raw)
                 except ValueError:
-                    return None
+                    raise SparkenvError(f"{name}: {raw!r} is not a number") from None
             else:
                 values[key] = raw
         elif arg in FLAGS and not eq:

@@ -15,6 +15,8 @@ import struct
 from sparkenv.gate.reading import UnreadableFile, read_bytes
 
 CACHE = "/etc/ld.so.cache"
+# The cache to read instead (an image's root mounted elsewhere; tests that need a machine without CUDA).
+CACHE_ENV = "SPARKENV_LD_SO_CACHE"
 _MAGIC = b"glibc-ld.so.cache1.1"
 _DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
 _MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
@@ -72,9 +74,10 @@ def resolve(
     runpath: tuple[str, ...],
     machine: str,
     env_ld_path: str | None = None,
-    cache_path: str = CACHE,
+    cache_path: str | None = None,
 ) -> tuple[str | None, str]:
     """(path the loader would load, how it was found), or (None, where it looked)."""
+    cache_path = cache_path or os.environ.get(CACHE_ENV) or CACHE
     origin = os.path.dirname(os.path.realpath(obj_path))
     ld_path = os.environ.get("LD_LIBRARY_PATH", "") if env_ld_path is None else env_ld_path
     steps: list[tuple[str, list[str]]] = []

@@ -10,7 +10,6 @@ process group.
 from __future__ import annotations
 
 import contextlib
-import contextlib
 import os
 import signal
 import subprocess

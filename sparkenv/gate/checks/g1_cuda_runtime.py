@@ -15,7 +15,10 @@ from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
 
 FIX = "reinstall torch from https://download.pytorch.org/whl/cu130 or use the NGC image"
-DRIVER_FIX = "update the NVIDIA driver (DGX OS: sudo apt update && sudo apt full-upgrade), or use an image built for it"
+DRIVER_FIX = (
+    "update the NVIDIA driver (DGX OS: sudo apt update && sudo apt full-upgrade), "
+    "or use an image built for it"
+)
 
 
 def check(f: GateFacts) -> list[Finding]:
@@ -99,7 +102,8 @@ def _static(f: GateFacts) -> Finding:
         return Finding(
             "G1",
             Status.FAIL,
-            f"torch {version} needs CUDA {(wrong[0]['major'] if wrong else label_major)}: {what} — target is CUDA {target}",
+            f"torch {version} needs CUDA {wrong[0]['major'] if wrong else label_major}: {what} "
+            f"— target is CUDA {target}",
             "torch",
             evidence,
             FIX,
@@ -110,7 +114,8 @@ def _static(f: GateFacts) -> Finding:
         return Finding(
             "G1",
             Status.FAIL,
-            f"torch {version}: {lib} needs {first['soname']}, which the loader will not find ({first.get('how')})",
+            f"torch {version}: {lib} needs {first['soname']}, which the loader will not find "
+            f"({first.get('how')})",
             "torch",
             evidence,
             "install the CUDA 13 runtime wheels torch requires (pip install --force-reinstall torch from the "
@@ -121,7 +126,8 @@ def _static(f: GateFacts) -> Finding:
         return Finding(
             "G1",
             Status.FAIL,
-            f"torch {version}: {alien[0]['found']} is built for {alien[0]['machine']}, not {s.get('machine')}",
+            f"torch {version}: {alien[0]['found']} is built for {alien[0]['machine']}, "
+            f"not {s.get('machine')}",
             "torch",
             evidence,
             FIX,

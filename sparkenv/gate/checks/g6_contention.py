@@ -102,8 +102,8 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: dict[str, Any]) -> list
             Finding(
                 "G6",
                 Status.INFO,
-                f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: processes "
-                "this container cannot see (other containers, the host) or driver reservations",
+                f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: "
+                "processes this container cannot see (other containers, the host) or driver reservations",
                 "unlisted gpu memory",
             )
         )
