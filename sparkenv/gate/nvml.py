@@ -17,7 +17,31 @@ from typing import Any
 MIB = 1 << 20
 
 
+LIBRARY = "libnvidia-ml.so.1"
+
+
+def library_path() -> str | None:
+    """Where dlopen will find libnvidia-ml (LD_LIBRARY_PATH, the loader cache, default folders), or None.
+
+    Importing pynvml costs more than the rest of the gate (it defines its ctypes structures at import);
+    on a machine without the driver, this look-up says so without paying for it."""
+    import platform
+
+    from sparkenv.gate import ldcache
+
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
+    found, _ = ldcache.resolve(LIBRARY, __file__, (), (), machine)
+    return found
+
+
 def probe(sample_s: float = 0.0, deadline: float | None = None) -> dict[str, Any]:
+    if library_path() is None:
+        return {
+            "available": False,
+            "source": "nvml",
+            "error": f"{LIBRARY} not found: no NVIDIA driver "
+            "visible here (run the container with --gpus all)",
+        }
     try:
         import pynvml
     except ImportError:

@@ -218,15 +218,53 @@ def probe_loader() -> dict[str, Any]:
 
 
 def probe_dists(python: str) -> dict[str, str]:
-    from sparkenv.environment.distributions import Distribution, iter_distributions
+    """name -> version of every installed distribution, first on the path wins (as importlib's does).
+
+    Read from the .dist-info folder names (`{name}-{version}.dist-info`, PEP 427), which costs one
+    directory listing per site folder; only names that cannot be split so (egg-info, odd installers)
+    open their metadata, through the safe reader (a FIFO there is an error entry, not a hang)."""
     from sparkenv.environment.target import resolve
 
     out: dict[str, str] = {}
     for site in resolve(python if python != sys.executable else None).site_dirs:
-        for item in iter_distributions(site, read_files=False):
-            if isinstance(item, Distribution):
-                out.setdefault(item.key, item.version)
+        try:
+            names = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for name in names:
+            ident = _dist_identity(str(site), name)
+            if ident:
+                out.setdefault(*ident)
     return out
+
+
+def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
+    from packaging.utils import canonicalize_name
+
+    stem, dot, kind = folder.rpartition(".")
+    if not dot or kind not in ("dist-info", "egg-info"):
+        return None
+    name, dash, version = stem.partition("-")
+    if kind == "dist-info" and dash and version[:1].isdigit() and "-" not in version:
+        return canonicalize_name(name), version
+    meta = "METADATA" if kind == "dist-info" else "PKG-INFO"
+    path = (
+        os.path.join(site, folder, meta)
+        if os.path.isdir(os.path.join(site, folder))
+        else os.path.join(site, folder)
+    )
+    try:
+        text = read_text(path, what=f"a {meta} file", limit=4 << 20)
+    except UnreadableFile:
+        return None
+    fields = dict(
+        (k.strip().lower(), v.strip())
+        for k, sep, v in (ln.partition(":") for ln in text.split("\n\n", 1)[0].splitlines())
+        if sep
+    )
+    if fields.get("name") and fields.get("version"):
+        return canonicalize_name(fields["name"]), fields["version"]
+    return None
 
 
 def probe_kernels(python: str) -> dict[str, Any]:
