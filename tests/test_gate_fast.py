@@ -373,3 +373,36 @@ def test_help_and_typos_still_go_to_typer(run):
     assert "--deep" in run("gate", "--help").out
     r = run("gate", "--dedline", "3")
     assert r.code == 2 and "No such option" in r.err
+
+
+# --- real H200 recordings of this version (default mode, NVML) -----------------------------------------
+
+
+def test_h200_static_recording_replays(run, tmp_path):
+    r = run("gate", "--facts", str(gh.FIXTURES / "facts" / "h200-static.json"))
+    assert r.code == 0 and "verdict: ready" in r.lines
+    assert r.line("G1", "torch") == (
+        "G1 PASS: static: torch 2.11.0+cu130 built for CUDA 13.0; libtorch_cuda.so → libcudart.so.13 "
+        "found at /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13; "
+        "driver 580.159.04 ≥ 580 for CUDA 13"
+    )
+    assert r.line("G4", "drawn").startswith("G4 INFO: 33°C, 94.05 W drawn, limit 700 W")
+
+
+def test_h200_deep_recording_with_nvml_replays(run):
+    r = run("gate", "--facts", str(gh.FIXTURES / "facts" / "h200-deep-nvml.json"))
+    assert r.line("G1", "torch").startswith("G1 PASS: torch 2.11.0+cu130 built for CUDA 13.0; first CUDA")
+
+
+def test_h200_gpu_process_seen_by_nvml_with_its_memory(run):
+    """Recorded with a second python holding 20 GiB on the GPU beside the gate."""
+    r = run("gate", "--facts", str(gh.FIXTURES / "facts" / "h200-static-gpu-process.json"))
+    assert r.line("G6", "pid") == "G6 INFO: python (pid 487) holds 20998 MiB of GPU memory (15% of the GPU)"
+
+
+def test_the_recorded_h200_driver_text(run, tmp_path):
+    facts = gh.live("h200-static")
+    facts["driver"] = {"proc_version": (DRIVERS / "h200-580.159.04.txt").read_text(), "version": None}
+    facts["gpu"] = {"available": False, "error": "libnvidia-ml.so.1 not found"}
+    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "torch")
+    assert line.startswith("G1 PASS: static:") and line.endswith("driver 580.159.04 ≥ 580 for CUDA 13")
