@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from sparkenv.errors import SparkenvError
+from sparkenv.printable import printable
 from sparkenv.gate.reading import UnreadableFile, read_bytes
 
 FACTS_SCHEMA = "sparkenv.facts/1"
@@ -58,7 +59,9 @@ def load(path: str) -> dict[str, Any]:
 
 
 def _short(message: str) -> str:
-    """fastjsonschema names the value `data.smi.gpus[0].power.draw`; the user's file has no `data`."""
+    """fastjsonschema names the value `data.smi.gpus[0].power.draw`; the user's file has no `data`.
+    Keys from the file may hold newlines or control characters: escaped, so the error stays one line."""
+    message = printable("".join(c if c.isprintable() else repr(c)[1:-1] for c in message))
     if message.startswith("data."):
         message = message[5:]
     elif message.startswith("data "):
