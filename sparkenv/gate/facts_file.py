@@ -11,8 +11,8 @@ from importlib import resources
 from typing import Any
 
 from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
 from sparkenv.gate.reading import UnreadableFile, read_bytes
+from sparkenv.printable import printable
 
 FACTS_SCHEMA = "sparkenv.facts/1"
 LIMIT = 32 << 20  # a real snapshot is ~20 KiB; its dists of a 2,000-package image well under 1 MiB
