@@ -220,7 +220,10 @@ def test_sigterm_while_probing_kills_the_probes_process_group(tmp_path):
     probe_pid = int(marker.read_text())
     gate.send_signal(signal.SIGTERM)
     _, err = gate.communicate(timeout=30)
-    assert gate.returncode == 128 + signal.SIGTERM and "interrupted by SIGTERM" in err
+    assert (
+        gate.returncode == 128 + signal.SIGTERM
+        and "sparkenv: terminated (SIGTERM); the gate's probes were killed" in err
+    )
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(probe_pid, 0)

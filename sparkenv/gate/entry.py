@@ -91,8 +91,12 @@ def run(a: GateArgs) -> int:
     try:
         result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb)
     except orchestrate.Interrupted as exc:
-        print(f"sparkenv gate: interrupted by {exc}", file=sys.stderr)
-        return 128 + exc.signum
+        from sparkenv import signals
+
+        signals.cleaned("the gate's probes were killed")
+        line, code = signals.closing_line(exc.signum)
+        print(line, file=sys.stderr)
+        return code
     finally:
         restore()
     if a.dump_facts:
