@@ -409,3 +409,10 @@ def test_the_recorded_h200_driver_text(run, tmp_path):
     facts["gpu"] = {"available": False, "error": "libnvidia-ml.so.1 not found"}
     line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "torch")
     assert line.startswith("G1 PASS: static:") and line.endswith("driver 580.159.04 ≥ 580 for CUDA 13")
+
+
+def test_static_mode_says_flash_attn_was_not_called(run, tmp_path):
+    facts = gh.live("h200-static")
+    facts["dists"]["flash-attn"] = "2.8.3"
+    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G2", "flash-attn")
+    assert line.startswith("G2 INFO: flash-attn is installed; the default gate does not call it (--deep")
