@@ -16,9 +16,9 @@ pytestmark = [pytest.mark.torch, pytest.mark.netns]
 
 @pytest.fixture
 def nodes():
-    mh.require_torch()
+    python = mh.torch_python()
     mh.require_netns()
-    pair = mh.TwoNodes(str(os.getpid() % 10000))
+    pair = mh.TwoNodes(str(os.getpid() % 10000), python)
     yield pair
     pair.close()
 

@@ -4,12 +4,8 @@ interpreter. Everything under the gate's one deadline; the agent is killed with 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import socket
-import subprocess
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -119,32 +115,22 @@ def _agree(
             # auto: NCCL where CUDA is available, else gloo; `gloo` measures the socket path on GPU nodes
             "backend": env.get("SPARKENV_LINK_BACKEND") or None,
         }
+    from sparkenv.gate import orchestrate
+
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            [python, "-X", "utf8", digest.agent_script(), json.dumps(cfg)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # its own process group: a kill takes gloo/NCCL helpers with it
+        # The gate's own runner: its own session, killed at the deadline and on any signal the gate gets.
+        ran = orchestrate.bounded_run(
+            [python, "-X", "utf8", digest.agent_script(), json.dumps(cfg)], deadline - 0.3
         )
     except OSError as exc:
         return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}
-    try:
-        stdout, stderr = proc.communicate(
-            json.dumps(cfg), timeout=max(0.3, deadline - time.monotonic() - 0.2)
-        )
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        proc.communicate()
+    if ran["timed_out"]:
         return {
             "error": f"the store exchange at {address}:{cfg['port']} did not finish within the deadline",
             "me": mine,
         }
-    finally:
-        if proc.poll() is None:
-            _kill(proc)
+    stdout, stderr = ran["stdout"], ran["stderr"]
     result: dict[str, Any] = {}
     for line in reversed(stdout.splitlines()):
         try:
@@ -153,13 +139,8 @@ def _agree(
         except ValueError:
             continue
     if not result:
-        tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or [f"exit {proc.returncode}"]
+        tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or [f"exit {ran['returncode']}"]
         return {"error": f"the store agent gave no answer: {tail[0]}", "me": mine}
     result["agent_s"] = round(time.monotonic() - started, 3)
     result["nodes"] = plan.nodes
     return result
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(OSError):  # already gone
-        os.killpg(proc.pid, signal.SIGKILL)
