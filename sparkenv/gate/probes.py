@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv import datafiles
-from sparkenv.environment import container
+from sparkenv.environment import container, ngc
 from sparkenv.gate import parsers
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.servers import identify, prefilter_words
@@ -235,7 +235,12 @@ def probe_processes() -> dict[str, Any]:
 
 def probe_container() -> dict[str, Any]:
     facts = container.detect()
-    return {"markers": list(facts.markers), "checked": list(facts.checked)}
+    image = ngc.detect(environ={})  # the variable is in the env snapshot; here only the constraint file
+    return {
+        "markers": list(facts.markers),
+        "checked": list(facts.checked),
+        "ngc": {"constraint_file": image.constraint_file, "pins": image.pins},
+    }
 
 
 def probe_loader() -> dict[str, Any]:

@@ -48,8 +48,9 @@ class Declared:
 
     @property
     def exact(self) -> str | None:
-        pins = [s.version for s in self.specifier if s.operator in ("==", "===") and "*" not in s.version]
-        return pins[0] if pins else None
+        from sparkenv.rules.pins import exact_pin
+
+        return exact_pin(self.specifier)
 
 
 @dataclass

@@ -65,12 +65,13 @@ def check(
 def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> list[Stage]:
     """Regular packages resolved with their dependencies; the Unsloth family pinned --no-deps after."""
     env = profile.marker_env()
-    family = policy._unsloth_family()
+    from sparkenv.rules import unsloth as family
+
     main, unsloth, constraints = [], [], []
     for d in inp.requirements:
         if d.constraint:
             constraints.append(d.text)
-        elif d.key in family or (d.no_deps and d.key is not None):
+        elif (d.key is not None and family.is_member(d.key)) or (d.no_deps and d.key is not None):
             if d.applies(env):
                 unsloth.append(d.text)
         else:

@@ -1,23 +1,34 @@
-"""What ties each installed distribution to a CUDA major, with the evidence for it (pure)."""
+"""The CUDA major of a piece of evidence — name, version label, exact pin, Requires-Dist, soname, install
+path — with one precedence and one severity table, for every stage (pure).
+
+Declared requirements and the resolved set have names, versions and Requires-Dist; an installed
+environment adds its shared objects and paths. All of them go through `name_version_evidence`, so a
+`+cpu` or a `-cu12` is judged the same whether `sparkenv check`, `lock` or `audit` sees it.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv.audit.scan import AuditFacts, DistFacts
 from sparkenv.cuda import rules
+from sparkenv.report import Status
+from sparkenv.rules.markers import marker_environment
+
+if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts, DistFacts
 
 
 @dataclass(frozen=True)
 class Evidence:
     major: int | None  # None with kind "cpu" means a CPU-only build
-    kind: str  # "needed", "provides", "requires", "label", "name", "path", "cpu", "ngc"
+    kind: str  # "needed", "provides", "requires", "label", "ngc", "name", "pin", "path", "cpu"
     text: str
     soname: str | None = None  # for "needed" and "provides"
 
@@ -33,62 +44,82 @@ class Binding:
         return {e.major for e in self.evidence if e.major is not None}
 
 
-# Strongest evidence first: what the loader will do beats what a name says.
-KIND_ORDER = {"needed": 0, "provides": 1, "requires": 2, "label": 3, "ngc": 4, "name": 5, "path": 6, "cpu": 7}
+# The precedence, strongest evidence first: what the loader will do beats what a name says.
+KIND_ORDER = {
+    "needed": 0,
+    "provides": 1,
+    "requires": 2,
+    "label": 3,
+    "ngc": 4,
+    "name": 5,
+    "pin": 5,
+    "path": 6,
+    "cpu": 7,
+}
+
+# The severity table: what a piece of evidence that does not fit the target means, at every stage.
+# A CUDA major other than the target's is a FAIL: the loader finds no library, or loads a CUDA 12 one
+# beside CUDA 13 (only unrequired CUDA 12 *library* residue in an installed environment is a WARN, see
+# rules/g1.py). `+cpu` is a FAIL for every package, not only the torch family: the label exists only on
+# the PyTorch index's CPU channel (download.pytorch.org/whl/cpu), so a package carrying it has a CUDA
+# build the GPU target wants (torchao+cpu has no CUDA kernels: its float8/NVFP4 paths fall back or
+# raise), and it shows that the environment was installed from the CPU index. A package without GPU
+# code carries no such label, so nothing harmless is caught.
+OTHER_MAJOR = Status.FAIL
+CPU_ONLY = Status.FAIL
 
 
-def marker_environment(facts: AuditFacts) -> dict[str, str]:
-    """Markers are evaluated for the target environment, not for the host running sparkenv."""
-    version = facts.target.python_version or "3.12"
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": f"{version}.0",
-        "os_name": "posix",
-        "platform_machine": facts.target.machine,
-        "platform_python_implementation": "CPython",
-        "platform_release": "",
-        "platform_system": "Linux",
-        "platform_version": "",
-        "python_full_version": f"{version}.0",
-        "python_version": version,
-        "sys_platform": "linux",
-        "extra": "",
-    }
-
-
-def bindings(facts: AuditFacts) -> dict[str, Binding]:
-    env = marker_environment(facts)
-    return {key: _bind(df, env) for key, df in facts.dists.items()}
-
-
-def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
-    dist = df.dist
+def name_version_evidence(key: str, version: str | None) -> list[Evidence]:
+    """What a normalized name and a version say about the CUDA major, strongest first."""
     ev: list[Evidence] = []
-    name = rules.name_match(dist.key)
+    name = rules.name_match(key)
     if name:
-        ev.append(Evidence(name.major, "name", f"name {dist.key} is the CUDA {name.major} build"))
-    if dist.key in rules.versioned_names():
-        head = dist.version.split(".")[0]
-        if head.isdigit():
-            ev.append(
-                Evidence(int(head), "name", f"{dist.key} {dist.version} is the CUDA {head} toolkit wheel")
-            )
-    label = rules.label_cuda_major(dist.version)
+        ev.append(Evidence(name.major, "name", f"name {key} is the CUDA {name.major} build"))
+    if not version:
+        return ev
+    pinned = rules.pinned_major(key, f"=={version}")
+    if pinned is not None:
+        ev.append(Evidence(pinned, "pin", f"{key} {version} is the CUDA {pinned} toolkit wheel"))
+    label = rules.label_cuda_major(version)
     if label is not None:
-        ev.append(Evidence(label, "label", f"version label of {dist.version} says CUDA {label}"))
-    if rules.is_cpu_label(dist.version):
-        ev.append(Evidence(None, "cpu", f"version {dist.version} is a CPU-only build (+cpu)"))
-    release = rules.ngc_release(dist.version)
+        ev.append(Evidence(label, "label", f"version label of {version} says CUDA {label}"))
+    if rules.is_cpu_label(version):
+        ev.append(Evidence(None, "cpu", f"version {version} is a CPU-only build (+cpu)"))
+    release = rules.ngc_release(version)
     if release:
         major = rules.ngc_cuda_major(release)
         ev.append(
             Evidence(
                 major,
                 "ngc",
-                f"NGC {release} build ({dist.version})"
+                f"NGC {release} build ({version})"
                 + (f", CUDA {major}" if major else ", CUDA major of that release not in the table"),
             )
         )
+    ev.sort(key=lambda e: KIND_ORDER[e.kind])
+    return ev
+
+
+def requirement_major(key: str, specifier: str) -> int | None:
+    """The CUDA major a requirement points to: its name, else an exact pin on a versioned CUDA wheel."""
+    match = rules.name_match(key)
+    return match.major if match else rules.pinned_major(key, specifier)
+
+
+def bindings(facts: AuditFacts) -> dict[str, Binding]:
+    """Per distribution of an installed environment; computed once per facts (G1 and G2 both ask)."""
+    cached = getattr(facts, "_bindings", None)
+    if cached is not None:
+        return cached
+    env = marker_environment(facts.target.machine, facts.target.python_version)
+    found = {key: _bind(df, env) for key, df in facts.dists.items()}
+    object.__setattr__(facts, "_bindings", found)
+    return found
+
+
+def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
+    dist = df.dist
+    ev = name_version_evidence(dist.key, dist.version)
     requires_keys: list[str] = []
     for raw in dist.requires:
         applied = _applicable_cuda_requirement(raw, env)
@@ -96,8 +127,7 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
             continue
         key, spec = applied
         requires_keys.append(key)
-        match = rules.name_match(key)
-        major = match.major if match else rules.pinned_major(key, spec)
+        major = requirement_major(key, spec)
         if major is not None:
             ev.append(Evidence(major, "requires", f"requires {raw.split(';')[0].strip()}"))
     for so in df.shared_objects:

@@ -1,24 +1,232 @@
-"""G1: every distribution bound to a CUDA major other than the target's, CPU-only torch, wrong-arch
-shared objects, bitsandbytes without a CUDA 13 library (pure function of the audit facts)."""
+"""G1 — CUDA 12 (or CPU-only) builds on a CUDA 13 machine: every stage's judgement.
+
+declared: names, +cu/+cpu labels, exact pins, index and wheel URLs of each requirement (check, lock);
+resolved: every resolved file and its Requires-Dist, with the chain that pulled it in (lock);
+installed: every distribution's CUDA major from names, labels, Requires-Dist, paths and the DT_NEEDED of
+its shared objects, CPU-only torch, wrong-CPU shared objects, bitsandbytes (audit, build's self-audit);
+live: torch's CUDA build, the first CUDA operation, a CUDA 12 runtime on the loader path (gate).
+The CUDA major of each piece of evidence comes from rules/cuda_major.py, for all of them.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
-from sparkenv.audit.cuda_binding import Binding, Evidence
-from sparkenv.audit.scan import AuditFacts, DistFacts
 from sparkenv.cuda import rules
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage, cuda_major
+from sparkenv.rules.cuda_major import Binding, Evidence
+
+if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts, DistFacts
+    from sparkenv.gate.view import GateFacts
+    from sparkenv.resolve.inputs import Declared
+    from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
+    from sparkenv.resolve.profiles import Profile
 
 MAX_EVIDENCE = 12
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 CU130_INDEX = "https://download.pytorch.org/whl/cu130"
+_INDEX_LABEL = re.compile(r"/(cu\d{2,3}|cpu)(?:/|$)")
 
 
-def check(facts: AuditFacts, binds: dict[str, Binding]) -> list[Finding]:
+# ---------------------------------------------------------------------------------------------------
+# Stage.DECLARED and Stage.RESOLVED: what a name, a version and a Requires-Dist say
+
+
+def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
+    """G1 from what a name or version says: -cu12 names, +cu128/+cpu labels, versioned toolkit wheels."""
+    out: list[Finding] = []
+    target = rules.target_major()
+    for e in cuda_major.name_version_evidence(key, version):
+        if e.kind == "cpu":
+            summary = f"{subject_desc} is a CPU-only build (+cpu): no CUDA at all"
+        elif e.major is None or e.major == target:
+            continue
+        elif e.kind == "name":
+            summary = f"{subject_desc} is built for CUDA {e.major} (name) — target is CUDA {target}"
+        elif e.kind == "label":
+            summary = f"{subject_desc} is a CUDA {e.major} build (+cu label) — target is CUDA {target}"
+        elif e.kind == "pin":
+            summary = (
+                f"{subject_desc} is CUDA {e.major}'s (its version is the CUDA version) — "
+                f"target is CUDA {target}"
+            )
+        else:  # an NGC build of a release on another CUDA major
+            summary = f"{subject_desc}: {e.text} — target is CUDA {target}"
+        out.append(
+            Finding(
+                id="G1",
+                status=cuda_major.CPU_ONLY if e.kind == "cpu" else cuda_major.OTHER_MAJOR,
+                summary=summary,
+                subject=key,
+                evidence=evidence,
+                fix=fix_for(key, e.kind),
+            )
+        )
+    return out
+
+
+def fix_for(key: str, kind: str) -> str:
+    """The fix for a package bound to another CUDA major (or to none), by the kind of the evidence: one
+    text for every stage that sees the same evidence (check, lock, audit)."""
+    if key in _TORCH_FAMILY or kind == "cpu":
+        return f"install the CUDA 13 build from {CU130_INDEX} or use the NGC image"
+    name = rules.name_match(key)
+    if name:
+        return f"replace it with {name.cuda13_name}, or use the NGC image"
+    if kind == "pin":
+        return f"use {key} {rules.target_major()}.x, or use the NGC image"
+    if kind == "ngc":
+        return "use an NGC release on CUDA 13 (25.09 or later)"
+    return (
+        "install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) or use the NGC image"
+    )
+
+
+def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
+    target = rules.target_major()
+    majors = [e.major for e in cuda_major.name_version_evidence(key, version) if e.major is not None]
+    if majors and majors[0] == target:
+        return [Finding("G1", Status.PASS, f"{subject_desc} is built for CUDA {target}", key, evidence)]
+    return []
+
+
+def declared(facts: DeclaredFacts) -> list[Finding]:
+    profile = facts.profile
+    target = rules.target_major()
+    out: list[Finding] = []
+    for url in facts.index_urls:
+        m = _INDEX_LABEL.search(url)
+        if not m:
+            continue
+        label = f"+{m.group(1)}"
+        major = rules.label_cuda_major(label)
+        if rules.is_cpu_label(label) or (major is not None and major != target):
+            what = "CPU-only" if rules.is_cpu_label(label) else f"CUDA {major}"
+            out.append(
+                Finding(
+                    "G1",
+                    Status.FAIL,
+                    f"index {url} serves {what} builds — target is CUDA {target}",
+                    url,
+                    (),
+                    "use https://download.pytorch.org/whl/cu130 (or leave torch to the NGC base)",
+                )
+            )
+    for d in facts.applicable:
+        out += _declared_one(d, profile)
+    out.append(
+        Finding(
+            "G1",
+            Status.INFO,
+            f"checked {facts.counted} requirement(s) for {profile.describe()}; {facts.skipped} do not "
+            f"apply on {profile.machine} (markers evaluated for the target, not this host)",
+            "inputs",
+        )
+    )
+    return out
+
+
+def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
+    from packaging.version import Version
+
+    key = d.key
+    assert key is not None
+    ev = (d.where,)
+    desc = f"{key}{d.specifier}" if str(d.specifier) else key
+    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev)
+    if d.url and d.url.endswith(".whl"):
+        out += _url_wheel(d, profile)
+    if not out:
+        out += _cuda_pass(key, d.exact, f"{desc} ({d.where})", ev)
+    if key == "torch" and d.exact and not d.url and profile.provider(key) is None:
+        v = Version(d.exact)
+        if not v.local and v < Version(_TORCH_CUDA13_FROM):
+            out.append(
+                Finding(
+                    "G1",
+                    Status.WARN,
+                    f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA 12 and "
+                    "CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
+                    f"{profile.machine} a CUDA 12 or +cpu wheel)",
+                    key,
+                    ev,
+                    "pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
+                )
+            )
+    return out
+
+
+# PyPI torch on Linux is CUDA 13 from 2.11 on (FACTS.md); older unlabelled pins pull CUDA 12 or CPU builds.
+_TORCH_CUDA13_FROM = "2.11"
+
+
+def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    assert d.url is not None and d.key is not None
+    fname = d.url.rsplit("/", 1)[-1].split("#")[0]
+    try:
+        _, version, _, tags = parse_wheel_filename(fname)
+    except InvalidWheelFilename:
+        return []
+    out = _cuda_fail(d.key, str(version), f"{d.key} @ {fname} ({d.where})", (d.where, d.url))
+    machines = {t.platform for t in tags}
+    if "any" not in machines and not any(p.endswith(profile.machine) for p in machines):
+        out.append(
+            Finding(
+                "G1",
+                Status.FAIL,
+                f"{d.key} @ {fname} ({d.where}) is built for {', '.join(sorted(machines))}, not "
+                f"{profile.machine}",
+                d.key,
+                (d.where, d.url),
+                f"use a wheel built for {profile.machine}",
+            )
+        )
+    return out
+
+
+def resolved(facts: ResolvedFacts) -> list[Finding]:
+    from packaging.utils import canonicalize_name
+
+    target = rules.target_major()
+    out: list[Finding] = []
+    for key, pkg in sorted(facts.locked.items()):
+        ev = facts.evidence(key)
+        desc = facts.describe(key)
+        fails = _cuda_fail(key, pkg.version, desc, ev)
+        for req in facts.applicable_requires(key):
+            dep = canonicalize_name(req.name)
+            if dep in facts.locked:
+                continue  # judged as itself, with its chain
+            major = cuda_major.requirement_major(dep, str(req.specifier))
+            if major is not None and major != target:
+                fails.append(
+                    Finding(
+                        "G1",
+                        Status.FAIL,
+                        f"{desc} requires {req} (CUDA {major}) — target is CUDA {target}",
+                        key,
+                        ev,
+                        f"pick a {key} build for CUDA {target}",
+                    )
+                )
+        out += fails or _cuda_pass(key, pkg.version, desc, ev)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.INSTALLED: an environment read from outside (sparkenv audit)
+
+
+def installed(facts: AuditFacts) -> list[Finding]:
+    binds = cuda_major.bindings(facts)
     target = rules.target_major()
     required_by: dict[str, list[str]] = defaultdict(list)
     for b in binds.values():
@@ -72,15 +280,10 @@ def _dist_finding(
     ):
         cpu = [Evidence(None, "cpu", "no libtorch_cuda.so among its files")]
         evidence.append(cpu[0].text)
-    if cpu:
-        if dist.key in _TORCH_FAMILY:
-            status = Status.FAIL
-            problems.append(f"is a CPU-only build ({cpu[0].text})")
-            fixes.append(f"install the CUDA 13 build from {CU130_INDEX} or use the NGC image")
-        elif status is Status.PASS:
-            status = Status.WARN
-            problems.append("is a CPU-only build")
-            fixes.append(f"install its CUDA {target} build if it should use the GPU")
+    if cpu:  # the same status for every package and stage: see cuda_major.CPU_ONLY for why
+        status = cuda_major.CPU_ONLY
+        problems.append(f"is a CPU-only build ({cpu[0].text})")
+        fixes.append(fix_for(dist.key, "cpu"))
 
     # Shipping a CUDA 12 library is not needing one: triton bundles libcupti.so.12 for its profiler and
     # nothing links it. Only what the loader will resolve (and names, labels, requirements) binds.
@@ -104,7 +307,7 @@ def _dist_finding(
             status = Status.FAIL
             chain = f", required by {', '.join(required_by)}" if required_by else ""
             problems.append(f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}")
-            fixes.append(_fix_for(dist.key, required_by, name.cuda13_name if name else None))
+            fixes.append(_fix_for(dist.key, required_by, strongest.kind))
     elif not problems and bundled:
         names = ", ".join(sorted({e.soname or e.text for e in bundled}))
         return Finding(
@@ -122,19 +325,14 @@ def _dist_finding(
         )
     elif not problems:
         return None
-    return Finding("G1", status, f"{who} {'; '.join(problems)}", dist.key, _cap(evidence), "; ".join(fixes))
+    fix = "; ".join(dict.fromkeys(fixes))
+    return Finding("G1", status, f"{who} {'; '.join(problems)}", dist.key, _cap(evidence), fix)
 
 
-def _fix_for(key: str, required_by: list[str], cuda13_name: str | None) -> str:
+def _fix_for(key: str, required_by: list[str], kind: str) -> str:
     if required_by:
         return f"fix {', '.join(required_by)} first (it pulls {key} in), then pip uninstall {key}"
-    if key in _TORCH_FAMILY:
-        return f"reinstall from {CU130_INDEX} or use the NGC image"
-    if cuda13_name:
-        return f"replace it with {cuda13_name}, or use the NGC image"
-    return (
-        "install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) or use the NGC image"
-    )
+    return fix_for(key, kind)
 
 
 def _bitsandbytes(
@@ -227,3 +425,147 @@ def _cap(evidence: list[str]) -> tuple[str, ...]:
     if len(evidence) <= MAX_EVIDENCE:
         return tuple(evidence)
     return (*evidence[:MAX_EVIDENCE], f"… and {len(evidence) - MAX_EVIDENCE} more")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.LIVE: the running machine (sparkenv gate)
+
+LIVE_FIX = "reinstall torch from https://download.pytorch.org/whl/cu130 or use the NGC image"
+
+
+def live(f: GateFacts) -> list[Finding]:
+    err = f.error_finding("G1", "torch", "torch")
+    out = [err] if err else [_torch(f)]
+    out += _loader(f)
+    return out
+
+
+def _torch(f: GateFacts) -> Finding:
+    probe = f.section("torch") or {}
+    stages = f.torch_stages
+    target = rules.target_major()
+    if "import_error" in stages:
+        error = stages["import_error"]["error"]
+        if error.startswith("ModuleNotFoundError") and "'torch'" in error:
+            return Finding("G1", Status.SKIP, "torch is not installed: nothing CUDA to check", "torch")
+        return Finding("G1", Status.FAIL, f"import torch fails: {error}", "torch", (error,), LIVE_FIX)
+    where = "the first CUDA operation" if "devices" in stages else "import torch"
+    if probe.get("timed_out"):  # killed by us at the deadline: the check could not run, not a verdict
+        return Finding(
+            "G1",
+            Status.ERROR,
+            f"{where} did not finish in time (killed at the gate's deadline)",
+            "torch",
+            tuple(probe.get("stderr_tail") or ()),
+        )
+    if probe.get("signal"):
+        tail = f": {probe['stderr_tail'][-1]}" if probe.get("stderr_tail") else ""
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"{where} was killed by {probe['signal']}{tail}",
+            "torch",
+            tuple(probe.get("stderr_tail") or ()),
+            LIVE_FIX,
+        )
+    t = f.torch
+    if t is None:
+        tail = (probe.get("stderr_tail") or ["no output"])[-1]
+        return Finding("G1", Status.ERROR, f"the torch probe gave no answer: {tail}", "torch")
+    version, cuda = t.get("version"), t.get("cuda")
+    if not cuda:
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} is a CPU-only build (torch.version.cuda is None)",
+            "torch",
+            (),
+            LIVE_FIX,
+        )
+    major = int(str(cuda).split(".")[0])
+    label = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
+    if major != target:
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} is built for CUDA {cuda} — target is CUDA {target}",
+            "torch",
+            (),
+            LIVE_FIX,
+        )
+    if "cuda_error" in stages or "first_op_error" in stages:
+        error = (stages.get("cuda_error") or stages.get("first_op_error"))["error"]
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} (CUDA {cuda}): the first CUDA operation fails: {error}",
+            "torch",
+            (error,),
+            "check the driver (nvidia-smi) and that no CUDA 12 library shadows CUDA 13",
+        )
+    devices = stages.get("devices") or {}
+    if not devices.get("available"):
+        return Finding(
+            "G1",
+            Status.WARN,
+            f"torch {version} built for CUDA {cuda}{label}, but no GPU is visible",
+            "torch",
+            (),
+            "run the container with --gpus all (or the NVIDIA runtime)",
+        )
+    d = f.device or {}
+    return Finding(
+        "G1",
+        Status.PASS,
+        f"torch {version} built for CUDA {cuda}{label}; first CUDA operation ran in "
+        f"{d.get('first_op_s', '?')} s",
+        "torch",
+        (f"import {t.get('import_s')} s", f"cudnn {t.get('cudnn')}"),
+    )
+
+
+def _loader(f: GateFacts) -> list[Finding]:
+    loader = f.section("loader")
+    if loader is None:
+        return []
+    hits = loader.get("libcudart12") or []
+    if not hits:
+        return []
+    return [
+        Finding(
+            "G1",
+            Status.WARN,
+            f"a CUDA 12 runtime is on the loader path: {', '.join(hits[:3])}",
+            "libcudart.so.12",
+            tuple(hits),
+            "remove it from LD_LIBRARY_PATH / ldconfig, or a CUDA 12 extension will load it silently",
+        )
+    ]
+
+
+RULES = (
+    Rule(
+        Stage.DECLARED,
+        declared,
+        "each requirement's name (-cu12), version label (+cu128, +cpu), exact pin of a versioned CUDA "
+        "wheel, index URLs and wheel URLs (for another CPU), markers evaluated for the target",
+    ),
+    Rule(
+        Stage.RESOLVED,
+        resolved,
+        "every resolved file's name, label and Requires-Dist for the target platform, with the chain "
+        "that pulled it in",
+    ),
+    Rule(
+        Stage.INSTALLED,
+        installed,
+        "every distribution's name, label, Requires-Dist, install paths and the DT_NEEDED sonames of its "
+        "shared objects; CPU-only torch; shared objects of another CPU; bitsandbytes' CUDA library",
+    ),
+    Rule(
+        Stage.LIVE,
+        live,
+        "torch.version.cuda, the first CUDA operation (in a subprocess), a CUDA 12 runtime on the "
+        "loader path",
+    ),
+)
