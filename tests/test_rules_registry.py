@@ -120,3 +120,48 @@ def test_every_rule_module_declares_its_stages():
         assert found, gid
         assert all(isinstance(r.stage, rules.Stage) and r.looks_at for r in found)
         assert len({r.stage for r in found}) == len(found), f"{gid}: one rule per stage"
+
+
+def _gate_g2_unsloth(env_value: str | None) -> Finding:
+    import gate_helpers as gh
+
+    from sparkenv.gate.run import evaluate
+
+    facts = gh.live()
+    facts["torch"]["stages"]["flash"] = {"importable": True, "works": True, "version": "2.7.4.post1"}
+    facts["torch"]["stages"]["sdpa_override"] = {
+        "installed": True,
+        "active": False,
+        "dispatch": "flash_dense",
+    }
+    facts["dists"].update({"flash-attn": "2.7.4.post1+25.11", "unsloth": "2026.7.2"})
+    if env_value is not None:
+        facts["env"]["SPARKENV_SDPA"] = env_value
+    findings, _ = evaluate(facts)
+    return next(f for f in findings if (f.id, f.subject) == ("G2", "unsloth"))
+
+
+@pytest.mark.parametrize("word", ["disable", "disabled", "none", "0", "off", "false", "no", " Disable "])
+def test_sdpa_switched_off_is_never_a_gate_fail(word):
+    """The words patches/sdpa.py accepts to switch the override off are the words the gate knows."""
+    from sparkenv.patches.sdpa import mode_from_env
+
+    assert mode_from_env(word) is None
+    finding = _gate_g2_unsloth(word)
+    assert finding.status is Status.INFO and "switches the override off" in finding.summary
+
+
+@pytest.mark.parametrize(
+    ("word", "status"), [(None, Status.FAIL), ("1", Status.FAIL), ("xformers", Status.FAIL)]
+)
+def test_sdpa_wanted_and_not_active_is_a_gate_fail(word, status):
+    assert _gate_g2_unsloth(word).status is status
+
+
+def test_unsloth_family_is_one_definition(env, clean_root):
+    """unsloth-zoo alone is the family too, in the audit and in the gate (it was "unsloth" only there)."""
+    from sparkenv.rules import unsloth
+
+    assert unsloth.installed(["peft", "unsloth-zoo"]) == "unsloth-zoo"
+    assert unsloth.installed(["unsloth-zoo", "unsloth"]) == "unsloth"
+    assert unsloth.installed(["peft"]) is None
