@@ -96,6 +96,12 @@ class ResolvedFacts:
     roots: tuple[str, ...]
     profile: Profile
     no_deps_stage: str | None
+    # What was kept out of resolution: None means all the base provides (less under --allow-replace).
+    excluded_names: tuple[str, ...] | None = None
+
+    @property
+    def excluded(self) -> set[str]:
+        return set(self.profile.excluded() if self.excluded_names is None else self.excluded_names)
 
     @functools.cached_property
     def env(self) -> dict[str, str]:
@@ -121,7 +127,14 @@ class ResolvedFacts:
 
 
 def check_resolved(
-    locked: dict[str, Locked], roots: list[str], profile: Profile, no_deps_stage: str | None
+    locked: dict[str, Locked],
+    roots: list[str],
+    profile: Profile,
+    no_deps_stage: str | None,
+    excluded_names: list[str] | None = None,
 ) -> list[Finding]:
-    facts = ResolvedFacts(locked, tuple(roots), profile, no_deps_stage)
+    """`excluded_names`: what was kept out of resolution (default: all the base provides; less under
+    --allow-replace)."""
+    excluded = None if excluded_names is None else tuple(excluded_names)
+    facts = ResolvedFacts(locked, tuple(roots), profile, no_deps_stage, excluded)
     return rules.evaluate(rules.Stage.RESOLVED, facts)

@@ -19,6 +19,8 @@ from sparkenv.report import Finding, Status
 from sparkenv.rules import Rule, Stage, ngc, unsloth
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
     from sparkenv.audit.scan import AuditFacts
     from sparkenv.gate.view import GateFacts
     from sparkenv.resolve.inputs import Declared
@@ -152,7 +154,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
     from packaging.utils import canonicalize_name
 
     profile = facts.profile
-    excluded = set(profile.excluded())
+    excluded = facts.excluded
     out: list[Finding] = []
     for key, pkg in sorted(facts.locked.items()):
         ev, desc = facts.evidence(key), facts.describe(key)
@@ -175,6 +177,9 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         for req in facts.applicable_requires(key):
             dep = canonicalize_name(req.name)
             if dep in excluded:
+                base_v = profile.provides.get(profile.provider(dep) or dep, "")
+                if req.url or (base_v and not _accepts(req, base_v)):
+                    continue  # a conflict with the base: resolve/closure.py reports it as a FAIL
                 wanted.setdefault(dep, []).append(f"{facts.chain(key)} → {dep}")
     for dep, paths in sorted(wanted.items()):
         prov = profile.provider(dep) or dep
@@ -212,6 +217,15 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                     )
                 )
     return out
+
+
+def _accepts(req: Requirement, version: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------------
