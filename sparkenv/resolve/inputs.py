@@ -260,7 +260,9 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
             try:
                 r = Requirement(str(dep))
             except InvalidRequirement as exc:
-                raise SparkenvError(f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}") from None
+                raise SparkenvError(
+                    f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}"
+                ) from None
             key = canonicalize_name(r.name)
             inputs.requirements.append(
                 Declared(

@@ -13,15 +13,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from sparkenv.cuda import rules
 from sparkenv.report import Status
 from sparkenv.rules.markers import marker_environment
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
     from sparkenv.audit.scan import AuditFacts, DistFacts
 
 
@@ -153,6 +151,11 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
 
 def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, str] | None:
     """(normalized name, specifier) of a CUDA-relevant requirement whose marker holds on the target."""
+    # packaging is imported here, not at the top: the gate imports this module and starts before every
+    # workload; only the audit reads Requires-Dist.
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+    from packaging.utils import canonicalize_name
+
     head = rules.requirement_name(raw)
     if head is None or not rules.is_cuda_relevant(canonicalize_name(head)):
         return None  # the common case: parse nothing else
@@ -169,6 +172,8 @@ def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, st
 
 @functools.lru_cache(maxsize=4096)
 def _parse_requirement(raw: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(raw)
     except InvalidRequirement:
