@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkenv.multinode import judge_agreement
 from sparkenv.report import Status
+from sparkenv.rules import g10_agreement as judge_agreement
 
 
 def peers(gpu: str = "NVIDIA GB10", **changes: str) -> dict:

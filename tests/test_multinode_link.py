@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv.multinode import judge_link, launch, nccl, sysfs
+from sparkenv.multinode import launch, nccl, sysfs
 from sparkenv.report import Status
+from sparkenv.rules import g10_link as judge_link
 
 SYS = Path(__file__).parent / "fixtures" / "sys"
 GOOD_ENV = {

@@ -1,6 +1,7 @@
-"""G10 across nodes: do all nodes run the same image, lock, driver, CUDA, torch, NCCL and NCCL settings
-(compared through the launcher's own store), and what did the optional link test measure? Pure: the
-agreement probe's answer in, findings out; every node prints the same differences."""
+"""G10 across nodes, one of rules/g10.py's rules: do all nodes run the same image, lock, driver, CUDA,
+torch, NCCL and NCCL settings (compared through the launcher's own store), and what did the optional
+link test measure? Pure: the agreement probe's answer in, findings out; every node prints the same
+differences."""
 
 from __future__ import annotations
 

@@ -1,0 +1,161 @@
+"""G10 live: tensor parallelism across two Sparks (training → FAIL, inference → WARN); for a multi-node
+launch, this node's link and NCCL settings (rules/g10_link.py), the agreement of all nodes and the
+optional link test (rules/g10_agreement.py). The launch itself is read once, as the launchers read it
+(sparkenv/multinode/launch.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sparkenv.gate.servers import identify
+from sparkenv.multinode import launch, nccl
+from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage, g10_agreement, g10_link
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
+
+
+def _plan(f: GateFacts) -> launch.Launch:
+    return launch.read(f.workload, f.env, f.section("configs") or {})
+
+
+def live(f: GateFacts) -> list[Finding]:
+    """The three parts, each isolated like a rule: a crash in one is its own ERROR line, the others stand."""
+    from sparkenv.rules import run_rule
+
+    out: list[Finding] = []
+    for part in PARTS:
+        out += run_rule("G10", part, f)
+    return out
+
+
+def live_parallelism(f: GateFacts) -> list[Finding]:
+    """Tensor parallelism across nodes, and launcher configs that could not be read."""
+    plan = _plan(f)
+    findings = _parallelism(f, plan)
+    for which, entry in sorted((f.section("configs") or {}).items()):
+        if isinstance(entry, dict) and entry.get("error"):
+            findings.append(
+                Finding(
+                    "G10",
+                    Status.WARN,
+                    f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node count and "
+                    "tensor-parallel size were not read",
+                    f"config:{entry.get('path')}",
+                )
+            )
+    return findings
+
+
+def _section(f: GateFacts, plan: launch.Launch) -> tuple[dict | None, list[Finding]]:
+    """The multinode probe's answer, or the one line saying why there is none."""
+    if not plan.multi_node:
+        return None, []
+    if f.probe_error("multinode") is not None:
+        err = f.error_finding("G10", "multinode", "link")
+        return None, [err] if err else []
+    section = f.section("multinode") or {}
+    if not section.get("multi_node"):
+        return None, [
+            Finding(
+                "G10", Status.INFO, "link and agreement not checked: the snapshot has no link facts", "link"
+            )
+        ]
+    return section, []
+
+
+def live_link(f: GateFacts) -> list[Finding]:
+    plan = _plan(f)
+    section, early = _section(f, plan)
+    if section is None:
+        return early
+    settings = nccl.effective(section.get("nccl_env") or {}, section.get("nccl_confs") or [])
+    out = g10_link.check(section["link"], settings, plan, f.is_gb10, section.get("resolved") or {})
+    for conf in section.get("nccl_confs") or []:
+        keys = sorted(conf.get("settings") or {})
+        if keys:
+            out.append(
+                Finding(
+                    "G10",
+                    Status.INFO,
+                    f"{conf['path']} sets {', '.join(keys)} (the environment overrides it)",
+                    f"nccl.conf:{conf['path']}",
+                    tuple(f"{k}={v}" for k, v in sorted(conf["settings"].items())),
+                )
+            )
+    return out
+
+
+def live_agreement(f: GateFacts) -> list[Finding]:
+    plan = _plan(f)
+    section, _ = _section(f, plan)  # the reason for no section is said once, by live_link
+    if section is None:
+        return []
+    return g10_agreement.check(section.get("agreement"), plan.nodes)
+
+
+def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
+    nodes, tp = plan.nodes, plan.tp
+    evidence = tuple(str(x) for x in (plan.nodes_from, plan.tp_from) if x)
+    inference = identify(f.workload) is not None
+    kind = "inference" if inference else "training"
+    if nodes <= 1:
+        text = f"single node{f', tensor parallel size {tp}' if tp > 1 else ''}: nothing crosses the link"
+        return [Finding("G10", Status.PASS, text, "parallelism", evidence)]
+    if tp <= 1:
+        return [
+            Finding(
+                "G10",
+                Status.PASS,
+                f"{nodes} nodes without tensor parallelism (DDP/FSDP): fits ConnectX-7",
+                "parallelism",
+                evidence,
+            )
+        ]
+    text = f"{kind} with tensor parallel size {tp} across {nodes} nodes"
+    if inference:
+        return [
+            Finding(
+                "G10",
+                Status.WARN,
+                f"{text}: NVIDIA's serving playbooks do it, but expect it to be slow",
+                "parallelism",
+                evidence,
+                "prefer one model per Spark, or pipeline parallelism across nodes",
+            )
+        ]
+    return [
+        Finding(
+            "G10",
+            Status.FAIL,
+            f"{text}: TP traffic is too fine-grained for the link, runs hang or crawl",
+            "parallelism",
+            evidence,
+            "train with DDP or FSDP across Sparks; keep TP inside one node",
+        )
+    ]
+
+
+PARTS = (
+    Rule(Stage.LIVE, live_parallelism, "tensor parallelism across Sparks"),
+    Rule(Stage.LIVE, live_link, "this node's link"),
+    Rule(Stage.LIVE, live_agreement, "agreement of the nodes"),
+)
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "node count, node rank, master address and tensor-parallel size as torchrun, accelerate (its YAML "
+        "config, parallelism_config_tp_size, $PARALLELISM_CONFIG_TP_SIZE), DeepSpeed, vLLM and SGLang read "
+        "them (tensor parallelism across Sparks); for a multi-node launch, this node's link: RDMA ports "
+        "(state, rate, MTU, GID table) from /sys/class/infiniband and /sys/class/net, NCCL settings from the "
+        "environment and nccl.conf files (NCCL_IB_HCA naming both halves of the port, a RoCE v2 "
+        "NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME), the address the launcher advertises against the interface "
+        "that carries the link; and every node's digest (sparkenv, image as $SPARKENV_IMAGE, lock hash, "
+        "driver, CUDA, torch, NCCL, Python, GPU, NCCL settings) exchanged through a torch.distributed "
+        "TCPStore at the job's master address (MASTER_PORT + 17) within --deadline: a difference is a FAIL "
+        "naming node and field on every node; with --link-test, one timed all-reduce between the nodes",
+    ),
+)
