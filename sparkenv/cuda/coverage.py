@@ -159,7 +159,6 @@ def package_finding(
         return None
     worst = min(judged, key=lambda oc: _SEVERITY.get(oc[1].status, 9))
     status = worst[1].status
-    every = sorted({t for _, c in judged for t in c.targets})
     evidence = tuple(
         f"{o.path}: {c.status.value} {', '.join(c.targets) or 'nothing read'}"
         + (f" [in {', '.join(o.sections)}]" if o.sections and o.sections != (".nv_fatbin",) else "")
