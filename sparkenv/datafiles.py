@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from importlib import resources
 from typing import Any
@@ -22,6 +23,20 @@ def load(name: str) -> dict[str, Any]:
 
 def parse_toml(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
+
+
+def read_user_toml(path: str | os.PathLike[str], what: str, limit: int = 16 << 20) -> dict[str, Any]:
+    """A user-supplied TOML file (profile, pyproject, lock) read through the safe-read helper; every way
+    it can be unreadable is an UnreadableFile (exit 2) naming the file."""
+    from sparkenv.safe_read import UnreadableFile, read_text
+
+    text = read_text(path, what=what, limit=limit)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UnreadableFile(path, f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level: 'a = [[[[…' thousands deep
+        raise UnreadableFile(path, "not valid TOML: arrays or tables nested too deeply") from None
 
 
 TOMLDecodeError = tomllib.TOMLDecodeError

@@ -103,7 +103,7 @@ def test_unreadable_locks_are_usage_errors_naming_the_file(env, run, clean_root,
     r = run("audit", str(env.prefix), "--lock", str(invalid))
     assert r.code == 2 and "not a valid PEP 751 lock" in r.err
     r = run("audit", str(env.prefix), "--lock", str(tmp_path / "missing.txt"))
-    assert r.code == 2 and "no such lock file" in r.err
+    assert r.code == 2 and "missing.txt: no such file" in r.err
 
 
 def test_one_finding_per_subject_when_two_checks_judge_torch(env, run, tmp_path: Path):

@@ -73,6 +73,11 @@ def gather(target: Target, lock: LockPins | None, root: Path = Path("/")) -> Aud
 
 
 def _scan_files(facts: DistFacts) -> int:
+    for note in facts.dist.notes:
+        # a RECORD that exists but cannot be read (a FIFO, a device, a loop) hides every shared object
+        if note.startswith("RECORD unreadable"):
+            reason = note.removeprefix("RECORD unreadable: ") + "; its shared objects"
+            facts.problems.append(FileProblem(str(facts.dist.meta_dir / "RECORD"), facts.dist.key, reason))
     facts.so_paths = facts.dist.shared_object_paths()
     site = str(facts.dist.site_dir)
     seen = 0

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from sparkenv import safe_read
+
 # RECORD rows are "path,hash,size". Shared objects are found by searching the whole text for the end of
 # a path like ".so," or ".so.12,", not by a csv row loop: a real CUDA venv lists ~70,000 files and only
 # ~850 matter here (10x faster than a line-anchored regex, which backtracks through every path).
@@ -58,8 +60,8 @@ class Distribution:
 
     def read_meta(self, name: str) -> str | None:
         try:
-            return (self.meta_dir / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            return _read(self.meta_dir / name, name)
+        except safe_read.UnreadableFile:
             return None
 
 
@@ -67,6 +69,13 @@ class Distribution:
 class MetadataProblem:
     path: Path
     reason: str
+
+
+def _read(path: Path, what: str) -> str:
+    """Metadata of someone else's package: read safely (FIFOs, devices, huge files refused); bad bytes are
+    replaced, since these files are only read for names, versions and paths."""
+    article = "an" if what[0] in "aeiouAEIOU" else "a"
+    return safe_read.read_text(path, what=f"{article} {what} file", errors="replace")
 
 
 def iter_distributions(site_dir: Path, read_files: bool = True) -> Iterator[Distribution | MetadataProblem]:
@@ -110,13 +119,21 @@ def _identity(headers: dict[str, list[str]], where: Path, file: str) -> tuple[st
     return name, version
 
 
+def _file_identity(headers: dict[str, list[str]], meta: Path) -> tuple[str, str] | MetadataProblem:
+    """A single-file egg-info is named in the problem as itself, not as a PKG-INFO beside it."""
+    ident = _identity(headers, meta.parent, "PKG-INFO")
+    if isinstance(ident, MetadataProblem):
+        return MetadataProblem(meta, ident.reason.replace("PKG-INFO", "egg-info file", 1))
+    return ident
+
+
 def _read_dist_info(
     site_dir: Path, meta_dir: Path, read_files: bool = True
 ) -> Distribution | MetadataProblem:
     try:
-        text = (meta_dir / "METADATA").read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return MetadataProblem(meta_dir / "METADATA", f"unreadable METADATA: {exc.strerror}")
+        text = _read(meta_dir / "METADATA", "METADATA")
+    except safe_read.UnreadableFile as exc:
+        return MetadataProblem(meta_dir / "METADATA", f"unreadable METADATA: {exc.reason}")
     headers = parse_headers(text)
     ident = _identity(headers, meta_dir, "METADATA")
     if isinstance(ident, MetadataProblem):
@@ -135,22 +152,26 @@ def _read_dist_info(
 
 
 def _record(meta_dir: Path) -> tuple[str | None, tuple[str, ...]]:
-    try:
-        return (meta_dir / "RECORD").read_text(encoding="utf-8", errors="replace"), ()
-    except FileNotFoundError:
+    path = meta_dir / "RECORD"
+    if not os.path.lexists(path):
         return None, ("no RECORD: installed files unknown",)
-    except OSError as exc:
-        return None, (f"RECORD unreadable: {exc.strerror}",)
+    try:
+        return _read(path, "RECORD"), ()
+    except safe_read.UnreadableFile as exc:
+        return None, (f"RECORD unreadable: {exc.reason}",)
 
 
 def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem:
+    # An .egg-info is a folder holding PKG-INFO, or (distutils) a single file that is the PKG-INFO.
     is_dir = meta.is_dir()
     pkg_info = meta / "PKG-INFO" if is_dir else meta
+    label = "PKG-INFO" if is_dir else "egg-info"
     try:
-        text = pkg_info.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return MetadataProblem(pkg_info, f"unreadable PKG-INFO: {exc.strerror}")
-    ident = _identity(parse_headers(text), meta if is_dir else meta.parent, "PKG-INFO")
+        text = _read(pkg_info, label)
+    except safe_read.UnreadableFile as exc:
+        return MetadataProblem(pkg_info, f"unreadable {label}: {exc.reason}")
+    headers = parse_headers(text)
+    ident = _identity(headers, meta, "PKG-INFO") if is_dir else _file_identity(headers, meta)
     if isinstance(ident, MetadataProblem):
         return ident
     requires: list[str] = []
@@ -158,12 +179,12 @@ def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem
     if is_dir:
         requires = _egg_requires(meta / "requires.txt")
         try:
-            listed = (meta / "installed-files.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+            listed = _read(meta / "installed-files.txt", "installed-files.txt").splitlines()
             # the same shape as RECORD, paths made relative to the site folder
             record = "".join(
                 f"{os.path.normpath(os.path.join(meta.name, p))},,\n" for p in listed if p.strip()
             )
-        except OSError:
+        except safe_read.UnreadableFile:
             record = None
     notes = () if record is not None else ("egg-info without installed-files.txt: installed files unknown",)
     return Distribution(
@@ -174,8 +195,8 @@ def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem
 def _egg_requires(path: Path) -> list[str]:
     """requires.txt: plain lines, then [extra] or [:marker] sections; optional extras are skipped."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        lines = _read(path, "requires.txt").splitlines()
+    except safe_read.UnreadableFile:
         return []
     out: list[str] = []
     marker: str | None = None

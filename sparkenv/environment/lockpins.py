@@ -7,6 +7,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from sparkenv import safe_read
 from sparkenv.errors import SparkenvError
 
 
@@ -18,8 +19,7 @@ class LockPins:
 
 def read(path_arg: str) -> LockPins:
     path = Path(path_arg)
-    if not path.is_file():
-        raise SparkenvError(f"{path_arg}: no such lock file")
+    safe_read.require_regular(path, what="a lock file")
     if path.name.startswith("pylock") and path.suffix == ".toml":
         return LockPins(path_arg, _pylock(path))
     return LockPins(path_arg, _requirements(path))
@@ -28,14 +28,9 @@ def read(path_arg: str) -> LockPins:
 def _pylock(path: Path) -> dict[str, str | None]:
     from packaging.pylock import Pylock, PylockValidationError
 
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.datafiles import read_user_toml
 
-    try:
-        data = parse_toml(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SparkenvError(f"{path}: unreadable: {exc}") from None
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{path}: not valid TOML: {exc}") from None
+    data = read_user_toml(path, "a pylock.toml lock")
     try:
         lock = Pylock.from_dict(data)
     except PylockValidationError as exc:
@@ -46,6 +41,9 @@ def _pylock(path: Path) -> dict[str, str | None]:
 def _requirements(path: Path) -> dict[str, str | None]:
     from pip_requirements_parser import RequirementsFile
 
+    from sparkenv.resolve.includes import prescan
+
+    prescan(path, str(path))
     try:
         parsed = RequirementsFile.from_file(str(path), include_nested=True)
     except Exception as exc:  # the parser raises assorted types on unreadable files

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparkenv import safe_read
 from sparkenv.cuda import elf
 from sparkenv.errors import SparkenvError
 
@@ -129,10 +130,12 @@ def _base_site_dirs(venv: Path, version: str | None) -> list[Path]:
 
 
 def _pyvenv_cfg(prefix: Path) -> dict[str, str]:
-    try:
-        text = (prefix / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    """pyvenv.cfg's keys; {} where there is none. One that exists but cannot be read (a FIFO, a device,
+    a loop) ends the audit with exit 2 naming it: the environment's layout would be a guess."""
+    path = prefix / "pyvenv.cfg"
+    if not os.path.lexists(path):
         return {}
+    text = safe_read.read_text(path, what="a pyvenv.cfg file", limit=1 << 20, errors="replace")
     pairs = (line.partition("=") for line in text.splitlines() if "=" in line)
     return {k.strip().lower(): v.strip() for k, _, v in pairs}
 

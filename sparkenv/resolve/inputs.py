@@ -22,6 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from sparkenv import safe_read
 from sparkenv.errors import SparkenvError
 
 NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
@@ -67,7 +68,8 @@ class Inputs:
         h = hashlib.sha256()
         for path in sorted({p.resolve() for p in self.files}, key=str):
             h.update(path.name.encode() + b"\0")
-            h.update(path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+            data = safe_read.read_bytes(path, what="an input file", limit=16 << 20)
+            h.update(data.replace(b"\r\n", b"\n") + b"\0")
         return "sha256:" + h.hexdigest()
 
 
@@ -77,8 +79,6 @@ def read(paths: list[str], extras: list[str] | None = None) -> Inputs:
     inputs = Inputs(list(paths))
     for arg in paths:
         path = Path(arg)
-        if not path.is_file():
-            raise SparkenvError(f"{arg}: no such file")
         if path.name == "pyproject.toml" or path.suffix == ".toml":
             _pyproject(path, arg, inputs, extras or [])
         else:
@@ -116,6 +116,9 @@ def _missing_include(path: Path, arg: str, message: str) -> str:
 def _requirements(path: Path, arg: str, inputs: Inputs) -> None:
     from pip_requirements_parser import RequirementsFile
 
+    from sparkenv.resolve.includes import prescan
+
+    texts = prescan(path, arg)  # FIFOs, devices, huge or undecodable files: one line, before the parser
     try:
         parsed = RequirementsFile.from_file(str(path), include_nested=True)
     except Exception as exc:  # InstallationError for a missing include, OSError, decoding errors …
@@ -143,7 +146,7 @@ def _requirements(path: Path, arg: str, inputs: Inputs) -> None:
                 raise SparkenvError(f"{where}: --no-index is not supported; give --find-links or an index")
     no_deps_files = set()
     for f in files:
-        if NO_DEPS_DIRECTIVE.search(f.read_text(encoding="utf-8", errors="replace")):
+        if NO_DEPS_DIRECTIVE.search(texts.get(f, "")):
             no_deps_files.add(f)
     inputs.files.extend(sorted(files))
     for req in parsed.requirements:
@@ -206,13 +209,13 @@ def _local(value: str, base: Path) -> str:
 def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
     from sparkenv.datafiles import TOMLDecodeError, parse_toml
 
+    text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
     try:
-        text = path.read_text(encoding="utf-8")
         data = parse_toml(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SparkenvError(f"{arg}: unreadable: {exc}") from None
     except TOMLDecodeError as exc:
         raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level
+        raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
     inputs.files.append(path.resolve())
     settings = data.get("tool", {}).get("sparkenv", {}) or {}
     if not isinstance(settings, dict):

@@ -129,15 +129,11 @@ def read_tool(path: Path) -> dict[str, Any]:
     """The [tool.sparkenv] table of a lock sparkenv wrote (validated as PEP 751 first)."""
     from packaging.pylock import Pylock, PylockValidationError
 
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.datafiles import read_user_toml
 
+    data = read_user_toml(path, "a pylock.toml lock")
     try:
-        data = parse_toml(path.read_text(encoding="utf-8"))
         Pylock.from_dict(data)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SparkenvError(f"{path}: unreadable: {exc}") from None
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{path}: not valid TOML: {exc}") from None
     except PylockValidationError as exc:
         raise SparkenvError(f"{path}: not a valid PEP 751 lock: {exc}") from None
     tool = data.get("tool", {}).get("sparkenv")

@@ -115,6 +115,8 @@ def _parse(text: str, where: str) -> Profile:
         data: dict[str, Any] = parse_toml(text)
     except TOMLDecodeError as exc:
         raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level
+        raise SparkenvError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
     missing = [k for k in _REQUIRED if not data.get(k)]
     if missing:
         raise SparkenvError(f"{where}: profile lacks {', '.join(missing)}")
@@ -177,10 +179,12 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
         path = Path(name_or_path)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
+        from sparkenv import safe_read
+
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.strerror}") from None
+            text = safe_read.read_text(path, what="a profile file", limit=1 << 20)
+        except safe_read.UnreadableFile as exc:
+            raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.reason}") from None
         return _parse(text, str(name_or_path))
     raise SparkenvError(
         f"unknown profile {name_or_path!r}: choose one of {', '.join(profiles)} "

@@ -1,0 +1,36 @@
+"""Text that any output can carry: names with undecodable bytes shown as `\\xff`, never a crash.
+
+Python decodes file names with surrogateescape, so a dist-info folder named `b'caf\\xff.dist-info'`
+becomes the str 'caf\\udcff.dist-info'. Such a str cannot be encoded as UTF-8 (writing a report, JUnit,
+or a strict-UTF-8 stdout fails). Every finding, target and report field passes through `printable`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte surrogateescape could not decode
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every lone surrogate written as an escape (`\\xff`); other text unchanged."""
+    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+
+
+def printable_tree(value: Any) -> Any:
+    """`printable` over every string of a JSON-shaped value (dicts, lists, tuples)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_tree(k): printable_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable_tree(v) for v in value]
+    return value
