@@ -59,7 +59,7 @@ def main() -> None:
             lock = context.read_lock(lock_path)
             prof = context.profile_for(lock, str(work / "standin.toml"))
             target = runtime.Target(prof.python_minor, "x86_64", prof.glibc)
-            rt = [runtime.sparkenv_wheel(runtime.checkout()), *runtime.dependency_wheels(target)]
+            rt = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
             base = context.Base(bh.STANDIN_TAG, client.images.get(bh.STANDIN_TAG).id, bh.STANDIN_TAG)
             plan = context.Plan(prof, lock, base, "bench", None, False, rt)
             ctx = work / "context"

@@ -14,7 +14,7 @@ COPY sparkenv/base_check.py /opt/sparkenv/base_check.py
 RUN python3 /opt/sparkenv/base_check.py snapshot /opt/sparkenv/base-packages.json {{PROVIDED}}
 {{INSTALL}}
 RUN python3 /opt/sparkenv/base_check.py compare /opt/sparkenv/base-packages.json
-# sparkenv itself, from a wheel built from the checkout, with its runtime in its own folder: nothing of
+# sparkenv itself, from a wheel of the sparkenv that rendered this file, with its runtime in its own folder: nothing of
 # the base's site-packages moves for it (and the base's pip constraints do not apply to that folder).
 COPY sparkenv/runtime /tmp/sparkenv-runtime
 RUN env -u PIP_CONSTRAINT python3 -m pip install --no-deps --no-index --require-hashes --no-cache-dir --disable-pip-version-check \

@@ -18,10 +18,45 @@ app = typer.Typer(
     "Each finding is one line, G-number first (G1–G10, see `sparkenv explain`). Exit codes: 0 no FAIL, "
     "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _version_line() -> str:
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        version = metadata.version("sparkenv")
+    except metadata.PackageNotFoundError:
+        version = "0+unknown (not installed)"
+    where = Path(__file__).resolve().parent
+    return f"sparkenv {version} ({where}; Python {sys.version.split()[0]})"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(_version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print sparkenv's version, where it runs from and the Python, then exit.",
+            callback=_show_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts."""
 
 
 def explain(

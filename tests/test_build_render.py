@@ -65,7 +65,7 @@ def test_dry_run_renders_the_shipped_lock_on_ngc_by_digest() -> None:
         assert label in final
     # classic builder only
     assert not re.search(r"RUN --mount|COPY --link|^# syntax=|<<", text, re.M)
-    # sparkenv from a wheel of this checkout, its runtime wheels for the image's Python and CPU
+    # sparkenv from a wheel of the running sparkenv, its runtime wheels for the image's Python and CPU
     assert any(re.fullmatch(r"sparkenv/runtime/sparkenv-[\w.]+-py3-none-any\.whl", f) for f in files)
     assert any("pydantic_core" in f and "cp312" in f and "aarch64" in f for f in files)
     assert {

@@ -84,9 +84,10 @@ def build(
     """Build an image from a lock on its NGC base and tag it only when its own audit has no FAIL.
 
     The lock's stages install with pip --no-deps --require-hashes; a step fails the build when a package
-    the base provides was replaced; sparkenv goes in from a wheel of this checkout; the gate runs as the
-    entrypoint in front of NGC's (SPARKENV_GATE=strict|warn|off). Then `sparkenv audit --json` runs in a
-    throw-away container; its report is kept next to the lock.
+    the base provides was replaced; sparkenv goes in from a wheel of the sparkenv running this command
+    (installed or editable); the gate runs as the entrypoint in front of NGC's
+    (SPARKENV_GATE=strict|warn|off). Then `sparkenv audit --json` runs in a throw-away container; its
+    report is kept next to the lock.
 
     Examples:
 
@@ -111,7 +112,8 @@ def build(
         result = run.lock(inputs, profile, None, output_dir, None, [], None, 600.0)
         if result.exit_code():
             raise typer.Exit(emit(result, json_out=False, report=None, junit=None, strict=False, quiet=True))
-        lock_path = Path(output_dir) / f"pylock.{profiles.load(result.profile).file_stem}.toml"
+        # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
+        lock_path = Path(output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
     else:
         lock_path = Path(lock or f"lockfiles/pylock.{profiles.load(profile).file_stem}.toml")
     locked = context.read_lock(lock_path)
@@ -127,7 +129,7 @@ def build(
             raise SparkenvError(f"{ca_bundle}: no such CA bundle")
         ca_path = None
     target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
-    wheels = [runtime.sparkenv_wheel(runtime.checkout()), *runtime.dependency_wheels(target)]
+    wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
     ref = tag or f"sparkenv/{prof.file_stem}:latest"
     plan = context.Plan(prof, locked, context.default_base(prof, base), _version(), ca_path, sdpa, wheels)
 

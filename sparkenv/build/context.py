@@ -1,5 +1,6 @@
-"""What `sparkenv build` sends to the engine: the Dockerfile rendered from dockerfiles/ and the context
-files (lock stages, sparkenv's runtime, the base check, an optional CA bundle). No Docker needed here."""
+"""What `sparkenv build` sends to the engine: the Dockerfile rendered from dockerfiles/ (package data) and
+the context files (lock stages, sparkenv's runtime, the base check, an optional CA bundle). No Docker
+needed here."""
 
 from __future__ import annotations
 
@@ -90,9 +91,23 @@ def read_lock(path: Path) -> Lock:
     return Lock(path, req, tool, header, [(name, "\n".join(body)) for name, body in stages if body])
 
 
+def template_text(name: str) -> str:
+    """A Dockerfile template, as package data: sparkenv/dockerfiles/ is the checkout's dockerfiles/ (a
+    symlink, one copy) and ships in the wheel, so an installed sparkenv builds too."""
+    try:
+        return resources.files("sparkenv").joinpath("dockerfiles", name).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SparkenvError(
+            f"sparkenv/dockerfiles/{name}: the Dockerfile template is missing from this sparkenv "
+            f"({exc.strerror}): reinstall it (pip install --force-reinstall sparkenv)"
+        ) from None
+
+
 def profile_for(lock: Lock, arg: str | None) -> Profile:
+    """--profile as the user gave it (a file relative to the working directory, like every path on the
+    command line), else the profile the lock names."""
     named = str(lock.tool.get("profile") or "")
-    prof = profiles.load(arg or named or None, lock.pylock.parent)
+    prof = profiles.load(arg) if arg else profiles.load(named or None, lock.pylock.parent)
     if named and prof.name != named:
         raise SparkenvError(
             f"{lock.pylock}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
@@ -141,9 +156,7 @@ class Plan:
         }
 
     def dockerfile(self) -> str:
-        from sparkenv.build.runtime import checkout
-
-        template = (checkout() / "dockerfiles" / TEMPLATE).read_text(encoding="utf-8")
+        template = template_text(TEMPLATE)
         fetch: list[str] = []
         install: list[str] = []
         if self.ca_bundle:

@@ -41,7 +41,9 @@ def connect(timeout: int = API_TIMEOUT) -> Any:
         import docker
         from docker.errors import DockerException
     except ImportError:
-        raise ServiceMissing("the docker SDK is missing: pip install 'docker>=7'") from None
+        from sparkenv.extras import missing
+
+        raise missing("build") from None
     import requests
 
     host = _docker_host()

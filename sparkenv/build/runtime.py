@@ -1,4 +1,4 @@
-"""sparkenv's own runtime for an image: a wheel built from the checkout plus the wheels of its runtime
+"""sparkenv's own runtime for an image: a wheel of the installed sparkenv plus the wheels of its runtime
 dependencies for the image's Python and CPU, pinned to the versions installed here (the tested set).
 
 Both are cached under $XDG_CACHE_HOME/sparkenv (a rebuild with nothing changed builds and downloads
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from sparkenv.errors import ServiceMissing, SparkenvError
 
 # Not carried into images: uv is only for `sparkenv lock`, which runs on the host.
 LEFT_OUT = {"uv"}
-WHEEL_TIMEOUT = 300.0
 DOWNLOAD_TIMEOUT = 600.0
 
 
@@ -63,55 +61,95 @@ def cache_dir() -> Path:
     return Path(base) / "sparkenv"
 
 
-def checkout() -> Path:
-    """The source tree sparkenv runs from (an editable install or a checkout on sys.path)."""
-    root = Path(__file__).resolve().parents[2]
-    if not (root / "pyproject.toml").is_file() or not (root / "dockerfiles").is_dir():
-        raise SparkenvError(
-            f"{root}: not a sparkenv checkout (no pyproject.toml + dockerfiles/): sparkenv build installs "
-            "sparkenv from a wheel built from its source; run it from a clone (pip install -e .)"
-        )
-    return root
+def package_dir() -> Path:
+    """The folder of the sparkenv package this process runs: site-packages/sparkenv for an installed
+    sparkenv, <checkout>/sparkenv for an editable one. Both are what the image gets."""
+    return Path(__file__).resolve().parents[1]
 
 
-def source_hash(root: Path) -> str:
-    """Every file that goes into sparkenv's wheel, by content."""
-    h = hashlib.sha256()
-    files = [root / "pyproject.toml", root / "README.md"]
-    files += sorted(p for p in (root / "sparkenv").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    for p in files:
-        if p.suffix in (".pyc",) or not p.exists():
-            continue
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+def _package_files(root: Path) -> list[tuple[str, Path]]:
+    """(path in the wheel, file) for every file of the package, sorted; byte code and symlinked folders
+    (sparkenv/dockerfiles points at the checkout's dockerfiles/: templates the image never reads) left out."""
+    out: list[tuple[str, Path]] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not (Path(folder) / d).is_symlink())
+        for name in files:
+            path = Path(folder) / name
+            if path.suffix in (".pyc", ".pyo") or path.is_symlink() or name.startswith(".nfs"):
+                continue
+            out.append(("sparkenv/" + path.relative_to(root).as_posix(), path))
+    return sorted(out)
 
 
-def sparkenv_wheel(root: Path) -> Path:
-    """`pip wheel --no-deps` of the checkout, reproducible (SOURCE_DATE_EPOCH), cached
-    by the hash of its sources."""
-    out = cache_dir() / "wheels" / source_hash(root)
-    found = sorted(out.glob("sparkenv-*.whl"))
-    if found:
-        return found[0]
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    env = {**os.environ, "SOURCE_DATE_EPOCH": "315532800", "PIP_NO_INPUT": "1"}
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp)]
+def _dist_info() -> tuple[str, dict[str, bytes]]:
+    """The installed distribution's version and the dist-info files a wheel carries (METADATA and the
+    entry points); RECORD, INSTALLER and direct_url.json describe this install, not the wheel."""
     try:
-        proc = subprocess.run(
-            [*cmd, str(root)], capture_output=True, text=True, timeout=WHEEL_TIMEOUT, env=env, cwd=root
+        dist = metadata.distribution("sparkenv")
+    except metadata.PackageNotFoundError:
+        raise SparkenvError(
+            f"{package_dir()}: sparkenv runs without being installed (no sparkenv dist-info): install it "
+            "with pip install . (or -e .) so that sparkenv build knows its version and dependencies"
+        ) from None
+    # From a checkout (`python -m sparkenv` there) the metadata found first may be the egg-info that
+    # setuptools leaves in the tree: PKG-INFO, same format.
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    if not text or not dist.version:
+        raise SparkenvError(
+            f"{getattr(dist, '_path', 'sparkenv')}: sparkenv's metadata is unreadable: "
+            "reinstall it (pip install .)"
         )
-    except subprocess.TimeoutExpired:
-        raise SparkenvError(f"{root}: pip wheel took over {WHEEL_TIMEOUT:.0f} s") from None
-    built = sorted(tmp.glob("sparkenv-*.whl"))
-    if proc.returncode != 0 or not built:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise SparkenvError(f"{root}: building sparkenv's wheel failed: {last}")
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
-    return out / built[0].name
+    files = {"METADATA": text.encode()}
+    entry_points = dist.read_text("entry_points.txt")
+    if entry_points:
+        files["entry_points.txt"] = entry_points.encode()
+    return dist.version, files
+
+
+_WHEEL_FILE = b"Wheel-Version: 1.0\nGenerator: sparkenv build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
+def sparkenv_wheel() -> Path:
+    """A py3-none-any wheel of the sparkenv this process runs, from its installed files (it is pure
+    Python): the same code whether it was installed from a wheel, an index or editable. Reproducible
+    (sorted, fixed dates), cached by the hash of its contents, so Docker's layer cache holds."""
+    import base64
+    import zipfile
+
+    version, info_files = _dist_info()
+    members: list[tuple[str, bytes]] = [
+        (name, path.read_bytes()) for name, path in _package_files(package_dir())
+    ]
+    info = f"sparkenv-{version}.dist-info"
+    members += [(f"{info}/{name}", data) for name, data in sorted(info_files.items())]
+    members.append((f"{info}/WHEEL", _WHEEL_FILE))
+    h = hashlib.sha256()
+    for name, data in members:
+        h.update(name.encode() + b"\0" + data + b"\0")
+    out = cache_dir() / "wheels" / h.hexdigest()[:16]
+    wheel = out / f"sparkenv-{version}-py3-none-any.whl"
+    if wheel.is_file():
+        return wheel
+    record = []
+    for name, data in members:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    members.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".{wheel.name}.{os.getpid()}.tmp"
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in members:
+                zi = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                zi.external_attr = 0o644 << 16
+                zi.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(zi, data)
+        os.replace(tmp, wheel)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SparkenvError(f"{out}: cannot write sparkenv's wheel: {exc.strerror}") from None
+    return wheel
 
 
 def requirements_closure(target: Target) -> dict[str, str]:
@@ -126,7 +164,7 @@ def requirements_closure(target: Target) -> dict[str, str]:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             raise SparkenvError(
-                f"sparkenv's dependency {name} is not installed here: pip install -e ."
+                f"sparkenv's dependency {name} is not installed here: pip install --force-reinstall sparkenv"
             ) from None
         for text in dist.requires or []:
             req = Requirement(text)
@@ -139,7 +177,8 @@ def requirements_closure(target: Target) -> dict[str, str]:
                 pins[key] = metadata.version(req.name)
             except metadata.PackageNotFoundError:
                 raise SparkenvError(
-                    f"sparkenv's dependency {req.name} is not installed here: pip install -e ."
+                    f"sparkenv's dependency {req.name} is not installed here: "
+                    "pip install --force-reinstall sparkenv"
                 ) from None
             todo.append(req.name)
     return dict(sorted(pins.items()))

@@ -47,7 +47,9 @@ def uv_binary() -> str:
         pass
     found = shutil.which("uv")
     if not found:
-        raise ServiceMissing("uv is not installed: pip install 'uv>=0.8' (sparkenv lock resolves with uv)")
+        from sparkenv.extras import missing
+
+        raise missing("lock")
     return found
 
 
