@@ -120,3 +120,20 @@ class Kernels:
         with open(out, "wb") as fh:
             fh.truncate(size)
         return out
+
+
+def cuda_ptxas() -> Path:
+    """The CUDA 13 toolkit's ptxas binary itself (PATH may hold a shell wrapper around it)."""
+    import os
+
+    candidates = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")]
+    compiler = shutil.which("nvcc")
+    if compiler:
+        candidates.append(os.path.join(os.path.dirname(os.path.realpath(compiler)), "ptxas"))
+    candidates.append(shutil.which("ptxas") or "")
+    for c in candidates:
+        if c and os.path.isfile(c):
+            with open(c, "rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    return Path(c)
+    pytest.fail("the CUDA 13 toolkit's ptxas binary is needed (it ships with nvcc)")

@@ -5,18 +5,25 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sparkenv.audit import cuda_binding, g1_cuda, g2_flash_attn, g9_container, g9_drift, scan
+from sparkenv.audit import cuda_binding, g1_cuda, g2_flash_attn, g7_kernels, g9_container, g9_drift, scan
+from sparkenv.cuda import coverage
 from sparkenv.environment import lockpins, target
 from sparkenv.report import Finding, Report, merge_by_subject
 
 
 def audit(
-    target_arg: str | None, lock: str | None = None, machine: str | None = None, root: str | None = None
+    target_arg: str | None,
+    lock: str | None = None,
+    machine: str | None = None,
+    root: str | None = None,
+    gpu: coverage.Capability | str | None = "default",
 ) -> Report:
+    """`gpu`: the capability kernels are judged for; "default" is the GB10; None skips G7 coverage."""
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
     pins = lockpins.read(lock) if lock else None
-    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"))
+    cap = coverage.gb10() if gpu == "default" else gpu
+    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"), cap)  # type: ignore[arg-type]
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
         "machine": resolved.machine,
@@ -24,6 +31,7 @@ def audit(
         "site_dirs": [str(d) for d in resolved.site_dirs],
         "distributions": len(facts.dists),
         "shared_objects": facts.shared_object_count,
+        "gpu": coverage.cap_text(cap) if isinstance(cap, tuple) else None,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report
@@ -35,6 +43,7 @@ def evaluate(facts: scan.AuditFacts) -> list[Finding]:
         [
             *g1_cuda.check(facts, binds),
             *g2_flash_attn.check(facts, binds),
+            *g7_kernels.check(facts),
             *g9_container.check(facts),
             *g9_drift.check(facts),
         ]

@@ -199,3 +199,13 @@ def package_finding(
         )
     problem = f" — {worst[0].problem}" if worst[0].problem else ""
     return Finding("G7", Status.INFO, f"{name}: {shown}: {worst[1].reason}{problem}", key, evidence)
+
+
+def gb10() -> Capability:
+    cap = datafiles.load("gate")["gb10"]["capability"]
+    return int(cap[0]), int(cap[1])
+
+
+def gpu_label(cap: Capability) -> str:
+    """'GB10 (12.1)' for the Spark, 'capability 9.0' for any other GPU."""
+    return f"GB10 ({cap_text(cap)})" if cap == gb10() else f"capability {cap_text(cap)}"
