@@ -55,6 +55,16 @@ def check(
     profile = _profile(profile_arg, platform, inp)
     index = _index(inp, None, [])
     findings = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=lock_input)
+    findings.append(
+        Finding(
+            "G9",
+            Status.INFO,
+            "offline, check sees the declared requirements only: what their dependencies ask of the base's "
+            "versions, CPU-only builds, what a --no-deps stage misses and old fallbacks need the index; "
+            "`sparkenv lock` decides those",
+            "resolution",
+        )
+    )
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,
