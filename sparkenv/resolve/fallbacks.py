@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import html.parser
 import json
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
+    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
@@ -40,6 +42,7 @@ _JSON = "application/vnd.pypi.simple.v1+json"
 class Release:
     version: Version
     files: list[str] = field(default_factory=list)
+    urls: dict[str, str] = field(default_factory=dict)  # file name -> absolute URL
     uploaded: dt.datetime | None = None
     requires_python: str = ""
 
@@ -51,7 +54,7 @@ def fallback_days() -> int:
 class _Links(html.parser.HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.files: list[tuple[str, bool, str]] = []  # (filename, yanked, requires-python)
+        self.files: list[tuple[str, bool, str, str]] = []  # (filename, yanked, requires-python, href)
         self._attrs: dict[str, str | None] = {}
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -61,7 +64,8 @@ class _Links(html.parser.HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._attrs:
             a = self._attrs
-            self.files.append((data.strip(), "data-yanked" in a, a.get("data-requires-python") or ""))
+            href = a.get("href") or ""
+            self.files.append((data.strip(), "data-yanked" in a, a.get("data-requires-python") or "", href))
             self._attrs = {}
 
 
@@ -86,22 +90,23 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
             ctype = resp.headers.get("Content-Type", "")
     except (OSError, ValueError):
         return None
-    entries: list[tuple[str, bool, str, dt.datetime | None]] = []
+    entries: list[tuple[str, bool, str, dt.datetime | None, str]] = []
     if "json" in ctype:
         try:
             for f in json.loads(body).get("files", []):
                 yanked = bool(f.get("yanked"))
+                when = _when(f.get("upload-time"))
                 entries.append(
-                    (f["filename"], yanked, f.get("requires-python") or "", _when(f.get("upload-time")))
+                    (f["filename"], yanked, f.get("requires-python") or "", when, f.get("url", ""))
                 )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
     else:
         parser = _Links()
         parser.feed(body.decode("utf-8", errors="replace"))
-        entries = [(n, y, rp, None) for n, y, rp in parser.files]
+        entries = [(n, y, rp, None, href) for n, y, rp, href in parser.files]
     out: dict[Version, Release] = {}
-    for name, yanked, rp, when in entries:
+    for name, yanked, rp, when, href in entries:
         if yanked:
             continue
         try:
@@ -112,6 +117,7 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
             continue
         rel = out.setdefault(version, Release(version))
         rel.files.append(name)
+        rel.urls[name] = urllib.parse.urljoin(url, href).split("#", 1)[0] if href else ""
         rel.requires_python = rel.requires_python or rp
         if when and (rel.uploaded is None or when < rel.uploaded):
             rel.uploaded = when
@@ -150,6 +156,36 @@ def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
     return f"none of its {len(wheels)} wheel(s) fits {profile.python_platform} and it has no sdist"
 
 
+def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str) -> str:
+    """Which requirement of a newer release stops it: one it needs that has no file for the target, or
+    one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel)."""
+    from sparkenv.resolve import metadata, remote_zip
+
+    fits = [f for f in rel.files if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3])]
+    if not fits or not rel.urls.get(fits[0]):
+        return "a requirement of it cannot be met with the rest"
+    ref = metadata.FileRef("", fits[0], rel.urls[fits[0]], "")
+    text = metadata._pep658(ref, 20.0)
+    if text is None:
+        try:
+            text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()
+        except (remote_zip.Unreadable, KeyError, UnicodeDecodeError):
+            return "a requirement of it cannot be met with the rest"
+    env = profile.marker_env()
+    problems = []
+    for req in metadata.parse(text, "").requires:
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        dep = canonicalize_name(req.name)
+        if dep in versions:
+            continue  # resolved, so met (or uv would have said so)
+        page = releases(url, dep)
+        ok = [r for v, r in (page or {}).items() if req.specifier.contains(v, prereleases=True)]
+        if page is not None and not any(_fits(r, profile, target) is None for r in ok):
+            problems.append(f"it needs {req}, which has no release for {profile.python_platform}")
+    return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
+
+
 def findings(
     candidates: dict[str, tuple[str, object]],
     declared: dict[str, SpecifierSet],
@@ -157,10 +193,13 @@ def findings(
     chain: dict[str, list[str]],
     profile: Profile,
     index_url: str | None,
+    versions: dict[str, str] | None = None,
 ) -> list[Finding]:
-    """`candidates`: name -> (locked version, the locked file's upload time, as uv recorded it, or None)."""
+    """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
+    `versions`: every locked name -> version."""
     if not candidates:
         return []
+    versions = versions or {}
     url = index_url or PYPI
     with ThreadPoolExecutor(min(8, len(candidates))) as pool:
         pages = dict(zip(candidates, pool.map(lambda k: releases(url, k), candidates), strict=True))
@@ -201,9 +240,9 @@ def findings(
             why = f"{'; '.join(caps[:3])} exclude{'s' if len(caps) == 1 else ''} {newest}"
         else:
             reasons = []
-            for v in sorted((v for v in finals if v > locked_v), reverse=True)[:3]:
-                r = _fits(page[v], profile, target)
-                reasons.append(f"{v}: {r}" if r else f"{v}: a requirement of it cannot be met with the rest")
+            for v in sorted((v for v in finals if v > locked_v), reverse=True)[:2]:
+                r = _fits(page[v], profile, target) or _unmet(page[v], profile, target, versions, url)
+                reasons.append(f"{v}: {r}")
             why = "; ".join(reasons)
         age = f", {gap // 365} year(s) older" if gap and gap >= 365 else ""
         via = " → ".join(chain.get(key, [key]))

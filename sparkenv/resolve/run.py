@@ -212,7 +212,8 @@ def _fallbacks(
         files = raw[key].get("wheels") or ([raw[key]["sdist"]] if "sdist" in raw[key] else [])
         candidates[key] = (locked[key].version, files[0].get("upload-time") if files else None)
     declared = fallbacks.declared_specifiers(inp.requirements, env)
-    return fallbacks.findings(candidates, declared, edges, chain, profile, index_url)
+    versions = {k: p.version for k, p in locked.items()}
+    return fallbacks.findings(candidates, declared, edges, chain, profile, index_url, versions)
 
 
 def _say(progress: bool, line: str) -> None:
