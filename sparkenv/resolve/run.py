@@ -114,7 +114,8 @@ def _locked(text: str, late: set[str]) -> tuple[dict[str, policy.Locked], dict[s
     raw: dict[str, dict[str, Any]] = {}
     for pkg in parse_toml(text).get("packages", []):
         key = canonicalize_name(pkg["name"])
-        stage = STAGE_UNSLOTH if key in late else STAGE_MAIN
+        # the family goes last and --no-deps even where only a dependency brought it in (unsloth → zoo)
+        stage = STAGE_UNSLOTH if key in late or key in _family() else STAGE_MAIN
         wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
         sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
         version = str(pkg.get("version") or _file_version(wheels, sdist))
@@ -280,6 +281,10 @@ def lock(
             shutil.rmtree(work, ignore_errors=True)
     late = _late_keys(inp)
     locked, raw = _locked(text, late) if text else ({}, {})
+    if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
+        s.name != STAGE_UNSLOTH for s in stages
+    ):
+        stages.append(Stage(STAGE_UNSLOTH, [], no_deps=True))
     t_resolved = time.perf_counter()
     _say(
         progress,
