@@ -122,7 +122,13 @@ def lock(
         ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", metavar="SECONDS", help="Give up on the resolver after this long.")
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Give up on the resolver after this long (a positive number).",
+            callback=opts.positive_seconds,
+        ),
     ] = 600.0,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045

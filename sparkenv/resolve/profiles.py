@@ -7,6 +7,7 @@ files), or `[tool.sparkenv] profile = "…"` / `profile-file = "…"` in pyproje
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from sparkenv import schema
 from sparkenv.errors import SparkenvError
 
 PLATFORMS = {
@@ -24,6 +26,24 @@ PLATFORMS = {
     "linux/x86_64": "x86_64",
 }
 _REQUIRED = ("name", "reviewed", "source", "python", "cuda", "manylinux", "platform")
+# A profile's name becomes part of file names (lockfiles/pylock.<name>.toml): no folders, no traversal.
+NAME_RE = re.compile(r"[a-z0-9._-]+")
+_SCHEMA = {
+    "name": schema.STRING,
+    "reviewed": schema.STRING_OR_DATE,
+    "source": schema.STRING,
+    "description": schema.STRING,
+    "image": schema.STRING,
+    "digest": schema.STRING,
+    "python": schema.STRING,
+    "cuda": schema.STRING,
+    "glibc": schema.STRING,
+    "manylinux": schema.STRING,
+    "platform": schema.STRING,
+    "provides": schema.STRING_TABLE,
+    "satisfies": schema.STRING_TABLE,
+    "env": schema.STRING_TABLE,
+}
 
 
 @dataclass(frozen=True)
@@ -120,6 +140,16 @@ def _parse(text: str, where: str) -> Profile:
     missing = [k for k in _REQUIRED if not data.get(k)]
     if missing:
         raise SparkenvError(f"{where}: profile lacks {', '.join(missing)}")
+    schema.check(data, _SCHEMA, where)
+    if not NAME_RE.fullmatch(data["name"]):
+        raise SparkenvError(
+            f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
+        )
+    for key in ("python", "cuda"):
+        try:
+            Version(data[key])
+        except InvalidVersion:
+            raise SparkenvError(f"{where}: {key} = {data[key]!r} is not a version") from None
     if data["platform"] not in PLATFORMS:
         raise SparkenvError(
             f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"

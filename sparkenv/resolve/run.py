@@ -13,6 +13,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
+from sparkenv import confine
 from sparkenv.errors import SparkenvError
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
@@ -514,9 +515,13 @@ def lock_check(
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks:
             raise SparkenvError(f"{output_dir}: no pylock.*.toml to check")
+        root = confine.project_root(out_dir)
         for pylock_path in locks:
             tool = lockfile.read_tool(pylock_path)
             recorded = [str(p) for p in tool.get("inputs", [])]
+            where = f"{pylock_path}: [tool.sparkenv] inputs"
+            for p in recorded:  # a lock from another repository must not make sparkenv read outside it
+                confine.inside(root, p, out_dir, where)
             missing = [p for p in recorded if not (out_dir / p).is_file()]
             if missing:
                 findings.append(
@@ -530,8 +535,11 @@ def lock_check(
                     )
                 )
                 continue
-            inp = inputs_mod.read([str(out_dir / p) for p in recorded])
-            prof = profiles.load(str(tool.get("profile")), out_dir).with_platform(str(tool.get("platform")))
+            inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
+            named = str(tool.get("profile"))
+            if named.endswith(".toml"):
+                confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
+            prof = profiles.load(named, out_dir).with_platform(str(tool.get("platform")))
             findings.append(_fresh(pylock_path, inp.digest(), prof, recorded))
     return Report("lock --check", str(out_dir), merge_by_subject(findings), profile=profile_name)
 
@@ -542,7 +550,8 @@ def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile, inputs: li
     if not pylock_path.is_file():
         return Finding("G9", Status.FAIL, f"{pylock_path} does not exist", subject, (), f"run {regen}")
     tool = lockfile.read_tool(pylock_path)
-    req = pylock_path.parent / str(tool.get("requirements", ""))
+    where = f"{pylock_path}: [tool.sparkenv] requirements"
+    req = pylock_path.parent / confine.plain_name(str(tool.get("requirements", "")), where)
     problems = []
     if tool.get("input-hash") != digest:
         problems.append(f"inputs changed since the lock ({', '.join(inputs)})")
