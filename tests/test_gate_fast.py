@@ -416,3 +416,30 @@ def test_static_mode_says_flash_attn_was_not_called(run, tmp_path):
     facts["dists"]["flash-attn"] = "2.8.3"
     line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G2", "flash-attn")
     assert line.startswith("G2 INFO: flash-attn is installed; the default gate does not call it (--deep")
+
+
+# --- the deep-probe cache -----------------------------------------------------------------------------
+
+
+def test_deep_cache_pays_once_per_image_driver_and_gpu(run, tmp_path, elves, nvml_lib):
+    """torch here cannot import (its __init__ exits): a failing deep probe is never remembered; a passed
+    one (recorded on the H200) planted under this machine's key is used instead of running torch."""
+    from sparkenv.gate import deep_cache
+
+    env = {
+        **static_torch(tmp_path, elves, version="2.11.0+cu130", cuda="13.0", needs=("libcudart.so.13",)),
+        "LD_LIBRARY_PATH": str(nvml_lib),
+    }
+    cache, dump = tmp_path / "cache", tmp_path / "facts.json"
+    first = run("gate", "--deep", "--deep-cache", str(cache), "--dump-facts", str(dump), env=env)
+    assert first.line("G1", "torch").startswith("G1 FAIL: import torch fails: SystemExit")
+    assert not cache.exists() or not list(cache.iterdir())  # a failure is not remembered
+    k = deep_cache.key(json.loads(dump.read_text()))
+    assert k and deep_cache.store(str(cache), k, gh.live()["torch"], "2026-12-01T07:00:00+00:00") is None
+    second = run("gate", "--deep", env={**env, "SPARKENV_GATE_DEEP_CACHE": str(cache)})
+    assert second.line("G1", "torch").endswith(
+        "first CUDA operation ran in 0.162 s (deep probe of 2026-12-01T07:00:00+00:00 remembered for this "
+        "image, driver and GPU)"
+    )
+    other_driver = run("gate", "--deep", "--deep-cache", str(cache), env={**env, "STUB_NVML": "old-driver"})
+    assert other_driver.line("G1", "torch").startswith("G1 FAIL")  # a new key: the probe ran again

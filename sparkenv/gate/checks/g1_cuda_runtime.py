@@ -239,11 +239,17 @@ def _torch(f: GateFacts) -> Finding:
             "run the container with --gpus all (or the NVIDIA runtime)",
         )
     d = f.device or {}
+    cache = f.raw.get("deep_cache") or {}
+    when = (
+        f" (deep probe of {cache.get('taken_at')} remembered for this image, driver and GPU)"
+        if cache.get("hit")
+        else ""
+    )
     return Finding(
         "G1",
         Status.PASS,
         f"torch {version} built for CUDA {cuda}{label}; first CUDA operation ran in "
-        f"{d.get('first_op_s', '?')} s",
+        f"{d.get('first_op_s', '?')} s{when}",
         "torch",
         (f"import {t.get('import_s')} s", f"cudnn {t.get('cudnn')}"),
     )
