@@ -71,7 +71,9 @@ def explain(
     """Explain a failure mode: symptom, cause, what sparkenv checks and at which stage, and the fix."""
     from sparkenv import gotchas
 
-    typer.echo(gotchas.explain(gotchas.lookup(gotcha)) if gotcha else gotchas.listing(), nl=False)
+    # sys.stdout, not typer.echo: click re-wraps an ASCII stdout as UTF-8, which the errors="replace"
+    # set up in main() would not cover (the registry's text has typographic dashes).
+    sys.stdout.write(gotchas.explain(gotchas.lookup(gotcha)) if gotcha else gotchas.listing())
 
 
 # Commands of the other stages live beside their stage (sparkenv/<stage>/commands.py) and add themselves

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sparkenv.audit import cuda_binding, g1_cuda, g2_flash_attn, g9_container, g9_drift, scan
+from sparkenv import rules
+from sparkenv.audit import scan
 from sparkenv.environment import lockpins, target
-from sparkenv.report import Finding, Report, merge_by_subject
+from sparkenv.report import Finding, Report
 
 
 def audit(
@@ -30,12 +31,4 @@ def audit(
 
 
 def evaluate(facts: scan.AuditFacts) -> list[Finding]:
-    binds = cuda_binding.bindings(facts)
-    return merge_by_subject(
-        [
-            *g1_cuda.check(facts, binds),
-            *g2_flash_attn.check(facts, binds),
-            *g9_container.check(facts),
-            *g9_drift.check(facts),
-        ]
-    )
+    return rules.evaluate(rules.Stage.INSTALLED, facts)
