@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv import datafiles
+from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container
 from sparkenv.gate import deep_cache, ldcache, nvml, orchestrate, parsers, static_torch
 from sparkenv.gate.facts_file import FACTS_SCHEMA
@@ -200,7 +201,7 @@ def probe_driver() -> dict[str, Any]:
         return {"proc_version": None, "version": None, "error": exc.reason}
     return {
         "proc_version": text.strip()[:500],
-        "version": parsers.driver_from_proc(text),
+        "version": parse_proc_version(text),
         "source": PROC_DRIVER,
     }
 
