@@ -26,6 +26,7 @@ class GateArgs:
     import_unsloth: bool = False
     deep: bool = False
     link_test: bool = False
+    deep_cache: str | None = None
     dump_facts: str | None = None
     facts: str | None = None
     python: str | None = None
@@ -88,6 +89,7 @@ def run(a: GateArgs) -> int:
         deadline_s=a.deadline,
         deep=a.deep,
         link_test=a.link_test,
+        deep_cache=a.deep_cache,
     )
     restore = orchestrate.on_signals_kill_children()
     try:
