@@ -9,10 +9,12 @@ libraries that embed fatbins as data).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from sparkenv.cuda import coverage, fatbin
+from sparkenv import datafiles
+from sparkenv.cuda import coverage, fatbin, toolchain
 from sparkenv.report import Status
 
 
@@ -78,3 +80,68 @@ def from_json(items: Iterable[dict[str, Any]]) -> list[coverage.ObjectKernels]:
             )
         )
     return out
+
+
+def read_triton(site: str, name: str, version: str, env: Mapping[str, str]) -> toolchain.TritonTools:
+    """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
+    override them, as `env` sets them."""
+    spec = datafiles.load("toolchain")["triton"]
+    bundled = {}
+    for tool in (spec["default_tool"], spec["blackwell_tool"]):
+        path = os.path.join(site, spec["bundled_dir"], tool)
+        if os.path.isfile(path):
+            bundled[tool] = toolchain.ptxas_release_of_file(path)
+    chosen = {v: env[v] for v in (spec["default_env"], spec["blackwell_env"]) if env.get(v)}
+    releases = {p: toolchain.ptxas_release_of_file(p) for p in chosen.values()}
+    return toolchain.TritonTools(name, version, bundled, chosen, releases)
+
+
+def triton_to_json(tools: toolchain.TritonTools) -> dict[str, Any]:
+    return {
+        "name": tools.name,
+        "version": tools.version,
+        "bundled": dict(tools.bundled),
+        "env": dict(tools.env),
+        "env_release": dict(tools.env_release),
+    }
+
+
+def triton_from_json(data: Any) -> toolchain.TritonTools | None:
+    if not isinstance(data, dict):
+        return None
+    return toolchain.TritonTools(
+        str(data.get("name", "triton")),
+        str(data.get("version", "?")),
+        dict(data.get("bundled") or {}),
+        dict(data.get("env") or {}),
+        dict(data.get("env_release") or {}),
+    )
+
+
+def gather(site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str, str]) -> dict[str, Any]:
+    """The gate's G7 facts: every distribution's objects that carry GPU code, and Triton's ptxas.
+    The first distribution of a name on the path wins, as at import time."""
+    from sparkenv.environment.distributions import Distribution, iter_distributions
+
+    packages: dict[str, Any] = {}
+    seen: set[str] = set()
+    triton = None
+    objects = 0
+    for site in site_dirs:
+        for dist in iter_distributions(Path(site)):
+            if not isinstance(dist, Distribution) or dist.key in seen:
+                continue
+            seen.add(dist.key)
+            paths = dist.shared_object_paths()
+            objects += len(paths)
+            found = read_paths(str(site), paths, cap)
+            if found:
+                packages[dist.key] = {"version": dist.version, "objects": to_json(found)}
+            if triton is None and dist.key in ("triton", "pytorch-triton"):
+                triton = triton_to_json(read_triton(str(site), dist.name, dist.version, env))
+    return {
+        "read_for": coverage.cap_text(cap),
+        "shared_objects": objects,
+        "packages": packages,
+        "triton": triton,
+    }

@@ -102,7 +102,24 @@ def _tp(f: GateFacts) -> tuple[int, str | None]:
     return 1, None
 
 
+def live_known_hosts(f: GateFacts) -> list[Finding]:
+    """Kernel builds and settings users reported broken on DGX Spark that break the link between Sparks
+    (data/hosts.toml): WARN on one node, FAIL when the workload spans nodes."""
+    from sparkenv.cuda import hosts
+
+    nodes, _ = _nodes(f)
+    kernel = (f.raw.get("host") or {}).get("kernel")
+    found = hosts.judge(kernel, f.section("meminfo"), f.driver_version, f.env.get("CUDA_VERSION"), nodes > 1)
+    return [x for x in found if x.id == "G10"]
+
+
 RULES = (
+    Rule(
+        Stage.LIVE,
+        live_known_hosts,
+        "the running kernel build and /proc/meminfo against known-bad hosts (data/hosts.toml, dated: "
+        "CmaTotal 0 kB breaks RDMA registration)",
+    ),
     Rule(
         Stage.LIVE,
         live,

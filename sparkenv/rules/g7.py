@@ -73,9 +73,9 @@ def live(f: GateFacts) -> list[Finding]:
                 "capability",
             )
         ]
+    out = _live_coverage(f, cap)
     if not f.is_gb10:
-        return [Finding("G7", Status.SKIP, f"capability {cap} is not a GB10 (12, 1)", "capability")]
-    out = []
+        return [Finding("G7", Status.SKIP, f"capability {cap} is not a GB10 (12, 1)", "capability"), *out]
     spec = datafiles.load("gate")["gb10"]
     arch = (f.device or {}).get("arch_list")
     if arch is None:
@@ -128,6 +128,39 @@ def live(f: GateFacts) -> list[Finding]:
     return out
 
 
+def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
+    """Every package's kernels, Triton's ptxas and TORCH_CUDA_ARCH_LIST, for the live GPU."""
+    from sparkenv.environment import kernels
+
+    out: list[Finding] = []
+    gpu = coverage.gpu_label(cap)
+    facts = f.section("kernel_coverage")
+    if facts is not None:
+        for key, pkg in sorted((facts.get("packages") or {}).items()):
+            if not isinstance(pkg, dict):
+                continue
+            objects = kernels.from_json(pkg.get("objects") or [])
+            finding = coverage.package_finding(key, str(pkg.get("version", "?")), objects, cap, gpu)
+            if finding is not None:
+                out.append(finding)
+        triton = kernels.triton_from_json(facts.get("triton"))
+        if triton is not None:
+            out.append(toolchain.judge_triton_ptxas(triton, cap, live=True))
+    elif f.probe_error("kernel_coverage"):
+        out.append(
+            Finding(
+                "G7",
+                Status.ERROR,
+                f"kernel_coverage probe failed: {f.probe_error('kernel_coverage')}",
+                "kernels",
+            )
+        )
+    arch_list = toolchain.judge_arch_list(f.env.get("TORCH_CUDA_ARCH_LIST"), cap, "the gate's environment")
+    if arch_list is not None:
+        out.append(arch_list)
+    return out
+
+
 def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
     good = set(datafiles.load("gate")["nvfp4"]["good_targets"])
     seen = {name: k for name, k in kernels.items() if k.get("targets")}
@@ -164,7 +197,8 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "the GPU's compute capability, torch's arch list, NVFP4 intent and the SM targets of "
-        "NVFP4-capable packages' kernels",
+        "the GPU's compute capability, torch's arch list, every package's kernels for the live GPU (as "
+        "the audit reads them), Triton's ptxas and TORCH_CUDA_ARCH_LIST as the workload sees them, NVFP4 "
+        "intent and the SM targets of NVFP4-capable packages' kernels",
     ),
 )
