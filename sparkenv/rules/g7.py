@@ -76,13 +76,12 @@ def live(f: GateFacts) -> list[Finding]:
     out = _live_coverage(f, cap)
     if not f.is_gb10:
         return [Finding("G7", Status.SKIP, f"capability {cap} is not a GB10 (12, 1)", "capability"), *out]
-    spec = datafiles.load("gate")["gb10"]
     arch = (f.device or {}).get("arch_list")
     if arch is None:
         out.append(
             Finding("G7", Status.PASS, f"capability {cap}: a GB10 (torch arch list not read)", "capability")
         )
-    elif any(a in arch for a in spec["arch_ok"]):
+    elif coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
         out.append(
             Finding(
                 "G7",
@@ -90,6 +89,18 @@ def live(f: GateFacts) -> list[Finding]:
                 f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
                 "SM121 (sm_120/compute_120)",
                 "capability",
+            )
+        )
+    elif coverage.judge(arch, cap).status is Status.WARN:
+        out.append(
+            Finding(
+                "G7",
+                Status.WARN,
+                f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
+                f"{coverage.judge(arch, cap).reason}",
+                "capability",
+                tuple(arch),
+                "use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
             )
         )
     else:
