@@ -220,7 +220,7 @@ def test_an_image_whose_kernels_cannot_run_on_the_gpu_stays_untagged(
     ref = "sparkenv-test/app:kernels"
     proc = build(lock, ref, "-q")
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "G7 FAIL: ext-hopper 1.0: ext_hopper/_C.abi3.so cannot run on GB10 (12.1)" in proc.stdout, (
+    assert "G7 FAIL: ext-hopper 1.0 (ext_hopper/_C.abi3.so) cannot run on GB10 (12.1)" in proc.stdout, (
         proc.stdout
     )
     assert f"NOT tagged {ref}" in proc.stdout

@@ -48,7 +48,7 @@ def test_gb10_blocks_the_hopper_only_extension(run, tmp_path, live_coverage):
     facts = gh.with_changes(gh.gb10_from_reports(), kernel_coverage=live_coverage)
     r = run("gate", "--facts", gh.write(tmp_path, facts), "--policy", "strict")
     line = r.line("G7", "ext-hopper")
-    assert line.startswith("G7 FAIL: ext-hopper 1.0: ext_hopper/_C.abi3.so cannot run on GB10 (12.1)"), line
+    assert line.startswith("G7 FAIL: ext-hopper 1.0 (ext_hopper/_C.abi3.so) cannot run on GB10 (12.1)"), line
     assert r.line("G7", "ext-spark").startswith("G7 PASS: ext-spark 1.0")
     assert r.line("G7", "nvidia-cufft").startswith("G7 PASS: nvidia-cufft 12.0.0.61")
     assert r.code == 1
@@ -60,7 +60,7 @@ def test_same_kernels_on_an_h200(run, tmp_path, live_coverage):
     r = run("gate", "--facts", gh.write(tmp_path, facts))
     assert r.line("G7", "ext-hopper").startswith("G7 PASS: ext-hopper 1.0")
     assert r.line("G7", "ext-spark").startswith(
-        "G7 FAIL: ext-spark 1.0: ext_spark/_C.abi3.so cannot run on capability 9.0"
+        "G7 FAIL: ext-spark 1.0 (ext_spark/_C.abi3.so) cannot run on capability 9.0"
     )
 
 

@@ -75,8 +75,11 @@ def gather(
             else:
                 dists[item.key] = DistFacts(item)
     count = 0
+    cache = kernels.ScanCache.default() if gpu is not None else None
     for facts in dists.values():
-        count += _scan_files(facts, gpu)
+        count += _scan_files(facts, gpu, cache)
+    if cache is not None:
+        cache.save()
     return AuditFacts(
         target,
         dists,
@@ -102,7 +105,9 @@ def _triton(dists: dict[str, DistFacts], env: Mapping[str, str]) -> toolchain.Tr
     return None
 
 
-def _scan_files(facts: DistFacts, gpu: coverage.Capability | None = None) -> int:
+def _scan_files(
+    facts: DistFacts, gpu: coverage.Capability | None = None, cache: kernels.ScanCache | None = None
+) -> int:
     for note in facts.dist.notes:
         # a RECORD that exists but cannot be read (a FIFO, a device, a loop) hides every shared object
         if note.startswith("RECORD unreadable"):
@@ -132,7 +137,7 @@ def _scan_files(facts: DistFacts, gpu: coverage.Capability | None = None) -> int
         facts.shared_objects.append(SharedObject(rel, info))
         seen += 1
         if gpu is not None:
-            found = kernels.read_object(path, rel, gpu)
+            found = kernels.read_object(path, rel, gpu, cache)
             if found is not None:
                 facts.kernels.append(found)
     return seen
