@@ -179,15 +179,12 @@ def test_build_run_and_rebuild(engine, wheels, index, tmp_path: Path) -> None:  
     assert any(line.startswith(("G1 ", "G3 ", "G7 ", "G9 ")) for line in run.stderr.splitlines()), run.stderr
 
     # An unchanged rebuild: every step cached, verification included, the same image.
-    started = time.perf_counter()
     again = build(lock, ref)
-    took = time.perf_counter() - started
     assert again.returncode == 0, again.stderr[-2000:]
     assert engine.images.get(ref).id == img.id
     steps = int(again.stderr.split("step 1/")[1].split(":")[0])
     # FROM steps and the metadata-only steps print no "Using cache"; everything that runs or copies does
     assert again.stderr.count("    cached") >= steps - 8, again.stderr
-    assert took < 30
 
 
 def test_a_lock_replacing_a_base_package_fails_the_build_and_tags_nothing(
