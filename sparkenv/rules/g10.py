@@ -95,6 +95,17 @@ def live_agreement(f: GateFacts) -> list[Finding]:
     return g10_agreement.check(section.get("agreement"), plan.nodes)
 
 
+def live_known_hosts(f: GateFacts) -> list[Finding]:
+    """Kernel builds and settings users reported broken on DGX Spark that break the link between Sparks
+    (data/hosts.toml): WARN on one node, FAIL when the workload spans nodes."""
+    from sparkenv.cuda import hosts
+
+    nodes = _plan(f).nodes
+    kernel = (f.raw.get("host") or {}).get("kernel")
+    found = hosts.judge(kernel, f.section("meminfo"), f.driver_version, f.env.get("CUDA_VERSION"), nodes > 1)
+    return [x for x in found if x.id == "G10"]
+
+
 def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
     nodes, tp = plan.nodes, plan.tp
     evidence = tuple(str(x) for x in (plan.nodes_from, plan.tp_from) if x)
@@ -141,6 +152,7 @@ PARTS = (
     Rule(Stage.LIVE, live_parallelism, "tensor parallelism across Sparks"),
     Rule(Stage.LIVE, live_link, "this node's link"),
     Rule(Stage.LIVE, live_agreement, "agreement of the nodes"),
+    Rule(Stage.LIVE, live_known_hosts, "known-bad hosts"),
 )
 
 RULES = (
@@ -156,6 +168,9 @@ RULES = (
         "that carries the link; and every node's digest (sparkenv, image as $SPARKENV_IMAGE, lock hash, "
         "driver, CUDA, torch, NCCL, Python, GPU, NCCL settings) exchanged through a torch.distributed "
         "TCPStore at the job's master address (MASTER_PORT + 17) within --deadline: a difference is a FAIL "
-        "naming node and field on every node; with --link-test, one timed all-reduce between the nodes",
+        "naming node and field on every node; with --link-test, one timed all-reduce between the nodes; "
+        "the "
+        "running kernel build and /proc/meminfo against known-bad hosts (data/hosts.toml, dated: CmaTotal 0 kB "
+        "breaks RDMA registration)",
     ),
 )
