@@ -169,8 +169,7 @@ RULES = (
         "driver, CUDA, torch, NCCL, Python, GPU, NCCL settings) exchanged through a torch.distributed "
         "TCPStore at the job's master address (MASTER_PORT + 17) within --deadline: a difference is a FAIL "
         "naming node and field on every node; with --link-test, one timed all-reduce between the nodes; "
-        "the "
-        "running kernel build and /proc/meminfo against known-bad hosts (data/hosts.toml, dated: CmaTotal 0 kB "
-        "breaks RDMA registration)",
+        "the running kernel build and /proc/meminfo against known-bad hosts (data/hosts.toml, dated: "
+        "CmaTotal 0 kB breaks RDMA registration)",
     ),
 )
