@@ -19,6 +19,7 @@ app = typer.Typer(
     "Each finding is one line, G-number first (G1–G10, see `sparkenv explain`). Exit codes: 0 no FAIL, "
     "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},  # -h on every command, as on gate
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
     pretty_exceptions_enable=False,

@@ -12,6 +12,7 @@ patch_app = typer.Typer(
     name="patch",
     help="Runtime patches for an environment (today: the G2 SDPA override for Unsloth).",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -33,8 +34,11 @@ def sdpa(
     uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove it.")] = False,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """Make SDPA Unsloth's attention in TARGET without code changes, or say whether it is.
 
@@ -53,6 +57,7 @@ def sdpa(
 
       sparkenv patch sdpa --uninstall .venv
     """
+    opts.check_selection(select, ignore)
     from sparkenv.environment import target as targets
     from sparkenv.errors import SparkenvError
     from sparkenv.patches import install as inst
@@ -148,8 +153,19 @@ def sdpa(
                 (str(where.pth), str(where.module)),
             )
         )
-    result = Report("patch sdpa", resolved.description, findings)
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=None, strict=strict, quiet=quiet))
+    result = Report("patch", resolved.description, findings, context={"patch": "sdpa"})
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            select=select,
+            ignore=ignore,
+        )
+    )
 
 
 def register(app: typer.Typer) -> None:
