@@ -95,7 +95,11 @@ def build(req: BuildRequest) -> BuildOutcome:
         lock_path = Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml")
     locked = context.read_lock(lock_path)
     prof = context.profile_for(locked, req.profile)
-    platform = profiles.canonical_platform(req.platform or str(locked.tool.get("platform") or prof.platform))
+    source = "--platform" if req.platform else f"{locked.pylock}: [tool.sparkenv] platform ="
+    platform = req.platform or str(locked.tool.get("platform") or prof.platform)
+    if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
+        raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
+    platform = profiles.canonical_platform(platform)
     machine = profiles.PLATFORMS[platform]
     ca = req.ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None
