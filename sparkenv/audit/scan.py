@@ -12,6 +12,7 @@ from sparkenv.environment import container, kernels, ngc
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
 from sparkenv.environment.lockpins import LockPins
 from sparkenv.environment.target import Target
+from sparkenv.knowledge import packages
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def gather(
     dists: dict[str, DistFacts] = {}
     shadowed: list[Distribution] = []
     problems: list[MetadataProblem] = []
-    pth_name = datafiles.load("packages")["sdpa_override_pth"]
+    pth_name = packages().sdpa_override_pth
     sdpa: str | None = None
     for site in target.site_dirs:
         if sdpa is None and (site / pth_name).is_file():
