@@ -10,19 +10,22 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.rules.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
 from sparkenv.rules.ngc import RELEASE_VARIABLE, NgcFacts
 from sparkenv.rules.pins import exact_pin
 
-CONSTRAINT_FILE = "etc/pip/constraint.txt"
+CONSTRAINT_FILE = NGC_CONSTRAINT_FILE.lstrip("/")  # read under a root: the mounted image's
 
 
 def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> NgcFacts:
     live = root == Path("/")
     environ = os.environ if environ is None and live else (environ or {})
     path = root / CONSTRAINT_FILE
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    from sparkenv import safe_read
+
+    try:  # under --root this is a mounted image's file: a FIFO or device there must not hang the audit
+        text = safe_read.read_text(path, what="a pip constraint file", limit=16 << 20, errors="replace")
+    except safe_read.UnreadableFile:
         text = None
     pins: dict[str, str] = {}
     for line in (text or "").splitlines():

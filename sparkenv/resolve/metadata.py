@@ -49,7 +49,7 @@ class Metadata:
 def cache_dir() -> Path:
     from sparkenv import cache
 
-    return cache.root() / "metadata"
+    return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/cache.py)
 
 
 def _store(sha256: str, text: str, suffix: str = ".metadata") -> None:
