@@ -210,12 +210,15 @@ def _import_rootfs(timeout: float) -> None:
 # ---- small real wheels, a local index, and locks -----------------------------------------------------
 
 
-def make_wheel(folder: Path, name: str, version: str, modules: dict[str, str] | None = None) -> Path:
+def make_wheel(
+    folder: Path, name: str, version: str, modules: dict[str, str] | dict[str, str | bytes] | None = None
+) -> Path:
     """A real py3-none-any wheel (zip + dist-info + RECORD)."""
     mod = name.replace("-", "_")
     info = f"{mod}-{version}.dist-info"
     files = {
-        f"{k}": v.encode() for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
+        f"{k}": v if isinstance(v, bytes) else v.encode()
+        for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
     }
     files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
     files[f"{info}/WHEEL"] = WHEEL

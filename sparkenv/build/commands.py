@@ -77,6 +77,25 @@ def build(
         bool,
         typer.Option("--dry-run", help="Print the Dockerfile and the context's files; no Docker needed."),
     ] = False,
+    gpu: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--gpu",
+            metavar="CAP",
+            help="The GPU the image's extensions must run on (G7 in its self-audit): 12.1 (GB10, the "
+            "default), 9.0 (H100/H200) …; `none` skips the kernel check. An image whose kernels cannot run "
+            "there is not tagged.",
+        ),
+    ] = None,
+    driver: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--driver",
+            metavar="VERSION",
+            help="The host driver the image will run on (e.g. 580.95.05): a profile whose CUDA needs a newer "
+            "one is a G1 WARN. Default: this machine's driver, when it has one.",
+        ),
+    ] = None,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
@@ -123,6 +142,8 @@ def build(
             strict=strict,
             select=tuple(select or ()),
             ignore=tuple(ignore or ()),
+            gpu=gpu,
+            driver=driver,
         )
     )
     if outcome.report is None:
@@ -132,3 +153,81 @@ def build(
     print(outcome.message, file=sys.stderr if json_out else sys.stdout, flush=True)
     emit(outcome.report, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet)
     raise typer.Exit(outcome.code)
+
+
+def _target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
+    """--gpu, else the profile's `gpu`, else the GB10: what the image's extensions must run on (G7)."""
+    from sparkenv.cuda import coverage
+    from sparkenv.errors import SparkenvError
+
+    value = (gpu or str(getattr(prof, "gpu", "") or "") or coverage.cap_text(coverage.gb10())).strip()
+    if value.lower() == "none":
+        return "none"
+    cap = coverage.parse_capability(value)
+    if cap is None:
+        raise SparkenvError(f"--gpu {value!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
+    return coverage.cap_text(cap)
+
+
+def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-untyped-def]
+    """G1 at build time: the profile's CUDA against --driver, or against this machine's driver when it
+    has one (building on the Spark). A driver too old is a WARN here: the image may run elsewhere."""
+    from sparkenv.cuda import driver as drv
+    from sparkenv.errors import SparkenvError
+    from sparkenv.report import Finding, Status
+
+    where = "--driver"
+    if driver is None:
+        try:
+            with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as fh:
+                driver = drv.parse_proc_version(fh.read(4096))
+            where = "this machine's driver"
+        except OSError:
+            return None
+        if driver is None:
+            return None
+    elif drv.parse_proc_version(f"Kernel Module {driver}") != driver.strip():
+        raise SparkenvError(f"--driver {driver!r}: not a driver version like 580.95.05")
+    cuda = getattr(prof, "cuda", None) or None
+    found = drv.judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
+    if found.status is Status.FAIL:
+        found = Finding(found.id, Status.WARN, found.summary, found.subject, found.evidence, found.fix)
+    text = f"{found.id} {found.status.value}: {found.summary} ({where})"
+    return text + (f"; fix: {found.fix}" if found.fix and found.status is not Status.PASS else "")
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("sparkenv")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # type: ignore[no-untyped-def]
+    """FROM by digest when the profile's digest is what is here; record the digest actually used."""
+    import typer
+
+    from sparkenv.build import context, engine
+
+    if override:
+        img = engine.local_image(client, override)
+        if img is None:
+            return base  # the builder pulls it, or says how it failed
+        digests = img.attrs.get("RepoDigests") or []
+        return context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
+    img = engine.local_image(client, prof.image)
+    if img is None:
+        return base
+    digests = [d.split("@", 1)[1] for d in img.attrs.get("RepoDigests") or [] if "@" in d]
+    if prof.digest and prof.digest in digests:
+        return base
+    used = digests[0] if digests else img.id
+    if not quiet:
+        typer.echo(
+            f"sparkenv build: note: local {prof.image} is {used[:19]}…, not the profile's "
+            f"{prof.digest[:19] or 'unrecorded digest'}…; building on the local image (refresh the profile)",
+            err=True,
+        )
+    return context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image)

@@ -35,6 +35,8 @@ class BuildRequest:
     strict: bool = False
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    gpu: str | None = None  # --gpu: what the image's extensions must run on (G7), default the GB10
+    driver: str | None = None  # --driver: the host driver the image will run on (G1 WARN when too old)
 
 
 @dataclass
@@ -101,6 +103,12 @@ def build(req: BuildRequest) -> BuildOutcome:
         raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
     platform = profiles.canonical_platform(platform)
     machine = profiles.PLATFORMS[platform]
+    from sparkenv.build.commands import _driver_check, _target_gpu
+
+    gpu_text = _target_gpu(req.gpu, prof)
+    driver_line = _driver_check(req.driver, prof)
+    if driver_line:
+        print(driver_line, flush=True)
     ca = req.ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None
     if ca_path is not None and not ca_path.is_file():
@@ -123,7 +131,9 @@ def build(req: BuildRequest) -> BuildOutcome:
         files = plan.files()
         lines = [files["Dockerfile"][0].decode().rstrip("\n"), f"# context ({len(files)} files):"]
         lines += [f"#   {name} ({len(data)} bytes)" for name, (data, _) in sorted(files.items())]
-        lines.append(f"# would tag {ref} after `sparkenv audit --json` in the image has no FAIL")
+        lines.append(
+            f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL"
+        )
         return BuildOutcome(dry_run="\n".join(lines) + "\n")
 
     from sparkenv import signals
@@ -145,7 +155,7 @@ def build(req: BuildRequest) -> BuildOutcome:
             f"the image is {arch}, not {wanted} ({platform}): the engine ignored the platform; build on a "
             f"{wanted} machine (or with binfmt/qemu for {wanted}); nothing was tagged"
         )
-    checked = engine.verify(client, image_id)
+    checked = engine.verify(client, image_id, gpu=gpu_text)
     if checked.report is not None:
         write_atomic(str(locked.report_path), checked.raw)
     short = image_id.removeprefix("sha256:")[:12]
