@@ -20,6 +20,7 @@ app = typer.Typer(
     "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing, "
     "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 70 a bug in sparkenv (please report).",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},  # -h on every command, as on gate
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
     pretty_exceptions_enable=False,

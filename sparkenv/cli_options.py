@@ -9,7 +9,26 @@ REPORT = typer.Option("--report", metavar="FILE", help="Also write the JSON repo
 JUNIT = typer.Option(
     "--junit", metavar="FILE", help="Also write JUnit XML to FILE, one test case per finding."
 )
-STRICT = typer.Option("--strict", help="Exit 1 on WARN and ERROR findings too, not only on FAIL.")
+STRICT = typer.Option(
+    "--strict", "--fail-on-warn", help="Exit 1 on WARN and ERROR findings too, not only on FAIL."
+)
+# The gate spells it only --fail-on-warn: next to --policy strict, a second "strict" read as one switch.
+FAIL_ON_WARN = typer.Option(
+    "--fail-on-warn",
+    help="WARN and ERROR findings count as failures: exit 1 without a workload; with a workload under "
+    "--policy strict they block the start too.",
+)
+STRICT_ALIAS = typer.Option("--strict", hidden=True, help="Old name of --fail-on-warn.")
+SELECT = typer.Option(
+    "--select",
+    metavar="G4,G8",
+    help="Report only these G-numbers (comma-separated or repeated); the verdict and exit code follow.",
+)
+IGNORE = typer.Option(
+    "--ignore",
+    metavar="G4,G8",
+    help="Leave these G-numbers out of the report, the verdict and the exit code.",
+)
 QUIET = typer.Option("--quiet", "-q", help="Print only FAIL, ERROR and WARN lines, then the verdict.")
 
 
@@ -20,3 +39,11 @@ def positive_seconds(value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise typer.BadParameter(f"{value} is not a positive number of seconds")
     return value
+
+
+def check_selection(select: list[str] | None, ignore: list[str] | None) -> None:
+    """--select/--ignore checked before any work: a typo is exit 2 at once, not after a resolution."""
+    from sparkenv.report import parse_ids
+
+    parse_ids(select, "--select")
+    parse_ids(ignore, "--ignore")

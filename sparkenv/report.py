@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from sparkenv.printable import printable
 
 SCHEMA = "sparkenv.report/1"
+# The commands that report, as report.schema.json names them (a test keeps the two equal).
+COMMANDS = ("audit", "check", "lock", "build", "gate", "patch")
 LINE_RE = re.compile(r"^G(10|[1-9]) (PASS|FAIL|WARN|SKIP|INFO|ERROR): .+")
 
 
@@ -91,6 +93,10 @@ class Report:
     # Facts about the run worth keeping in JSON (python version, machine, counts …).
     context: dict[str, object] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.command not in COMMANDS:  # the shipped schema would reject the JSON
+            raise ValueError(f"not a reporting command: {self.command!r}")
+
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)
 
@@ -112,3 +118,34 @@ class Report:
         if strict and self.verdict is Verdict.READY_WITH_WARNINGS:
             return 1
         return 0
+
+
+def parse_ids(values: list[str] | tuple[str, ...] | None, option: str) -> frozenset[str] | None:
+    """`--select G4,G8` / `--ignore 4 --ignore g8` -> {"G4", "G8"}; None when the option was not given.
+    A value that is not G1 … G10 is a usage error naming the option (exit 2)."""
+    if not values:
+        return None
+    from sparkenv.errors import SparkenvError
+
+    found: set[str] = set()
+    for value in values:
+        for part in str(value).split(","):
+            m = re.fullmatch(r"\s*[gG]?(\d+)\s*", part)
+            if not m or not 1 <= int(m.group(1)) <= 10:
+                raise SparkenvError(f"{option} {value}: {part.strip()!r} is not a G-number (G1 … G10)")
+            found.add(f"G{int(m.group(1))}")
+    return frozenset(found)
+
+
+def selected(report: Report, select: frozenset[str] | None, ignore: frozenset[str] | None) -> Report:
+    """The report with only the findings of the selected G-numbers (all, without --select) minus the
+    ignored ones; the verdict and exit code follow what is left (as check-wheel-contents' codes)."""
+    if select is None and not ignore:
+        return report
+    keep = [f for f in report.findings if (select is None or f.id in select) and f.id not in (ignore or ())]
+    context = dict(report.context)
+    if select is not None:
+        context["select"] = sorted(select, key=lambda g: int(g[1:]))
+    if ignore:
+        context["ignore"] = sorted(ignore, key=lambda g: int(g[1:]))
+    return Report(report.command, report.target, keep, report.profile, context)

@@ -149,3 +149,29 @@ def build_nvml_stub(folder: Path) -> Path:
         capture_output=True,
     )
     return folder
+
+
+def gate_inprocess(argv: list[str]):  # type: ignore[no-untyped-def]
+    """`sparkenv gate ARGV` without a new interpreter: the fast path's parser, the gate's entry, the
+    evaluator and the renderer, exactly what the process runs after start-up (sparkenv/entry.py), with
+    stdout and stderr captured. For replays (no workload: nothing to exec). The process contract (exit
+    codes, streams, a workload's exec) stays with the subprocess tests."""
+    import contextlib
+    import io
+    import sys
+
+    from conftest import Result
+
+    from sparkenv.errors import SparkenvError
+    from sparkenv.gate import entry, fastpath
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            args = fastpath.parse(argv)
+            assert args is not None and not args.workload, argv
+            code = entry.run(args)
+        except SparkenvError as exc:
+            print(f"sparkenv: error: {exc}", file=sys.stderr)
+            code = exc.exit_code
+    return Result(code, out.getvalue(), err.getvalue())

@@ -213,6 +213,28 @@ def test_an_image_whose_audit_fails_stays_untagged(engine, wheels, index, tmp_pa
     assert '"status": "FAIL"' in (tmp_path / "image-audit.standin.json").read_text()
     assert not tags(engine, ref) and leftovers(engine) == []
 
+    # The same reporting options as every command (steps cached: only the audit runs again).
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("sparkenv").joinpath("data", "report.schema.json").read_text())
+    again = build(lock, ref, "-q", "--json", "--junit", str(tmp_path / "build.xml"))
+    assert again.returncode == 1 and f"NOT tagged {ref}" in again.stderr, again.stderr
+    data = json.loads(again.stdout)
+    jsonschema.validate(data, schema)
+    assert data["command"] == "build" and data["context"]["tagged"] is False
+    assert "cupy-cuda12x" in (tmp_path / "build.xml").read_text()
+    # --ignore takes G1 out of the verdict, so the image is tagged: the tag follows the exit code
+    ignored = f"{ref}-g1-ignored"
+    proc = build(lock, ignored, "-q", "--ignore", "G1")
+    try:
+        assert proc.returncode == 0 and f"tagged {ignored}" in proc.stdout, proc.stderr
+        assert not any(ln.startswith("G1 ") for ln in proc.stdout.splitlines())
+    finally:
+        if tags(engine, ignored):
+            engine.images.remove(ignored, force=True)
+
 
 def test_an_image_whose_kernels_cannot_run_on_the_gpu_stays_untagged(
     engine, wheels, index, tmp_path: Path

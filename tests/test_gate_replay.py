@@ -12,7 +12,9 @@ from sparkenv.report import LINE_RE
 
 
 def gate(run, tmp_path: Path, facts: dict, *args: str, name: str = "facts.json"):
-    return run("gate", "--facts", gh.write(tmp_path, facts, name), *args)
+    """A replay, in-process through the gate's own entry (as a subprocess these took 15 s together);
+    the tests below that call `run` directly keep the process contract: exit codes, one-line errors."""
+    return gh.gate_inprocess(["--facts", gh.write(tmp_path, facts, name), *args])
 
 
 def test_h200_recorded_live(run, tmp_path):

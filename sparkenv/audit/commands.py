@@ -62,6 +62,8 @@ def audit(
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """Inspect an installed environment from outside — nothing is imported or run — for G1, G2, G7 and G9.
 
@@ -80,6 +82,7 @@ def audit(
 
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
+    opts.check_selection(select, ignore)
     from sparkenv.audit.run import audit as run_audit
     from sparkenv.cuda import coverage
     from sparkenv.errors import SparkenvError
@@ -89,4 +92,15 @@ def audit(
     if cap is None and gpu.strip().lower() != "none":
         raise SparkenvError(f"--gpu {gpu!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
     result = run_audit(target, lock=lock, machine=machine, root=root, gpu=cap)
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            select=select,
+            ignore=ignore,
+        )
+    )

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.environment import container, kernels, ngc
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
 from sparkenv.environment.lockpins import LockPins
 from sparkenv.environment.target import Target
+from sparkenv.knowledge import packages
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def gather(
     dists: dict[str, DistFacts] = {}
     shadowed: list[Distribution] = []
     problems: list[MetadataProblem] = []
-    pth_name = datafiles.load("packages")["sdpa_override_pth"]
+    pth_name = packages().sdpa_override_pth
     sdpa: str | None = None
     for site in target.site_dirs:
         if sdpa is None and (site / pth_name).is_file():

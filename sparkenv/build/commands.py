@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -60,8 +58,8 @@ def build(
         typer.Option(
             "--platform",
             metavar="OS/ARCH",
-            help="linux/arm64 (DGX Spark) or linux/amd64; the built image's architecture is checked "
-            "against it. Default: the lock's platform.",
+            help="linux/aarch64 (DGX Spark; linux/arm64 works too) or linux/amd64; the built image's "
+            "architecture is checked against it. Default: the lock's platform.",
         ),
     ] = None,
     ca_bundle: Annotated[
@@ -107,7 +105,13 @@ def build(
             "one is a G1 WARN. Default: this machine's driver, when it has one.",
         ),
     ] = None,
+    json_out: Annotated[bool, opts.JSON] = False,
+    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
+    strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """Build an image from a lock on its NGC base and tag it only when its own audit has no FAIL.
 
@@ -125,125 +129,42 @@ def build(
 
       sparkenv build --dry-run
     """
-    from sparkenv.build import context, engine, runtime
-    from sparkenv.errors import SparkenvError
-    from sparkenv.render.emit import write_atomic
-    from sparkenv.resolve import profiles
+    from sparkenv.build.run import BuildRequest
+    from sparkenv.build.run import build as run_build
+    from sparkenv.render.emit import emit
 
-    started = time.perf_counter()
-    if tag is not None:
-        from sparkenv.build.reference import check_tag
-
-        check_tag(tag)  # before any work, --dry-run too: a bad name must not cost a whole build
-    if push is not None:
-        from sparkenv.build.reference import check_tag
-
-        check_tag(push, "--push")
-    if inputs and lock:
-        raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
-    if inputs:
-        from sparkenv.render.emit import emit
-        from sparkenv.resolve import run
-
-        result = run.lock(inputs, profile, None, output_dir, None, [], None, 600.0)
-        if result.exit_code():
-            raise typer.Exit(emit(result, json_out=False, report=None, junit=None, strict=False, quiet=True))
-        # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
-        lock_path = Path(output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
-    else:
-        lock_path = Path(lock or f"lockfiles/pylock.{profiles.load(profile).file_stem}.toml")
-    locked = context.read_lock(lock_path)
-    prof = context.profile_for(locked, profile)
-    source = "--platform" if platform else f"{locked.pylock}: [tool.sparkenv] platform ="
-    platform = platform or str(locked.tool.get("platform") or prof.platform)
-    if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
-        raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
-    machine = profiles.PLATFORMS[platform]
-    gpu_text = _target_gpu(gpu, prof)
-    driver_line = _driver_check(driver, prof)
-    if driver_line:
-        typer.echo(driver_line)
-    ca = ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
-    ca_path = Path(ca) if ca else None
-    if ca_path is not None and not ca_path.is_file():
-        if ca_bundle:  # named on the command line: say what it really is (missing, a FIFO, a folder …)
-            from sparkenv import safe_read
-
-            try:
-                safe_read.require_regular(ca_path, what="a CA bundle (PEM)")
-            except safe_read.UnreadableFile as exc:
-                raise SparkenvError(f"{ca_bundle}: not a usable CA bundle: {exc.reason}") from None
-        ca_path = None
-    target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
-    wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
-    ref = tag or push or f"sparkenv/{prof.file_stem}:latest"
-    plan = context.Plan(prof, locked, context.default_base(prof, base), _version(), ca_path, sdpa, wheels)
-
-    if dry_run:
-        files = plan.files()
-        typer.echo(files["Dockerfile"][0].decode(), nl=False)
-        typer.echo(f"# context ({len(files)} files):")
-        for name, (data, _) in sorted(files.items()):
-            typer.echo(f"#   {name} ({len(data)} bytes)")
-        typer.echo(
-            f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL"
+    outcome = run_build(
+        BuildRequest(
+            inputs=tuple(inputs or ()),
+            profile=profile,
+            lock=lock,
+            tag=tag,
+            push=push,
+            base=base,
+            platform=platform,
+            ca_bundle=ca_bundle,
+            sdpa=sdpa,
+            network=network,
+            output_dir=output_dir,
+            no_cache=no_cache,
+            dry_run=dry_run,
+            quiet=quiet,
+            strict=strict,
+            select=tuple(select or ()),
+            ignore=tuple(ignore or ()),
+            gpu=gpu,
+            driver=driver,
         )
-        if push:
-            typer.echo(f"# then push {push} and print its digest")
-        return
-
-    from sparkenv import signals
-
-    client = engine.connect()
-    signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
-    plan.base = _resolve_base(client, plan.base, prof, base, quiet)
-    progress = engine.Progress(quiet)
-    if not quiet:
-        typer.echo(f"sparkenv build: {prof.name} + {locked.pylock.name} on {plan.base.ref}", err=True)
-    image_id = engine.build(client, context.tar(plan.files()), platform, no_cache, network, progress)
-    arch = engine.architecture(client, image_id)
-    wanted = context.ARCH[machine]
-    if arch != wanted:
-        raise engine.BuildFailed(
-            f"the image is {arch}, not {wanted} ({platform}): the engine ignored the platform; build on a "
-            f"{wanted} machine (or with binfmt/qemu for {wanted}); nothing was tagged"
-        )
-    checked = engine.verify(client, image_id, gpu=gpu_text)
-    if checked.report is not None:
-        write_atomic(str(locked.report_path), checked.raw)
-    short = image_id.removeprefix("sha256:")[:12]
-    took = time.perf_counter() - started
-    if checked.report is None or checked.exit_code not in (0, 1):
-        last = (checked.stderr.strip().splitlines() or ["no output"])[-1]
-        raise engine.BuildFailed(
-            f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
-        )
-    for line in checked.problems():
-        typer.echo(line)
-    verdict = checked.report.get("verdict", "?")
-    if checked.fails:
-        typer.echo(
-            f"sparkenv build: image {short} NOT tagged {ref}: its audit found {checked.fails} FAIL "
-            f"(report: {locked.report_path})"
-        )
-        raise typer.Exit(1)
-    engine.tag(client, image_id, ref)
-    signals.forget(f"no tag moved ({ref})")
-    typer.echo(
-        f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
-        f"cached; audit: {verdict}, report {locked.report_path}; {took:.1f} s)"
     )
-    if push:
-        from sparkenv.build import push as pushing
-
-        if push != ref:
-            engine.tag(client, image_id, push)
-        signals.on_interrupt(f"push of {push} stopped: the registry holds no manifest for it")
-        digest = pushing.push(client, push, quiet)
-        signals.forget(f"push of {push} stopped: the registry holds no manifest for it")
-        pinned = f"{pushing.split(push)[0]}@{digest}"
-        typer.echo(f"sparkenv build: pushed {push}; on every node: docker pull {pinned}")
-        typer.echo(pinned)  # the last line alone: REF=$(sparkenv build … --push … | tail -1)
+    if outcome.report is None:
+        sys.stdout.write(outcome.dry_run)
+        return
+    # the tag line first, on stdout beside the text report; on stderr when stdout is JSON
+    print(outcome.message, file=sys.stderr if json_out else sys.stdout, flush=True)
+    emit(outcome.report, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet)
+    if outcome.pinned:
+        print(outcome.pinned, flush=True)  # the last line alone: REF=$(sparkenv build … --push … | tail -1)
+    raise typer.Exit(outcome.code)
 
 
 def _target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]

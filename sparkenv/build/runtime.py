@@ -129,19 +129,18 @@ def sparkenv_wheel() -> Path:
         record.append(f"{name},sha256={digest},{len(data)}")
     record.append(f"{info}/RECORD,,")
     members.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".{wheel.name}.{os.getpid()}.tmp"
-    try:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name, data in members:
-                zi = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-                zi.external_attr = 0o644 << 16
-                zi.compress_type = zipfile.ZIP_DEFLATED
-                zf.writestr(zi, data)
-        os.replace(tmp, wheel)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SparkenvError(f"{out}: cannot write sparkenv's wheel: {exc.strerror}") from None
+    import io
+
+    from sparkenv import outputs
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members:
+            zi = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            zi.external_attr = 0o644 << 16
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(zi, data)
+    outputs.write_one(wheel, buffer.getvalue(), make_parents=True)  # whole or not at all
     return wheel
 
 

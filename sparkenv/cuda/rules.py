@@ -100,7 +100,12 @@ def label_cuda_major(version: str) -> int | None:
     m = _CUDA_LABEL.search(version)
     if not m:
         return None
-    digits = m.group(1)
+    return cuda_digits_major(m.group(1))
+
+
+def cuda_digits_major(digits: str) -> int:
+    """The major of CUDA's version digits as labels and library names write them: 128 -> 12, 130 -> 13,
+    12 -> 12 (flash-attn's +cu12 and bitsandbytes' libbitsandbytes_cuda130 use the same digits)."""
     return int(digits) if len(digits) == 2 and digits[0] == "1" else int(digits[:-1])
 
 

@@ -16,17 +16,24 @@ from sparkenv.rules.pins import exact_pin
 class LockPins:
     path: str
     pins: dict[str, str | None]  # normalized name -> exact version, None when listed but not pinned exactly
+    # From the pylock's [tool.sparkenv] table: what `sparkenv lock` left to the base on purpose, and the
+    # base. Empty for a hashed requirements file (it carries no such table).
+    excluded: frozenset[str] = frozenset()
+    image: str | None = None
 
 
 def read(path_arg: str) -> LockPins:
     path = Path(path_arg)
     safe_read.require_regular(path, what="a lock file")
     if path.name.startswith("pylock") and path.suffix == ".toml":
-        return LockPins(path_arg, _pylock(path))
+        pins, tool = _pylock(path)
+        excluded = tool.get("excluded") if isinstance(tool.get("excluded"), list) else []
+        image = tool.get("image") if isinstance(tool.get("image"), str) else None
+        return LockPins(path_arg, pins, frozenset(canonicalize_name(str(n)) for n in excluded), image)
     return LockPins(path_arg, _requirements(path))
 
 
-def _pylock(path: Path) -> dict[str, str | None]:
+def _pylock(path: Path) -> tuple[dict[str, str | None], dict]:
     from packaging.pylock import Pylock, PylockValidationError
 
     from sparkenv.datafiles import read_user_toml
@@ -36,7 +43,9 @@ def _pylock(path: Path) -> dict[str, str | None]:
         lock = Pylock.from_dict(data)
     except PylockValidationError as exc:
         raise SparkenvError(f"{path}: not a valid PEP 751 lock: {exc}") from None
-    return {canonicalize_name(p.name): (str(p.version) if p.version else None) for p in lock.packages}
+    pins = {canonicalize_name(p.name): (str(p.version) if p.version else None) for p in lock.packages}
+    tool = (data.get("tool") or {}).get("sparkenv") if isinstance(data.get("tool"), dict) else None
+    return pins, tool if isinstance(tool, dict) else {}
 
 
 def _requirements(path: Path) -> dict[str, str | None]:

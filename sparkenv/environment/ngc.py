@@ -10,10 +10,11 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.rules.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
 from sparkenv.rules.ngc import RELEASE_VARIABLE, NgcFacts
 from sparkenv.rules.pins import exact_pin
 
-CONSTRAINT_FILE = "etc/pip/constraint.txt"
+CONSTRAINT_FILE = NGC_CONSTRAINT_FILE.lstrip("/")  # read under a root: the mounted image's
 
 
 def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> NgcFacts:

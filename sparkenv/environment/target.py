@@ -175,7 +175,9 @@ def _finish(
     if version is None and interpreter is not None:
         version = _version_from_name(interpreter.resolve().name)
     if machine:
-        return Target(description, dirs, machine, "--machine", version, interpreter)
+        from sparkenv.resolve.profiles import canonical_machine
+
+        return Target(description, dirs, canonical_machine(machine), "--machine", version, interpreter)
     found = _interpreter_machine(interpreter)
     if found:
         return Target(description, dirs, found, f"interpreter {interpreter}", version, interpreter)

@@ -109,8 +109,11 @@ def gate(
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
+    fail_on_warn: Annotated[bool, opts.FAIL_ON_WARN] = False,
+    strict: Annotated[bool, opts.STRICT_ALIAS] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """Check all ten failure modes on this machine, then start the workload.
 
@@ -152,8 +155,10 @@ def gate(
             json_out=json_out,
             report=report,
             junit=junit,
-            strict=strict,
+            strict=fail_on_warn or strict,
             quiet=quiet,
+            select=list(select or []),
+            ignore=list(ignore or []),
         )
     )
     entry.finish(code)

@@ -34,8 +34,10 @@ class GateArgs:
     json_out: bool = False
     report: str | None = None
     junit: str | None = None
-    strict: bool = False
+    strict: bool = False  # --fail-on-warn: WARN and ERROR count as failures
     quiet: bool = False
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
 
 
 def env_flag(name: str) -> bool:
@@ -69,7 +71,10 @@ def validate(a: GateArgs) -> str:
 
 def run(a: GateArgs) -> int:
     """Returns the exit code; execs the workload instead of returning when it should start."""
+    from sparkenv.report import Status, parse_ids, selected
+
     chosen = validate(a)
+    select, ignore = parse_ids(a.select, "--select"), parse_ids(a.ignore, "--ignore")  # exit 2 before probes
     if chosen == "off":
         if a.workload:
             exec_workload(a.workload)
@@ -78,7 +83,6 @@ def run(a: GateArgs) -> int:
     from sparkenv.gate.probes import Options
     from sparkenv.gate.run import gate as run_gate
     from sparkenv.render.emit import emit, write_atomic
-    from sparkenv.report import Status
 
     options = Options(
         python=a.python or sys.executable,
@@ -107,6 +111,8 @@ def run(a: GateArgs) -> int:
         import json
 
         write_atomic(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
+    # --select/--ignore before the verdict: a start is blocked only by what the user asked to see
+    result = selected(result, select, ignore)
     stream = sys.stderr if a.workload else sys.stdout
     code = emit(
         result,
@@ -120,9 +126,11 @@ def run(a: GateArgs) -> int:
     if not a.workload:
         return code
     fails = result.count(Status.FAIL)
-    if chosen == "strict" and fails:
+    warned = result.count(Status.WARN) + result.count(Status.ERROR) if a.strict else 0
+    if chosen == "strict" and (fails or warned):
+        why = f"{fails} FAIL" + (f", {warned} WARN/ERROR (--fail-on-warn)" if warned else "")
         print(
-            f"sparkenv gate: start blocked by {fails} FAIL (policy strict); to start anyway set "
+            f"sparkenv gate: start blocked by {why} (policy strict); to start anyway set "
             "SPARKENV_GATE=warn or pass --policy warn",
             file=sys.stderr,
         )

@@ -21,13 +21,17 @@ VALUED = {
     "--deadline": "deadline",
     "--report": "report",
     "--junit": "junit",
+    "--select": "select",
+    "--ignore": "ignore",
 }
+REPEATED = {"select", "ignore"}  # lists: each occurrence adds to it
 FLAGS = {
     "--bandwidth": "bandwidth",
     "--import-unsloth": "import_unsloth",
     "--deep": "deep",
     "--link-test": "link_test",
     "--json": "json_out",
+    "--fail-on-warn": "strict",
     "--strict": "strict",
     "-q": "quiet",
     "--quiet": "quiet",
@@ -60,6 +64,8 @@ def parse(argv: list[str]) -> GateArgs | None:
                     values[key] = float(raw)
                 except ValueError:
                     raise SparkenvError(f"{name}: {raw!r} is not a number") from None
+            elif key in REPEATED:
+                values.setdefault(key, []).append(raw)
             else:
                 values[key] = raw
         elif arg in FLAGS and not eq:

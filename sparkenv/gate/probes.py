@@ -27,6 +27,7 @@ from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
+from sparkenv.knowledge import packages
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 
@@ -167,8 +168,8 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
         argv.append("--bandwidth")
     if opts.import_unsloth:
         argv.append("--import-unsloth")
-    pkgs = datafiles.load("packages")
-    argv += [f"--sdpa-module={pkgs['sdpa_hook_module']}", f"--sdpa-pth={pkgs['sdpa_override_pth']}"]
+    pkgs = packages()
+    argv += [f"--sdpa-module={pkgs.sdpa_hook_module}", f"--sdpa-pth={pkgs.sdpa_override_pth}"]
     try:
         # 0.3 s before the deadline: a killed probe's partial output still makes it into the report.
         ran = orchestrate.bounded_run(argv, deadline - 0.3)

@@ -12,6 +12,7 @@ patch_app = typer.Typer(
     name="patch",
     help="Runtime patches for an environment (today: the G2 SDPA override for Unsloth).",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -33,8 +34,11 @@ def sdpa(
     uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove it.")] = False,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
+    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """Make SDPA Unsloth's attention in TARGET without code changes, or say whether it is.
 
@@ -53,103 +57,55 @@ def sdpa(
 
       sparkenv patch sdpa --uninstall .venv
     """
+    opts.check_selection(select, ignore)
     from sparkenv.environment import target as targets
     from sparkenv.errors import SparkenvError
     from sparkenv.patches import install as inst
     from sparkenv.render.emit import emit
-    from sparkenv.report import Finding, Report, Status
+    from sparkenv.report import Report
+    from sparkenv.rules.g2 import OverrideFacts, override_outcome
 
     if install and uninstall:
         raise SparkenvError("--install and --uninstall exclude each other")
     resolved = targets.resolve(target)
     site = resolved.site_dirs[0]
     where = inst.files(site)
-    subject = str(where.pth)
-    findings: list[Finding] = []
-    if install:
+    verified: tuple[bool, str] | None = None
+    removed: tuple[str, ...] = ()
+    if install:  # the action; what it means is judged in rules/g2.py
         inst.install(site)
-        evidence = [f"wrote {where.module}", f"wrote {where.pth}"]
-        if resolved.interpreter is None:
-            findings.append(
-                Finding(
-                    "G2",
-                    Status.WARN,
-                    f"SDPA override installed in {site}; not verified: no interpreter found for it",
-                    subject,
-                    tuple(evidence),
-                    f"run that environment's python with SPARKENV_DEBUG=1 and check {where.pth.name} loads",
-                )
-            )
-        else:
-            ok, why = inst.verify(resolved.interpreter, site)
-            evidence.append(why)
-            findings.append(
-                Finding(
-                    "G2",
-                    Status.PASS if ok else Status.FAIL,
-                    f"SDPA override installed in {site}: {why}; SPARKENV_SDPA=0 switches it off"
-                    if ok
-                    else f"SDPA override written to {site} but not active: {why}",
-                    subject,
-                    tuple(evidence),
-                    None
-                    if ok
-                    else f"install it into a site folder of the interpreter that runs the job "
-                    f"(sparkenv patch sdpa --install <that interpreter>), then sparkenv patch sdpa "
-                    f"--uninstall {site}",
-                )
-            )
+        if resolved.interpreter is not None:
+            verified = inst.verify(resolved.interpreter, site)
     elif uninstall:
-        removed = inst.uninstall(site)
-        summary = (
-            f"SDPA override removed from {site} ({', '.join(p.name for p in removed)})"
-            if removed
-            else f"SDPA override was not installed in {site}: nothing to remove"
+        removed = tuple(str(p) for p in inst.uninstall(site))
+    facts = OverrideFacts(
+        action="install" if install else "uninstall" if uninstall else "status",
+        site=str(site),
+        target=target or str(site),
+        pth=str(where.pth),
+        module=str(where.module),
+        present=where.present,
+        module_present=where.module.is_file(),
+        current=where.current,
+        interpreter_found=resolved.interpreter is not None,
+        verified=verified,
+        removed=removed,
+        source=str(inst.SOURCE),
+    )
+    findings = [override_outcome(facts)]
+    result = Report("patch", resolved.description, findings, context={"patch": "sdpa"})
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            select=select,
+            ignore=ignore,
         )
-        findings.append(Finding("G2", Status.INFO, summary, subject, tuple(f"removed {p}" for p in removed)))
-    elif not where.present:
-        findings.append(
-            Finding(
-                "G2",
-                Status.INFO,
-                f"SDPA override not installed in {site} (sparkenv patch sdpa --install to add it)",
-                subject,
-            )
-        )
-    elif not where.module.is_file():
-        findings.append(
-            Finding(
-                "G2",
-                Status.FAIL,
-                f"{where.pth.name} in {site} names {where.module.name}, which is missing: override off",
-                subject,
-                (f"missing {where.module}",),
-                f"sparkenv patch sdpa --install {target or site}",
-            )
-        )
-    elif not where.current:
-        findings.append(
-            Finding(
-                "G2",
-                Status.WARN,
-                f"SDPA override installed in {site}, from another sparkenv version",
-                subject,
-                (f"{where.module} differs from {inst.SOURCE}",),
-                f"sparkenv patch sdpa --install {target or site} to refresh it",
-            )
-        )
-    else:
-        findings.append(
-            Finding(
-                "G2",
-                Status.PASS,
-                f"SDPA override installed in {site}; SPARKENV_SDPA=0 switches it off",
-                subject,
-                (str(where.pth), str(where.module)),
-            )
-        )
-    result = Report("patch sdpa", resolved.description, findings)
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=None, strict=strict, quiet=quiet))
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -14,18 +14,18 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkenv import datafiles
 from sparkenv.errors import SparkenvError
+from sparkenv.knowledge import packages
 
 SOURCE = Path(__file__).with_name("sdpa.py")
 
 
 def pth_name() -> str:
-    return str(datafiles.load("packages")["sdpa_override_pth"])
+    return packages().sdpa_override_pth
 
 
 def hook_module() -> str:
-    return str(datafiles.load("packages")["sdpa_hook_module"])
+    return packages().sdpa_hook_module
 
 
 def pth_line(module: str | None = None) -> str:

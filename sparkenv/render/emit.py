@@ -16,12 +16,17 @@ def emit(
     junit: str | None,
     strict: bool,
     quiet: bool,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
     stream: TextIO | None = None,
 ) -> int:
     """Write the files first, all or none (a failure there is exit 2 before anything is printed), then
-    stdout."""
+    stdout. `select`/`ignore`: the --select/--ignore values, applied before anything is written."""
     from sparkenv import outputs
     from sparkenv.render import json_report, text
+    from sparkenv.report import parse_ids, selected
+
+    result = selected(result, parse_ids(select, "--select"), parse_ids(ignore, "--ignore"))
 
     files: list[tuple[str, str]] = []
     if report:

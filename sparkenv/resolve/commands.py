@@ -50,6 +50,8 @@ def check(
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """The policy on declared requirements, offline and fast (pre-commit, CI): G1, G2, G9.
 
@@ -66,11 +68,23 @@ def check(
 
       sparkenv check --lock-input lockfiles/inputs/playbook-unsloth.txt   # what `sparkenv lock` reads
     """
+    opts.check_selection(select, ignore)
     from sparkenv.render.emit import emit
     from sparkenv.resolve.run import check as run_check
 
     result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            select=select,
+            ignore=ignore,
+        )
+    )
 
 
 def lock(
@@ -135,6 +149,8 @@ def lock(
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
+    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
 ) -> None:
     """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
 
@@ -156,6 +172,7 @@ def lock(
 
       sparkenv lock vllm.txt --allow-replace torch        # replace the image's torch, on purpose
     """
+    opts.check_selection(select, ignore)
     from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import emit
     from sparkenv.resolve import run
@@ -189,8 +206,30 @@ def lock(
         )
         # The lock, --report and --junit together: validated first, all written or none replaced.
         outputs_mod.write_all(result, pending, report=report, junit=junit, strict=strict)
-        raise typer.Exit(emit(result, json_out=json_out, report=None, junit=None, strict=strict, quiet=quiet))
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+        raise typer.Exit(
+            emit(
+                result,
+                json_out=json_out,
+                report=None,
+                junit=None,
+                strict=strict,
+                quiet=quiet,
+                select=select,
+                ignore=ignore,
+            )
+        )
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            select=select,
+            ignore=ignore,
+        )
+    )
 
 
 def profiles_cmd(

@@ -55,10 +55,9 @@ def _label_evidence(version: str) -> str | None:
 
 
 def _exact(e: Edge) -> str | None:
-    for spec in e.req.specifier:
-        if spec.operator in ("==", "==="):
-            return spec.version
-    return None
+    from sparkenv.rules.pins import exact_pin
+
+    return exact_pin(e.req.specifier)
 
 
 def evidence(

@@ -11,7 +11,6 @@ Cache folder: $SPARKENV_CACHE_DIR, else $XDG_CACHE_HOME/sparkenv, else ~/.cache/
 
 from __future__ import annotations
 
-import os
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
 
@@ -53,14 +53,12 @@ def cache_dir() -> Path:
 
 
 def _store(sha256: str, text: str, suffix: str = ".metadata") -> None:
-    cached = cache_dir() / f"{sha256}{suffix}"
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, cached)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    import contextlib
+
+    from sparkenv import outputs
+
+    with contextlib.suppress(OSError, SparkenvError):  # a cache that cannot be written only costs time
+        outputs.write_one(cache_dir() / f"{sha256}{suffix}", text, make_parents=True)
 
 
 def _pep658(ref: FileRef, timeout: float) -> str | None:

@@ -25,6 +25,28 @@ PLATFORMS = {
     "linux/amd64": "x86_64",
     "linux/x86_64": "x86_64",
 }
+# One spelling printed for each machine, whichever was given (Docker says arm64, uname and wheel tags
+# aarch64; both are accepted everywhere). The engine gets Docker's own spelling.
+SPELLING = {"aarch64": "linux/aarch64", "x86_64": "linux/amd64"}
+DOCKER_SPELLING = {"aarch64": "linux/arm64", "x86_64": "linux/amd64"}
+MACHINE_ALIASES = {"aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+
+
+def canonical_platform(platform: str) -> str:
+    """`linux/arm64` -> `linux/aarch64`; a platform that is not one of PLATFORMS is a usage error."""
+    if platform not in PLATFORMS:
+        raise SparkenvError(f"--platform {platform}: not one of {', '.join(sorted(PLATFORMS))}")
+    return SPELLING[PLATFORMS[platform]]
+
+
+def canonical_machine(machine: str) -> str:
+    """`arm64` -> `aarch64`, `amd64` -> `x86_64` (an ELF machine name, as the audit prints it)."""
+    found = MACHINE_ALIASES.get(machine.strip().lower())
+    if found is None:
+        raise SparkenvError(f"--machine {machine}: not one of aarch64, x86_64 (arm64 and amd64 also work)")
+    return found
+
+
 _REQUIRED = ("name", "reviewed", "source", "python", "cuda", "manylinux", "platform")
 # A profile's name becomes part of file names (lockfiles/pylock.<name>.toml): no folders, no traversal.
 NAME_RE = re.compile(r"[a-z0-9._-]+")
@@ -100,10 +122,11 @@ class Profile:
         return marker_environment(self.machine, self.python)
 
     def with_platform(self, platform: str | None) -> Profile:
-        if not platform or platform == self.platform:
+        if not platform:
             return self
-        if platform not in PLATFORMS:
-            raise SparkenvError(f"--platform {platform}: not one of {', '.join(sorted(PLATFORMS))}")
+        platform = canonical_platform(platform)
+        if platform == canonical_platform(self.platform):
+            return self
         from dataclasses import replace
 
         return replace(self, platform=platform)

@@ -543,7 +543,9 @@ def lock_check(
                 confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
             prof = profiles.load(named, out_dir).with_platform(str(tool.get("platform")))
             findings.append(_fresh(pylock_path, inp.digest(), prof, recorded))
-    return Report("lock --check", str(out_dir), merge_by_subject(findings), profile=profile_name)
+    # "lock", as the schema names the command; that it only checked is in the context
+    findings = merge_by_subject(findings)
+    return Report("lock", str(out_dir), findings, profile=profile_name, context={"check": True})
 
 
 def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]) -> Finding:

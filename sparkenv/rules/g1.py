@@ -15,8 +15,8 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import datafiles
 from sparkenv.cuda import rules
+from sparkenv.knowledge import packages
 from sparkenv.report import Finding, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
@@ -345,13 +345,12 @@ def _bitsandbytes(
     evidence: list[str],
     facts: AuditFacts,
 ) -> Finding:
-    regex = re.compile(datafiles.load("packages")["bitsandbytes"]["library_regex"])
+    regex = packages().bitsandbytes_library
     libs: dict[int, str] = {}
     for rel in df.so_paths:
         m = regex.search(os.path.basename(rel))
         if m:
-            digits = m.group(1)
-            libs.setdefault(int(digits[:-1]) if len(digits) > 2 else int(digits), os.path.basename(rel))
+            libs.setdefault(rules.cuda_digits_major(m.group(1)), os.path.basename(rel))
     evidence = evidence + [f"carries {name}" for _, name in sorted(libs.items())]
     who = f"{df.dist.key} {df.dist.version}"
     if target in libs and status is Status.PASS:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
@@ -361,6 +362,99 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
         "override (sparkenv patch sdpa --install)",
         member,
         evidence,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# sparkenv patch sdpa: what the override's state means after an action (install, uninstall, status)
+
+
+@dataclass(frozen=True)
+class OverrideFacts:
+    action: str  # "install", "uninstall" or "status"
+    site: str  # the site folder acted on
+    target: str  # what the user named, for the fix commands
+    pth: str
+    module: str
+    present: bool  # the .pth is there
+    module_present: bool  # the hook module the .pth imports is there
+    current: bool  # the hook module is this sparkenv's
+    interpreter_found: bool
+    verified: tuple[bool, str] | None  # after --install: did a fresh interpreter load it, and why not
+    removed: tuple[str, ...]  # after --uninstall: the files removed
+    source: str  # this sparkenv's hook module
+
+
+def override_outcome(f: OverrideFacts) -> Finding:
+    pth_name, module_name = f.pth.rsplit("/", 1)[-1], f.module.rsplit("/", 1)[-1]
+    if f.action == "install":
+        evidence = (f"wrote {f.module}", f"wrote {f.pth}")
+        if f.verified is None:
+            return Finding(
+                id="G2",
+                status=Status.WARN,
+                summary=f"SDPA override installed in {f.site}; not verified: no interpreter found for it",
+                subject=f.pth,
+                evidence=evidence,
+                fix=f"run that environment's python with SPARKENV_DEBUG=1 and check {pth_name} loads",
+            )
+        ok, why = f.verified
+        if ok:
+            return Finding(
+                id="G2",
+                status=Status.PASS,
+                summary=f"SDPA override installed in {f.site}: {why}; SPARKENV_SDPA=0 switches it off",
+                subject=f.pth,
+                evidence=(*evidence, why),
+            )
+        return Finding(
+            id="G2",
+            status=Status.FAIL,
+            summary=f"SDPA override written to {f.site} but not active: {why}",
+            subject=f.pth,
+            evidence=(*evidence, why),
+            fix="install it into a site folder of the interpreter that runs the job (sparkenv patch sdpa "
+            f"--install <that interpreter>), then sparkenv patch sdpa --uninstall {f.site}",
+        )
+    if f.action == "uninstall":
+        names = ", ".join(p.rsplit("/", 1)[-1] for p in f.removed)
+        summary = (
+            f"SDPA override removed from {f.site} ({names})"
+            if f.removed
+            else f"SDPA override was not installed in {f.site}: nothing to remove"
+        )
+        return Finding("G2", Status.INFO, summary, f.pth, tuple(f"removed {p}" for p in f.removed))
+    if not f.present:
+        return Finding(
+            "G2",
+            Status.INFO,
+            f"SDPA override not installed in {f.site} (sparkenv patch sdpa --install to add it)",
+            f.pth,
+        )
+    if not f.module_present:
+        return Finding(
+            "G2",
+            Status.FAIL,
+            f"{pth_name} in {f.site} names {module_name}, which is missing: override off",
+            f.pth,
+            (f"missing {f.module}",),
+            f"sparkenv patch sdpa --install {f.target}",
+        )
+    if not f.current:
+        return Finding(
+            "G2",
+            Status.WARN,
+            f"SDPA override installed in {f.site}, from another sparkenv version",
+            f.pth,
+            (f"{f.module} differs from {f.source}",),
+            f"sparkenv patch sdpa --install {f.target} to refresh it",
+        )
+    return Finding(
+        "G2",
+        Status.PASS,
+        f"SDPA override installed in {f.site}; SPARKENV_SDPA=0 switches it off",
+        f.pth,
+        (f.pth, f.module),
     )
 
 

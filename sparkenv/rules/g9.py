@@ -313,6 +313,23 @@ def _ngc(facts: AuditFacts) -> list[Finding]:
     return out
 
 
+def _left_to_the_base(key: str, version: str, path: str, image: str | None, facts: AuditFacts) -> Finding:
+    """The lock leaves `key` to the base on purpose (its [tool.sparkenv] excluded): the same advice as
+    `sparkenv lock` gives, never "pin it in the lock"."""
+    base = image or "the base image"
+    if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
+        return Finding("G9", Status.PASS, f"{key} {version} is the base's, as {path} intends", key, (path,))
+    return Finding(
+        id="G9",
+        status=Status.WARN,
+        summary=f"{key} {version} is not the base's build: {path} leaves {key} to {base} on purpose",
+        subject=key,
+        evidence=(f"{path}: [tool.sparkenv] excluded lists {key}",),
+        fix=f"rebuild from {base} (sparkenv build) and do not install {key} with pip; the lock keeps it "
+        "out on purpose",
+    )
+
+
 def _drift(facts: AuditFacts) -> list[Finding]:
     installed = [facts.dists[k] for k in packages().drift_prone if k in facts.dists]
     if facts.lock is None:
@@ -329,6 +346,9 @@ def _drift(facts: AuditFacts) -> list[Finding]:
     for df in installed:
         key, version = df.dist.key, df.dist.version
         src = f"lock {lock.path}"
+        if key not in lock.pins and key in lock.excluded:
+            out.append(_left_to_the_base(key, version, lock.path, lock.image, facts))
+            continue
         if key not in lock.pins:
             if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
                 out.append(

@@ -1,0 +1,252 @@
+"""`sparkenv build`, behind its command line: lock (optionally), render, build, verify, tag.
+
+The CLI (build/commands.py) only parses options and prints; this module does the work and returns the
+image's audit as a report of command "build", so build has the same --json/--report/--junit/--strict/
+-q/--select/--ignore as every other command. The image is tagged only when that report, as selected,
+exits 0: no FAIL (and under --strict no WARN or ERROR either).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparkenv.report import Finding, Report, Status, parse_ids, selected
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    inputs: tuple[str, ...] = ()
+    profile: str | None = None
+    lock: str | None = None
+    tag: str | None = None
+    push: str | None = None  # --push REGISTRY/NAME[:TAG]: pushed after tagging, digest printed
+    base: str | None = None
+    platform: str | None = None
+    ca_bundle: str | None = None
+    sdpa: bool = False
+    network: str | None = None
+    output_dir: str = "lockfiles"
+    no_cache: bool = False
+    dry_run: bool = False
+    quiet: bool = False
+    strict: bool = False
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    gpu: str | None = None  # --gpu: what the image's extensions must run on (G7), default the GB10
+    driver: str | None = None  # --driver: the host driver the image will run on (G1 WARN when too old)
+
+
+@dataclass
+class BuildOutcome:
+    report: Report | None = None  # the image's audit ("build"), or the lock's report when locking failed
+    message: str = ""  # what happened to the tag: one line, shown beside the report
+    dry_run: str = ""  # the Dockerfile and the context's files, for --dry-run
+    code: int = 0
+    notes: list[str] = field(default_factory=list)
+    pinned: str = ""  # REGISTRY/NAME@sha256:… after --push
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def findings_of(audit: dict) -> list[Finding]:
+    """The findings of a sparkenv.report/1 JSON report (the image's own audit)."""
+    out = []
+    for f in audit.get("findings") or []:
+        out.append(
+            Finding(
+                id=f["id"],
+                status=Status(f["status"]),
+                summary=f["summary"],
+                subject=f["subject"],
+                evidence=tuple(f.get("evidence") or ()),
+                fix=f.get("fix"),
+            )
+        )
+    return out
+
+
+def build(req: BuildRequest) -> BuildOutcome:
+    select, ignore = parse_ids(list(req.select), "--select"), parse_ids(list(req.ignore), "--ignore")
+    from sparkenv.build import context, engine, runtime
+    from sparkenv.errors import SparkenvError
+    from sparkenv.render.emit import write_atomic
+    from sparkenv.resolve import profiles
+
+    started = time.perf_counter()
+    if req.tag is not None:
+        from sparkenv.build.reference import check_tag
+
+        check_tag(req.tag)  # before any work, --dry-run too: a bad name must not cost a whole build
+    if req.push is not None:
+        from sparkenv.build.reference import check_tag
+
+        check_tag(req.push, "--push")
+    if req.inputs and req.lock:
+        raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
+    if req.inputs:
+        from sparkenv.resolve import run
+
+        result = run.lock(
+            paths=list(req.inputs), profile_arg=req.profile, platform=None, output_dir=req.output_dir
+        )
+        if result.exit_code():
+            return BuildOutcome(result, "sparkenv build: the lock has a FAIL: nothing was built", code=1)
+        # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
+        lock_path = Path(req.output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
+    else:
+        lock_path = Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml")
+    locked = context.read_lock(lock_path)
+    prof = context.profile_for(locked, req.profile)
+    source = "--platform" if req.platform else f"{locked.pylock}: [tool.sparkenv] platform ="
+    platform = req.platform or str(locked.tool.get("platform") or prof.platform)
+    if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
+        raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
+    platform = profiles.canonical_platform(platform)
+    machine = profiles.PLATFORMS[platform]
+    from sparkenv.build.commands import _driver_check, _target_gpu
+
+    gpu_text = _target_gpu(req.gpu, prof)
+    driver_line = _driver_check(req.driver, prof)
+    if driver_line:
+        print(driver_line, flush=True)
+    ca = req.ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
+    ca_path = Path(ca) if ca else None
+    if ca_path is not None and not ca_path.is_file():
+        if req.ca_bundle:  # named on the command line: say what it really is (missing, a FIFO, a folder …)
+            from sparkenv import safe_read
+
+            try:
+                safe_read.require_regular(ca_path, what="a CA bundle (PEM)")
+            except safe_read.UnreadableFile as exc:
+                raise SparkenvError(f"{req.ca_bundle}: not a usable CA bundle: {exc.reason}") from None
+        ca_path = None
+    target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
+    wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
+    ref = req.tag or req.push or f"sparkenv/{prof.file_stem}:latest"
+    plan = context.Plan(
+        prof, locked, context.default_base(prof, req.base), _version(), ca_path, req.sdpa, wheels
+    )
+
+    if req.dry_run:
+        files = plan.files()
+        lines = [files["Dockerfile"][0].decode().rstrip("\n"), f"# context ({len(files)} files):"]
+        lines += [f"#   {name} ({len(data)} bytes)" for name, (data, _) in sorted(files.items())]
+        lines.append(
+            f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL"
+        )
+        if req.push:
+            lines.append(f"# then push {req.push} and print its digest")
+        return BuildOutcome(dry_run="\n".join(lines) + "\n")
+
+    from sparkenv import signals
+
+    client = engine.connect()
+    signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
+    plan.base = _resolve_base(client, plan.base, prof, req.base, req.quiet)
+    progress = engine.Progress(req.quiet)
+    if not req.quiet:
+        _err(f"sparkenv build: {prof.name} + {locked.pylock.name} on {plan.base.ref}")
+    docker_platform = profiles.DOCKER_SPELLING[machine]
+    image_id = engine.build(
+        client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
+    )
+    arch = engine.architecture(client, image_id)
+    wanted = context.ARCH[machine]
+    if arch != wanted:
+        raise engine.BuildFailed(
+            f"the image is {arch}, not {wanted} ({platform}): the engine ignored the platform; build on a "
+            f"{wanted} machine (or with binfmt/qemu for {wanted}); nothing was tagged"
+        )
+    checked = engine.verify(client, image_id, gpu=gpu_text)
+    if checked.report is not None:
+        write_atomic(str(locked.report_path), checked.raw)
+    short = image_id.removeprefix("sha256:")[:12]
+    took = time.perf_counter() - started
+    if checked.report is None or checked.exit_code not in (0, 1):
+        last = (checked.stderr.strip().splitlines() or ["no output"])[-1]
+        raise engine.BuildFailed(
+            f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
+        )
+    report = Report("build", ref, findings_of(checked.report), profile=prof.name)
+    report = selected(report, select, ignore)
+    report.context = {
+        **report.context,
+        "image": short,
+        "tag": ref,
+        "architecture": arch,
+        "steps": progress.total,
+        "cached": progress.cached,
+        "audit_report": str(locked.report_path),
+        "seconds": round(took, 1),
+    }
+    code = report.exit_code(req.strict)
+    if code:
+        why = f"{report.count(Status.FAIL)} FAIL"
+        if req.strict and not report.count(Status.FAIL):
+            why = f"{report.count(Status.WARN)} WARN and {report.count(Status.ERROR)} ERROR (--strict)"
+        report.context["tagged"] = False
+        return BuildOutcome(
+            report,
+            f"sparkenv build: image {short} NOT tagged {ref}: its audit found {why} "
+            f"(report: {locked.report_path})",
+            code=code,
+        )
+    engine.tag(client, image_id, ref)
+    signals.forget(f"no tag moved ({ref})")
+    report.context["tagged"] = True
+    message = (
+        f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
+        f"cached; audit: {report.verdict.value}, report {locked.report_path}; {took:.1f} s)"
+    )
+    pinned = ""
+    if req.push:
+        from sparkenv.build import push as pushing
+
+        if req.push != ref:
+            engine.tag(client, image_id, req.push)
+        signals.on_interrupt(f"push of {req.push} stopped: the registry holds no manifest for it")
+        digest = pushing.push(client, req.push, req.quiet)
+        signals.forget(f"push of {req.push} stopped: the registry holds no manifest for it")
+        pinned = f"{pushing.split(req.push)[0]}@{digest}"
+        message += f"\nsparkenv build: pushed {req.push}; on every node: docker pull {pinned}"
+    return BuildOutcome(report, message, pinned=pinned)
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("sparkenv")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # type: ignore[no-untyped-def]
+    """FROM by digest when the profile's digest is what is here; record the digest actually used."""
+    from sparkenv.build import context, engine
+
+    if override:
+        img = engine.local_image(client, override)
+        if img is None:
+            return base  # the builder pulls it, or says how it failed
+        digests = img.attrs.get("RepoDigests") or []
+        return context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
+    img = engine.local_image(client, prof.image)
+    if img is None:
+        return base
+    digests = [d.split("@", 1)[1] for d in img.attrs.get("RepoDigests") or [] if "@" in d]
+    if prof.digest and prof.digest in digests:
+        return base
+    used = digests[0] if digests else img.id
+    if not quiet:
+        _err(
+            f"sparkenv build: note: local {prof.image} is {used[:19]}…, not the profile's "
+            f"{prof.digest[:19] or 'unrecorded digest'}…; building on the local image (refresh the profile)"
+        )
+    return context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image)
