@@ -107,6 +107,11 @@ def profile_for(lock: Lock, arg: str | None) -> Profile:
     """--profile as the user gave it (a file relative to the working directory, like every path on the
     command line), else the profile the lock names."""
     named = str(lock.tool.get("profile") or "")
+    if not arg and named and named not in profiles.shipped():
+        raise SparkenvError(
+            f"{lock.pylock}: locked for profile {named}, which is not a shipped one: pass the profile file "
+            f"it was locked with (--profile {named}.toml)"
+        )
     prof = profiles.load(arg) if arg else profiles.load(named or None, lock.pylock.parent)
     if named and prof.name != named:
         raise SparkenvError(
