@@ -6,9 +6,11 @@ this host's), a requirement on a missing distribution is "missing", a version ou
 (pre-releases allowed) is a "conflict". Beyond pip check: the extras that were asked for are checked
 too — `A requires B[x]` makes B's `extra == "x"` requirements count (pip check ignores extras).
 
-Severity (decision): missing is FAIL — importing the requirer fails or a code path breaks; a conflict is
-WARN — stacks such as Unsloth's are installed with --no-deps on purpose against pins that are known to
-be too strict, and they run; `--strict` makes it fail. Both name the two sides and the fix.
+Severity (decision): WARN, for missing and conflicting requirements alike; `--strict` makes them fail.
+Not FAIL, because a FAIL blocks — `sparkenv build` leaves an image untagged on one — and broken
+requirements are common in images that run: NGC bases ship some, stacks such as Unsloth's are installed
+with --no-deps on purpose against pins known to be too strict, and a requirement on a distribution that
+a base provides under another name reads as missing. Each finding names both sides and the fix.
 """
 
 from __future__ import annotations
@@ -227,7 +229,7 @@ def _finding(requirer: str, b: Broken, from_base: bool) -> Finding:
     if b.missing:
         return Finding(
             "G9",
-            Status.FAIL,
+            Status.WARN,
             f"{who} requires {req}, which is not installed",
             requirer,
             (f"Requires-Dist: {req}",),
