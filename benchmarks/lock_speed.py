@@ -40,7 +40,9 @@ def main() -> None:
     prof = profiles.load(None)
     inp = inputs.read([args.input])
     work = Path(tempfile.mkdtemp(prefix="lockbench-"))
-    jobs = uvdriver.prepare(work, prof, run._index(inp, None, []), run._stages(inp, prof))
+    resolve_stage, _ = run._stages(inp, prof)
+    assert resolve_stage is not None, "nothing to resolve"
+    jobs = uvdriver.prepare(work, prof, run._index(inp, None, []), [resolve_stage])
     sparkenv = [sys.executable, "-m", "sparkenv", "lock", args.input, "--output-dir", str(work / "out"), "-q"]
     bare = [cmd for _, cmd, _ in jobs]  # the same uv commands sparkenv runs, one per install stage
 

@@ -97,25 +97,24 @@ _register_stages()
 
 
 def main() -> None:
+    from sparkenv import signals
     from sparkenv.errors import SparkenvError
 
+    _survive_any_encoding()
+    signals.install()
     try:
         # Without standalone mode click returns the exit code of typer.Exit instead of raising it.
         code = app(standalone_mode=False)
-        if code == 130:  # typer turns Ctrl-C into a silent Exit(130); say what happened
-            print("sparkenv: interrupted", file=sys.stderr)
+        if code == 130:  # typer turns Ctrl-C (and our SIGTERM/SIGHUP) into a silent Exit(130)
+            _stopped(signals.received())
         sys.exit(code if isinstance(code, int) else 0)
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("sparkenv: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        print("sparkenv: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        _stopped(signals.received())
     except Exception as exc:
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()  # click's usage errors: usage line + "Error: …", exit 2
@@ -123,8 +122,26 @@ def main() -> None:
         if os.environ.get("SPARKENV_DEBUG"):
             raise
         print(
-            f"sparkenv: internal error: {exc.__class__.__name__}: {exc} (set SPARKENV_DEBUG=1 for the "
-            "traceback, and please report it)",
+            "sparkenv: internal error: please report, with SPARKENV_DEBUG=1 output: "
+            f"{exc.__class__.__name__}: {exc}",
             file=sys.stderr,
         )
         sys.exit(70)
+
+
+def _stopped(signum: int | None) -> None:
+    from sparkenv import signals
+
+    line, code = signals.closing_line(signum)
+    print(line, file=sys.stderr)
+    sys.exit(code)
+
+
+def _survive_any_encoding() -> None:
+    """A character the stream cannot take (a typographic dash under PYTHONIOENCODING=ascii or a C
+    locale) is replaced, never fatal."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        # surrogateescape too: it writes raw bytes for lone surrogates but fails on a dash under ascii
+        if reconfigure is not None and getattr(stream, "errors", "strict") in ("strict", "surrogateescape"):
+            reconfigure(errors="replace")

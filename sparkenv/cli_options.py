@@ -11,3 +11,12 @@ JUNIT = typer.Option(
 )
 STRICT = typer.Option("--strict", help="Exit 1 on WARN and ERROR findings too, not only on FAIL.")
 QUIET = typer.Option("--quiet", "-q", help="Print only FAIL, ERROR and WARN lines, then the verdict.")
+
+
+def positive_seconds(value: float | None) -> float | None:
+    """A duration option: finite and above zero (`nan`, `inf`, 0 and negatives are usage errors, exit 2)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a positive number of seconds")
+    return value

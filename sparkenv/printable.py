@@ -10,19 +10,23 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Lone surrogates (undecodable bytes), and control characters other than tab and newlines: a file name
+# holding ESC would drive the terminal, and XML 1.0 cannot carry C0 controls at all (JUnit).
+_UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
     if 0xDC80 <= code <= 0xDCFF:  # a byte surrogateescape could not decode
         return f"\\x{code - 0xDC00:02x}"
+    if code < 0x80:
+        return f"\\x{code:02x}"
     return f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
-    """`text` with every lone surrogate written as an escape (`\\xff`); other text unchanged."""
-    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+    """`text` with every lone surrogate and control character written as an escape (`\\xff`)."""
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
 def printable_tree(value: Any) -> Any:

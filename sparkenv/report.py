@@ -6,6 +6,8 @@ import enum
 import re
 from dataclasses import dataclass, field
 
+from sparkenv.printable import printable
+
 SCHEMA = "sparkenv.report/1"
 LINE_RE = re.compile(r"^G(10|[1-9]) (PASS|FAIL|WARN|SKIP|INFO|ERROR): .+")
 
@@ -42,6 +44,12 @@ class Finding:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"G(10|[1-9])", self.id):
             raise ValueError(f"not a gotcha id: {self.id!r}")
+        # Names with undecodable bytes (`caf\xff.dist-info`) print escaped in text, JSON and JUnit alike.
+        object.__setattr__(self, "summary", printable(self.summary))
+        object.__setattr__(self, "subject", printable(self.subject))
+        object.__setattr__(self, "evidence", tuple(printable(str(e)) for e in self.evidence))
+        if self.fix is not None:
+            object.__setattr__(self, "fix", printable(self.fix))
 
     @property
     def number(self) -> int:

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import html
 import io
+import re
 import tarfile
 import threading
 import zipfile
@@ -35,8 +36,9 @@ def metadata_text(name: str, version: str, requires: list[str] | tuple[str, ...]
 class Index:
     """A folder laid out as a PEP 503 simple index: simple/<name>/index.html + files/<file>."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, pep658: bool = True) -> None:
         self.root = root
+        self.pep658 = pep658  # serve `.metadata` files beside the wheels (PEP 658)
         (root / "files").mkdir(parents=True, exist_ok=True)
         self.url = ""  # set by serve()
         self._files: dict[str, list[str]] = {}
@@ -48,8 +50,10 @@ class Index:
         tag: str = "py3-none-any",
         requires: list[str] | tuple[str, ...] = (),
         files: dict[str, bytes] | None = None,
+        zip64: bool = False,
     ) -> str:
-        """Build a real wheel; returns its file name."""
+        """Build a real wheel; returns its file name. `files` adds members (many of them make a central
+        directory larger than 64 KiB); `zip64` writes ZIP64 end records (65,536 members and more)."""
         dist = name.replace("-", "_")
         stem = f"{dist}-{version}"
         fname = f"{stem}-{tag}.whl"
@@ -66,11 +70,15 @@ class Index:
         record.append(f"{di}/RECORD,,")
         contents[f"{di}/RECORD"] = ("\n".join(record) + "\n").encode()
         buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
             for p, b in contents.items():
                 zf.writestr(p, b)
-        (self.root / "files" / fname).write_bytes(buf.getvalue())
-        (self.root / "files" / f"{fname}.metadata").write_bytes(contents[f"{di}/METADATA"])
+        data = buf.getvalue()
+        if zip64:  # zipfile writes ZIP64 end records only past 65,535 members: make sure they are there
+            assert b"PK\x06\x06" in data[-200_000:], "no ZIP64 end of central directory record"
+        (self.root / "files" / fname).write_bytes(data)
+        if self.pep658:
+            (self.root / "files" / f"{fname}.metadata").write_bytes(contents[f"{di}/METADATA"])
         self._add(name, fname)
         return fname
 
@@ -126,13 +134,73 @@ class Index:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
+    """http.server as is: no range support (a Range header is ignored, the whole file comes back)."""
+
+    requests: list[tuple[str, str]]  # (path, Range header) of every GET, for the tests to read
+
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    refuse_agent = ""  # a User-Agent prefix answered with 503 for files (a client-specific outage)
 
-def serve(index: Index) -> ThreadingHTTPServer:
-    """Serve the index on 127.0.0.1 and an ephemeral port; sets index.url to its simple/ URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(index.root)))
+    def do_GET(self) -> None:
+        self.requests.append((self.path, self.headers.get("Range", "")))
+        if self._refused():
+            return
+        super().do_GET()
+
+    def _refused(self) -> bool:
+        agent = self.headers.get("User-Agent", "")
+        if self.refuse_agent and agent.startswith(self.refuse_agent) and "/files/" in self.path:
+            self.send_error(503, "unavailable for this client")
+            return True
+        return False
+
+
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+
+
+class _RangeHandler(_QuietHandler):
+    """Answers single byte ranges (RFC 9110) with 206, as PyPI's file host does."""
+
+    def do_GET(self) -> None:
+        self.requests.append((self.path, self.headers.get("Range", "")))
+        if self._refused():
+            return
+        m = _RANGE.match(self.headers.get("Range", ""))
+        path = Path(self.translate_path(self.path))
+        if not m or not path.is_file():
+            return SimpleHTTPRequestHandler.do_GET(self)
+        size = path.stat().st_size
+        if m.group(1):
+            start, end = int(m.group(1)), int(m.group(2)) if m.group(2) else size - 1
+        else:
+            start, end = max(0, size - int(m.group(2))), size - 1
+        end = min(end, size - 1)
+        with path.open("rb") as fh:
+            fh.seek(start)
+            body = fh.read(end - start + 1)
+        self.send_response(206)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(index: Index, ranges: bool = False, refuse_agent: str = "") -> ThreadingHTTPServer:
+    """Serve the index on 127.0.0.1 and an ephemeral port; sets index.url to its simple/ URL.
+    `ranges`: answer range requests (206); without it the server always sends whole files.
+    `refuse_agent`: answer 503 for files to clients whose User-Agent starts with it (stages an outage
+    that hits one client only). The server's `requests` lists every GET."""
+    handler = type(
+        "Handler",
+        (_RangeHandler if ranges else _QuietHandler,),
+        {"requests": [], "refuse_agent": refuse_agent},
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(index.root)))
+    server.requests = handler.requests  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     index.url = f"http://127.0.0.1:{server.server_address[1]}/simple/"
     return server

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -40,6 +41,18 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "unsloth": bh.make_wheel(d, "unsloth", "2026.7.2"),
         "torch": bh.make_wheel(d, "torch", "2.9.1"),
         "cupy": bh.make_wheel(d, "cupy-cuda12x", "13.6.0", {"cupy/__init__.py": ""}),
+        # Holds the image's own audit (and only it) for 5 minutes: a .pth runs at every Python start-up,
+        # and the verification container's command line is the only one with `audit --json`.
+        "slowaudit": bh.make_wheel(
+            d,
+            "slowaudit",
+            "1.0",
+            {
+                "slowaudit.pth": 'import sys, time; "audit" in sys.orig_argv and "--json" in sys.orig_argv '
+                "and time.sleep(300)\n",
+                "slowaudit_mod/__init__.py": "",
+            },
+        ),
     }
 
 
@@ -274,17 +287,66 @@ def no_container_left(engine, before: set[str]) -> bool:  # type: ignore[no-unty
     return False
 
 
-def test_ctrl_c_during_the_build_moves_no_tag_and_leaves_no_container(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A real SIGINT while a RUN step waits on a slow index: exit 130, no tag, no container left."""
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGINT, 130, "sparkenv: interrupted"),  # Ctrl-C
+        (signal.SIGTERM, 143, "sparkenv: terminated (SIGTERM)"),  # docker stop, systemd, a CI runner
+        (signal.SIGHUP, 129, "sparkenv: terminated (SIGHUP)"),  # the terminal went away
+    ],
+)
+def test_a_signal_during_the_build_moves_no_tag_and_leaves_no_container(  # type: ignore[no-untyped-def]
+    engine, wheels, tmp_path: Path, signum: int, code: int, said: str
+) -> None:
+    """A real signal while a RUN step waits on a slow index: exit 128+N, no tag, no container left."""
     before = {c.id for c in engine.containers.list(all=True)}
     ref = "sparkenv-test/app:interrupted"
     with build_stuck_in_a_step(engine, wheels, tmp_path, ref) as proc:
-        proc.send_signal(2)  # SIGINT, as Ctrl-C sends it
+        proc.send_signal(signum)
         _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err[-2000:]
-    assert "sparkenv: interrupted" in err and "Traceback" not in err, err[-2000:]
+    assert proc.returncode == code, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last == f"{said}; no tag moved ({ref})" and "Traceback" not in err, err[-2000:]
     assert not tags(engine, ref)
     assert no_container_left(engine, before)
+
+
+def test_sigterm_during_the_image_audit_removes_its_container_and_moves_no_tag(  # type: ignore[no-untyped-def]
+    engine, wheels, index, tmp_path: Path
+) -> None:
+    """The repro of issue 11 item 2: SIGTERM while the verification container runs left it behind."""
+    ref = "sparkenv-test/app:verify-sigterm"
+    old = engine.images.get(bh.STANDIN_TAG)
+    old.tag(ref)  # an older image holds the tag: it must still hold it afterwards
+    lock = bh.write_lock(tmp_path, index, {"1-packages": [wheels["slowaudit"]]}, bh.STANDIN_TAG)
+    proc = subprocess.Popen(
+        build_argv(lock, "--network", "host", "--tag", ref, "-q"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": ""},
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not [c for c in engine.containers.list(filters={"label": "io.sparkenv.verify=1"})]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.5)
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("sparkenv: terminated (SIGTERM); "), err
+    assert "; removed the verification container " in last and f"; no tag moved ({ref})" in last
+    assert "Traceback" not in err
+    assert leftovers(engine) == []
+    assert engine.images.get(ref).id == old.id
+    engine.images.remove(ref)
 
 
 def test_the_engine_going_away_mid_build_is_exit_3_and_tags_nothing(engine, wheels, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -100,7 +100,7 @@ def test_exit_codes(env, elves, run, clean_root, tmp_path: Path):
         (["explain", "G11"], "G11: no such gotcha"),
         (
             ["audit", "{venv}", "--report", "/nonexistent/dir/r.json"],
-            "/nonexistent/dir/r.json: cannot write report",
+            "/nonexistent/dir/r.json: cannot write: folder /nonexistent/dir does not exist",
         ),
     ],
 )

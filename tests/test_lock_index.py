@@ -52,7 +52,12 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.wheel("needs-fa", "1.0", requires=["flash-attn"])
     ix.sdist("puresdist", "1.0")
     ix.wheel("unsloth-zoo", "2026.7.2", requires=["torch", "numpy"])
-    ix.wheel("unsloth", "2026.7.2", requires=["torch", "unsloth-zoo>=2026.7.2", "xformers", "tyro"])
+    ix.wheel("tyro", "0.9.1")
+    ix.wheel(  # like the real unsloth: xformers only on x86_64
+        "unsloth",
+        "2026.7.2",
+        requires=["torch", "unsloth-zoo>=2026.7.2", 'xformers; platform_machine == "x86_64"', "tyro"],
+    )
     server = serve(ix)
     yield ix
     server.shutdown()
@@ -102,14 +107,15 @@ def test_lock_writes_pep751_and_hashed_requirements_in_stages(lock, index, tmp_p
     assert tool["input-hash"].startswith("sha256:") and tool["inputs"] == ["../requirements.txt"]
     stages = {p["name"]: p["tool"]["sparkenv"]["stage"] for p in data["packages"]}
     assert stages["unsloth"] == stages["unsloth-zoo"] == "2-unsloth" and stages["peft"] == "1-packages"
-    assert "xformers" not in names and "tyro" not in names  # the Unsloth family goes in --no-deps
+    # the family installs --no-deps, but what it imports is locked too (in the first stage): a closed lock
+    assert "tyro" in names and stages["tyro"] == "1-packages" and "xformers" not in names
     # the chain that explains an exclusion
     assert (
         "peft → torch" in found[("G9", "torch")]["summary"]
         and "unsloth → torch" in found[("G9", "torch")]["summary"]
     )
     assert found[("G9", "transformers")]["summary"] == "transformers pinned ==4.57.1 in the lock"
-    assert "tyro" in found[("G9", "unsloth")]["summary"]  # what --no-deps leaves out, said plainly
+    assert found[("G9", "closure")]["status"] == "PASS"
     text = req.read_text()
     assert text.startswith("# sparkenv: no-deps")
     assert text.index("unsloth==2026.7.2") > text.index("peft==0.19.1")

@@ -103,6 +103,10 @@ def build(
     from sparkenv.resolve import profiles
 
     started = time.perf_counter()
+    if tag is not None:
+        from sparkenv.build.reference import check_tag
+
+        check_tag(tag)  # before any work, --dry-run too: a bad name must not cost a whole build
     if inputs and lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
     if inputs:
@@ -142,7 +146,10 @@ def build(
         typer.echo(f"# would tag {ref} after `sparkenv audit --json` in the image has no FAIL")
         return
 
+    from sparkenv import signals
+
     client = engine.connect()
+    signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
     plan.base = _resolve_base(client, plan.base, prof, base, quiet)
     progress = engine.Progress(quiet)
     if not quiet:
@@ -175,6 +182,7 @@ def build(
         )
         raise typer.Exit(1)
     engine.tag(client, image_id, ref)
+    signals.forget(f"no tag moved ({ref})")
     typer.echo(
         f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
         f"cached; audit: {verdict}, report {locked.report_path}; {took:.1f} s)"

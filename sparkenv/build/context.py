@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from sparkenv import confine, safe_read
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import lockfile, profiles
 from sparkenv.resolve.profiles import Profile
@@ -64,11 +65,15 @@ def read_lock(path: Path) -> Lock:
     req_name = tool.get("requirements")
     if not isinstance(req_name, str):
         raise SparkenvError(f"{path}: [tool.sparkenv] names no requirements file")
-    req = path.parent / req_name
+    # the lock may come from another repository: its requirements file lies beside it, nowhere else
+    where = f"{path}: [tool.sparkenv] requirements"
+    req = confine.inside(
+        confine.project_root(path.parent), confine.plain_name(req_name, where), path.parent, where
+    )
     try:
-        text = req.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.strerror}") from None
+        text = safe_read.read_text(req, what="the lock's hashed requirements", limit=16 << 20)
+    except safe_read.UnreadableFile as exc:
+        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.reason}") from None
     header: list[str] = []
     stages: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
@@ -107,7 +112,10 @@ def profile_for(lock: Lock, arg: str | None) -> Profile:
     """--profile as the user gave it (a file relative to the working directory, like every path on the
     command line), else the profile the lock names."""
     named = str(lock.tool.get("profile") or "")
-    if not arg and named and named not in profiles.shipped():
+    if not arg and named.endswith(".toml"):  # a profile file the lock names stays inside its project
+        root = confine.project_root(lock.pylock.parent)
+        confine.inside(root, named, lock.pylock.parent, f"{lock.pylock}: [tool.sparkenv] profile")
+    elif not arg and named and named not in profiles.shipped():
         raise SparkenvError(
             f"{lock.pylock}: locked for profile {named}, which is not a shipped one: pass the profile file "
             f"it was locked with (--profile {named}.toml)"

@@ -255,6 +255,7 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verific
     from docker.errors import DockerException
 
     container = None
+    interrupted = False
     try:
         container = client.containers.create(
             image_id,
@@ -276,11 +277,18 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verific
         if isinstance(exc, SparkenvError):
             raise
         raise BuildFailed(f"could not run the image's audit: {exc}") from None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the container goes all the same
+        interrupted = True
+        raise
     finally:
         if container is not None:
             # the engine went away: nothing more to do, the error above says so
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+                if interrupted:
+                    from sparkenv import signals
+
+                    signals.cleaned(f"removed the verification container {container.short_id}")
     try:
         report = json.loads(out)
     except ValueError:

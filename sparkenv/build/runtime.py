@@ -57,8 +57,9 @@ class Target:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sparkenv"
+    from sparkenv import cache
+
+    return cache.folder()
 
 
 def package_dir() -> Path:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import TextIO
 
-from sparkenv.errors import SparkenvError
 from sparkenv.report import Report
 
 
@@ -21,28 +18,36 @@ def emit(
     quiet: bool,
     stream: TextIO | None = None,
 ) -> int:
-    """Write the files first (a failure there is exit 2 before anything is printed), then stdout."""
+    """Write the files first, all or none (a failure there is exit 2 before anything is printed), then
+    stdout."""
+    from sparkenv import outputs
     from sparkenv.render import json_report, text
 
+    files: list[tuple[str, str]] = []
     if report:
-        write_atomic(report, json_report.render(result))
+        files.append((report, json_report.render(result)))
     if junit:
         from sparkenv.render import junit as junit_xml
 
-        write_atomic(junit, junit_xml.render(result, strict=strict))
+        files.append((junit, junit_xml.render(result, strict=strict)))
+    outputs.write_all(files)
     out = stream or sys.stdout
-    out.write(json_report.render(result) if json_out else text.render(result, quiet=quiet))
+    if json_out:
+        # JSON stays lossless on a stream that cannot take every character (PYTHONIOENCODING=ascii)
+        out.write(json_report.render(result, ascii_only=not _takes_unicode(out)))
+    else:
+        out.write(text.render(result, quiet=quiet))
     out.flush()
     return result.exit_code(strict)
 
 
+def _takes_unicode(stream: TextIO) -> bool:
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    return encoding.startswith(("utf", "ucs"))
+
+
 def write_atomic(path: str, content: str) -> None:
-    """Write whole or not at all: a reader never sees half a report."""
-    dest = Path(path)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, dest)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SparkenvError(f"{path}: cannot write report: {exc.strerror}") from None
+    """Write whole or not at all: a reader never sees half a file (see sparkenv.outputs)."""
+    from sparkenv import outputs
+
+    outputs.write_one(path, content)

@@ -6,10 +6,15 @@ import json
 from typing import Any
 
 from sparkenv import __version__
+from sparkenv.printable import printable_tree
 from sparkenv.report import SCHEMA, Report, Status
 
 
 def as_dict(report: Report) -> dict[str, Any]:
+    return printable_tree(_as_dict(report))
+
+
+def _as_dict(report: Report) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "sparkenv_version": __version__,
@@ -33,5 +38,5 @@ def as_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def render(report: Report) -> str:
-    return json.dumps(as_dict(report), indent=2, ensure_ascii=False) + "\n"
+def render(report: Report, ascii_only: bool = False) -> str:
+    return json.dumps(as_dict(report), indent=2, ensure_ascii=ascii_only) + "\n"

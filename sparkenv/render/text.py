@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparkenv.printable import printable
 from sparkenv.report import Finding, Report, Status
 
 _QUIET_HIDDEN = {Status.PASS, Status.INFO, Status.SKIP}
@@ -21,6 +22,6 @@ def render(report: Report, quiet: bool = False) -> str:
         f"{report.count(s)} {s.value}" for s in (Status.FAIL, Status.ERROR, Status.WARN) if report.count(s)
     )
     if "platform" in report.context:
-        lines.append(f"platform: {report.context['platform']}")
+        lines.append(f"platform: {printable(str(report.context['platform']))}")
     lines.append(f"verdict: {report.verdict.value}" + (f" ({counts})" if counts else ""))
     return "\n".join(lines) + "\n"

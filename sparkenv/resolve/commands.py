@@ -102,8 +102,33 @@ def lock(
         typer.Option("--extra-index-url", metavar="URL", help="A further index; repeatable."),
     ] = None,
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    allow_replace: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--allow-replace",
+            metavar="NAME",
+            help="Replace the base's NAME on purpose (e.g. torch): it is resolved like any package instead "
+            "of being kept out, requirements on it are no longer held to the base's version, and the lock "
+            "records it. Repeatable.",
+        ),
+    ] = None,
+    exclude_newer: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--exclude-newer",
+            metavar="DATE",
+            help="Ignore files uploaded after DATE (RFC 3339 timestamp or YYYY-MM-DD), passed to uv: a "
+            "re-lock gives the same versions later. Recorded in the lock.",
+        ),
+    ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", metavar="SECONDS", help="Give up on the resolver after this long.")
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Give up on the resolver after this long (a positive number).",
+            callback=opts.positive_seconds,
+        ),
     ] = 600.0,
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
@@ -113,8 +138,11 @@ def lock(
 ) -> None:
     """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
 
-    The base's packages (torch, triton, flash-attn …) are excluded from resolution; the Unsloth family is
-    pinned in its own --no-deps stage. Nothing is written when a FAIL remains.
+    The base's packages (torch, triton, flash-attn …) are excluded from resolution, and every requirement
+    on them must accept the base's exact version (else G9 FAIL with the chain). The Unsloth family is
+    resolved with its own requirements (the lock is closed) and installs in its own --no-deps stage.
+    Nothing is written when a FAIL or an unreadable file's metadata remains. On a terminal, one line per
+    phase goes to stderr (not under -q, --json or when stderr is not a terminal).
 
     Examples:
 
@@ -123,6 +151,10 @@ def lock(
       sparkenv lock pyproject.toml --profile ngc-26.01
 
       sparkenv lock --check                               # is every shipped lock current?
+
+      sparkenv lock req.txt --exclude-newer 2026-11-30    # reproducible: as the index was that day
+
+      sparkenv lock vllm.txt --allow-replace torch        # replace the image's torch, on purpose
     """
     from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import emit
@@ -133,7 +165,31 @@ def lock(
     else:
         if not inputs:
             raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
-        result = run.lock(inputs, profile, platform, output_dir, index_url, extra_index_url, extra, timeout)
+        import sys
+        from pathlib import Path
+
+        from sparkenv.resolve import outputs as outputs_mod
+
+        progress = not (quiet or json_out) and sys.stderr.isatty()
+        pending: dict[Path, str] = {}
+        outputs_mod.check_writable([p for p in (report, junit) if p])
+        result = run.lock(
+            inputs,
+            profile,
+            platform,
+            output_dir,
+            index_url,
+            extra_index_url,
+            extra,
+            timeout,
+            allow_replace=allow_replace,
+            exclude_newer=exclude_newer,
+            progress=progress,
+            outputs=pending,
+        )
+        # The lock, --report and --junit together: validated first, all written or none replaced.
+        outputs_mod.write_all(result, pending, report=report, junit=junit, strict=strict)
+        raise typer.Exit(emit(result, json_out=json_out, report=None, junit=None, strict=strict, quiet=quiet))
     raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
 
 
@@ -189,7 +245,7 @@ def profiles_list(
 
 
 def profiles_new(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="The profile's name (letters, digits, . _ -).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The profile's name (a-z, 0-9, . _ -).")],
     from_image: Annotated[
         str,
         typer.Option(

@@ -22,9 +22,18 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from sparkenv import safe_read
+from sparkenv import safe_read, schema
 from sparkenv.errors import SparkenvError
 
+# [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
+_SETTINGS = {
+    "profile": schema.STRING,
+    "profile-file": schema.STRING,
+    "extras": schema.STRINGS,
+    "no-deps": schema.STRINGS,
+    "index-url": schema.STRING,
+    "extra-index-url": schema.STRINGS,
+}
 NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)[\s=]+(\S+)", re.MULTILINE)
 
@@ -73,7 +82,9 @@ class Inputs:
         return "sha256:" + h.hexdigest()
 
 
-def read(paths: list[str], extras: list[str] | None = None) -> Inputs:
+def read(paths: list[str], extras: list[str] | None = None, fence: Path | None = None) -> Inputs:
+    """The declared requirements of `paths`. `fence`: inputs named by a lock, whose `-r`/`-c` includes
+    must stay inside that project folder (sparkenv.confine)."""
     if not paths:
         raise SparkenvError("no input given: name a requirements file or a pyproject.toml")
     inputs = Inputs(list(paths))
@@ -82,7 +93,7 @@ def read(paths: list[str], extras: list[str] | None = None) -> Inputs:
         if path.name == "pyproject.toml" or path.suffix == ".toml":
             _pyproject(path, arg, inputs, extras or [])
         else:
-            _requirements(path, arg, inputs)
+            _requirements(path, arg, inputs, fence)
     return inputs
 
 
@@ -113,12 +124,14 @@ def _missing_include(path: Path, arg: str, message: str) -> str:
     return f"{arg}: {message.split('|n')[0]}"
 
 
-def _requirements(path: Path, arg: str, inputs: Inputs) -> None:
+def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = None) -> None:
     from pip_requirements_parser import RequirementsFile
 
     from sparkenv.resolve.includes import prescan
 
-    texts = prescan(path, arg)  # FIFOs, devices, huge or undecodable files: one line, before the parser
+    texts = prescan(
+        path, arg, fence
+    )  # FIFOs, devices, huge or undecodable files: one line, before the parser
     try:
         parsed = RequirementsFile.from_file(str(path), include_nested=True)
     except Exception as exc:  # InstallationError for a missing include, OSError, decoding errors …
@@ -217,11 +230,18 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
     except RecursionError:  # tomllib recurses per nesting level
         raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
     inputs.files.append(path.resolve())
+    schema.check(data, {"project": schema.TABLE, "tool": schema.TABLE}, arg)
+    schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}
-    if not isinstance(settings, dict):
-        raise SparkenvError(f"{arg}: [tool.sparkenv] must be a table")
-    inputs.settings.update(settings)
+    schema.check(settings, _SETTINGS, arg, "[tool.sparkenv] ")
     project = data.get("project", {}) or {}
+    schema.check(
+        project,
+        {"dependencies": schema.STRINGS, "optional-dependencies": schema.TABLE_OF_STRINGS},
+        arg,
+        "project.",
+    )
+    inputs.settings.update(settings)
     groups: list[tuple[str, list[Any]]] = [("dependencies", project.get("dependencies", []) or [])]
     optional = project.get("optional-dependencies", {}) or {}
     for extra in [*extras, *settings.get("extras", [])]:

@@ -74,6 +74,8 @@ def render_pylock(
         'created-by = "sparkenv"',
         "",
     ]
+    if not packages:
+        lines += ["packages = []", ""]  # nothing beyond the base: still a valid PEP 751 lock
     for pkg in packages:
         lines.append("[[packages]]")
         lines += _table(pkg)
@@ -108,7 +110,8 @@ def render_requirements(
 
 
 def write_pair(files: dict[Path, str]) -> None:
-    """Both files or neither: write temporaries first, then rename each into place."""
+    """All files or none: write every temporary first (beside its destination, so a folder that cannot
+    take the file fails here, before anything moves), then rename each into place."""
     tmps: list[tuple[Path, Path]] = []
     try:
         for dest, text in files.items():
@@ -119,7 +122,10 @@ def write_pair(files: dict[Path, str]) -> None:
         for tmp, dest in tmps:
             os.replace(tmp, dest)
     except OSError as exc:
-        raise SparkenvError(f"cannot write the lock: {exc}") from None
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        raise SparkenvError(
+            f"{where}cannot write it ({exc.strerror or exc}); nothing written, the previous lock is kept"
+        ) from None
     finally:
         for tmp, _ in tmps:
             tmp.unlink(missing_ok=True)

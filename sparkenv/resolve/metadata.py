@@ -1,21 +1,49 @@
-"""Requires-Dist of the chosen wheels, read from the index's PEP 658 `.metadata` files.
+"""The core metadata (Requires-Dist …) of every locked file, or the reason it could not be read.
 
-Cached by the wheel's sha256 (content-addressed, never stale) under $SPARKENV_CACHE_DIR, else
-$XDG_CACHE_HOME/sparkenv, else ~/.cache/sparkenv. A file the index does not serve is simply unknown.
+Sources, cheapest first: sparkenv's cache (keyed by the file's sha256: content-addressed, never stale);
+the index's PEP 658 `.metadata` file; the wheel's own `*.dist-info/METADATA`, read by range requests
+through its zip central directory wherever it is (ZIP64 included), or by a full download when the
+server has no range support; an sdist's PKG-INFO. Fetched concurrently. A file that gives nothing is
+returned with its reason, and the caller reports it: never silence.
+
+Cache folder: $SPARKENV_CACHE_DIR, else $XDG_CACHE_HOME/sparkenv, else ~/.cache/sparkenv.
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import urllib.error
 import urllib.request
-import zlib
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+
+from sparkenv.resolve import remote_zip
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """One file the lock pins: what to read metadata from."""
+
+    key: str  # normalized distribution name
+    filename: str
+    url: str
+    sha256: str
+
+    @property
+    def is_wheel(self) -> bool:
+        return self.filename.endswith(".whl")
+
+
+@dataclass
+class Metadata:
+    requires: list[Requirement]
+    via: str  # where it came from: cache, PEP 658, range requests, full download, sdist PKG-INFO
+    invalid: list[str] = field(default_factory=list)  # Requires-Dist values packaging cannot parse
+    provides_extras: list[str] = field(default_factory=list)
 
 
 def cache_dir() -> Path:
@@ -25,88 +53,97 @@ def cache_dir() -> Path:
     return Path(base) / "sparkenv" / "metadata"
 
 
-def _fetch(url: str, sha256: str, timeout: float) -> str | None:
-    cached = cache_dir() / f"{sha256}.metadata"
-    try:
-        return cached.read_text(encoding="utf-8")
-    except OSError:
-        pass
-    try:
-        with urllib.request.urlopen(url + ".metadata", timeout=timeout) as resp:
-            text = resp.read().decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError, ValueError):
-        text = _from_wheel(url, timeout)  # no PEP 658 file: read METADATA out of the wheel by range
-        if text is None:
-            return None
+def _store(sha256: str, text: str, suffix: str = ".metadata") -> None:
+    cached = cache_dir() / f"{sha256}{suffix}"
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, cached)
     except OSError:
-        pass
-    return text
+        pass  # a cache that cannot be written only costs time
 
 
-def _range(url: str, spec: str, timeout: float) -> bytes:
-    req = urllib.request.Request(url, headers={"Range": f"bytes={spec}"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        if resp.status != 206:
-            raise ValueError("no range support")
-        return resp.read()
-
-
-def _from_wheel(url: str, timeout: float) -> str | None:
-    """The wheel's *.dist-info/METADATA through two HTTP range requests (zip central directory, then the
-    member), the way resolvers read metadata from indexes without PEP 658 files."""
+def _pep658(ref: FileRef, timeout: float) -> str | None:
+    """The index's `.metadata` file; None when it serves none. Its bytes are not hashed against the
+    index page: what matters here is the wheel's own METADATA, which the PEP 658 file copies."""
     try:
-        tail = _range(url, "-65536", timeout)
-        eocd = tail.rfind(b"PK\x05\x06")
-        if eocd < 0:
-            return None
-        cd_size = struct.unpack("<I", tail[eocd + 12 : eocd + 16])[0]
-        cd_start = eocd - cd_size
-        if cd_start < 0:
-            return None
-        cd = tail[cd_start:eocd]
-        pos = 0
-        while pos + 46 <= len(cd) and cd[pos : pos + 4] == b"PK\x01\x02":
-            method = struct.unpack("<H", cd[pos + 10 : pos + 12])[0]
-            csize = struct.unpack("<I", cd[pos + 20 : pos + 24])[0]
-            nlen, elen, clen = struct.unpack("<HHH", cd[pos + 28 : pos + 34])
-            local = struct.unpack("<I", cd[pos + 42 : pos + 46])[0]
-            name = cd[pos + 46 : pos + 46 + nlen].decode("utf-8", errors="replace")
-            pos += 46 + nlen + elen + clen
-            if name.count("/") == 1 and name.endswith(".dist-info/METADATA"):
-                blob = _range(url, f"{local}-{local + 30 + nlen + 1024 + csize}", timeout)
-                lnlen, lelen = struct.unpack("<HH", blob[26:30])
-                data = blob[30 + lnlen + lelen : 30 + lnlen + lelen + csize]
-                raw = zlib.decompress(data, -15) if method == 8 else data
-                return raw.decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError, ValueError, struct.error, zlib.error):
+        with urllib.request.urlopen(ref.url + ".metadata", timeout=timeout) as resp:
+            return resp.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError, ValueError):
         return None
-    return None
 
 
-def requires(
-    wheels: dict[str, tuple[str, str]], timeout: float = 20.0
-) -> dict[str, list[Requirement] | None]:
-    """name -> its Requires-Dist (None when unknown); `wheels` maps name -> (wheel url, sha256)."""
-    if not wheels:
+def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
+    """(metadata text, how it was read); raises remote_zip.Unreadable."""
+    try:
+        return (cache_dir() / f"{ref.sha256}.metadata").read_text(encoding="utf-8"), "cache"
+    except (OSError, UnicodeDecodeError):
+        pass
+    if ref.is_wheel:
+        text = _pep658(ref, timeout)
+        via = "PEP 658"
+        if text is None:
+            got = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), timeout)
+            if "METADATA" not in got:
+                raise remote_zip.Unreadable("the wheel has no *.dist-info/METADATA")
+            text, via = got["METADATA"].decode("utf-8", errors="replace"), "the wheel's METADATA"
+    else:
+        text = remote_zip.read_sdist_pkg_info(ref.url, ref.filename, timeout).decode(
+            "utf-8", errors="replace"
+        )
+        via = "the sdist's PKG-INFO"
+    _store(ref.sha256, text)
+    return text, via
+
+
+def parse(text: str, via: str) -> Metadata:
+    msg = HeaderParser().parsestr(text)
+    reqs, invalid = [], []
+    for value in msg.get_all("Requires-Dist") or []:
+        try:
+            reqs.append(Requirement(value))
+        except InvalidRequirement:
+            invalid.append(value)
+    extras = [str(x) for x in msg.get_all("Provides-Extra") or []]
+    return Metadata(reqs, via, invalid, extras)
+
+
+def read(refs: list[FileRef], timeout: float = 30.0) -> dict[str, Metadata | str]:
+    """key -> its metadata, or a one-line reason it could not be read."""
+    if not refs:
         return {}
 
-    def one(item: tuple[str, tuple[str, str]]) -> tuple[str, list[Requirement] | None]:
-        name, (url, sha) = item
-        text = _fetch(url, sha, timeout)
-        if text is None:
-            return name, None
-        out = []
-        for value in HeaderParser().parsestr(text).get_all("Requires-Dist") or []:
-            try:
-                out.append(Requirement(value))
-            except InvalidRequirement:
-                continue
-        return name, out
+    def one(ref: FileRef) -> tuple[str, Metadata | str]:
+        try:
+            text, via = _text(ref, timeout)
+        except remote_zip.Unreadable as exc:
+            return ref.key, str(exc)
+        return ref.key, parse(text, via)
 
-    with ThreadPoolExecutor(min(16, len(wheels))) as pool:
-        return dict(pool.map(one, wheels.items()))
+    with ThreadPoolExecutor(min(16, len(refs))) as pool:
+        return dict(pool.map(one, refs))
+
+
+def records(refs: list[FileRef], timeout: float = 30.0) -> dict[str, str]:
+    """key -> the wheel's RECORD text, or '' when it could not be read (cached like METADATA)."""
+
+    def one(ref: FileRef) -> tuple[str, str]:
+        cached = cache_dir() / f"{ref.sha256}.record"
+        try:
+            return ref.key, cached.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            got = remote_zip.read_dist_info(ref.url, ref.filename, ("RECORD",), timeout)
+        except remote_zip.Unreadable:
+            return ref.key, ""
+        text = got.get("RECORD", b"").decode("utf-8", errors="replace")
+        if text:
+            _store(ref.sha256, text, ".record")
+        return ref.key, text
+
+    if not refs:
+        return {}
+    with ThreadPoolExecutor(min(8, len(refs))) as pool:
+        return dict(pool.map(one, refs))

@@ -416,12 +416,18 @@ def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> 
 
 
 def check_resolved(
-    locked: dict[str, Locked], roots: list[str], profile: Profile, no_deps_stage: str | None
+    locked: dict[str, Locked],
+    roots: list[str],
+    profile: Profile,
+    no_deps_stage: str | None,
+    excluded_names: list[str] | None = None,
 ) -> list[Finding]:
+    """`excluded_names`: what was kept out of resolution (default: all the base provides; less under
+    --allow-replace)."""
     env = profile.marker_env()
     via = chains(locked, roots, env)
     out: list[Finding] = []
-    excluded = set(profile.excluded())
+    excluded = set(profile.excluded() if excluded_names is None else excluded_names)
     compiles = _compiles_cuda()
 
     def chain(key: str) -> str:
@@ -496,6 +502,9 @@ def check_resolved(
         for req in pkg.requires or []:
             dep = canonicalize_name(req.name)
             if dep in excluded and (req.marker is None or req.marker.evaluate(env)):
+                base_v = profile.provides.get(profile.provider(dep) or dep, "")
+                if req.url or (base_v and not _accepts(req, base_v)):
+                    continue  # a conflict with the base: resolve/closure.py reports it as a FAIL
                 wanted.setdefault(dep, []).append(f"{chain(key)} → {dep}")
     for dep, paths in sorted(wanted.items()):
         prov = profile.provider(dep) or dep
@@ -534,6 +543,13 @@ def check_resolved(
                     )
                 )
     return out
+
+
+def _accepts(req: Requirement, version: str) -> bool:
+    try:
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
 
 
 def version_ok(version: str) -> bool:

@@ -263,7 +263,7 @@ def write_profile(
     from sparkenv.resolve import profiles
 
     if not profiles.NAME_RE.fullmatch(name):
-        raise SparkenvError(f"{name!r}: not a profile name (letters, digits, '.', '_', '-'; 80 at most)")
+        raise SparkenvError(f"{name!r}: not a profile name (a-z, 0-9, '.', '_' and '-': it names lock files)")
     dest = Path(output or f"{name}.toml")
     if dest.exists() and not force:
         raise SparkenvError(f"{dest}: exists; pass --force to replace it")

@@ -16,6 +16,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from sparkenv import schema
 from sparkenv.errors import SparkenvError
 
 PLATFORMS = {
@@ -26,7 +27,24 @@ PLATFORMS = {
 }
 # A hand-written profile needs only these; every other key has a default (_default.toml, [profile]).
 _REQUIRED = ("name", "image")
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+# A profile's name becomes part of file names (lockfiles/pylock.<name>.toml): no folders, no traversal.
+NAME_RE = re.compile(r"[a-z0-9._-]+")
+_SCHEMA = {
+    "name": schema.STRING,
+    "reviewed": schema.STRING_OR_DATE,
+    "source": schema.STRING,
+    "description": schema.STRING,
+    "image": schema.STRING,
+    "digest": schema.STRING,
+    "python": schema.STRING,
+    "cuda": schema.STRING,
+    "glibc": schema.STRING,
+    "manylinux": schema.STRING,
+    "platform": schema.STRING,
+    "provides": schema.STRING_TABLE,
+    "satisfies": schema.STRING_TABLE,
+    "env": schema.STRING_TABLE,
+}
 
 
 @dataclass(frozen=True)
@@ -126,13 +144,21 @@ def _parse(text: str, where: str) -> Profile:
             f"{where}: profile lacks {' and '.join(missing)} (a profile needs name and image, the rest has "
             "defaults; `sparkenv profiles new NAME --from-image IMAGE` writes a complete one)"
         )
-    if not NAME_RE.fullmatch(str(data["name"])):
-        raise SparkenvError(f"{where}: name {data['name']!r} is not a profile name (letters, digits, . _ -)")
+    schema.check(data, _SCHEMA, where)
+    if not NAME_RE.fullmatch(data["name"]):
+        raise SparkenvError(
+            f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
+        )
     data = {**defaults(), **{k: v for k, v in data.items() if v != "" or k in ("image", "digest")}}
-    if "manylinux" not in data or not data["manylinux"]:
+    if not data.get("manylinux"):
         data["manylinux"] = "manylinux_" + str(data["glibc"]).replace(".", "_")
     if not data.get("source"):
         data["source"] = f"{where} (hand-written)"
+    for key in ("python", "cuda"):
+        try:
+            Version(data[key])
+        except InvalidVersion:
+            raise SparkenvError(f"{where}: {key} = {data[key]!r} is not a version") from None
     if data["platform"] not in PLATFORMS:
         raise SparkenvError(
             f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
+from sparkenv import confine
 from sparkenv.errors import SparkenvError
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import lockfile, policy, profiles
+from sparkenv.resolve import interrupt, lockfile, metadata, policy, profiles
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
@@ -62,45 +66,54 @@ def check(
     return report
 
 
-def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> list[Stage]:
-    """Regular packages resolved with their dependencies; the Unsloth family pinned --no-deps after."""
+def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | None, list[Stage]]:
+    """One resolution, two install stages.
+
+    Everything is resolved together, the Unsloth family (and any `# sparkenv: no-deps` member) with its
+    own requirements, so that the lock is closed: what the family imports is pinned too, at versions the
+    family accepts. The family still installs in its own --no-deps stage after the rest."""
     env = profile.marker_env()
-    family = policy._unsloth_family()
-    main, unsloth, constraints = [], [], []
+    lines, constraints, late = [], [], False
     for d in inp.requirements:
         if d.constraint:
             constraints.append(d.text)
-        elif d.key in family or (d.no_deps and d.key is not None):
-            if d.applies(env):
-                unsloth.append(d.text)
-        else:
-            main.append(d.text)
-    stages = [Stage(STAGE_MAIN, main, constraints=constraints)] if main else []
-    if unsloth:
-        stages.append(Stage(STAGE_UNSLOTH, unsloth, no_deps=True, constraints=constraints))
-    return stages
+        elif d.applies(env) or not (d.key in _family() or d.no_deps):
+            lines.append(d.text)
+            late = late or (d.key in _family() or (d.no_deps and d.key is not None))
+    if not lines:
+        return None, []
+    stages = [Stage(STAGE_MAIN, lines)]
+    if late:
+        stages.append(Stage(STAGE_UNSLOTH, [], no_deps=True))
+    return Stage(STAGE_MAIN, lines, constraints=constraints), stages
 
 
-def _locked(texts: dict[str, str]) -> tuple[dict[str, policy.Locked], dict[str, dict[str, Any]]]:
+def _family() -> set[str]:
+    return policy._unsloth_family()
+
+
+def _late_keys(inp: inputs_mod.Inputs) -> set[str]:
+    """Packages installed in the --no-deps stage: the Unsloth family and `# sparkenv: no-deps` members."""
+    fam = _family()
+    return {d.key for d in inp.requirements if d.key and not d.constraint and (d.key in fam or d.no_deps)}
+
+
+def _locked(text: str, late: set[str]) -> tuple[dict[str, policy.Locked], dict[str, dict[str, Any]]]:
     from sparkenv.datafiles import parse_toml
 
     locked: dict[str, policy.Locked] = {}
     raw: dict[str, dict[str, Any]] = {}
-    for stage in (STAGE_MAIN, STAGE_UNSLOTH):
-        if stage not in texts:
-            continue
-        for pkg in parse_toml(texts[stage]).get("packages", []):
-            key = canonicalize_name(pkg["name"])
-            if key in locked:  # pinned by stage 1 already: one pin per distribution
-                continue
-            wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
-            sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
-            version = str(pkg.get("version") or _file_version(wheels, sdist))
-            locked[key] = policy.Locked(key, version, stage, wheels, sdist)
-            entry = dict(pkg)
-            entry["version"] = version
-            entry["tool"] = {"sparkenv": {"stage": stage}}
-            raw[key] = entry
+    for pkg in parse_toml(text).get("packages", []):
+        key = canonicalize_name(pkg["name"])
+        stage = STAGE_UNSLOTH if key in late else STAGE_MAIN
+        wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
+        sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
+        version = str(pkg.get("version") or _file_version(wheels, sdist))
+        locked[key] = policy.Locked(key, version, stage, wheels, sdist)
+        entry = dict(pkg)
+        entry["version"] = version
+        entry["tool"] = {"sparkenv": {"stage": stage}}
+        raw[key] = entry
     return locked, raw
 
 
@@ -112,6 +125,68 @@ def _file_version(wheels: list[str], sdist: str | None) -> str:
     return ""
 
 
+def _refs(raw: dict[str, dict[str, Any]]) -> list[metadata.FileRef]:
+    """The file whose metadata stands for each package: its first wheel, else its sdist."""
+    out = []
+    for key, entry in raw.items():
+        files = entry.get("wheels") or ([entry["sdist"]] if "sdist" in entry else [])
+        if files:
+            f = files[0]
+            out.append(metadata.FileRef(key, f["url"].rsplit("/", 1)[-1], f["url"], f["hashes"]["sha256"]))
+    return out
+
+
+def _allowed(names: list[str] | None, profile: profiles.Profile) -> set[str]:
+    out = set()
+    for name in names or []:
+        key = canonicalize_name(name)
+        provider = profile.provider(key)
+        if provider is None:
+            raise SparkenvError(
+                f"--allow-replace {name}: profile {profile.name} does not provide it "
+                f"(it provides {', '.join(profile.provides) or 'nothing'})"
+            )
+        out |= {key, provider, *(k for k, v in profile.satisfies.items() if v == provider)}
+    return out
+
+
+def _excluded(profile: profiles.Profile, allowed: set[str]) -> list[str]:
+    return [n for n in profile.excluded() if n not in allowed]
+
+
+def _allow_declared(findings: list[Finding], allowed: set[str]) -> list[Finding]:
+    """A declared pin on a base package named by --allow-replace replaces it on purpose: not a FAIL."""
+    out = []
+    for f in findings:
+        if f.subject in allowed and f.status is Status.FAIL and f.id in ("G2", "G9"):
+            f = Finding(
+                f.id,
+                Status.INFO,
+                f"{f.summary} — replaced on purpose (--allow-replace {f.subject}); resolved like any package",
+                f.subject,
+                f.evidence,
+            )
+        out.append(f)
+    return out
+
+
+def _root_extras(inp: inputs_mod.Inputs, env: dict[str, str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for d in inp.requirements:
+        if d.key and not d.constraint and d.applies(env):
+            try:
+                extras = Requirement(d.text).extras
+            except InvalidRequirement:
+                extras = set()
+            out.setdefault(d.key, set()).update(canonicalize_name(x) for x in extras)
+    return out
+
+
+def _say(progress: bool, line: str) -> None:
+    if progress:
+        print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
+
+
 def lock(
     paths: list[str],
     profile_arg: str | None,
@@ -121,14 +196,23 @@ def lock(
     extra_index_urls: list[str] | None = None,
     extras: list[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    allow_replace: list[str] | None = None,
+    exclude_newer: str | None = None,
+    progress: bool = False,
+    outputs: dict[Path, str] | None = None,
 ) -> Report:
-    from sparkenv.resolve import metadata, uvdriver
+    """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
+    are put there instead of written, so the caller can write them together with its reports (all or
+    nothing)."""
+    from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
     inp = inputs_mod.read(paths, extras)
     profile = _profile(profile_arg, platform, inp)
+    allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
     declared = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=True)
+    declared = _allow_declared(declared, allowed)
     target = f"{' '.join(paths)} → {profile.python_platform}"
     if any(f.status is Status.FAIL for f in declared):
         findings = [
@@ -138,40 +222,80 @@ def lock(
             ),
         ]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
-    stages = _stages(inp, profile)
-    if not stages:
+    if not any(d.key or d.url for d in inp.requirements if not d.constraint):
         raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
-    with tempfile.TemporaryDirectory(prefix="sparkenv-lock-") as work:
-        jobs = uvdriver.prepare(Path(work), profile, index, stages)
-        texts = uvdriver.run_all(jobs, timeout)
-    locked, raw = _locked(texts)
-    wheels = {}
-    for key, entry in raw.items():
-        if entry.get("wheels"):
-            w = entry["wheels"][0]
-            wheels[key] = (w["url"], w["hashes"]["sha256"])
-    for key, reqs in metadata.requires(wheels).items():
-        locked[key].requires = reqs
-    roots = [d.key for d in inp.requirements if d.key and not d.constraint]
-    no_deps_stage = STAGE_UNSLOTH if any(s.name == STAGE_UNSLOTH for s in stages) else None
-    resolved = policy.check_resolved(locked, roots, profile, no_deps_stage)
-    findings = [*declared, *resolved]
+    resolve_stage, stages = _stages(inp, profile)
+    excluded = _excluded(profile, allowed)
+    text = ""
+    if resolve_stage is not None:
+        _say(
+            progress,
+            f"resolving {len(resolve_stage.lines)} requirement(s) with uv for {profile.describe()} …",
+        )
+        work = tempfile.mkdtemp(prefix="sparkenv-lock-")
+        try:
+            with interrupt.raising():
+                jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
+                text = uvdriver.run_all(jobs, timeout)[resolve_stage.name]
+        except interrupt.Terminated as term:
+            shutil.rmtree(work, ignore_errors=True)
+            groups = ", ".join(map(str, term.groups))
+            what = f"killed uv (process group {groups}), " if groups else ""
+            raise term.cleaned(f"{what}removed {work}") from None
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    late = _late_keys(inp)
+    locked, raw = _locked(text, late) if text else ({}, {})
+    t_resolved = time.perf_counter()
+    _say(
+        progress,
+        f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
+    )
+    metas = metadata.read(_refs(raw))
+    findings = [*declared, *_resolved_findings(inp, profile, locked, raw, metas, allowed)]
+    _say(
+        progress,
+        f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
+        f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via == 'cache')} cached)",
+    )
     pylock_path, req_path = lockfile.paths_for(Path(output_dir), profile)
-    blocked = any(f.status is Status.FAIL for f in findings)
-    if blocked:
+    blocked = any(f.status in (Status.FAIL, Status.ERROR) for f in findings)
+    unknown = sum(1 for f in findings if f.status is Status.ERROR)
+    if blocked and not any(f.status is Status.FAIL for f in findings):
+        # An unknown file's requirements cannot be checked: that is a failed lock, not a warning.
+        findings.append(
+            Finding(
+                "G9",
+                Status.FAIL,
+                f"{pylock_path} not written: {unknown} file(s) could not be checked (see the ERROR lines)",
+                "lock",
+                (),
+                "make every file's metadata readable, then lock again",
+            )
+        )
+    elif blocked:
         findings.append(
             Finding(
                 "G9", Status.INFO, f"{pylock_path} not written: the resolved set fails the policy", "lock"
             )
         )
     else:
-        _write(pylock_path, req_path, profile, inp, index, stages, raw, paths)
+        extra_tool = {"allow-replace": sorted(allowed)} if allowed else {}
+        if exclude_newer:
+            extra_tool["exclude-newer"] = exclude_newer
+        files = _render(pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded, extra_tool)
+        if outputs is None:
+            lockfile.write_pair(files)
+        else:
+            outputs.update(files)
+        what = f"{len(locked)} packages, every one pinned with hashes ({len(stages)} install stage(s))"
+        if not locked:
+            what = "nothing to lock beyond the base: every requirement is the base's"
         findings.append(
             Finding(
                 "G9",
                 Status.PASS,
-                f"wrote {pylock_path} and {req_path}: {len(locked)} packages, every one pinned with hashes "
-                f"({len(stages)} install stage(s))",
+                f"wrote {pylock_path} and {req_path}: {what}",
                 str(pylock_path),
                 (str(req_path),),
             )
@@ -181,17 +305,82 @@ def lock(
         "python_platform": profile.python_platform,
         "python": profile.python_minor,
         "packages": len(locked),
-        "excluded": profile.excluded(),
+        "excluded": excluded,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report
+
+
+def _resolved_findings(
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    locked: dict[str, policy.Locked],
+    raw: dict[str, dict[str, Any]],
+    metas: dict[str, metadata.Metadata | str],
+    allowed: set[str],
+) -> list[Finding]:
+    from sparkenv.resolve import closure, cuda_builds, graph
+
+    env = profile.marker_env()
+    out: list[Finding] = []
+    requires = {}
+    for key, meta in sorted(metas.items()):
+        pkg = locked[key]
+        fname = (pkg.wheels or [pkg.sdist or key])[0]
+        if isinstance(meta, str):
+            out.append(
+                Finding(
+                    "G9",
+                    Status.ERROR,
+                    f"cannot read the metadata of {fname} ({key} {pkg.version}): {meta}; its requirements "
+                    "cannot be checked, so no lock is written",
+                    key,
+                    (fname,),
+                    "make the index serve the file (or its PEP 658 .metadata), then lock again",
+                )
+            )
+            continue
+        pkg.requires = meta.requires
+        requires[key] = meta.requires
+        for bad in meta.invalid:
+            out.append(
+                Finding(
+                    "G9",
+                    Status.ERROR,
+                    f"{fname}: Requires-Dist {bad!r} is not a valid requirement",
+                    key,
+                    (fname,),
+                )
+            )
+    roots = [d.key for d in inp.requirements if d.key and not d.constraint]
+    edges = graph.edges(requires, env, _root_extras(inp, env))
+    chain = graph.chains(locked, edges, roots)
+    versions = {k: p.version for k, p in locked.items()}
+    out += policy.check_resolved(
+        locked, roots, profile, None, [n for n in profile.excluded() if n not in allowed]
+    )
+    base = closure.base_conflicts(versions, edges, chain, profile, allowed)
+    gaps = closure.unclosed(versions, edges, chain, profile, allowed)
+    out += base + gaps
+    if locked and not gaps and len(requires) == len(locked):
+        out.append(closure.closed_info(len(locked), len(edges)))
+    provided = {
+        k: profile.provides[p] for k in profile.excluded() if (p := profile.provider(k)) and k not in allowed
+    }
+    verdicts = cuda_builds.evidence(versions, edges, provided)
+    unknown = [r for r in _refs(raw) if r.key in verdicts and verdicts[r.key] is None and r.is_wheel]
+    for key, record in metadata.records(unknown).items():
+        verdicts[key] = cuda_builds.record_evidence(key, record)
+    files = {k: (p.wheels or [p.sdist or ""])[0] for k, p in locked.items()}
+    out += cuda_builds.findings(versions, verdicts, chain, files, profile.python_platform)
+    return out
 
 
 def _rel(path: Path, out_dir: Path) -> str:
     return os.path.relpath(path.resolve(), out_dir.resolve())
 
 
-def _write(
+def _render(
     pylock_path: Path,
     req_path: Path,
     profile: profiles.Profile,
@@ -200,7 +389,9 @@ def _write(
     stages: list[Stage],
     raw: dict[str, dict[str, Any]],
     paths: list[str],
-) -> None:
+    excluded: list[str],
+    extra_tool: dict[str, Any],
+) -> dict[Path, str]:
     from packaging.pylock import Pylock, PylockValidationError
 
     from sparkenv.datafiles import parse_toml
@@ -218,7 +409,8 @@ def _write(
         "python-platform": profile.python_platform,
         "inputs": [_rel(Path(p), out_dir) for p in paths],
         "input-hash": inp.digest(),
-        "excluded": profile.excluded(),
+        "excluded": excluded,
+        **extra_tool,
         "stages": [s.name for s in stages],
         "no-deps-stages": [s.name for s in stages if s.no_deps],
         "requirements": req_path.name,
@@ -239,7 +431,7 @@ def _write(
         f"Python {profile.python_minor}.",
         f"input-hash: {tool['input-hash']}  inputs: {', '.join(tool['inputs'])}",
         "Every dependency is pinned here; what the base provides is left alone: "
-        + (", ".join(profile.excluded()) or "nothing"),
+        + (", ".join(excluded) or "nothing"),
         f"Install: pip install --no-deps --require-hashes -r {req_path.name}",
         "(or one stage at a time, in order, each with --no-deps)",
     ]
@@ -250,7 +442,7 @@ def _write(
     req_text = lockfile.render_requirements(
         packages, [(s.name, s.no_deps) for s in stages], header, index_lines
     )
-    lockfile.write_pair({pylock_path: text, req_path: req_text})
+    return {pylock_path: text, req_path: req_text}
 
 
 def lock_check(
@@ -274,9 +466,13 @@ def lock_check(
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks:
             raise SparkenvError(f"{output_dir}: no pylock.*.toml to check")
+        root = confine.project_root(out_dir)
         for pylock_path in locks:
             tool = lockfile.read_tool(pylock_path)
             recorded = [str(p) for p in tool.get("inputs", [])]
+            where = f"{pylock_path}: [tool.sparkenv] inputs"
+            for p in recorded:  # a lock from another repository must not make sparkenv read outside it
+                confine.inside(root, p, out_dir, where)
             missing = [p for p in recorded if not (out_dir / p).is_file()]
             if missing:
                 findings.append(
@@ -290,8 +486,11 @@ def lock_check(
                     )
                 )
                 continue
-            inp = inputs_mod.read([str(out_dir / p) for p in recorded])
-            prof = profiles.load(str(tool.get("profile")), out_dir).with_platform(str(tool.get("platform")))
+            inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
+            named = str(tool.get("profile"))
+            if named.endswith(".toml"):
+                confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
+            prof = profiles.load(named, out_dir).with_platform(str(tool.get("platform")))
             findings.append(_fresh(pylock_path, inp.digest(), prof, recorded))
     return Report("lock --check", str(out_dir), merge_by_subject(findings), profile=profile_name)
 
@@ -302,7 +501,8 @@ def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile, inputs: li
     if not pylock_path.is_file():
         return Finding("G9", Status.FAIL, f"{pylock_path} does not exist", subject, (), f"run {regen}")
     tool = lockfile.read_tool(pylock_path)
-    req = pylock_path.parent / str(tool.get("requirements", ""))
+    where = f"{pylock_path}: [tool.sparkenv] requirements"
+    req = pylock_path.parent / confine.plain_name(str(tool.get("requirements", "")), where)
     problems = []
     if tool.get("input-hash") != digest:
         problems.append(f"inputs changed since the lock ({', '.join(inputs)})")

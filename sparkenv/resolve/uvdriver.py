@@ -1,16 +1,23 @@
-"""Drive `uv pip compile` for a target platform: one process per install stage, each with a timeout."""
+"""Drive `uv pip compile` for a target platform: one process per resolution, each with a timeout.
+
+uv runs in its own process group (its own session), so a timeout, Ctrl-C, SIGTERM or SIGHUP stops uv and
+everything it started, not only its first process.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.resolve import interrupt
 from sparkenv.resolve.profiles import Profile
 
 DEFAULT_TIMEOUT = 600.0
@@ -61,6 +68,7 @@ def command(
     index: IndexOptions,
     excludes: Path | None,
     stage: Stage,
+    exclude_newer: str | None = None,
 ) -> list[str]:
     """The exact `uv pip compile` command of a stage (the benchmark runs the same one bare)."""
     cmd = [
@@ -85,6 +93,8 @@ def command(
         cmd += ["--excludes", str(excludes)]
     if stage.no_deps:
         cmd.append("--no-deps")
+    if exclude_newer:
+        cmd += ["--exclude-newer", exclude_newer]
     if index.index_url:
         cmd += ["--index-url", index.index_url]
     for url in index.extra_index_urls:
@@ -95,13 +105,20 @@ def command(
 
 
 def prepare(
-    work: Path, profile: Profile, index: IndexOptions, stages: list[Stage]
+    work: Path,
+    profile: Profile,
+    index: IndexOptions,
+    stages: list[Stage],
+    excluded: list[str] | None = None,
+    exclude_newer: str | None = None,
 ) -> list[tuple[Stage, list[str], Path]]:
+    """`excluded`: names kept out of resolution (default: all the base provides)."""
     uv = uv_binary()
     excludes = None
-    if profile.excluded():
+    names = profile.excluded() if excluded is None else excluded
+    if names:
         excludes = work / "excludes.txt"
-        excludes.write_text("\n".join(profile.excluded()) + "\n")
+        excludes.write_text("\n".join(names) + "\n")
     jobs = []
     for stage in stages:
         stage_in = work / f"{stage.name}.in"
@@ -112,7 +129,8 @@ def prepare(
             body.insert(0, f"-c {cons}")
         stage_in.write_text("\n".join(body) + "\n")
         out = work / f"pylock.{stage.name}.toml"
-        jobs.append((stage, command(uv, stage_in, out, profile, index, excludes, stage), out))
+        cmd = command(uv, stage_in, out, profile, index, excludes, stage, exclude_newer)
+        jobs.append((stage, cmd, out))
     return jobs
 
 
@@ -123,21 +141,44 @@ def run_all(jobs: list[tuple[Stage, list[str], Path]], timeout: float = DEFAULT_
     def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:
         stage, cmd, out = job
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                env=env,
+                start_new_session=True,  # its own process group: killpg reaches all it started
+            )
+        except OSError as exc:
+            raise ServiceMissing(f"cannot run uv: {exc}") from None
+        interrupt.running.add(proc.pid)
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise ServiceMissing(
                 f"uv pip compile ({stage.name}) did not finish in {timeout:.0f} s: is the index reachable?"
             ) from None
-        except OSError as exc:
-            raise ServiceMissing(f"cannot run uv: {exc}") from None
+        finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
+            if proc.returncode is None:
+                stop(proc)
+            interrupt.running.discard(proc.pid)
         if proc.returncode != 0:
-            raise _error(stage, proc.stderr)
+            raise _error(stage, stderr)
         return stage.name, out.read_text(encoding="utf-8")
 
     if len(jobs) == 1:
         return dict([one(jobs[0])])
     with ThreadPoolExecutor(len(jobs)) as pool:
         return dict(pool.map(one, jobs))
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Kill uv's process group and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
+        proc.communicate(timeout=5)
 
 
 def _error(stage: Stage, stderr: str) -> SparkenvError:

@@ -1,0 +1,198 @@
+"""All-or-nothing output: every file a command writes (reports, JUnit, locks, facts dumps) goes through here.
+
+`write_all({path: content, …})` first validates every path (its folder exists and is writable, it is not
+a folder, not the same file twice, not a socket or device that would swallow or block), then writes each
+content to a temporary beside its destination, and only when every temporary was written moves them all
+into place. On any failure — a full disk, a bad path, Ctrl-C, SIGTERM — nothing was replaced and no
+temporary is left. A reader never sees half a report, nor a new lock beside an old report.
+
+A FIFO or character device that already exists (`--report /dev/stdout`, `--junit >(cat)`) is written in
+place, before the files are moved: it cannot be renamed onto, and a FIFO nobody reads is refused, not
+waited on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from sparkenv.errors import SparkenvError
+from sparkenv.printable import printable
+
+PathLike = str | os.PathLike[str]
+
+
+class OutputError(SparkenvError):
+    """An output path that cannot be written: names it and why (exit 2)."""
+
+    def __init__(self, path: PathLike, reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"{printable(self.path) or repr(self.path)}: cannot write: {reason}")
+
+
+@dataclass
+class _Planned:
+    dest: str
+    data: bytes
+    stream_fd: int | None = None  # an existing FIFO or character device, opened for writing
+    tmp: str | None = None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _plan(path: PathLike, make_parents: bool) -> _Planned:
+    dest = os.fspath(path)
+    if not dest:
+        raise OutputError(dest, "empty file name")
+    if dest.endswith(os.sep) or os.path.isdir(dest):
+        raise OutputError(dest, "is a directory; give a file name")
+    folder = os.path.dirname(os.path.abspath(dest))
+    if make_parents:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(dest, f"cannot create folder {printable(folder)}: {exc.strerror}") from None
+    if not os.path.exists(folder):
+        raise OutputError(dest, f"folder {printable(folder)} does not exist")
+    if not os.path.isdir(folder):
+        raise OutputError(dest, f"{printable(folder)} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(dest, f"permission denied in folder {printable(folder)}")
+    planned = _Planned(dest, b"")
+    try:
+        st = os.stat(dest)
+    except FileNotFoundError:
+        return planned
+    except OSError as exc:
+        raise OutputError(dest, exc.strerror or str(exc)) from None
+    if stat.S_ISREG(st.st_mode):
+        if not os.access(dest, os.W_OK):
+            raise OutputError(dest, "permission denied (the file is read-only)")
+        return planned
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+        try:
+            planned.stream_fd = os.open(dest, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                raise OutputError(dest, "a FIFO that no process reads") from None
+            raise OutputError(dest, exc.strerror or str(exc)) from None
+        os.set_blocking(planned.stream_fd, True)
+        return planned
+    raise OutputError(dest, "not a regular file (a socket or block device)")
+
+
+def check(paths: Iterable[PathLike | None], make_parents: bool = False) -> None:
+    """Validate output paths before long work starts, so a typo does not cost a whole run."""
+    planned: list[_Planned] = []
+    try:
+        planned = _plan_all([p for p in paths if p is not None], make_parents)
+    finally:
+        _close(planned)
+
+
+def _plan_all(paths: list[PathLike], make_parents: bool) -> list[_Planned]:
+    planned: list[_Planned] = []
+    seen: dict[str, str] = {}
+    try:
+        for path in paths:
+            real = os.path.realpath(os.fspath(path))
+            if real in seen:
+                raise OutputError(path, f"the same file as {printable(seen[real])}; give two different files")
+            seen[real] = os.fspath(path)
+            planned.append(_plan(path, make_parents))
+    except BaseException:
+        _close(planned)
+        raise
+    return planned
+
+
+def _close(planned: list[_Planned]) -> None:
+    for p in planned:
+        if p.stream_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(p.stream_fd)
+            p.stream_fd = None
+
+
+def write_all(
+    files: Mapping[PathLike, str | bytes] | Iterable[tuple[PathLike, str | bytes]], make_parents: bool = False
+) -> None:
+    """Write every file or none (see the module's docstring). Text is written as UTF-8. Pairs rather than
+    a mapping let a path given twice (`--report x --junit x`) be refused instead of silently merged."""
+    pairs = list(files.items()) if isinstance(files, Mapping) else list(files)
+    planned = _plan_all([path for path, _ in pairs], make_parents)
+    for p, (_, content) in zip(planned, pairs, strict=True):
+        p.data = content.encode("utf-8") if isinstance(content, str) else content
+    mode = 0o666 & ~_umask()
+    try:
+        for p in planned:
+            if p.stream_fd is None:
+                p.tmp = _write_temporary(p, mode)
+        # Streams before renames: a stream can still fail (a full disk behind /dev/stdout, a reader gone),
+        # a rename within one folder practically cannot; so no file is replaced when a stream fails.
+        for p in planned:
+            if p.stream_fd is not None:
+                _write_stream(p)
+        for p in planned:  # every temporary is complete: now move them in
+            if p.tmp is not None:
+                try:
+                    os.replace(p.tmp, p.dest)
+                except OSError as exc:
+                    raise OutputError(p.dest, exc.strerror or str(exc)) from None
+                p.tmp = None
+    finally:
+        for p in planned:
+            if p.tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(p.tmp)
+        _close(planned)
+
+
+def _write_temporary(p: _Planned, mode: int) -> str:
+    folder, name = os.path.split(os.path.abspath(p.dest))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name[:200]}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(p.dest, exc.strerror or str(exc)) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            try:
+                existing = os.stat(p.dest).st_mode & 0o7777
+            except OSError:
+                existing = mode
+            os.fchmod(fh.fileno(), existing)
+            fh.write(p.data)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OutputError(p.dest, exc.strerror or str(exc)) from None
+        raise
+    return tmp
+
+
+def _write_stream(p: _Planned) -> None:
+    assert p.stream_fd is not None
+    view = memoryview(p.data)
+    try:
+        while view:
+            view = view[os.write(p.stream_fd, view) :]
+    except OSError as exc:
+        raise OutputError(p.dest, exc.strerror or str(exc)) from None
+
+
+def write_one(path: PathLike, content: str | bytes, make_parents: bool = False) -> None:
+    write_all({path: content}, make_parents)
+
+
+__all__ = ["OutputError", "check", "write_all", "write_one"]

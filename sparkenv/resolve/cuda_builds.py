@@ -1,0 +1,135 @@
+"""G1 at lock time for CUDA-capable families (torch, torchvision, …): a CPU-only build is a FAIL.
+
+The same name ships CUDA and CPU-only builds; on PyPI, older aarch64 torch wheels carry no CUDA at
+all, and an exact pin like `torch==2.5.1` resolves to one of them for a Spark. A resolved member counts
+as a CUDA build when any of these shows CUDA: its version label (+cu130, NGC's .nvYY.MM), a CUDA
+runtime among the Requires-Dist that apply on the target, an exact pin on a family member that is a
+CUDA build (torchvision → torch==2.11.0) or the base's build, or a CUDA library in its RECORD.
+Only members with none of the first three get their RECORD read (by range requests).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from packaging.utils import canonicalize_name
+
+from sparkenv import datafiles
+from sparkenv.cuda import rules
+from sparkenv.report import Finding, Status
+from sparkenv.resolve.graph import Edge
+
+
+@dataclass(frozen=True)
+class Family:
+    key: str
+    cuda_files: tuple[str, ...]
+    instead: str
+
+
+@functools.cache
+def families() -> dict[str, Family]:
+    data = datafiles.load("packages").get("cuda_capable", {})
+    return {
+        canonicalize_name(k): Family(canonicalize_name(k), tuple(v.get("cuda_files", ())), str(v["instead"]))
+        for k, v in data.items()
+    }
+
+
+def _label_evidence(version: str) -> str | None:
+    if rules.is_cpu_label(version):
+        return None
+    if rules.label_cuda_major(version) is not None:
+        return f"its label (+cu) in {version}"
+    if rules.ngc_release(version):
+        return f"its NGC label in {version}"
+    return None
+
+
+def _exact(e: Edge) -> str | None:
+    for spec in e.req.specifier:
+        if spec.operator in ("==", "==="):
+            return spec.version
+    return None
+
+
+def evidence(
+    versions: dict[str, str], graph_edges: list[Edge], base: dict[str, str]
+) -> dict[str, str | None]:
+    """family member in the lock -> what shows it is a CUDA build (None: nothing yet, read its RECORD)."""
+    out: dict[str, str | None] = {}
+    fams = families()
+    out_edges: dict[str, list[Edge]] = {}
+    for e in graph_edges:
+        out_edges.setdefault(e.source, []).append(e)
+
+    def one(key: str, seen: frozenset[str]) -> str | None:
+        if key in base:
+            return f"the base's build ({base[key]})"
+        version = versions.get(key)
+        if version is None:
+            return None
+        if (why := _label_evidence(version)) is not None:
+            return why
+        for e in out_edges.get(key, []):
+            if rules.is_cuda_relevant(e.target):
+                return f"it requires {e.req}"
+        for e in out_edges.get(key, []):
+            why = (
+                one(e.target, seen | {key})
+                if e.target in fams and e.target not in seen and _exact(e)
+                else None
+            )
+            if why is not None:
+                return f"it requires {e.req}, a CUDA build ({why})"
+        return None
+
+    for key in versions:
+        if key in fams:
+            out[key] = one(key, frozenset())
+    return out
+
+
+def record_evidence(key: str, record: str) -> str | None:
+    """A CUDA library among the files a wheel's RECORD lists."""
+    fam = families().get(key)
+    for line in record.splitlines():
+        path = line.split(",", 1)[0]
+        name = os.path.basename(path)
+        if fam and name in fam.cuda_files:
+            return f"its RECORD lists {path}"
+        if ".so" in name and rules.soname_major(name) is not None:
+            return f"its RECORD lists {path}"
+    return None
+
+
+def findings(
+    versions: dict[str, str],
+    verdicts: dict[str, str | None],
+    chain: dict[str, list[str]],
+    files: dict[str, str],
+    profile_desc: str,
+) -> list[Finding]:
+    """G1 FAIL for each member without CUDA evidence; PASS (with the evidence) for the rest."""
+    out = []
+    for key, why in sorted(verdicts.items()):
+        via = " → ".join(chain.get(key, [key]))
+        desc = f"{key} {versions[key]} (via {via})"
+        ev = (files.get(key, ""), f"via {via}")
+        if why is None:
+            out.append(
+                Finding(
+                    "G1",
+                    Status.FAIL,
+                    f"{desc} is a CPU-only build for {profile_desc}: no CUDA label, no CUDA runtime "
+                    "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
+                    key,
+                    ev,
+                    f"use {families()[key].instead}",
+                )
+            )
+        else:
+            out.append(Finding("G1", Status.PASS, f"{desc} is a CUDA build: {why}", key, ev))
+    return out

@@ -1,0 +1,177 @@
+"""Read members of a remote wheel (zip) without downloading it: a seekable file over HTTP range requests.
+
+Python's `zipfile` does the zip work (end-of-central-directory record wherever it is, ZIP64, central
+directories of any size); this file only turns its seeks and reads into a few range requests, each
+served from fetched blocks where it can. A server without range support answers 200 with the whole
+file: then the whole file is read into a temporary file (capped), and zipfile reads that instead.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from typing import IO
+
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+# The EOCD record (22 bytes) sits after a comment of at most 65535 bytes; the ZIP64 locator (20) before it.
+_TAIL = 22 + 65535 + 20
+_MIN_BLOCK = 64 * 1024
+# A full download only when the server leaves no choice; past this the file is reported unreadable.
+FULL_DOWNLOAD_CAP = 4 * 1024**3
+
+
+class Unreadable(Exception):
+    """The file could not be read; the message says why (one line)."""
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable view of a remote file fetched by HTTP range requests."""
+
+    def __init__(self, url: str, size: int, timeout: float, first: tuple[int, bytes]) -> None:
+        self.url, self.size, self.timeout = url, size, timeout
+        self._pos = 0
+        self._blocks: list[tuple[int, bytes]] = [first]
+        self.requests = 1
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def _cached(self, start: int, end: int) -> bytes | None:
+        for off, data in self._blocks:
+            if off <= start and end <= off + len(data):
+                return data[start - off : end - off]
+        return None
+
+    def read(self, n: int = -1) -> bytes:
+        start = self._pos
+        end = self.size if n is None or n < 0 else min(self.size, start + n)
+        if start >= end:
+            return b""
+        data = self._cached(start, end)
+        if data is None:
+            stop = min(self.size, max(end, start + _MIN_BLOCK))
+            status, block, _ = _get(self.url, self.timeout, f"bytes={start}-{stop - 1}")
+            self.requests += 1
+            if status != 206 or len(block) != stop - start:
+                raise Unreadable(f"the server stopped answering range requests at bytes {start}-{stop - 1}")
+            self._blocks.append((start, block))
+            data = block[: end - start]
+        self._pos = start + len(data)
+        return data
+
+    def readinto(self, buf) -> int:  # type: ignore[no-untyped-def,override]
+        data = self.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+
+def _get(url: str, timeout: float, byte_range: str | None) -> tuple[int, bytes, str]:
+    headers = {"Range": byte_range} if byte_range else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+        return resp.status, resp.read(), resp.headers.get("Content-Range", "")
+
+
+def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
+    """The remote file as a seekable binary file, and how it was read ('range' or 'full download')."""
+    req = urllib.request.Request(url, headers={"Range": f"bytes=-{_TAIL}"})
+    try:
+        resp = urllib.request.urlopen(req, timeout=timeout)
+    except OSError as exc:
+        raise Unreadable(f"cannot fetch it: {exc}") from None
+    with resp:
+        if resp.status == 206:
+            m = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
+            if not m:
+                raise Unreadable("the server answered a range request without a Content-Range")
+            start, size = int(m.group(1)), int(m.group(3))
+            return io.BufferedReader(RangeFile(url, size, timeout, (start, resp.read()))), "range"
+        # 200: no range support; the body is the whole file
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the caller, who closes it
+        copied = 0
+        while chunk := resp.read(1 << 20):
+            copied += len(chunk)
+            if copied > FULL_DOWNLOAD_CAP:
+                spool.close()
+                raise Unreadable(
+                    f"the server has no range support and the file exceeds {FULL_DOWNLOAD_CAP >> 30} GiB"
+                )
+            spool.write(chunk)
+        spool.seek(0)
+        return spool, "full download"
+
+
+def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: float) -> dict[str, bytes]:
+    """The named `*.dist-info/<member>` files of a remote wheel (METADATA, RECORD …); those absent are
+    left out. Raises Unreadable with the reason."""
+    try:
+        fh, _ = open_remote(url, timeout)
+    except OSError as exc:
+        raise Unreadable(f"cannot fetch it: {exc}") from None
+    try:
+        with fh, zipfile.ZipFile(fh) as zf:
+            infos = [i for i in zf.infolist() if i.filename.count("/") == 1]
+            out = {}
+            for member in members:
+                hits = [i for i in infos if i.filename.endswith(f".dist-info/{member}")]
+                if len(hits) > 1:
+                    raise Unreadable(f"{filename} holds {len(hits)} *.dist-info/{member} files")
+                if hits:
+                    out[member] = zf.read(hits[0])
+            return out
+    except zipfile.BadZipFile as exc:
+        raise Unreadable(f"not a readable zip: {exc}") from None
+    except (OSError, EOFError, ValueError) as exc:
+        raise Unreadable(f"cannot read it: {exc}") from None
+
+
+def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 * 1024**2) -> bytes:
+    """PKG-INFO of a remote sdist (.tar.gz or .zip): sdists are small, so the whole file is fetched."""
+    import tarfile
+
+    try:
+        resp = urllib.request.urlopen(url, timeout=timeout)
+    except OSError as exc:
+        raise Unreadable(f"cannot fetch it: {exc}") from None
+    with resp, tempfile.TemporaryFile() as spool:
+        try:
+            shutil.copyfileobj(resp, spool)
+        except OSError as exc:
+            raise Unreadable(f"cannot fetch it: {exc}") from None
+        if spool.tell() > cap:
+            raise Unreadable(f"larger than {cap >> 20} MiB")
+        spool.seek(0)
+        try:
+            if filename.endswith(".zip"):
+                with zipfile.ZipFile(spool) as zf:
+                    names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith("/PKG-INFO")]
+                    if names:
+                        return zf.read(names[0])
+            else:
+                with tarfile.open(fileobj=spool, mode="r:*") as tf:
+                    for member in tf:
+                        if (
+                            member.isfile()
+                            and member.name.count("/") == 1
+                            and member.name.endswith("/PKG-INFO")
+                        ):
+                            got = tf.extractfile(member)
+                            if got is not None:
+                                return got.read()
+        except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise Unreadable(f"not a readable archive: {exc}") from None
+    raise Unreadable("it has no top-level PKG-INFO")
