@@ -1,3 +1,3 @@
-from sparkenv.cli import main
+from sparkenv.entry import main
 
 main()

@@ -6,11 +6,12 @@ for what they use (start-up time counts: the gate runs before every workload).
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated, Optional
 
 import typer
+
+from sparkenv import process_exit
 
 app = typer.Typer(
     name="sparkenv",
@@ -119,29 +120,8 @@ def main() -> None:
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()  # click's usage errors: usage line + "Error: …", exit 2
             sys.exit(exc.exit_code)
-        if os.environ.get("SPARKENV_DEBUG"):
-            raise
-        print(
-            "sparkenv: internal error: please report, with SPARKENV_DEBUG=1 output: "
-            f"{exc.__class__.__name__}: {exc}",
-            file=sys.stderr,
-        )
-        sys.exit(70)
+        process_exit.internal_error(exc)
 
 
-def _stopped(signum: int | None) -> None:
-    from sparkenv import signals
-
-    line, code = signals.closing_line(signum)
-    print(line, file=sys.stderr)
-    sys.exit(code)
-
-
-def _survive_any_encoding() -> None:
-    """A character the stream cannot take (a typographic dash under PYTHONIOENCODING=ascii or a C
-    locale) is replaced, never fatal."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        # surrogateescape too: it writes raw bytes for lone surrogates but fails on a dash under ascii
-        if reconfigure is not None and getattr(stream, "errors", "strict") in ("strict", "surrogateescape"):
-            reconfigure(errors="replace")
+_stopped = process_exit.stopped
+_survive_any_encoding = process_exit.survive_any_encoding

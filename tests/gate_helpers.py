@@ -122,3 +122,30 @@ def write(tmp: Path, facts: dict[str, Any], name: str = "facts.json") -> str:
     path = tmp / name
     path.write_text(json.dumps(facts))
     return str(path)
+
+
+STUB_SOURCE = Path(__file__).parent / "stubs" / "nvml_stub.c"
+
+
+def build_nvml_stub(folder: Path) -> Path:
+    """FAKE libnvidia-ml.so.1 (no NVIDIA driver on the test machine), compiled from tests/stubs/nvml_stub.c;
+    the real pynvml loads it through the loader like NVIDIA's. Returns the folder for LD_LIBRARY_PATH."""
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libnvidia-ml.so.1",
+            "-o",
+            "libnvidia-ml.so.1",
+            str(STUB_SOURCE),
+        ],
+        cwd=folder,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    return folder

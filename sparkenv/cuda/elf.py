@@ -29,6 +29,7 @@ MACHINES = {
 _MAX_TABLE = 4 << 20  # no sane section or dynamic table is larger; bounds work on hostile input
 _MAX_NAME = 4096
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME = 0, 1, 5, 10, 14
+_DT_RPATH, _DT_RUNPATH = 15, 29
 _SHT_DYNAMIC, _PT_LOAD, _PT_DYNAMIC = 6, 1, 2
 
 
@@ -37,6 +38,9 @@ class ElfInfo:
     machine: str
     soname: str | None
     needed: tuple[str, ...]
+    # Search paths as written ($ORIGIN unexpanded); the loader ignores RPATH when RUNPATH is present.
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ def _parse(read: Reader) -> ElfInfo | None:
     dsize = struct.calcsize(dfmt)
     needed: list[str] = []
     soname: str | None = None
+    paths: dict[int, tuple[str, ...]] = {}
     for tag, val in struct.iter_unpack(dfmt, dyn_bytes[: len(dyn_bytes) - len(dyn_bytes) % dsize]):
         if tag == _DT_NULL:
             break
@@ -125,7 +130,9 @@ def _parse(read: Reader) -> ElfInfo | None:
             needed.append(_string(read, str_offset, str_size, val))
         elif tag == _DT_SONAME:
             soname = _string(read, str_offset, str_size, val)
-    return ElfInfo(machine, soname, tuple(needed))
+        elif tag in (_DT_RPATH, _DT_RUNPATH):
+            paths[tag] = tuple(p for p in _string(read, str_offset, str_size, val).split(":") if p)
+    return ElfInfo(machine, soname, tuple(needed), paths.get(_DT_RPATH, ()), paths.get(_DT_RUNPATH, ()))
 
 
 def _dynamic_from_sections(

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Annotated, Optional
 
 import typer
 
 from sparkenv import cli_options as opts
-
-POLICIES = ("strict", "warn", "off")
 
 
 def register(app: typer.Typer) -> None:
@@ -46,12 +42,25 @@ def gate(
             "--sample", metavar="SECONDS", help="G4: sample temperature and power over this window."
         ),
     ] = 0.0,
-    bandwidth: Annotated[bool, typer.Option("--bandwidth", help="G5: measure a device memory copy.")] = False,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            envvar="SPARKENV_GATE_DEEP",
+            help="Also run the live CUDA probe: import torch in an isolated process, a first CUDA operation, "
+            "a flash-attn call (seconds: torch's import). Use it on the first start of a new image, in an "
+            "image's CI and after a driver update. Also $SPARKENV_GATE_DEEP=1.",
+        ),
+    ] = False,
+    bandwidth: Annotated[
+        bool, typer.Option("--bandwidth", help="G5: measure a device memory copy (implies --deep).")
+    ] = False,
     import_unsloth: Annotated[
         bool,
         typer.Option(
             "--import-unsloth",
-            help="G2: import Unsloth (slow, ~25 s) to confirm its attention dispatch picks SDPA.",
+            help="G2: import Unsloth (slow, ~25 s) to confirm its attention dispatch picks SDPA "
+            "(implies --deep).",
         ),
     ] = False,
     dump_facts: Annotated[
@@ -75,7 +84,8 @@ def gate(
         typer.Option(
             "--deadline",
             metavar="SECONDS",
-            help="One deadline for all probes: a hung probe never blocks a start.",
+            help="One deadline for all probes, in seconds (finite, > 0): the gate reports and starts the "
+            "workload within it (+1 s) whatever a probe does.",
         ),
     ] = 25.0,
     json_out: Annotated[bool, opts.JSON] = False,
@@ -86,10 +96,12 @@ def gate(
 ) -> None:
     """Check all ten failure modes on this machine, then start the workload.
 
-    Probes (each with a timeout, all under one --deadline) gather a facts snapshot: one subprocess that
-    imports torch once and runs a first CUDA operation, nvidia-smi, /proc/meminfo, /proc processes,
-    container markers, the environment and the workload's own arguments. The ten checks are pure
-    functions of that snapshot, so `--dump-facts` / `--facts` replay a machine exactly.
+    By default nothing is imported or started: torch's CUDA linkage is proven from its files (its
+    version label and libtorch_cuda.so's libraries resolved the way the loader will), the GPU, driver,
+    temperature, power and GPU processes come from NVML in-process, memory from /proc/meminfo. All
+    probes run at once under one --deadline. --deep adds the isolated torch process (first CUDA
+    operation, flash-attn call). The ten checks are pure functions of the facts snapshot, so
+    `--dump-facts` / `--facts` replay a machine exactly.
 
     With a workload after `--`, the G-lines go to stderr and the workload is exec'd: its signals and exit
     status are its own. Off a Spark the gate still runs and says platform: generic-nvidia or no-gpu.
@@ -100,58 +112,28 @@ def gate(
 
       sparkenv gate --policy strict -- python train.py --epochs 3
 
-      sparkenv gate --sample 10 --bandwidth --dump-facts facts.json
+      sparkenv gate --deep --sample 10 --bandwidth --dump-facts facts.json
     """
-    from sparkenv.errors import SparkenvError
-    from sparkenv.gate.probes import Options
-    from sparkenv.gate.run import gate as run_gate
-    from sparkenv.render.emit import emit, write_atomic
-    from sparkenv.report import Status
+    from sparkenv.gate import entry
 
-    cmd = list(workload or [])
-    chosen = (policy or "warn").strip().lower()
-    if chosen not in POLICIES:
-        raise SparkenvError(f"--policy/$SPARKENV_GATE: {policy!r} is not one of {', '.join(POLICIES)}")
-    if chosen == "off":
-        if cmd:
-            _exec(cmd)
-        return
-    options = Options(
-        python=python or sys.executable,
-        workload=cmd,
-        sample_s=max(0.0, sample),
-        bandwidth=bandwidth,
-        import_unsloth=import_unsloth,
-        deadline_s=max(1.0, deadline),
-    )
-    result, raw = run_gate(options, facts_file=facts, need_gb=need_gb)
-    if dump_facts:
-        import json
-
-        write_atomic(dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
-    stream = sys.stderr if cmd else sys.stdout
-    code = emit(
-        result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet, stream=stream
-    )
-    if not cmd:
-        raise typer.Exit(code)
-    fails = result.count(Status.FAIL)
-    if chosen == "strict" and fails:
-        print(
-            f"sparkenv gate: start blocked by {fails} FAIL (policy strict); to start anyway set "
-            "SPARKENV_GATE=warn or pass --policy warn",
-            file=sys.stderr,
+    code = entry.run(
+        entry.GateArgs(
+            workload=list(workload or []),
+            policy=policy,
+            need_gb=need_gb,
+            sample=sample,
+            bandwidth=bandwidth,
+            import_unsloth=import_unsloth,
+            deep=deep,
+            dump_facts=dump_facts,
+            facts=facts,
+            python=python,
+            deadline=deadline,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
         )
-        raise typer.Exit(1)
-    _exec(cmd)
-
-
-def _exec(cmd: list[str]) -> None:
-    """Replace this process with the workload: its PID, signals and exit status are its own."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        os.execvp(cmd[0], cmd)
-    except OSError as exc:
-        print(f"sparkenv: error: cannot start {cmd[0]}: {exc.strerror}", file=sys.stderr)
-        raise typer.Exit(127 if isinstance(exc, FileNotFoundError) else 126) from None
+    )
+    entry.finish(code)

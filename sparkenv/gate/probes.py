@@ -1,15 +1,16 @@
-"""The gate's probes: the only code that touches the live machine. Each returns a JSON-able dict; each
-has a timeout; all run at once under one overall deadline, so a hung probe never blocks a start."""
+"""The gate's probes: the only code that touches the live machine. Each returns a JSON-able dict; all run
+at once under one deadline that holds (orchestrate.py), so a hung probe never blocks a start.
+
+Default (static) mode starts no process and imports no torch: torch's CUDA linkage is read from its
+files (static_torch.py), the GPU and driver from NVML in-process (nvml.py) and /proc/driver/nvidia.
+`--deep` adds the isolated torch subprocess (first CUDA operation, flash-attn call, bandwidth)."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import os
 import platform
-import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -20,27 +21,14 @@ from typing import Any
 
 from sparkenv import datafiles
 from sparkenv.environment import container
-from sparkenv.gate import parsers
+from sparkenv.gate import ldcache, nvml, orchestrate, parsers, static_torch
+from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
+from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
 
-FACTS_SCHEMA = "sparkenv.facts/1"
-SMI_FIELDS = [
-    "index",
-    "name",
-    "compute_cap",
-    "driver_version",
-    "temperature.gpu",
-    "power.draw",
-    "power.limit",
-    "enforced.power.limit",
-    "memory.total",
-    "memory.used",
-    "utilization.gpu",
-    "clocks_event_reasons.active",
-]
-SMI_FIELDS_OLD = [f.replace("clocks_event_reasons", "clocks_throttle_reasons") for f in SMI_FIELDS]
-SAMPLE_FIELDS = ["temperature.gpu", "power.draw", "utilization.gpu"]
+PROC_DRIVER = "/proc/driver/nvidia/version"
+
 ENV_KEYS = (
     "WORLD_SIZE",
     "NNODES",
@@ -62,6 +50,10 @@ ENV_KEYS = (
     "PIP_CONSTRAINT",
     "container",
     "CUDA_VISIBLE_DEVICES",
+    "RAY_ADDRESS",
+    "RAY_memory_usage_threshold",
+    "RAY_memory_monitor_refresh_ms",
+    "SPARKENV_GATE_DEEP",
 )
 
 
@@ -73,50 +65,47 @@ class Options:
     bandwidth: bool = False
     import_unsloth: bool = False
     deadline_s: float = 25.0
+    deep: bool = False  # the isolated torch subprocess; --bandwidth and --import-unsloth need it
 
 
 def gather(opts: Options) -> dict[str, Any]:
     """Run every probe concurrently; whatever is not back by the deadline becomes an error entry."""
     started = time.monotonic()
     deadline = started + opts.deadline_s
+    deep = opts.deep or opts.bandwidth or opts.import_unsloth
     probes: dict[str, Callable[[], Any]] = {
-        "torch": lambda: probe_torch(opts, deadline),
-        "smi": lambda: probe_smi(opts, deadline),
+        "gpu": lambda: nvml.probe(opts.sample_s, deadline),
+        "driver": probe_driver,
         "meminfo": probe_meminfo,
         "processes": probe_processes,
         "container": probe_container,
         "loader": probe_loader,
         "dists": lambda: probe_dists(opts.python),
         "configs": lambda: probe_configs(opts.workload),
+        "torch_static": lambda: probe_torch_static(opts.python),
     }
+    if deep:
+        probes["torch"] = lambda: probe_torch(opts, deadline)
     if nvfp4_intent(opts.workload, dict(os.environ)):
         probes["kernels"] = lambda: probe_kernels(opts.python)
     facts: dict[str, Any] = {
         "schema": FACTS_SCHEMA,
+        "mode": "deep" if deep else "static",
         "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": {"machine": platform.machine(), "kernel": platform.release(), "python": opts.python},
         "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
         "workload": list(opts.workload),
-        "probe_errors": {},
     }
-    pool = cf.ThreadPoolExecutor(max_workers=len(probes), thread_name_prefix="sparkenv-probe")
-    futures = {pool.submit(fn): name for name, fn in probes.items()}
-    done, pending = cf.wait(futures, timeout=max(0.0, deadline - time.monotonic()))
-    for fut in done:
-        name = futures[fut]
-        try:
-            facts[name] = fut.result()
-        except Exception as exc:  # a crashing probe is an ERROR line, never a traceback
-            facts["probe_errors"][name] = f"{exc.__class__.__name__}: {exc}"
-    for fut in pending:
-        facts["probe_errors"][futures[fut]] = f"did not answer within the {opts.deadline_s:g} s deadline"
-    pool.shutdown(wait=False, cancel_futures=True)
+    # The deadline of the probes leaves a margin for the checks, the report and exec.
+    results, errors = orchestrate.run_all(probes, deadline)
+    facts.update(results)
+    facts["probe_errors"] = {
+        name: err or f"did not answer within the {opts.deadline_s:g} s deadline"
+        for name, err in errors.items()
+    }
+    orchestrate.kill_children()
     facts["gather_s"] = round(time.monotonic() - started, 3)
     return facts
-
-
-def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=max(0.5, timeout), check=False)
 
 
 def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
@@ -128,34 +117,29 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
         argv.append("--import-unsloth")
     pkgs = datafiles.load("packages")
     argv += [f"--sdpa-module={pkgs['sdpa_hook_module']}", f"--sdpa-pth={pkgs['sdpa_override_pth']}"]
-    started = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # 0.3 s before the deadline: a killed probe's partial output still makes it into the report.
+        ran = orchestrate.bounded_run(argv, deadline - 0.3)
     except OSError as exc:
         return {"error": f"cannot run {opts.python}: {exc.strerror}"}
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=max(0.5, deadline - time.monotonic() - 0.2))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        proc.kill()
-        out, err = proc.communicate()
     stages: dict[str, Any] = {}
-    for line in out.splitlines():
+    for line in ran["stdout"].splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue  # the workload's own prints from sitecustomize and friends: not ours
-        if isinstance(record, dict) and "stage" in record:
+        if isinstance(record, dict) and isinstance(record.get("stage"), str):
             stages[record.pop("stage")] = record
-    rc = proc.returncode
+    rc = ran["returncode"]
     result: dict[str, Any] = {
         "stages": stages,
         "returncode": rc,
-        "timed_out": timed_out,
-        "seconds": round(time.monotonic() - started, 3),
-        "stderr_tail": [ln for ln in err.strip().splitlines() if ln.strip()][-5:],
+        "timed_out": ran["timed_out"],
+        "seconds": ran["seconds"],
+        "stderr_tail": [ln for ln in ran["stderr"].strip().splitlines() if ln.strip()][-5:],
     }
+    if ran["pipes_held"]:
+        result["pipes_held"] = True
     if rc is not None and rc < 0:
         try:
             result["signal"] = signal.Signals(-rc).name
@@ -164,50 +148,33 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
     return result
 
 
-def probe_smi(opts: Options, deadline: float) -> dict[str, Any]:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return {"available": False, "error": "nvidia-smi not found"}
-    gpus: list[dict[str, Any]] = []
-    error = None
-    for fields in (SMI_FIELDS, SMI_FIELDS_OLD, ["index", "name", "driver_version"]):
-        proc = _run([exe, f"--query-gpu={','.join(fields)}", "--format=csv"], deadline - time.monotonic())
-        if proc.returncode == 0:
-            gpus = [
-                {k.replace("clocks_throttle_reasons", "clocks_event_reasons"): v for k, v in row.items()}
-                for row in parsers.parse_smi_csv(proc.stdout)
-            ]
-            break
-        error = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["failed"]
-    apps_proc = _run(
-        [exe, "--query-compute-apps=pid,process_name,used_memory", "--format=csv"],
-        deadline - time.monotonic(),
-    )
-    apps = parsers.parse_smi_csv(apps_proc.stdout) if apps_proc.returncode == 0 else []
-    result: dict[str, Any] = {"available": True, "gpus": gpus, "apps": apps}
-    if not gpus and error:
-        result["error"] = error[0]
-    if opts.sample_s > 0:
-        result["samples"] = _sample(exe, opts.sample_s, deadline)
-    return result
+def probe_torch_static(python: str) -> dict[str, Any]:
+    """torch as the workload's `import torch` will find it: $PYTHONPATH first (the gate itself may run
+    isolated, -I, but the workload does not), then the interpreter's own path."""
+    from sparkenv.environment.target import host_machine, resolve
+
+    first = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if python == sys.executable:
+        return static_torch.probe([*first, *(p for p in sys.path if p)], host_machine())
+    target = resolve(python)
+    return static_torch.probe([*first, *map(str, target.site_dirs)], target.machine)
 
 
-def _sample(exe: str, window_s: float, deadline: float) -> list[dict[str, Any]]:
-    samples = []
-    end = min(time.monotonic() + window_s, deadline - 0.5)
-    while time.monotonic() < end:
-        t = time.monotonic()
-        proc = _run([exe, f"--query-gpu={','.join(SAMPLE_FIELDS)}", "--format=csv,noheader"], 5)
-        rows = parsers.parse_smi_csv(proc.stdout, SAMPLE_FIELDS) if proc.returncode == 0 else []
-        if rows:
-            samples.append({"t": round(t, 2), **rows[0]})
-        time.sleep(max(0.0, 0.5 - (time.monotonic() - t)))
-    return samples
+def probe_driver() -> dict[str, Any]:
+    """The kernel module's version: there even where libnvidia-ml is not mounted into the container."""
+    try:
+        text = read_text(PROC_DRIVER, what="the NVIDIA driver version", limit=64 << 10)
+    except UnreadableFile as exc:
+        return {"proc_version": None, "version": None, "error": exc.reason}
+    return {
+        "proc_version": text.strip()[:500],
+        "version": parsers.driver_from_proc(text),
+        "source": PROC_DRIVER,
+    }
 
 
 def probe_meminfo() -> dict[str, int]:
-    with open("/proc/meminfo", encoding="ascii", errors="replace") as fh:
-        return parsers.parse_meminfo(fh.read())
+    return parsers.parse_meminfo(read_text("/proc/meminfo", what="/proc/meminfo", limit=1 << 20))
 
 
 def probe_processes() -> dict[str, Any]:
@@ -244,26 +211,60 @@ def probe_loader() -> dict[str, Any]:
     for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
         if d and os.path.isdir(d):
             hits += [os.path.join(d, n) for n in sorted(os.listdir(d)) if n.startswith("libcudart.so.12")]
-    ldconfig = shutil.which("ldconfig") or ("/sbin/ldconfig" if os.path.exists("/sbin/ldconfig") else None)
-    if ldconfig:
-        try:
-            proc = _run([ldconfig, "-p"], 5)
-            hits += [ln.split("=>")[-1].strip() for ln in proc.stdout.splitlines() if "libcudart.so.12" in ln]
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    for soname, paths in ldcache.cache().items():
+        if soname.startswith("libcudart.so.12"):
+            hits += paths
     return {"libcudart12": sorted(set(hits))}
 
 
 def probe_dists(python: str) -> dict[str, str]:
-    from sparkenv.environment.distributions import Distribution, iter_distributions
+    """name -> version of every installed distribution, first on the path wins (as importlib's does).
+
+    Read from the .dist-info folder names (`{name}-{version}.dist-info`, PEP 427), which costs one
+    directory listing per site folder; only names that cannot be split so (egg-info, odd installers)
+    open their metadata, through the safe reader (a FIFO there is an error entry, not a hang)."""
     from sparkenv.environment.target import resolve
 
     out: dict[str, str] = {}
     for site in resolve(python if python != sys.executable else None).site_dirs:
-        for item in iter_distributions(site, read_files=False):
-            if isinstance(item, Distribution):
-                out.setdefault(item.key, item.version)
+        try:
+            names = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for name in names:
+            ident = _dist_identity(str(site), name)
+            if ident:
+                out.setdefault(*ident)
     return out
+
+
+def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
+    from packaging.utils import canonicalize_name
+
+    stem, dot, kind = folder.rpartition(".")
+    if not dot or kind not in ("dist-info", "egg-info"):
+        return None
+    name, dash, version = stem.partition("-")
+    if kind == "dist-info" and dash and version[:1].isdigit() and "-" not in version:
+        return canonicalize_name(name), version
+    meta = "METADATA" if kind == "dist-info" else "PKG-INFO"
+    path = (
+        os.path.join(site, folder, meta)
+        if os.path.isdir(os.path.join(site, folder))
+        else os.path.join(site, folder)
+    )
+    try:
+        text = read_text(path, what=f"a {meta} file", limit=4 << 20)
+    except UnreadableFile:
+        return None
+    fields = dict(
+        (k.strip().lower(), v.strip())
+        for k, sep, v in (ln.partition(":") for ln in text.split("\n\n", 1)[0].splitlines())
+        if sep
+    )
+    if fields.get("name") and fields.get("version"):
+        return canonicalize_name(fields["name"]), fields["version"]
+    return None
 
 
 def probe_kernels(python: str) -> dict[str, Any]:
@@ -316,8 +317,9 @@ def probe_configs(workload: list[str]) -> dict[str, Any]:
 
 def _read_config(path: str, parse: Callable[[str], Any]) -> dict[str, Any]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            data = parse(fh.read(1 << 20))
+        data = parse(read_text(path, what="a launcher config file", limit=1 << 20))
         return {"path": path, "data": data if isinstance(data, dict) else {}}
-    except (OSError, ValueError) as exc:
-        return {"path": path, "error": str(exc)}
+    except UnreadableFile as exc:
+        return {"path": path, "error": exc.reason}
+    except (ValueError, RecursionError) as exc:
+        return {"path": path, "error": f"not readable as a config: {exc.__class__.__name__}: {exc}"[:300]}

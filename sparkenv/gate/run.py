@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from sparkenv.errors import SparkenvError
+from sparkenv.gate import facts_file
 from sparkenv.gate.checks import CHECKS
-from sparkenv.gate.probes import FACTS_SCHEMA, Options, gather
+from sparkenv.gate.probes import Options, gather
 from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 
 
 def load_facts(path: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SparkenvError(f"{path}: no such facts file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SparkenvError(f"{path}: unreadable: {exc}") from None
-    except ValueError as exc:
-        raise SparkenvError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != FACTS_SCHEMA:
-        raise SparkenvError(f"{path}: not a sparkenv facts snapshot (schema {FACTS_SCHEMA})")
-    return data
+    return facts_file.load(path)
 
 
 def evaluate(raw: dict[str, Any], need_gb: float = 0.0) -> tuple[list[Finding], GateFacts]:
@@ -59,5 +47,6 @@ def gate(opts: Options, facts_file: str | None = None, need_gb: float = 0.0) -> 
         "taken_at": raw.get("taken_at"),
         "gather_s": raw.get("gather_s"),
         "workload": facts.workload,
+        "mode": "deep" if facts.deep else "static",
     }
     return report, raw

@@ -47,10 +47,39 @@ class GateFacts:
 
     # --- GPU identity ----------------------------------------------------------------------------
     @property
+    def gpu_probe(self) -> str:
+        """The section holding the GPU readings: "gpu" (NVML), or "smi" in snapshots taken before NVML."""
+        if "gpu" in self.raw or "gpu" in (self.raw.get("probe_errors") or {}):
+            return "gpu"
+        return "smi"
+
+    @property
+    def gpu_readings(self) -> dict[str, Any]:
+        return self.section(self.gpu_probe) or {}
+
+    @property
     def gpu0(self) -> dict[str, Any] | None:
-        smi = self.section("smi") or {}
-        gpus = smi.get("gpus") or []
+        gpus = self.gpu_readings.get("gpus") or []
         return gpus[0] if gpus else None
+
+    @property
+    def deep(self) -> bool:
+        """Whether the isolated torch probe ran (--deep), as in every snapshot taken before static mode."""
+        return self.raw.get("mode") != "static"
+
+    @property
+    def driver_version(self) -> str | None:
+        from sparkenv.gate import parsers
+
+        drv = self.section("driver") or {}
+        if drv.get("version"):
+            return str(drv["version"])
+        if drv.get("proc_version"):
+            found = parsers.driver_from_proc(str(drv["proc_version"]))
+            if found:
+                return found
+        value = self.gpu_readings.get("driver_version") or (self.gpu0 or {}).get("driver_version")
+        return str(value) if value else None
 
     @property
     def capability(self) -> tuple[int, int] | None:

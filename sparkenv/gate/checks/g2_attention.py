@@ -8,19 +8,25 @@ from sparkenv.report import Finding, Status
 
 def check(f: GateFacts) -> list[Finding]:
     flash = f.torch_stages.get("flash")
-    out = [_flash_attn(flash, "flash-attn" in f.dists)]
+    out = [_flash_attn(flash, "flash-attn" in f.dists, f.deep)]
     if "unsloth" in f.dists and flash and flash.get("works"):
         out.append(_unsloth(f))
     return out
 
 
-def _flash_attn(flash: dict | None, installed: bool) -> Finding:
+def _flash_attn(flash: dict | None, installed: bool, deep: bool = True) -> Finding:
     def finding(status: Status, summary: str, fix: str | None = None) -> Finding:
         return Finding("G2", status, summary, "flash-attn", (), fix)
 
     drop = "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn"
     if not installed and (flash is None or not flash.get("importable")):
         return finding(Status.PASS, "flash-attn is not installed: attention uses SDPA")
+    if flash is None and not deep:
+        return finding(
+            Status.INFO,
+            "flash-attn is installed; the default gate does not call it (--deep runs a flash-attn call on "
+            "the GPU; sparkenv audit reads where it came from)",
+        )
     if flash is None:
         return finding(Status.SKIP, "flash-attn is installed but was not tried (no GPU or no torch)")
     if not flash.get("importable"):

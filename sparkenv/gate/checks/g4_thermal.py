@@ -18,16 +18,14 @@ COOL = "improve airflow and cooling, or shorten/checkpoint the run"
 
 
 def check(f: GateFacts) -> list[Finding]:
-    err = f.error_finding("G4", "smi", "gpu0")
+    err = f.error_finding("G4", f.gpu_probe, "gpu0")
     if err:
         return [err]
     gpu = f.gpu0
     if gpu is None:
-        smi = f.section("smi") or {}
+        readings = f.gpu_readings
         return [
-            Finding(
-                "G4", Status.SKIP, f"no GPU reading: {smi.get('error', 'nvidia-smi gave no GPU')}", "gpu0"
-            )
+            Finding("G4", Status.SKIP, f"no GPU reading: {readings.get('error', 'no GPU reported')}", "gpu0")
         ]
     limits = datafiles.load("gate")["power"]
     temp, power, cap = gpu.get("temperature.gpu"), gpu.get("power.draw"), gpu.get("enforced.power.limit")
@@ -54,7 +52,7 @@ def check(f: GateFacts) -> list[Finding]:
             f"power limit {cap:g} W is far below the ~{limits['normal_sustained_w']:g} W a GB10 sustains "
             "(power-controller fault?)"
         )
-    samples = (f.section("smi") or {}).get("samples") or []
+    samples = f.gpu_readings.get("samples") or []
     if samples:
         findings += _window(samples, limits, f.is_gb10)
         evidence.append(f"{len(samples)} samples over {samples[-1]['t'] - samples[0]['t']:.1f} s")

@@ -24,41 +24,119 @@ def check(f: GateFacts) -> list[Finding]:
         server = identify(f.workload)
         if server:
             out.append(_server("the workload", server, f.workload, limits, f.is_gb10))
-    apps = (f.section("smi") or {}).get("apps") or []
-    total = (f.gpu0 or {}).get("memory.total")
+    out += _gpu_processes(f, seen, limits)
+    out += _ray(f)
+    if not out:
+        err = f.error_finding("G6", "processes", "gpu processes")
+        if err:
+            return [err]
+        out.append(Finding("G6", Status.PASS, _nothing_seen(f), "gpu processes"))
+    return out
+
+
+def _nothing_seen(f: GateFacts) -> str:
+    readings = f.gpu_readings
+    if readings.get("available") and "apps" in readings and not readings.get("apps_error"):
+        whole = " (NVML lists the whole GPU, other containers included)" if _in_container(f) else ""
+        return f"no other GPU-resident process or inference server{whole}"
+    why = readings.get("apps_error") or readings.get("error") or f.probe_error(f.gpu_probe) or "no GPU list"
+    return (
+        f"no inference server among this machine's visible processes; the GPU's own process list is "
+        f"unavailable ({why}), so processes of other containers are not seen"
+    )
+
+
+def _in_container(f: GateFacts) -> bool:
+    return bool((f.section("container") or {}).get("markers"))
+
+
+def _gpu_processes(f: GateFacts, seen: set[int], limits: dict[str, Any]) -> list[Finding]:
+    """Every process NVML lists, with its memory, judged against the GPU's total, or on a GPU that
+    reports none (GB10: unified memory) against MemTotal."""
+    out: list[Finding] = []
+    apps = f.gpu_readings.get("apps") or []
+    gpu_total = (f.gpu0 or {}).get("memory.total")
+    total, of = (gpu_total, "of the GPU") if isinstance(gpu_total, (int, float)) and gpu_total else (None, "")
+    warn_at = limits["safe_fraction"]
+    if total is None:
+        mem_total_kb = (f.section("meminfo") or {}).get("MemTotal")
+        if isinstance(mem_total_kb, int) and mem_total_kb:
+            total, of = mem_total_kb / 1024, "of unified memory (MemTotal)"
+            warn_at = datafiles.load("gate")["unified_memory"]["other_processes_warn_fraction"]
+    listed = 0.0
     for app in apps:
         pid = app.get("pid")
         if pid in seen:
             continue
-        used = app.get("used_gpu_memory") or app.get("used_memory")
-        share = (
-            used / total
-            if isinstance(used, (int, float)) and isinstance(total, (int, float)) and total
-            else None
-        )
-        held = f"{used} MiB" if used is not None else "an unknown amount"
-        text = f"{app.get('process_name')} (pid {pid}) holds {held} of GPU memory"
-        if share is not None and share > limits["safe_fraction"]:
+        used = app.get("used_gpu_memory", app.get("used_memory"))
+        if isinstance(used, (int, float)):
+            listed += used
+        share = used / total if isinstance(used, (int, float)) and total else None
+        held = f"{used:.0f} MiB" if isinstance(used, (int, float)) else "an unknown amount"
+        if app.get("process_name"):
+            who = f"{app['process_name']} (pid {pid})"
+        elif app.get("host_pid_visible") is False:
+            who = f"host pid {pid} (another container's or the host's process: its name is not visible here)"
+        else:
+            who = f"pid {pid} (name unknown)"
+        text = f"{who} holds {held} of GPU memory"
+        if share is not None and share > warn_at:
             out.append(
                 Finding(
                     "G6",
                     Status.WARN,
-                    f"{text} ({share:.0%} of the GPU)",
+                    f"{text} ({share:.0%} {of})",
                     f"pid {pid}",
                     (),
                     "stop or cap it before a large job: unified memory is one pool",
                 )
             )
         else:
-            out.append(Finding("G6", Status.INFO, text, f"pid {pid}"))
-    if not out:
-        err = f.error_finding("G6", "processes", "gpu processes")
-        if err:
-            return [err]
+            out.append(
+                Finding("G6", Status.INFO, text + (f" ({share:.0%} {of})" if share else ""), f"pid {pid}")
+            )
+    used_total = (f.gpu0 or {}).get("memory.used")
+    unlisted = used_total - listed if isinstance(used_total, (int, float)) else 0
+    if unlisted > datafiles.load("gate")["unified_memory"]["unaccounted_info_mib"]:
         out.append(
-            Finding("G6", Status.PASS, "no other GPU-resident process or inference server", "gpu processes")
+            Finding(
+                "G6",
+                Status.INFO,
+                f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: "
+                "processes this container cannot see (other containers, the host) or driver reservations",
+                "unlisted gpu memory",
+            )
         )
     return out
+
+
+def _ray(f: GateFacts) -> list[Finding]:
+    """On unified memory the GPU's allocations are node memory to Ray's memory monitor."""
+    spec = datafiles.load("gate")["ray"]
+    env = f.env
+    by_env = [k for k in spec["signals_env"] if k in env]
+    by_workload = any(w in f.workload for w in spec["workload_words"]) or any(
+        a.endswith("/ray") or a == "ray" for a in f.workload[:3]
+    )
+    if not f.is_gb10 or not (by_env or by_workload):
+        return []
+    if env.get("RAY_memory_monitor_refresh_ms", "").strip() == "0":
+        return [
+            Finding("G6", Status.INFO, "Ray's memory monitor is off (RAY_memory_monitor_refresh_ms=0)", "ray")
+        ]
+    threshold = env.get("RAY_memory_usage_threshold") or f"{spec['default_threshold']:g} (default)"
+    return [
+        Finding(
+            "G6",
+            Status.WARN,
+            f"Ray on unified memory: its memory monitor counts GPU allocations as node memory and kills "
+            f"workers past RAY_memory_usage_threshold {threshold}",
+            "ray",
+            (f"seen through {', '.join(by_env) or 'the workload arguments'}", spec["source"]),
+            "size the model for MemTotal x threshold, or raise RAY_memory_usage_threshold; "
+            "RAY_memory_monitor_refresh_ms=0 turns the monitor off (then the kernel OOM killer decides)",
+        )
+    ]
 
 
 def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str, Any], gb10: bool) -> Finding:

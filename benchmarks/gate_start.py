@@ -1,0 +1,98 @@
+"""What the gate costs at container start, side by side in one run: the bare workload, the gate alone
+(default and --deep), the gate in front of the workload (as an entrypoint: exec), the interpreter's own
+start, and the reference preflight script when present. Interleaved rounds in a rotating order after a
+warm-up round; medians; ratios against the workload alone.
+
+  python benchmarks/gate_start.py --python /opt/torch/.venv/bin/python --runs 7
+  python benchmarks/gate_start.py --no-torch            # a machine without GPU/torch: the gate alone
+  python benchmarks/gate_start.py --preflight plugins/dgx-spark-ops/assets/preflight.sh --json
+
+Targets (issue 13): on the H200 machine the default gate in front of the workload ≤ 1.10 × the workload
+alone, the default gate alone ≤ 0.3 s, --deep ≤ 1.15 × a bare torch start; without a GPU ≤ 0.3 s on the
+2-core test machine. Standard library only; sparkenv must be importable by --python (PYTHONPATH works).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOAD = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
+
+
+def commands(args: argparse.Namespace) -> dict[str, list[str]]:
+    py = args.python
+    gate = [py, "-m", "sparkenv", "gate", "-q", "--deadline", str(args.deadline)]
+    out: dict[str, list[str]] = {"python -I -c pass": [py, "-I", "-c", "pass"]}
+    if not args.no_torch:
+        out["workload alone"] = [py, "-c", args.workload]
+    out["gate (default)"] = gate
+    if not args.no_torch:
+        out["gate --deep"] = [*gate, "--deep"]
+        out["gate -- workload (exec)"] = [*gate, "--", py, "-c", args.workload]
+    if args.preflight and os.path.exists(args.preflight):
+        out["reference preflight.sh"] = ["bash", args.preflight]
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default=sys.executable, help="interpreter of the workload and the gate")
+    parser.add_argument("--runs", type=int, default=7, help="timed rounds (≥ 5)")
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--workload", default=WORKLOAD, help="python -c code of the workload")
+    parser.add_argument("--no-torch", action="store_true", help="no GPU/torch here: time the gate alone")
+    parser.add_argument("--preflight", help="path of the reference preflight.sh, timed when present")
+    parser.add_argument("--deadline", type=float, default=25.0)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    args = parser.parse_args()
+    if args.runs < 5:
+        parser.error("--runs must be at least 5 (medians of fewer runs mislead)")
+    cmds = commands(args)
+    names = list(cmds)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    codes: dict[str, set[int]] = {n: set() for n in names}
+    for round_no in range(args.warmup + args.runs):
+        shift = round_no % len(names)
+        for name in names[shift:] + names[:shift]:  # rotated: drift in load hits all alike
+            start = time.perf_counter()
+            proc = subprocess.run(cmds[name], capture_output=True, timeout=600)
+            took = time.perf_counter() - start
+            if round_no >= args.warmup:
+                times[name].append(took)
+                codes[name].add(proc.returncode)
+            if proc.returncode not in (0, 1):
+                tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
+                print(f"warning: {name} exited {proc.returncode}: {tail}", file=sys.stderr)
+    med = {n: statistics.median(t) for n, t in times.items()}
+    print(f"{'median s':>9}  {'min s':>7}  command ({args.runs} runs, interleaved)")
+    for n in names:
+        print(f"{med[n]:9.3f}  {min(times[n]):7.3f}  {n}  exit {sorted(codes[n])}")
+    ratios: dict[str, float] = {}
+    base = "workload alone" if "workload alone" in med else None
+    if base:
+        for n in names:
+            if n != base and n != "python -I -c pass":
+                ratios[f"{n} / workload alone"] = med[n] / med[base]
+    for k, v in ratios.items():
+        print(f"ratio {k} = {v:.3f}")
+    targets = {"gate (default) ≤ 0.3 s": med["gate (default)"] <= 0.3}
+    if base:
+        targets["gate -- workload ≤ 1.10 × workload"] = (
+            ratios["gate -- workload (exec) / workload alone"] <= 1.10
+        )
+        targets["gate --deep ≤ 1.15 × workload"] = ratios["gate --deep / workload alone"] <= 1.15
+    for k, ok in targets.items():
+        print(f"target {k}: {'met' if ok else 'MISSED'}")
+    if args.json:
+        print(json.dumps({"medians_s": med, "runs_s": times, "ratios": ratios, "targets": targets}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""The body of `sparkenv gate`, shared by the typer command and the fast path (fastpath.py), so both
+spellings behave the same: validate, probe or replay, report, then exec the workload or exit."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from sparkenv.errors import SparkenvError
+
+POLICIES = ("strict", "warn", "off")
+TRUE = ("1", "true", "yes", "on", "y", "t")
+FALSE = ("0", "false", "no", "off", "n", "f", "")
+
+
+@dataclass
+class GateArgs:
+    workload: list[str] = field(default_factory=list)
+    policy: str | None = None
+    need_gb: float = 0.0
+    sample: float = 0.0
+    bandwidth: bool = False
+    import_unsloth: bool = False
+    deep: bool = False
+    dump_facts: str | None = None
+    facts: str | None = None
+    python: str | None = None
+    deadline: float = 25.0
+    json_out: bool = False
+    report: str | None = None
+    junit: str | None = None
+    strict: bool = False
+    quiet: bool = False
+
+
+def env_flag(name: str) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    raise SparkenvError(f"${name}: {value!r} is not a boolean (use 1 or 0)")
+
+
+def _seconds(name: str, value: float, *, zero_ok: bool) -> float:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        need = "≥ 0" if zero_ok else "> 0"
+        raise SparkenvError(f"{name}: must be a finite number {need}, not {value:g}")
+    return value
+
+
+def validate(a: GateArgs) -> str:
+    """The chosen policy; SparkenvError (exit 2, one line) for anything the gate cannot honour."""
+    chosen = (a.policy or "warn").strip().lower()
+    if chosen not in POLICIES:
+        raise SparkenvError(f"--policy/$SPARKENV_GATE: {a.policy!r} is not one of {', '.join(POLICIES)}")
+    _seconds("--deadline", a.deadline, zero_ok=False)
+    _seconds("--sample", a.sample, zero_ok=True)
+    _seconds("--need-gb", a.need_gb, zero_ok=True)
+    if a.python is not None and not os.path.isfile(a.python):
+        raise SparkenvError(f"--python {a.python}: no such interpreter")
+    return chosen
+
+
+def run(a: GateArgs) -> int:
+    """Returns the exit code; execs the workload instead of returning when it should start."""
+    chosen = validate(a)
+    if chosen == "off":
+        if a.workload:
+            exec_workload(a.workload)
+        return 0
+    from sparkenv.gate import orchestrate
+    from sparkenv.gate.probes import Options
+    from sparkenv.gate.run import gate as run_gate
+    from sparkenv.render.emit import emit, write_atomic
+    from sparkenv.report import Status
+
+    options = Options(
+        python=a.python or sys.executable,
+        workload=list(a.workload),
+        sample_s=a.sample,
+        bandwidth=a.bandwidth,
+        import_unsloth=a.import_unsloth,
+        deadline_s=a.deadline,
+        deep=a.deep,
+    )
+    restore = orchestrate.on_signals_kill_children()
+    try:
+        result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb)
+    except orchestrate.Interrupted as exc:
+        from sparkenv import signals
+
+        signals.cleaned("the gate's probes were killed")
+        line, code = signals.closing_line(exc.signum)
+        print(line, file=sys.stderr)
+        return code
+    finally:
+        restore()
+    if a.dump_facts:
+        import json
+
+        write_atomic(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
+    stream = sys.stderr if a.workload else sys.stdout
+    code = emit(
+        result,
+        json_out=a.json_out,
+        report=a.report,
+        junit=a.junit,
+        strict=a.strict,
+        quiet=a.quiet,
+        stream=stream,
+    )
+    if not a.workload:
+        return code
+    fails = result.count(Status.FAIL)
+    if chosen == "strict" and fails:
+        print(
+            f"sparkenv gate: start blocked by {fails} FAIL (policy strict); to start anyway set "
+            "SPARKENV_GATE=warn or pass --policy warn",
+            file=sys.stderr,
+        )
+        return 1
+    exec_workload(a.workload)
+    return 0  # not reached
+
+
+def exec_workload(cmd: list[str]) -> None:
+    """Replace this process with the workload: its PID, signals and exit status are its own. Probe
+    threads still stuck (a FIFO, a wedged driver call) vanish with the old image."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError as exc:
+        print(f"sparkenv: error: cannot start {cmd[0]}: {exc.strerror}", file=sys.stderr)
+        finish(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+def finish(code: int) -> None:
+    """Exit now. With a probe thread still blocked, skip the interpreter's shutdown, which could wait."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if threading.active_count() > 1:
+        os._exit(code)
+    sys.exit(code)

@@ -1,0 +1,77 @@
+"""`sparkenv gate …` without typer, click or pydantic: the entrypoint runs before every workload, and
+those imports cost more than every probe together. Parses exactly the options the typer command
+declares (a test compares the two lists); anything else — --help, a typo, a missing value — returns
+None, and the typer command answers with its usual help or error."""
+
+from __future__ import annotations
+
+import os
+
+from sparkenv.errors import SparkenvError
+from sparkenv.gate.entry import GateArgs, env_flag
+
+VALUED = {
+    "--policy": "policy",
+    "--need-gb": "need_gb",
+    "--sample": "sample",
+    "--dump-facts": "dump_facts",
+    "--facts": "facts",
+    "--python": "python",
+    "--deadline": "deadline",
+    "--report": "report",
+    "--junit": "junit",
+}
+FLAGS = {
+    "--bandwidth": "bandwidth",
+    "--import-unsloth": "import_unsloth",
+    "--deep": "deep",
+    "--json": "json_out",
+    "--strict": "strict",
+    "-q": "quiet",
+    "--quiet": "quiet",
+}
+FLOATS = {"need_gb", "sample", "deadline"}
+
+
+def parse(argv: list[str]) -> GateArgs | None:
+    """argv after `gate`."""
+    a = GateArgs()
+    values: dict[str, object] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            a.workload = argv[i + 1 :]
+            break
+        name, eq, inline = arg.partition("=")
+        if name in VALUED:
+            if eq:
+                raw = inline
+            elif i + 1 < len(argv):
+                i += 1
+                raw = argv[i]
+            else:
+                return None
+            key = VALUED[name]
+            if key in FLOATS:
+                try:
+                    values[key] = float(raw)
+                except ValueError:
+                    raise SparkenvError(f"{name}: {raw!r} is not a number") from None
+            else:
+                values[key] = raw
+        elif arg in FLAGS and not eq:
+            values[FLAGS[arg]] = True
+        elif arg.startswith("-"):
+            return None  # --help and anything unknown: typer says it properly
+        else:
+            a.workload = argv[i:]  # like click: the first positional starts the workload
+            break
+        i += 1
+    for key, value in values.items():
+        setattr(a, key, value)
+    if a.policy is None and "SPARKENV_GATE" in os.environ:
+        a.policy = os.environ["SPARKENV_GATE"]
+    if not a.deep:
+        a.deep = env_flag("SPARKENV_GATE_DEEP")
+    return a

@@ -1,0 +1,173 @@
+"""Run the gate's probes at once under one deadline that holds whatever a probe does.
+
+Each probe runs in a daemon thread: one stuck in open() on a FIFO, in a read of a pipe a grandchild
+keeps open, or in a driver call cannot delay the report, and cannot keep the interpreter alive at exit
+(concurrent.futures joins its workers at exit; daemon threads are not joined). Every child process a
+probe starts is registered here, in its own session, so the deadline and any signal kill its whole
+process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+_children: set[subprocess.Popen[bytes]] = set()
+_lock = threading.Lock()
+
+
+def spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a child in its own session (so killpg reaches its children too) and remember it."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
+    with _lock:
+        _children.add(proc)
+    return proc
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def forget(proc: subprocess.Popen[bytes]) -> None:
+    with _lock:
+        _children.discard(proc)
+
+
+def kill_children() -> None:
+    """Kill every registered child's process group, reaping what can be reaped without waiting."""
+    with _lock:
+        procs = list(_children)
+        _children.clear()
+    for proc in procs:
+        kill(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+
+
+def bounded_run(argv: list[str], deadline: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run argv until it exits or the monotonic `deadline`; never wait on pipes after that.
+
+    A child that forks a grandchild keeping stdout open (a --python wrapper script) makes
+    communicate() wait forever; here the pipes are read by daemon threads that are simply left behind.
+    """
+    started = time.monotonic()
+    proc = spawn(argv, env)
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
+    ]
+    for r in readers:
+        r.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.2)
+    finally:
+        # The probe is done: anything it left in its session (a wrapper's background child) goes too.
+        kill(proc)
+        forget(proc)
+    # The pipes close when every holder exits; a holder outside our process group may never exit.
+    for r in readers:
+        r.join(timeout=max(0.0, min(0.2, deadline + 0.3 - time.monotonic())) if not timed_out else 0.1)
+    return {
+        "returncode": proc.returncode,
+        "timed_out": timed_out,
+        "pipes_held": any(r.is_alive() for r in readers),
+        "stdout": b"".join(out).decode("utf-8", "replace"),
+        "stderr": b"".join(err).decode("utf-8", "replace"),
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def _drain(pipe: Any, into: list[bytes], cap: int = 4 << 20) -> None:
+    got = 0
+    try:
+        while chunk := pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536):
+            if got < cap:
+                into.append(chunk[: cap - got])
+            got += len(chunk)
+    except (OSError, ValueError):
+        pass
+
+
+def run_all(probes: dict[str, Callable[[], Any]], deadline: float) -> tuple[dict[str, Any], dict[str, str]]:
+    """Results and errors of every probe; one not back by `deadline` is an error, its thread abandoned."""
+    results: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    done = threading.Condition()
+    pending = set(probes)
+
+    def runner(name: str, fn: Callable[[], Any]) -> None:
+        try:
+            value: Any = fn()
+            failure = None
+        except Exception as exc:  # a crashing probe is an ERROR line, never a traceback
+            value, failure = None, f"{exc.__class__.__name__}: {exc}"
+        with done:
+            if name in pending:  # late answers after the deadline are dropped: the report is written
+                pending.discard(name)
+                if failure is None:
+                    results[name] = value
+                else:
+                    errors[name] = failure
+            done.notify_all()
+
+    for name, fn in probes.items():
+        threading.Thread(target=runner, args=(name, fn), name=f"sparkenv-probe-{name}", daemon=True).start()
+    with done:
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            done.wait(left)
+        late = sorted(pending)
+        pending.clear()
+    return results, {**errors, **{name: "" for name in late}}
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+def on_signals_kill_children() -> Callable[[], None]:
+    """While the gate probes, SIGTERM/SIGINT/SIGHUP kill the probes' process groups and end the gate
+    (128 + signal, like a shell). Returns a function that restores the previous handlers."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, _frame: Any) -> None:
+        kill_children()
+        raise Interrupted(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread, or an unsupported signal
+            previous[sig] = signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
