@@ -17,7 +17,8 @@ app = typer.Typer(
     name="sparkenv",
     help="Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts.\n\n"
     "Each finding is one line, G-number first (G1–G10, see `sparkenv explain`). Exit codes: 0 no FAIL, "
-    "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing.",
+    "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing, "
+    "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 70 a bug in sparkenv (please report).",
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
@@ -71,7 +72,9 @@ def explain(
     """Explain a failure mode: symptom, cause, what sparkenv checks and at which stage, and the fix."""
     from sparkenv import gotchas
 
-    typer.echo(gotchas.explain(gotchas.lookup(gotcha)) if gotcha else gotchas.listing(), nl=False)
+    # sys.stdout, not typer.echo: click re-wraps an ASCII stdout as UTF-8, which the errors="replace"
+    # set up in main() would not cover (the registry's text has typographic dashes).
+    sys.stdout.write(gotchas.explain(gotchas.lookup(gotcha)) if gotcha else gotchas.listing())
 
 
 # Commands of the other stages live beside their stage (sparkenv/<stage>/commands.py) and add themselves

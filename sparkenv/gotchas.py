@@ -1,4 +1,8 @@
-"""The G1–G10 catalog (sparkenv/data/gotchas.toml) and its `sparkenv explain` text."""
+"""The G1–G10 catalog (sparkenv/data/gotchas.toml) and its `sparkenv explain` text.
+
+What each stage checks comes from the rules registry (sparkenv/rules/gN.py, RULES): the same table the
+stages run, so explain cannot list a stage that does not check, or miss one that does.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,16 @@ from dataclasses import dataclass
 from sparkenv import datafiles
 from sparkenv.errors import SparkenvError
 
-FIELDS = ("symptom", "cause", "check", "fix")
+FIELDS = ("symptom", "cause")
+
+WHERE_THINGS_ARE = """\
+Where things are (for the next engineer):
+  sparkenv/rules/gN.py      every judgement of gotcha N, one pure function per stage (RULES at the end)
+  sparkenv/rules/*.py       one classifier per concept: cuda_major, markers, unsloth, ngc, pins
+  sparkenv/<stage>/         resolve, audit, build, gate: gather facts, call rules.evaluate(stage, facts)
+  sparkenv/render/          text, JSON, JUnit: presentation only
+  sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge.py
+"""
 
 
 @dataclass(frozen=True)
@@ -18,17 +31,20 @@ class Gotcha:
     title: str
     symptom: str
     cause: str
-    check: str
     fix: str
-    stages: tuple[str, ...]
+
+    def checks(self) -> list[tuple[str, str, str]]:
+        """(stage, commands, what it looks at) for each stage that checks this gotcha, earliest first."""
+        from sparkenv import rules
+
+        order = list(rules.Stage)
+        found = sorted(rules.rules_of(self.id), key=lambda r: order.index(r.stage))
+        return [(r.stage.value, r.stage.commands, r.looks_at) for r in found]
 
 
 def catalog() -> list[Gotcha]:
     data = datafiles.load("gotchas")
-    items = [
-        Gotcha(k, v["title"], v["symptom"], v["cause"], v["check"], v["fix"], tuple(v["stages"]))
-        for k, v in data.items()
-    ]
+    items = [Gotcha(k, v["title"], v["symptom"], v["cause"], v["fix"]) for k, v in data.items()]
     return sorted(items, key=lambda g: int(g.id[1:]))
 
 
@@ -41,13 +57,22 @@ def lookup(ident: str) -> Gotcha:
     raise SparkenvError(f"{ident}: no such gotcha; use G1 … G10 (sparkenv explain lists them)")
 
 
+def _fill(text: str, width: int, indent: str = "    ") -> str:
+    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent)
+
+
 def explain(g: Gotcha, width: int = 100) -> str:
-    lines = [f"{g.id}: {g.title}", f"  stages: {', '.join(g.stages)}"]
+    checks = g.checks()
+    commands = dict.fromkeys(c for _, cmds, _ in checks for c in re.findall(r"sparkenv \w+", cmds))
+    lines = [f"{g.id}: {g.title}", f"  stages: {', '.join(commands)}"]
     for field in FIELDS:
-        body = textwrap.fill(getattr(g, field), width=width, initial_indent="    ", subsequent_indent="    ")
-        lines += [f"  {field}:", body]
+        lines += [f"  {field}:", _fill(getattr(g, field), width)]
+    lines.append(f"  check: (every stage's judgement is in sparkenv/rules/{g.id.lower()}.py)")
+    for stage, cmds, looks_at in checks:
+        lines.append(_fill(f"{stage} — {cmds}: {looks_at}", width))
+    lines += ["  fix:", _fill(g.fix, width)]
     return "\n".join(lines) + "\n"
 
 
 def listing() -> str:
-    return "".join(f"{g.id:<4} {g.title}\n" for g in catalog())
+    return "".join(f"{g.id:<4} {g.title}\n" for g in catalog()) + "\n" + WHERE_THINGS_ARE

@@ -66,3 +66,19 @@ def test_upper_case_repository_gets_the_lower_case_hint():
 def test_good_tag_under_dry_run_is_the_one_it_would_tag():
     proc = build("--dry-run", "--tag", "localhost:5000/team/train:v1")
     assert proc.returncode == 0 and "# would tag localhost:5000/team/train:v1 after" in proc.stdout
+
+
+def test_a_bad_platform_in_the_lock_is_blamed_on_the_lock_not_the_option(tmp_path: Path):
+    """Issue 11 item 9: a bad lock platform was reported as a bad --platform."""
+    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
+        (tmp_path / name).write_bytes((LOCK.parent / name).read_bytes())
+    lock = tmp_path / "pylock.ngc-25-11.toml"
+    lock.write_text(lock.read_text().replace('platform = "linux/aarch64"', 'platform = "linux/s390x"', 1))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparkenv", "build", "--dry-run", "--lock", str(lock)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and f"{lock}: [tool.sparkenv] platform = 'linux/s390x'" in proc.stderr
+    assert "--platform" not in proc.stderr

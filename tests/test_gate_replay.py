@@ -64,7 +64,7 @@ def test_gb10_from_public_reports(run, tmp_path):
     assert r.line("G3", "meminfo").startswith(
         "G3 ERROR: meminfo probe failed"
     )  # not in the reports: never PASS
-    assert r.line("G9", "torch") == "G9 PASS: torch 2.9.0a0+145a3a7bda.nv25.10 is the NGC 25.10 build"
+    assert r.line("G9", "torch") == "G9 PASS: torch 2.9.0a0+145a3a7bda.nv25.10 is the NGC image 25.10 build"
     assert r.code == 0
 
 
@@ -287,7 +287,9 @@ def test_ngc_torch_replaced_and_ptxas(run, tmp_path):
     facts["torch"]["stages"]["imported"]["version"] = "2.9.1"
     facts["env"].pop("TRITON_PTXAS_PATH")
     r = gate(run, tmp_path, facts)
-    assert r.line("G9", "torch").startswith("G9 FAIL: NGC image 25.10 but torch 2.9.1 is not NGC's build")
+    assert r.line("G9", "torch").startswith(
+        "G9 FAIL: NGC image 25.10 detected but torch 2.9.1 is not NGC's build"
+    )
     assert r.line("G9", "TRITON_PTXAS_PATH").startswith(
         "G9 WARN: Triton is installed and TRITON_PTXAS_PATH is unset"
     )
@@ -313,7 +315,7 @@ def test_a_crashing_check_is_an_error_line_not_a_traceback(run, tmp_path):
     findings, _ = evaluate(facts)
     lines = [finding_line(f) for f in findings]
     assert all(LINE_RE.match(ln) for ln in lines)
-    assert any(ln.startswith("G4 ERROR: the check crashed: TypeError") for ln in lines), lines
+    assert any(ln.startswith("G4 ERROR: the check g4.live crashed: TypeError") for ln in lines), lines
     assert any(ln.startswith("G1 PASS") for ln in lines)
 
 

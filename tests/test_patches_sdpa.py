@@ -224,3 +224,14 @@ def test_unwritable_site_is_exit_2(venv: Path) -> None:
 def test_pth_line_is_one_import_line() -> None:
     line = inst.pth_line()
     assert line.startswith("import ") and line.count("\n") == 1
+
+
+def test_a_failing_install_leaves_neither_file(venv: Path) -> None:
+    """Issue 11 item 9: a partial install left the module behind. A folder where the .pth goes makes the
+    second file unwritable for real (root included); neither file may be left."""
+    site = site_of(venv)
+    (site / inst.pth_name()).mkdir()
+    r = sparkenv("patch", "sdpa", "--install", str(venv))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "is a directory" in r.stderr, r.stderr
+    assert not (site / f"{inst.hook_module()}.py").exists()
+    assert [p.name for p in site.iterdir() if p.name.endswith(".tmp")] == []

@@ -122,9 +122,10 @@ def build(
         lock_path = Path(lock or f"lockfiles/pylock.{profiles.load(profile).file_stem}.toml")
     locked = context.read_lock(lock_path)
     prof = context.profile_for(locked, profile)
+    source = "--platform" if platform else f"{locked.pylock}: [tool.sparkenv] platform ="
     platform = platform or str(locked.tool.get("platform") or prof.platform)
-    if platform not in profiles.PLATFORMS:
-        raise SparkenvError(f"--platform {platform}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
+    if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
+        raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
     machine = profiles.PLATFORMS[platform]
     ca = ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None

@@ -37,17 +37,9 @@ class Target:
         return f"cp{self.python.replace('.', '')}-{self.machine}-glibc{self.glibc}"
 
     def marker_env(self) -> dict[str, str]:
-        return {
-            "python_version": self.python,
-            "python_full_version": f"{self.python}.0",
-            "platform_machine": self.machine,
-            "platform_system": "Linux",
-            "sys_platform": "linux",
-            "os_name": "posix",
-            "implementation_name": "cpython",
-            "platform_python_implementation": "CPython",
-            "extra": "",
-        }
+        from sparkenv.rules.markers import marker_environment
+
+        return marker_environment(self.machine, self.python)
 
     def platforms(self) -> list[str]:
         """pip download --platform does not expand manylinux tags below the one named: name them all."""

@@ -9,6 +9,7 @@ from packaging.utils import canonicalize_name
 
 from sparkenv import safe_read
 from sparkenv.errors import SparkenvError
+from sparkenv.rules.pins import exact_pin
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,5 @@ def _requirements(path: Path) -> dict[str, str | None]:
     for req in parsed.requirements:
         if not req.name:
             continue
-        exact = [s.version for s in req.specifier if s.operator in ("==", "===")] if req.specifier else []
-        pins[canonicalize_name(req.name)] = exact[0] if exact else None
+        pins[canonicalize_name(req.name)] = exact_pin(req.specifier)
     return pins

@@ -202,7 +202,15 @@ def probe_processes() -> dict[str, Any]:
 
 def probe_container() -> dict[str, Any]:
     facts = container.detect()
-    return {"markers": list(facts.markers), "checked": list(facts.checked)}
+    # NGC's second marker (the variable is in the env snapshot). Only its presence: parsing its pins
+    # would import packaging.requirements at every start, and the gate judges torch, not the pins.
+    from sparkenv.rules.ngc import CONSTRAINT_FILE
+
+    return {
+        "markers": list(facts.markers),
+        "checked": list(facts.checked),
+        "ngc": {"constraint_file": CONSTRAINT_FILE if os.path.isfile(CONSTRAINT_FILE) else None},
+    }
 
 
 def probe_loader() -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparkenv import rules
 from sparkenv.gate import facts_file
-from sparkenv.gate.checks import CHECKS
 from sparkenv.gate.probes import Options, gather
 from sparkenv.gate.view import GateFacts
-from sparkenv.report import Finding, Report, Status, merge_by_subject
+from sparkenv.report import Finding, Report
 
 
 def load_facts(path: str) -> dict[str, Any]:
@@ -17,15 +17,7 @@ def load_facts(path: str) -> dict[str, Any]:
 
 def evaluate(raw: dict[str, Any], need_gb: float = 0.0) -> tuple[list[Finding], GateFacts]:
     facts = GateFacts(raw, need_gb)
-    findings: list[Finding] = []
-    for gid, check in CHECKS:
-        try:
-            findings += check(facts)
-        except Exception as exc:  # a check that crashes on odd facts is an ERROR line, never a traceback
-            findings.append(
-                Finding(gid, Status.ERROR, f"the check crashed: {exc.__class__.__name__}: {exc}", "check")
-            )
-    return merge_by_subject(findings), facts
+    return rules.evaluate(rules.Stage.LIVE, facts), facts
 
 
 def gate(opts: Options, facts_file: str | None = None, need_gb: float = 0.0) -> tuple[Report, dict[str, Any]]:

@@ -68,12 +68,14 @@ def files(site: Path) -> Installed:
 
 
 def install(site: Path) -> Installed:
-    """Write the module copy first, then the .pth, each atomically: a .pth never names a missing module."""
+    """Both files or neither (sparkenv.outputs: both paths checked, both written to temporaries, then moved
+    in): the module first, then the .pth, so a .pth never names a missing module."""
+    from sparkenv import outputs
+
     where = files(site)
     if not site.is_dir():
         raise SparkenvError(f"{site}: not a folder")
-    _write(where.module, SOURCE.read_bytes())
-    _write(where.pth, pth_line().encode())
+    outputs.write_all([(where.module, SOURCE.read_bytes()), (where.pth, pth_line().encode())])
     return where
 
 
@@ -128,13 +130,3 @@ def verify(interpreter: Path, site: Path, timeout: float = 60.0) -> tuple[bool, 
             f"{interpreter} loads the hook at start-up, but printed: {proc.stderr.strip().splitlines()[-1]}",
         )
     return True, f"a fresh {interpreter} loads the hook at start-up (from {seen.get('origin')})"
-
-
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SparkenvError(f"{path}: cannot write: {exc.strerror}") from None

@@ -271,12 +271,19 @@ def restore() -> int:
     return finder.restore() if finder is not None else 0
 
 
-def _env_setting() -> str | None:
-    """The mode SPARKENV_SDPA asks for; None when it switches the override off."""
-    value = os.environ.get(ENV, "1").strip().lower()
-    if value in _OFF:
+def mode_from_env(value: str | None) -> str | None:
+    """The one reading of SPARKENV_SDPA, for the .pth at start-up and for every stage that judges G2:
+    "sdpa" or "xformers" (the mode asked for; unset means the default, "sdpa"), or None when the value
+    switches the override off (0, off, false, no, none, disable, disabled; any case, spaces ignored)."""
+    word = (value if value is not None else "1").strip().lower()
+    if word in _OFF:
         return None
-    return "xformers" if value == "xformers" else "sdpa"
+    return "xformers" if word == "xformers" else "sdpa"
+
+
+def _env_setting() -> str | None:
+    """The mode SPARKENV_SDPA asks for in this process; None when it switches the override off."""
+    return mode_from_env(os.environ.get(ENV))
 
 
 def _boot() -> None:

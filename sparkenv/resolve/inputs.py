@@ -58,8 +58,9 @@ class Declared:
 
     @property
     def exact(self) -> str | None:
-        pins = [s.version for s in self.specifier if s.operator in ("==", "===") and "*" not in s.version]
-        return pins[0] if pins else None
+        from sparkenv.rules.pins import exact_pin
+
+        return exact_pin(self.specifier)
 
 
 @dataclass
@@ -259,7 +260,9 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
             try:
                 r = Requirement(str(dep))
             except InvalidRequirement as exc:
-                raise SparkenvError(f"{where}: invalid requirement {dep!r}: {exc}") from None
+                raise SparkenvError(
+                    f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}"
+                ) from None
             key = canonicalize_name(r.name)
             inputs.requirements.append(
                 Declared(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -110,25 +109,11 @@ def render_requirements(
 
 
 def write_pair(files: dict[Path, str]) -> None:
-    """All files or none: write every temporary first (beside its destination, so a folder that cannot
-    take the file fails here, before anything moves), then rename each into place."""
-    tmps: list[tuple[Path, Path]] = []
-    try:
-        for dest, text in files.items():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmps.append((tmp, dest))
-        for tmp, dest in tmps:
-            os.replace(tmp, dest)
-    except OSError as exc:
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        raise SparkenvError(
-            f"{where}cannot write it ({exc.strerror or exc}); nothing written, the previous lock is kept"
-        ) from None
-    finally:
-        for tmp, _ in tmps:
-            tmp.unlink(missing_ok=True)
+    """All files or none, through the one all-or-nothing writer (sparkenv.outputs); the lock folder is
+    made when missing."""
+    from sparkenv import outputs
+
+    outputs.write_all(files, make_parents=True)
 
 
 def read_tool(path: Path) -> dict[str, Any]:

@@ -96,20 +96,9 @@ class Profile:
 
     def marker_env(self) -> dict[str, str]:
         """The environment markers are evaluated in: the target's, never the host's."""
-        return {
-            "implementation_name": "cpython",
-            "implementation_version": self.python,
-            "os_name": "posix",
-            "platform_machine": self.machine,
-            "platform_python_implementation": "CPython",
-            "platform_release": "",
-            "platform_system": "Linux",
-            "platform_version": "",
-            "python_full_version": self.python,
-            "python_version": self.python_minor,
-            "sys_platform": "linux",
-            "extra": "",
-        }
+        from sparkenv.rules.markers import marker_environment
+
+        return marker_environment(self.machine, self.python)
 
     def with_platform(self, platform: str | None) -> Profile:
         if not platform or platform == self.platform:

@@ -89,7 +89,9 @@ def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | 
 
 
 def _family() -> set[str]:
-    return policy._unsloth_family()
+    from sparkenv.rules import unsloth
+
+    return set(unsloth.family())
 
 
 def _late_keys(inp: inputs_mod.Inputs) -> set[str]:

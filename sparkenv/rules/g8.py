@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from sparkenv import datafiles
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     data = datafiles.load("playbook_issues")
     as_of, repo = data["as_of"], data["repository"]
     if f.section("dists") is None:
@@ -57,3 +62,12 @@ def _installed(dists: dict[str, str], name: str, spec: str) -> bool:
         return not spec or SpecifierSet(spec).contains(version, prereleases=True)
     except InvalidSpecifier:
         return False
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "installed versions against the dated list of known playbook problems (data/playbook_issues.toml)",
+    ),
+)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sparkenv import datafiles
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 # nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.
 REASONS = {
@@ -17,7 +22,7 @@ REASONS = {
 COOL = "improve airflow and cooling, or shorten/checkpoint the run"
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     err = f.error_finding("G4", f.gpu_probe, "gpu0")
     if err:
         return [err]
@@ -105,3 +110,13 @@ def _reasons(value: object) -> list[str]:
 
 def _fmt(value: object, unit: str) -> str:
     return f"{value:g}{unit}" if isinstance(value, (int, float)) else "n/a"
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "GPU temperature, power draw and limit, throttle reasons from nvidia-smi; with --sample, "
+        "a power plateau while the temperature climbs",
+    ),
+)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkenv.gate import parsers
 from sparkenv.gate.servers import identify
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     nodes, nodes_from = _nodes(f)
     tp, tp_from = _tp(f)
     evidence = tuple(x for x in (nodes_from, tp_from) if x)
@@ -97,3 +100,13 @@ def _tp(f: GateFacts) -> tuple[int, str | None]:
     if _int(size):
         return _int(size) or 1, f"deepspeed tensor_parallel={size}"
     return 1, None
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "the workload's launcher arguments and accelerate/DeepSpeed settings: node count and "
+        "tensor parallelism across Sparks",
+    ),
+)

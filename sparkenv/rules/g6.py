@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkenv import datafiles
 from sparkenv.gate import parsers
 from sparkenv.gate.servers import identify
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     out: list[Finding] = []
     limits = datafiles.load("gate")["servers"]
     seen: set[int] = set()
@@ -173,3 +176,13 @@ def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str,
         (" ".join(argv)[:300],),
         f"cap it at {cap_args[0]} {limits['safe_fraction']:g} to share the GPU, or run one big job at a time",
     )
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "other GPU-resident processes and inference servers (/proc command lines, "
+        "data/servers.toml) and whether their memory is capped",
+    ),
+)

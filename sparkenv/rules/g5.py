@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sparkenv import datafiles
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     b = datafiles.load("gate")["bandwidth"]
     budget = f"{b['measured_low']:g}–{b['measured_high']:g} GB/s"
     measured = f.torch_stages.get("bandwidth")
@@ -52,3 +57,12 @@ def check(f: GateFacts) -> list[Finding]:
             "bandwidth",
         )
     ]
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "the GB10's bandwidth budget from data/gate.toml; with --bandwidth, a timed device copy",
+    ),
+)

@@ -1,12 +1,13 @@
-"""G9: every installed distribution's requirements against what is installed — what `pip check` reports,
-read from outside (pure: works on the facts the audit already gathered).
+"""Which installed distributions' requirements are unmet — what `pip check` reports, read from outside
+(pure: the facts the audit already gathered). The G9 judgement of them is in rules/g9.py.
 
 Like pip check: Requires-Dist markers are evaluated for the audited environment (its Python and CPU, not
 this host's), a requirement on a missing distribution is "missing", a version outside the specifier
 (pre-releases allowed) is a "conflict". Beyond pip check: the extras that were asked for are checked
 too — `A requires B[x]` makes B's `extra == "x"` requirements count (pip check ignores extras).
 
-Severity (decision): WARN, for missing and conflicting requirements alike; `--strict` makes them fail.
+Severity (rules/g9.py, decision): WARN, for missing and conflicting requirements alike; `--strict`
+makes them fail.
 Not FAIL, because a FAIL blocks — `sparkenv build` leaves an image untagged on one — and broken
 requirements are common in images that run: NGC bases ship some, stacks such as Unsloth's are installed
 with --no-deps on purpose against pins known to be too strict, and a requirement on a distribution that
@@ -16,18 +17,20 @@ a base provides under another name reads as missing. Each finding names both sid
 from __future__ import annotations
 
 import functools
-import platform
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from sparkenv.audit.scan import AuditFacts
-from sparkenv.environment.distributions import Distribution
-from sparkenv.environment.target import Target
-from sparkenv.report import Finding, Status
+from sparkenv.rules import markers
+
+if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts
+    from sparkenv.environment.distributions import Distribution
+    from sparkenv.environment.target import Target
 
 
 @dataclass(frozen=True)
@@ -62,23 +65,9 @@ class Unparsed:
 
 
 def marker_env(target: Target) -> dict[str, str]:
-    """The audited environment's markers. Its full Python version is pyvenv.cfg's when it has one."""
-    minor = target.python_version or ".".join(platform.python_version_tuple()[:2])
-    full = _full_version(target) or f"{minor}.0"
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": full,
-        "os_name": "posix",
-        "platform_machine": target.machine,
-        "platform_python_implementation": "CPython",
-        "platform_release": platform.release(),
-        "platform_system": "Linux",
-        "platform_version": platform.version(),
-        "python_full_version": full,
-        "python_version": minor,
-        "sys_platform": "linux",
-        "extra": "",
-    }
+    """The audited environment's markers (the one marker classifier), with its full Python version from
+    pyvenv.cfg when it has one."""
+    return markers.marker_environment(target.machine, _full_version(target) or target.python_version)
 
 
 def _full_version(target: Target) -> str | None:
@@ -137,7 +126,7 @@ class _Markers:
 
 def find(facts: AuditFacts) -> tuple[list[Broken], list[Unparsed], int]:
     """(broken requirements, unparseable Requires-Dist values, requirements checked)."""
-    markers = _Markers(marker_env(facts.target))
+    env = _Markers(marker_env(facts.target))
     dists: dict[str, Distribution] = {k: df.dist for k, df in facts.dists.items()}
     broken: list[Broken] = []
     unparsed: list[Unparsed] = []
@@ -154,9 +143,9 @@ def find(facts: AuditFacts) -> tuple[list[Broken], list[Unparsed], int]:
                 if not extra:
                     unparsed.append(Unparsed(key, text, req))
                 continue
-            if not markers.applies(req.marker, extra):
+            if not env.applies(req.marker, extra):
                 continue
-            if extra and markers.applies(req.marker, ""):
+            if extra and env.applies(req.marker, ""):
                 continue  # part of the base, already checked
             checked += 1
             name = canonicalize_name(req.name)
@@ -187,65 +176,3 @@ def _spelled(req: Requirement) -> str:
     if req.url:
         return f"{req.name}{extras} @ {req.url}"
     return f"{req.name}{extras}{req.specifier}"
-
-
-def check(facts: AuditFacts) -> tuple[list[Finding], list[Broken]]:
-    broken, unparsed, checked = find(facts)
-    out: list[Finding] = []
-    by_requirer: dict[str, list[Broken]] = {}
-    for b in broken:
-        by_requirer.setdefault(b.requirer, []).append(b)
-    base_pins = facts.ngc.pins
-    for requirer, items in by_requirer.items():
-        out.extend(_finding(requirer, b, base_pins.get(b.required) == b.installed) for b in items)
-    for u in unparsed:
-        out.append(
-            Finding(
-                "G9",
-                Status.WARN,
-                f"{u.requirer}: Requires-Dist {u.text!r} cannot be parsed ({u.reason}); not checked",
-                u.requirer,
-                (str(facts.dists[u.requirer].dist.meta_dir / "METADATA"),),
-                None,
-            )
-        )
-    if not broken:
-        out.append(
-            Finding(
-                "G9",
-                Status.PASS,
-                f"requirements met: {checked} requirement(s) of {len(facts.dists)} distributions, markers "
-                f"for {facts.target.machine} Python {facts.target.python_version or '?'} (what pip check "
-                "checks, plus the extras asked for)",
-                "requirements",
-            )
-        )
-    return out, broken
-
-
-def _finding(requirer: str, b: Broken, from_base: bool) -> Finding:
-    who = f"{requirer} {b.requirer_version}" + (f" (extra {b.via_extra})" if b.via_extra else "")
-    req = b.requirement
-    if b.missing:
-        return Finding(
-            "G9",
-            Status.WARN,
-            f"{who} requires {req}, which is not installed",
-            requirer,
-            (f"Requires-Dist: {req}",),
-            f"pip install '{req}' (or uninstall {requirer} if nothing uses it)",
-        )
-    fix = f"pip install '{req}', or a {requirer} version that accepts {b.required} {b.installed}"
-    if from_base:  # replacing what the NGC image built with is the worse problem (G9): keep it
-        fix = (
-            f"keep {b.required} {b.installed} (the NGC base pins it in /etc/pip/constraint.txt); install a "
-            f"{requirer} version that accepts it, or --no-deps if {requirer} runs with it"
-        )
-    return Finding(
-        "G9",
-        Status.WARN,
-        f"{who} requires {req}, but {b.required} {b.installed} is installed",
-        requirer,
-        (f"Requires-Dist: {req}", f"installed: {b.required} {b.installed}"),
-        fix,
-    )

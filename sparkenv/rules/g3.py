@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sparkenv import datafiles
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 GIB = 1 << 20  # kB per GiB
 DROP = "between runs, as root: sync; echo 3 > /proc/sys/vm/drop_caches (sparkenv never does it itself)"
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     err = f.error_finding("G3", "meminfo", "memory")
     if err:
         return [err]
@@ -56,3 +61,13 @@ def check(f: GateFacts) -> list[Finding]:
             )
         ]
     return [Finding("G3", Status.INFO, summary, "memory", tuple(evidence))]
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "MemAvailable and page cache from /proc/meminfo (unified memory: nvidia-smi's numbers do "
+        "not apply), against --need-gb",
+    ),
+)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sparkenv import datafiles
 from sparkenv.gate.intent import nvfp4_intent
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage
+
+if TYPE_CHECKING:
+    from sparkenv.gate.view import GateFacts
 
 
-def check(f: GateFacts) -> list[Finding]:
+def live(f: GateFacts) -> list[Finding]:
     cap = f.capability
     if cap is None:
         return [
@@ -97,3 +102,13 @@ def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
         evidence,
         "stay on FP8, or use kernels built for sm_121a",
     )
+
+
+RULES = (
+    Rule(
+        Stage.LIVE,
+        live,
+        "the GPU's compute capability, torch's arch list, NVFP4 intent and the SM targets of "
+        "NVFP4-capable packages' kernels",
+    ),
+)

@@ -1,0 +1,112 @@
+"""The rules registry: every judgement sparkenv makes, keyed by (G-number, stage).
+
+Where things go (read this before adding a check):
+
+- `rules/gN.py` — every judgement of gotcha N, one section per stage that can see it, each a pure
+  function of that stage's typed facts that returns Findings. At the end of the module, `RULES` names
+  (stage, function, what it looks at); the stage runners and `sparkenv explain` read only that, so a
+  rule listed there runs, and a rule that runs is listed. New judgement for G7 in the gate? A function
+  in rules/g7.py and a `Rule(Stage.LIVE, …)` line; nothing in gate/.
+- `rules/<concept>.py` — one classifier per concept that several stages ask about:
+  `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
+  one precedence and one severity table), `markers.py` (the marker environment of a target),
+  `unsloth.py` (the Unsloth family), `ngc.py` (inside an NGC image), `pins.py` (exact-pin extraction).
+  The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
+  override's .pth must read them without importing sparkenv; the rules call that one function.
+- Not judgements: `sparkenv/files.py` (atomic writes), `sparkenv/cache.py` (the cache folder,
+  `$SPARKENV_CACHE_DIR`).
+- Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
+  Stage.RESOLVED), `audit/` (Stage.INSTALLED, also run inside every image `sparkenv build` makes),
+  `build/` (Stage.IMAGE), `gate/` (Stage.LIVE). They decide nothing themselves.
+- A rule that raises becomes one ERROR line naming it (`run_rule`), at every stage: never a traceback,
+  never exit 70, never a hidden PASS.
+
+Facts types are imported by the rules only under TYPE_CHECKING, so importing a rule module stays cheap
+(the gate runs before every workload).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sparkenv.report import Finding, Status, merge_by_subject
+
+GOTCHAS = tuple(f"G{n}" for n in range(1, 11))
+
+
+class Stage(str, enum.Enum):
+    """Where a judgement is made, earliest first; the value is what `sparkenv explain` prints."""
+
+    DECLARED = "declared"  # sparkenv check, and the first step of sparkenv lock: the project's inputs
+    RESOLVED = "resolved"  # sparkenv lock: every file of the resolved set, with its Requires-Dist
+    IMAGE = "image"  # sparkenv build: the image being built, before it is tagged
+    INSTALLED = "installed"  # sparkenv audit, and build's self-audit of its image: read from outside
+    LIVE = "live"  # sparkenv gate: the running machine, as the image's entrypoint
+
+    @property
+    def commands(self) -> str:
+        return _COMMANDS[self]
+
+
+_COMMANDS = {
+    Stage.DECLARED: "sparkenv check, sparkenv lock",
+    Stage.RESOLVED: "sparkenv lock",
+    Stage.IMAGE: "sparkenv build",
+    Stage.INSTALLED: "sparkenv audit, sparkenv build (its image audits itself)",
+    Stage.LIVE: "sparkenv gate",
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    stage: Stage
+    check: Callable[[Any], list[Finding]]
+    looks_at: str  # one sentence for `sparkenv explain`: what this stage reads to judge it
+
+    @property
+    def name(self) -> str:
+        module = self.check.__module__.rsplit(".", 1)[-1]
+        return f"{module}.{self.check.__name__}"
+
+
+def module(gid: str) -> Any:
+    """rules/gN.py for "GN"."""
+    return importlib.import_module(f"sparkenv.rules.{gid.lower()}")
+
+
+def rules_of(gid: str) -> tuple[Rule, ...]:
+    return tuple(module(gid).RULES)
+
+
+def rules_for(stage: Stage, gotchas: Iterable[str] = GOTCHAS) -> list[tuple[str, Rule]]:
+    """(G-number, rule) for every rule of this stage, in G order."""
+    return [(gid, rule) for gid in gotchas for rule in rules_of(gid) if rule.stage is stage]
+
+
+def run_rule(gid: str, rule: Rule, facts: Any) -> list[Finding]:
+    """The one crash-isolation wrapper of every stage: a rule that raises is an ERROR line naming it."""
+    try:
+        return list(rule.check(facts))
+    except Exception as exc:
+        return [
+            Finding(
+                id=gid,
+                status=Status.ERROR,
+                summary=f"the check {rule.name} crashed: {exc.__class__.__name__}: {exc}",
+                subject=f"check {rule.name}",
+                fix="please report it with the facts that caused it (sparkenv gate --dump-facts, or the "
+                "inputs)",
+            )
+        ]
+
+
+def evaluate(stage: Stage, facts: Any, gotchas: Iterable[str] = GOTCHAS) -> list[Finding]:
+    """Every rule of `stage` over `facts`, each isolated; one finding per (G-number, subject)."""
+    findings: list[Finding] = []
+    for gid, rule in rules_for(stage, gotchas):
+        findings += run_rule(gid, rule, facts)
+    return merge_by_subject(findings)

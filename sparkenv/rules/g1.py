@@ -1,0 +1,713 @@
+"""G1 — CUDA 12 (or CPU-only) builds on a CUDA 13 machine: every stage's judgement.
+
+declared: names, +cu/+cpu labels, exact pins, index and wheel URLs of each requirement (check, lock);
+resolved: every resolved file and its Requires-Dist, with the chain that pulled it in (lock);
+installed: every distribution's CUDA major from names, labels, Requires-Dist, paths and the DT_NEEDED of
+its shared objects, CPU-only torch, wrong-CPU shared objects, bitsandbytes (audit, build's self-audit);
+live: torch's CUDA build, the first CUDA operation, a CUDA 12 runtime on the loader path (gate).
+The CUDA major of each piece of evidence comes from rules/cuda_major.py, for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from sparkenv import datafiles
+from sparkenv.cuda import rules
+from sparkenv.gate.driver_floor import driver_supports
+from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage, cuda_major
+from sparkenv.rules.cuda_major import Binding, Evidence
+
+if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts, DistFacts
+    from sparkenv.gate.view import GateFacts
+    from sparkenv.resolve.inputs import Declared
+    from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
+    from sparkenv.resolve.profiles import Profile
+
+MAX_EVIDENCE = 12
+_TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
+CU130_INDEX = "https://download.pytorch.org/whl/cu130"
+_INDEX_LABEL = re.compile(r"/(cu\d{2,3}|cpu)(?:/|$)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.DECLARED and Stage.RESOLVED: what a name, a version and a Requires-Dist say
+
+
+def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
+    """G1 from what a name or version says: -cu12 names, +cu128/+cpu labels, versioned toolkit wheels."""
+    out: list[Finding] = []
+    target = rules.target_major()
+    for e in cuda_major.name_version_evidence(key, version):
+        if e.kind == "cpu":
+            summary = f"{subject_desc} is a CPU-only build (+cpu): no CUDA at all"
+        elif e.major is None or e.major == target:
+            continue
+        elif e.kind == "name":
+            summary = f"{subject_desc} is built for CUDA {e.major} (name) — target is CUDA {target}"
+        elif e.kind == "label":
+            summary = f"{subject_desc} is a CUDA {e.major} build (+cu label) — target is CUDA {target}"
+        elif e.kind == "pin":
+            summary = (
+                f"{subject_desc} is CUDA {e.major}'s (its version is the CUDA version) — "
+                f"target is CUDA {target}"
+            )
+        else:  # an NGC build of a release on another CUDA major
+            summary = f"{subject_desc}: {e.text} — target is CUDA {target}"
+        out.append(
+            Finding(
+                id="G1",
+                status=cuda_major.CPU_ONLY if e.kind == "cpu" else cuda_major.OTHER_MAJOR,
+                summary=summary,
+                subject=key,
+                evidence=evidence,
+                fix=fix_for(key, e.kind),
+            )
+        )
+    return out
+
+
+def fix_for(key: str, kind: str) -> str:
+    """The fix for a package bound to another CUDA major (or to none), by the kind of the evidence: one
+    text for every stage that sees the same evidence (check, lock, audit)."""
+    if key in _TORCH_FAMILY or kind == "cpu":
+        return f"install the CUDA 13 build from {CU130_INDEX} or use the NGC image"
+    name = rules.name_match(key)
+    if name:
+        return f"replace it with {name.cuda13_name}, or use the NGC image"
+    if kind == "pin":
+        return f"use {key} {rules.target_major()}.x, or use the NGC image"
+    if kind == "ngc":
+        return "use an NGC release on CUDA 13 (25.09 or later)"
+    return (
+        "install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) or use the NGC image"
+    )
+
+
+def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
+    target = rules.target_major()
+    majors = [e.major for e in cuda_major.name_version_evidence(key, version) if e.major is not None]
+    if majors and majors[0] == target:
+        return [Finding("G1", Status.PASS, f"{subject_desc} is built for CUDA {target}", key, evidence)]
+    return []
+
+
+def declared(facts: DeclaredFacts) -> list[Finding]:
+    profile = facts.profile
+    target = rules.target_major()
+    out: list[Finding] = []
+    for url in facts.index_urls:
+        m = _INDEX_LABEL.search(url)
+        if not m:
+            continue
+        label = f"+{m.group(1)}"
+        major = rules.label_cuda_major(label)
+        if rules.is_cpu_label(label) or (major is not None and major != target):
+            what = "CPU-only" if rules.is_cpu_label(label) else f"CUDA {major}"
+            out.append(
+                Finding(
+                    "G1",
+                    Status.FAIL,
+                    f"index {url} serves {what} builds — target is CUDA {target}",
+                    url,
+                    (),
+                    "use https://download.pytorch.org/whl/cu130 (or leave torch to the NGC base)",
+                )
+            )
+    for d in facts.applicable:
+        out += _declared_one(d, profile)
+    out.append(
+        Finding(
+            "G1",
+            Status.INFO,
+            f"checked {facts.counted} requirement(s) for {profile.describe()}; {facts.skipped} do not "
+            f"apply on {profile.machine} (markers evaluated for the target, not this host)",
+            "inputs",
+        )
+    )
+    return out
+
+
+def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
+    from packaging.version import Version
+
+    key = d.key
+    assert key is not None
+    ev = (d.where,)
+    desc = f"{key}{d.specifier}" if str(d.specifier) else key
+    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev)
+    if d.url and d.url.endswith(".whl"):
+        out += _url_wheel(d, profile)
+    if not out:
+        out += _cuda_pass(key, d.exact, f"{desc} ({d.where})", ev)
+    if key == "torch" and d.exact and not d.url and profile.provider(key) is None:
+        v = Version(d.exact)
+        if not v.local and v < Version(_TORCH_CUDA13_FROM):
+            out.append(
+                Finding(
+                    "G1",
+                    Status.WARN,
+                    f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA 12 and "
+                    "CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
+                    f"{profile.machine} a CUDA 12 or +cpu wheel)",
+                    key,
+                    ev,
+                    "pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
+                )
+            )
+    return out
+
+
+# PyPI torch on Linux is CUDA 13 from 2.11 on (FACTS.md); older unlabelled pins pull CUDA 12 or CPU builds.
+_TORCH_CUDA13_FROM = "2.11"
+
+
+def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    assert d.url is not None and d.key is not None
+    fname = d.url.rsplit("/", 1)[-1].split("#")[0]
+    try:
+        _, version, _, tags = parse_wheel_filename(fname)
+    except InvalidWheelFilename:
+        return []
+    out = _cuda_fail(d.key, str(version), f"{d.key} @ {fname} ({d.where})", (d.where, d.url))
+    machines = {t.platform for t in tags}
+    if "any" not in machines and not any(p.endswith(profile.machine) for p in machines):
+        out.append(
+            Finding(
+                "G1",
+                Status.FAIL,
+                f"{d.key} @ {fname} ({d.where}) is built for {', '.join(sorted(machines))}, not "
+                f"{profile.machine}",
+                d.key,
+                (d.where, d.url),
+                f"use a wheel built for {profile.machine}",
+            )
+        )
+    return out
+
+
+def resolved(facts: ResolvedFacts) -> list[Finding]:
+    from packaging.utils import canonicalize_name
+
+    target = rules.target_major()
+    out: list[Finding] = []
+    for key, pkg in sorted(facts.locked.items()):
+        ev = facts.evidence(key)
+        desc = facts.describe(key)
+        fails = _cuda_fail(key, pkg.version, desc, ev)
+        for req in facts.applicable_requires(key):
+            dep = canonicalize_name(req.name)
+            if dep in facts.locked:
+                continue  # judged as itself, with its chain
+            major = cuda_major.requirement_major(dep, str(req.specifier))
+            if major is not None and major != target:
+                fails.append(
+                    Finding(
+                        "G1",
+                        Status.FAIL,
+                        f"{desc} requires {req} (CUDA {major}) — target is CUDA {target}",
+                        key,
+                        ev,
+                        f"pick a {key} build for CUDA {target}",
+                    )
+                )
+        out += fails or _cuda_pass(key, pkg.version, desc, ev)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.INSTALLED: an environment read from outside (sparkenv audit)
+
+
+def installed(facts: AuditFacts) -> list[Finding]:
+    binds = cuda_major.bindings(facts)
+    target = rules.target_major()
+    required_by: dict[str, list[str]] = defaultdict(list)
+    for b in binds.values():
+        for key in b.requires_keys:
+            required_by[key].append(b.key)
+    has_target = any(target in b.majors for b in binds.values())
+
+    findings: list[Finding] = []
+    for key, df in facts.dists.items():
+        finding = _dist_finding(df, binds[key], target, sorted(required_by.get(key, [])), has_target, facts)
+        if finding:
+            findings.append(finding)
+    findings += _problems(facts)
+    findings.append(_summary(facts, binds, target))
+    return findings
+
+
+def _dist_finding(
+    df: DistFacts, b: Binding, target: int, required_by: list[str], has_target: bool, facts: AuditFacts
+) -> Finding | None:
+    dist = df.dist
+    who = f"{dist.key} {dist.version}"
+    wrong_arch = [so for so in df.shared_objects if so.info.machine != facts.target.machine]
+    problems: list[str] = []
+    fixes: list[str] = []
+    evidence = [e.text for e in b.evidence]
+    status = Status.PASS
+
+    if wrong_arch:
+        status = Status.FAIL
+        machines = sorted({so.info.machine for so in wrong_arch})
+        problems.append(
+            f"ships {len(wrong_arch)} {'/'.join(machines)} shared object(s) in a "
+            f"{facts.target.machine} environment ({wrong_arch[0].relpath})"
+        )
+        fixes.append(
+            f"reinstall it for {facts.target.machine} (a wheel copied from another machine, or "
+            "installed with the wrong --platform)"
+        )
+        evidence = [f"{so.relpath} is {so.info.machine}" for so in wrong_arch] + evidence
+
+    if dist.key == "bitsandbytes":
+        return _bitsandbytes(df, target, status, problems, fixes, evidence, facts)
+
+    cpu = [e for e in b.evidence if e.kind == "cpu"]
+    if (
+        dist.key == "torch"
+        and not cpu
+        and dist.files_known
+        and not any(os.path.basename(f).startswith("libtorch_cuda") for f in df.so_paths)
+    ):
+        cpu = [Evidence(None, "cpu", "no libtorch_cuda.so among its files")]
+        evidence.append(cpu[0].text)
+    if cpu:  # the same status for every package and stage: see cuda_major.CPU_ONLY for why
+        status = cuda_major.CPU_ONLY
+        problems.append(f"is a CPU-only build ({cpu[0].text})")
+        fixes.append(fix_for(dist.key, "cpu"))
+
+    # Shipping a CUDA 12 library is not needing one: triton bundles libcupti.so.12 for its profiler and
+    # nothing links it. Only what the loader will resolve (and names, labels, requirements) binds.
+    binding = {e.major for e in b.evidence if e.major is not None and e.kind != "provides"}
+    other = sorted(m for m in binding if m != target)
+    bundled = [e for e in b.evidence if e.kind == "provides" and e.major not in binding and e.major != target]
+    if other:
+        major = other[-1]
+        strongest = next(e for e in b.evidence if e.major == major)
+        name = rules.name_match(dist.key)
+        is_library = bool(name and name.library)
+        also = f"; also CUDA {target} evidence" if target in b.majors else ""
+        if is_library and not required_by and status is not Status.FAIL:
+            status = Status.WARN
+            problems.append(
+                f"is CUDA {major} residue nobody installed requires ({_short(strongest)}{also})"
+                + (f" next to CUDA {target} packages" if has_target else "")
+            )
+            fixes.append(f"pip uninstall {dist.key}")
+        else:
+            status = Status.FAIL
+            chain = f", required by {', '.join(required_by)}" if required_by else ""
+            problems.append(f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}")
+            fixes.append(_fix_for(dist.key, required_by, strongest.kind))
+    elif not problems and bundled:
+        names = ", ".join(sorted({e.soname or e.text for e in bundled}))
+        return Finding(
+            "G1",
+            Status.INFO,
+            f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
+            "loaded on demand if at all (e.g. by a profiler), not a binding",
+            dist.key,
+            _cap(evidence),
+        )
+    elif not problems and b.majors:
+        strongest = b.evidence[0]
+        return Finding(
+            "G1", Status.PASS, f"{who} needs CUDA {target}: {_short(strongest)}", dist.key, _cap(evidence)
+        )
+    elif not problems:
+        return None
+    fix = "; ".join(dict.fromkeys(fixes))
+    return Finding("G1", status, f"{who} {'; '.join(problems)}", dist.key, _cap(evidence), fix)
+
+
+def _fix_for(key: str, required_by: list[str], kind: str) -> str:
+    if required_by:
+        return f"fix {', '.join(required_by)} first (it pulls {key} in), then pip uninstall {key}"
+    return fix_for(key, kind)
+
+
+def _bitsandbytes(
+    df: DistFacts,
+    target: int,
+    status: Status,
+    problems: list[str],
+    fixes: list[str],
+    evidence: list[str],
+    facts: AuditFacts,
+) -> Finding:
+    regex = re.compile(datafiles.load("packages")["bitsandbytes"]["library_regex"])
+    libs: dict[int, str] = {}
+    for rel in df.so_paths:
+        m = regex.search(os.path.basename(rel))
+        if m:
+            digits = m.group(1)
+            libs.setdefault(int(digits[:-1]) if len(digits) > 2 else int(digits), os.path.basename(rel))
+    evidence = evidence + [f"carries {name}" for _, name in sorted(libs.items())]
+    who = f"{df.dist.key} {df.dist.version}"
+    if target in libs and status is Status.PASS:
+        return Finding(
+            "G1",
+            Status.PASS,
+            f"{who} carries a CUDA {target} library ({libs[target]})",
+            df.dist.key,
+            _cap(evidence),
+        )
+    if target not in libs:
+        found = ", ".join(sorted(libs.values())) or "no CUDA library at all"
+        problems.append(f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda")
+        fixes.append("upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130")
+    return Finding(
+        "G1", Status.FAIL, f"{who} {'; '.join(problems)}", df.dist.key, _cap(evidence), "; ".join(fixes)
+    )
+
+
+def _problems(facts: AuditFacts) -> list[Finding]:
+    out = []
+    for p in facts.metadata_problems:
+        out.append(
+            Finding(
+                "G1",
+                Status.ERROR,
+                f"{p.path}: {p.reason}; this distribution was not checked",
+                str(p.path),
+                (),
+                "reinstall the distribution (pip install --force-reinstall --no-deps)",
+            )
+        )
+    for df in facts.dists.values():
+        for fp in df.problems:
+            out.append(
+                Finding(
+                    "G1",
+                    Status.WARN,
+                    f"{fp.path} ({fp.owner}): {fp.reason}; not checked",
+                    fp.path,
+                    (f"owner: {fp.owner}",),
+                    f"pip install --force-reinstall --no-deps {fp.owner}",
+                )
+            )
+    return out
+
+
+def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Finding:
+    bound = sum(1 for b in binds.values() if b.majors)
+    t = facts.target
+    return Finding(
+        "G1",
+        Status.INFO,
+        f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; "
+        f"{bound} tied to a CUDA major; environment {t.machine}, Python {t.python_version or 'unknown'}, "
+        f"target CUDA {target}",
+        "environment",
+        (
+            f"machine from {t.machine_source}",
+            *(f"site folder {d}" for d in t.site_dirs),
+            f"CUDA rules reviewed {rules.reviewed()}",
+        ),
+    )
+
+
+def _short(e: Evidence) -> str:
+    """Evidence text without its "(CUDA N)" note, for a summary that already names the major."""
+    return e.text.replace(f" (CUDA {e.major})", "")
+
+
+def _cap(evidence: list[str]) -> tuple[str, ...]:
+    if len(evidence) <= MAX_EVIDENCE:
+        return tuple(evidence)
+    return (*evidence[:MAX_EVIDENCE], f"… and {len(evidence) - MAX_EVIDENCE} more")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.LIVE: the running machine (sparkenv gate)
+
+LIVE_FIX = "reinstall torch from https://download.pytorch.org/whl/cu130 or use the NGC image"
+DRIVER_FIX = (
+    "update the NVIDIA driver (DGX OS: sudo apt update && sudo apt full-upgrade), "
+    "or use an image built for it"
+)
+
+
+def live(f: GateFacts) -> list[Finding]:
+    if f.deep or f.section("torch") is not None:
+        err = f.error_finding("G1", "torch", "torch")
+        out = [err] if err else [_torch(f)]
+    else:
+        err = f.error_finding("G1", "torch_static", "torch")
+        out = [err] if err else [_static(f)]
+    out += _loader(f)
+    return out
+
+
+def _driver(f: GateFacts, major: int, version: str) -> Finding | None:
+    """FAIL when the driver is too old for torch's CUDA major; None when it is new enough or unknown."""
+    driver = f.driver_version
+    if driver is None:
+        return None
+    verdict = driver_supports(driver, major)
+    cuda_drv = f.gpu_readings.get("cuda_driver_version")
+    if verdict.ok is False or (cuda_drv and int(str(cuda_drv).split(".")[0]) < major):
+        why = (
+            f"older than the {verdict.minimum} CUDA {major} needs"
+            if verdict.ok is False
+            else (f"supports CUDA up to {cuda_drv}")
+        )
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} needs CUDA {major}, but driver {driver} is {why}",
+            "torch",
+            (f"driver {driver}", f"minimum per CUDA major: {verdict.source}"),
+            DRIVER_FIX,
+        )
+    return None
+
+
+def _driver_proof(f: GateFacts, major: int) -> str:
+    driver = f.driver_version
+    if driver is None:
+        return ""
+    verdict = driver_supports(driver, major)
+    if verdict.ok:
+        return f"; driver {driver} ≥ {verdict.minimum} for CUDA {major}"
+    return f"; driver {driver}"
+
+
+def _static(f: GateFacts) -> Finding:
+    s = f.section("torch_static") or {}
+    if not s.get("found"):
+        return Finding("G1", Status.SKIP, "torch is not installed: nothing CUDA to check", "torch")
+    version = s.get("version") or "(version unknown)"
+    if s.get("error"):
+        return Finding("G1", Status.ERROR, f"torch {version}: cannot read its files: {s['error']}", "torch")
+    needed: list[dict[str, Any]] = s.get("needed") or []
+    lib = s.get("library")
+    cuda = s.get("cuda")
+    if not lib:
+        how = "torch/version.py says cuda = None" if not cuda else f"torch/version.py says CUDA {cuda}"
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} is a CPU-only build ({how}; no torch/lib/libtorch_cuda.so)",
+            "torch",
+            (),
+            LIVE_FIX,
+        )
+    target = rules.target_major()
+    evidence = tuple(
+        f"{lib} → {n['soname']}: " + (f"{n['found']} ({n['how']})" if n.get("found") else str(n.get("how")))
+        for n in needed
+    )
+    wrong = [n for n in needed if n.get("major") is not None and n["major"] != target]
+    label_major = int(str(cuda).split(".")[0]) if cuda and str(cuda).split(".")[0].isdigit() else None
+    if wrong or (label_major is not None and label_major != target):
+        what = (
+            f"{lib} links {', '.join(n['soname'] for n in wrong)} (CUDA {wrong[0]['major']})"
+            if wrong
+            else f"torch/version.py says CUDA {cuda}"
+        )
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} needs CUDA {wrong[0]['major'] if wrong else label_major}: {what} "
+            f"— target is CUDA {target}",
+            "torch",
+            evidence,
+            LIVE_FIX,
+        )
+    missing = [n for n in needed if not n.get("found")]
+    if missing:
+        first = missing[0]
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version}: {lib} needs {first['soname']}, which the loader will not find "
+            f"({first.get('how')})",
+            "torch",
+            evidence,
+            "install the CUDA 13 runtime wheels torch requires (pip install --force-reinstall torch from the "
+            "cu130 index), or put the CUDA 13 runtime on the loader path",
+        )
+    alien = [n for n in needed if n.get("machine")]
+    if alien:
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version}: {alien[0]['found']} is built for {alien[0]['machine']}, "
+            f"not {s.get('machine')}",
+            "torch",
+            evidence,
+            LIVE_FIX,
+        )
+    major = label_major or target
+    drv = _driver(f, major, version)
+    if drv:
+        return drv
+    proof = next((n for n in needed if n["soname"].startswith("libcudart")), needed[0] if needed else None)
+    how = (
+        f"{lib.rsplit('/', 1)[-1]} → {proof['soname']} found at {proof['found']}" if proof else f"{lib} read"
+    )
+    ngc = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
+    if f.driver_version is None and not f.gpu0:
+        return Finding(
+            "G1",
+            Status.WARN,
+            f"torch {version} built for CUDA {cuda or major}{ngc}, but no NVIDIA driver or GPU is visible",
+            "torch",
+            evidence,
+            "run the container with --gpus all (or the NVIDIA runtime)",
+        )
+    return Finding(
+        "G1",
+        Status.PASS,
+        f"static: torch {version} built for CUDA {cuda or major}{ngc}; {how}{_driver_proof(f, major)}",
+        "torch",
+        (
+            *evidence,
+            "the first CUDA operation is not run by default: --deep (or SPARKENV_GATE_DEEP=1) runs it",
+        ),
+    )
+
+
+def _torch(f: GateFacts) -> Finding:
+    probe = f.section("torch") or {}
+    stages = f.torch_stages
+    target = rules.target_major()
+    if "import_error" in stages:
+        error = stages["import_error"]["error"]
+        if error.startswith("ModuleNotFoundError") and "'torch'" in error:
+            return Finding("G1", Status.SKIP, "torch is not installed: nothing CUDA to check", "torch")
+        return Finding("G1", Status.FAIL, f"import torch fails: {error}", "torch", (error,), LIVE_FIX)
+    where = "the first CUDA operation" if "devices" in stages else "import torch"
+    if probe.get("timed_out"):  # killed by us at the deadline: the check could not run, not a verdict
+        return Finding(
+            "G1",
+            Status.ERROR,
+            f"{where} did not finish in time (killed at the gate's deadline)",
+            "torch",
+            tuple(probe.get("stderr_tail") or ()),
+        )
+    if probe.get("signal"):
+        tail = f": {probe['stderr_tail'][-1]}" if probe.get("stderr_tail") else ""
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"{where} was killed by {probe['signal']}{tail}",
+            "torch",
+            tuple(probe.get("stderr_tail") or ()),
+            LIVE_FIX,
+        )
+    t = f.torch
+    if t is None:
+        tail = (probe.get("stderr_tail") or ["no output"])[-1]
+        return Finding("G1", Status.ERROR, f"the torch probe gave no answer: {tail}", "torch")
+    version, cuda = t.get("version"), t.get("cuda")
+    if not cuda:
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} is a CPU-only build (torch.version.cuda is None)",
+            "torch",
+            (),
+            LIVE_FIX,
+        )
+    major = int(str(cuda).split(".")[0])
+    label = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
+    if major != target:
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} is built for CUDA {cuda} — target is CUDA {target}",
+            "torch",
+            (),
+            LIVE_FIX,
+        )
+    if "cuda_error" in stages or "first_op_error" in stages:
+        error = (stages.get("cuda_error") or stages.get("first_op_error"))["error"]
+        return Finding(
+            "G1",
+            Status.FAIL,
+            f"torch {version} (CUDA {cuda}): the first CUDA operation fails: {error}",
+            "torch",
+            (error,),
+            "check the driver (nvidia-smi) and that no CUDA 12 library shadows CUDA 13",
+        )
+    drv = _driver(f, major, str(version))
+    if drv:
+        return drv
+    devices = stages.get("devices") or {}
+    if not devices.get("available"):
+        return Finding(
+            "G1",
+            Status.WARN,
+            f"torch {version} built for CUDA {cuda}{label}, but no GPU is visible",
+            "torch",
+            (),
+            "run the container with --gpus all (or the NVIDIA runtime)",
+        )
+    d = f.device or {}
+    return Finding(
+        "G1",
+        Status.PASS,
+        f"torch {version} built for CUDA {cuda}{label}; first CUDA operation ran in "
+        f"{d.get('first_op_s', '?')} s",
+        "torch",
+        (f"import {t.get('import_s')} s", f"cudnn {t.get('cudnn')}"),
+    )
+
+
+def _loader(f: GateFacts) -> list[Finding]:
+    loader = f.section("loader")
+    if loader is None:
+        return []
+    hits = loader.get("libcudart12") or []
+    if not hits:
+        return []
+    return [
+        Finding(
+            "G1",
+            Status.WARN,
+            f"a CUDA 12 runtime is on the loader path: {', '.join(hits[:3])}",
+            "libcudart.so.12",
+            tuple(hits),
+            "remove it from LD_LIBRARY_PATH / ldconfig, or a CUDA 12 extension will load it silently",
+        )
+    ]
+
+
+RULES = (
+    Rule(
+        Stage.DECLARED,
+        declared,
+        "each requirement's name (-cu12), version label (+cu128, +cpu), exact pin of a versioned CUDA "
+        "wheel, index URLs and wheel URLs (for another CPU), markers evaluated for the target",
+    ),
+    Rule(
+        Stage.RESOLVED,
+        resolved,
+        "every resolved file's name, label and Requires-Dist for the target platform, with the chain "
+        "that pulled it in",
+    ),
+    Rule(
+        Stage.INSTALLED,
+        installed,
+        "every distribution's name, label, Requires-Dist, install paths and the DT_NEEDED sonames of its "
+        "shared objects; CPU-only torch; shared objects of another CPU; bitsandbytes' CUDA library",
+    ),
+    Rule(
+        Stage.LIVE,
+        live,
+        "torch.version.cuda, the first CUDA operation (in a subprocess), a CUDA 12 runtime on the "
+        "loader path",
+    ),
+)

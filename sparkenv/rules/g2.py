@@ -1,0 +1,387 @@
+"""G2 — flash-attn: an hour-long source build that looks like a hang, a build that does not fit, or
+Unsloth silently dropping attn_implementation="sdpa" for it: every stage's judgement.
+
+declared: flash-attn (and the other CUDA-compiling packages) against the base's build or the target's
+wheels (check, lock); resolved: a package that resolves only to an sdist (lock); installed: where
+flash-attn came from and whether its shared objects fit, Unsloth next to a working flash-attn without
+the SDPA override (audit, build's self-audit); live: flash-attn runs on the GPU, the SDPA override is
+active where SDPA is wanted (gate).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING
+
+from sparkenv.cuda import rules
+from sparkenv.knowledge import packages
+from sparkenv.patches.sdpa import mode_from_env
+from sparkenv.report import Finding, Status
+from sparkenv.rules import Rule, Stage, cuda_major, unsloth
+from sparkenv.rules.cuda_major import Binding
+
+if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts, DistFacts
+    from sparkenv.gate.view import GateFacts
+    from sparkenv.resolve.inputs import Declared
+    from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
+    from sparkenv.resolve.profiles import Profile
+
+_NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
+_EXPLAIN = "see `sparkenv explain G2`"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.DECLARED and Stage.RESOLVED: a package that compiles CUDA code at install
+
+
+def declared(facts: DeclaredFacts) -> list[Finding]:
+    compiles = packages().compiles_cuda
+    out: list[Finding] = []
+    for d in facts.applicable:
+        if d.key in compiles:
+            out += _compiled(d, facts.profile, facts.profile.provider(d.key), list(compiles[d.key]))
+    return out
+
+
+def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: list[str]) -> list[Finding]:
+    key = d.key
+    assert key is not None
+    ev = (d.where,)
+    if provider is not None:
+        base_v = profile.provides[provider]
+        if not d.url and (
+            not str(d.specifier) or (base_v and d.specifier.contains(base_v, prereleases=True))
+        ):
+            return [
+                Finding(
+                    "G2",
+                    Status.PASS,
+                    f"{key} is provided by the base ({provider} "
+                    f"{base_v or 'version not recorded'}, {profile.image}); "
+                    "excluded from resolution, nothing compiles",
+                    key,
+                    ev,
+                )
+            ]
+        return [
+            Finding(
+                "G2",
+                Status.FAIL,
+                f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
+                f"{provider} {base_v}: "
+                "installing it replaces a working build with a from-source CUDA compile (1–1.5 h "
+                "that looks like a hang)",
+                key,
+                ev,
+                f"drop the requirement and use the base's {provider}, or require {key}=={base_v}",
+            )
+        ]
+    if d.url and d.url.endswith(".whl"):
+        return []  # a prebuilt wheel: judged by its tags and labels
+    if profile.machine in wheel_cpus:
+        return [
+            Finding(
+                "G2",
+                Status.PASS,
+                f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
+                "one is chosen",
+                key,
+                ev,
+            )
+        ]
+    return [
+        Finding(
+            "G2",
+            Status.FAIL,
+            f"{key} ({d.where}) has no {profile.machine} wheel upstream: pip compiles its CUDA code from the "
+            f"sdist (1–1.5 h that looks like a hang) on {profile.name}",
+            key,
+            ev,
+            "use an NGC profile (flash-attn is built in), or drop it and use SDPA",
+        )
+    ]
+
+
+def resolved(facts: ResolvedFacts) -> list[Finding]:
+    compiles = packages().compiles_cuda
+    profile = facts.profile
+    out: list[Finding] = []
+    for key, pkg in sorted(facts.locked.items()):
+        if not (pkg.sdist and not pkg.wheels):
+            continue
+        ev, desc = facts.evidence(key), facts.describe(key)
+        if key in compiles:
+            out.append(
+                Finding(
+                    "G2",
+                    Status.FAIL,
+                    f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing it "
+                    "compiles CUDA code (1–1.5 h that looks like a hang)",
+                    key,
+                    ev,
+                    "use an NGC profile that provides it, or drop it (SDPA instead of flash-attn)",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "G2",
+                    Status.WARN,
+                    f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
+                    "is built at install",
+                    key,
+                    ev,
+                    "prefer a version with a wheel for the target",
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.INSTALLED: an environment read from outside (sparkenv audit)
+
+
+def installed(facts: AuditFacts) -> list[Finding]:
+    binds = cuda_major.bindings(facts)
+    fa = facts.dists.get("flash-attn")
+    member = unsloth.installed(facts.dists)
+    unsloth_dist = facts.dists[member] if member else None
+    findings: list[Finding] = []
+    working = False
+    if fa is None:
+        findings.append(
+            Finding(
+                "G2",
+                Status.INFO,
+                "flash-attn is not installed: attention uses SDPA "
+                "(on a bare pip environment, keep it that way)",
+                "flash-attn",
+            )
+        )
+    else:
+        finding, working = _flash_attn(fa, binds["flash-attn"], facts)
+        findings.append(finding)
+    if unsloth_dist is not None and working:
+        findings.append(_unsloth(unsloth_dist, fa, facts))
+    return findings
+
+
+def origin(df: DistFacts) -> str:
+    dist = df.dist
+    release = rules.ngc_release(dist.version) or _match(_NGC_FA_LABEL, dist.version)
+    if release:
+        return f"NGC build {release}"
+    if rules.label_cuda_major(dist.version):
+        return "prebuilt wheel from the flash-attention GitHub releases"
+    direct = _direct_url(df)
+    if direct:
+        url = direct.get("url", "?")
+        if "dir_info" in direct:
+            return f"built here from a local source tree ({url})"
+        if url.endswith(".whl"):
+            return f"wheel from {url}"
+        return f"built here from the source archive {url}"
+    tags = [
+        line.split(":", 1)[1].strip()
+        for line in (dist.read_meta("WHEEL") or "").splitlines()
+        if line.lower().startswith("tag:")
+    ]
+    if tags and all(re.search(r"-linux_\w+$", t) for t in tags):
+        return f"compiled here from the sdist, wheel tag {tags[0]} (not manylinux)"
+    if tags:
+        return f"wheel from a package index ({tags[0]})"
+    return "unknown origin (no WHEEL file)"
+
+
+def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, bool]:
+    who = f"flash-attn {df.dist.version}"
+    where = origin(df)
+    target = rules.target_major()
+    evidence = [f"origin: {where}", *(f"{so.relpath} ({so.info.machine})" for so in df.shared_objects[:8])]
+    wrong_arch = [so for so in df.shared_objects if so.info.machine != facts.target.machine]
+    others = sorted(m for m in b.majors if m != target)
+    troubles = []
+    if df.dist.files_known and not df.shared_objects:
+        troubles.append("has no compiled extension (flash_attn_2_cuda*.so missing): the build did not finish")
+    if wrong_arch:
+        troubles.append(
+            f"{len(wrong_arch)} shared object(s) are {wrong_arch[0].info.machine}, the environment is "
+            f"{facts.target.machine}"
+        )
+    if others:
+        troubles.append(f"built for CUDA {others[-1]}, target is CUDA {target}")
+    if troubles:
+        return Finding(
+            "G2",
+            Status.FAIL,
+            f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
+            "flash-attn",
+            tuple(evidence),
+            "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
+            "(never pip install flash-attn on a Spark: it compiles for an hour)",
+        ), False
+    if not df.dist.files_known:
+        return Finding(
+            "G2",
+            Status.WARN,
+            f"{who}: its files are not listed, fit not checked; origin: {where}",
+            "flash-attn",
+            tuple(evidence),
+            "reinstall it with pip so its RECORD lists the files",
+        ), False
+    return Finding(
+        "G2",
+        Status.PASS,
+        f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit {facts.target.machine}",
+        "flash-attn",
+        tuple(evidence),
+    ), True
+
+
+def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Finding:
+    who = f"{unsloth.dist.key} {unsloth.dist.version}"
+    if facts.sdpa_override:
+        return Finding(
+            "G2",
+            Status.PASS,
+            f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
+            unsloth.dist.key,
+            (f"override: {facts.sdpa_override}",),
+        )
+    return Finding(
+        "G2",
+        Status.WARN,
+        f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA override: "
+        'Unsloth picks flash-attn and FastLanguageModel drops attn_implementation="sdpa"',
+        unsloth.dist.key,
+        (
+            "unsloth sets HAS_FLASH_ATTENTION in each of its modules when flash_attn imports",
+            f"no {packages().sdpa_override_pth} in the site folders",
+        ),
+        "if you want SDPA: sparkenv patch sdpa --install (it sets the flag in every Unsloth module, not only "
+        f"unsloth.models._utils; {_EXPLAIN}); if flash-attn is what you want, nothing to do",
+    )
+
+
+def _direct_url(df: DistFacts) -> dict | None:
+    text = df.dist.read_meta("direct_url.json")
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _match(regex: re.Pattern[str], text: str) -> str | None:
+    m = regex.search(text)
+    return m.group(1) if m else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.LIVE: the running machine (sparkenv gate)
+
+
+def live(f: GateFacts) -> list[Finding]:
+    flash = f.torch_stages.get("flash")
+    out = [_live_flash_attn(flash, "flash-attn" in f.dists, f.deep)]
+    member = unsloth.installed(f.dists)
+    if member and flash and flash.get("works"):
+        out.append(_live_unsloth(f, member))
+    return out
+
+
+def _live_flash_attn(flash: dict | None, installed: bool, deep: bool = True) -> Finding:
+    def finding(status: Status, summary: str, fix: str | None = None) -> Finding:
+        return Finding("G2", status, summary, "flash-attn", (), fix)
+
+    drop = "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn"
+    if not installed and (flash is None or not flash.get("importable")):
+        return finding(Status.PASS, "flash-attn is not installed: attention uses SDPA")
+    if flash is None and not deep:
+        return finding(
+            Status.INFO,
+            "flash-attn is installed; the default gate does not call it (--deep runs a flash-attn call on "
+            "the GPU; sparkenv audit reads where it came from)",
+        )
+    if flash is None:
+        return finding(Status.SKIP, "flash-attn is installed but was not tried (no GPU or no torch)")
+    if not flash.get("importable"):
+        return finding(
+            Status.FAIL, f"flash-attn is installed but does not import: {flash.get('error')}", drop
+        )
+    if not flash.get("works"):
+        return finding(
+            Status.FAIL,
+            f"flash-attn {flash.get('version')} imports but fails on the GPU: {flash.get('error')}",
+            drop,
+        )
+    return finding(Status.PASS, f"flash-attn {flash.get('version')} runs on the GPU")
+
+
+_SHOWN = ("installed", "installed_by", "mode", "dispatch", "leaks", "env", "errors")
+
+
+def _live_unsloth(f: GateFacts, member: str) -> Finding:
+    override = f.torch_stages.get("sdpa_override") or {}
+    raw = f.env.get("SPARKENV_SDPA")
+    switched_off = mode_from_env(raw) is None
+    explicit = bool(raw and raw.strip())
+    wanted = not switched_off and (explicit or bool(override.get("installed")))
+    who = f"{member} {f.dists[member]}"
+    evidence = tuple(f"{k}: {override[k]}" for k in _SHOWN if override.get(k) not in (None, [], ""))
+    dispatch = override.get("dispatch")
+    if "unsloth_import_error" in f.torch_stages:
+        evidence += (f"import unsloth failed: {f.torch_stages['unsloth_import_error']['error']}",)
+    if override.get("active"):
+        seen = (
+            f"; Unsloth's dispatch picks {dispatch}"
+            if dispatch
+            else " (Unsloth not imported: --import-unsloth checks its dispatch)"
+        )
+        return Finding("G2", Status.PASS, f"{who}: the SDPA override is active{seen}", member, evidence)
+    if wanted:
+        why = f"Unsloth's dispatch picks {dispatch}" if dispatch else "Unsloth will train with flash-attn"
+        return Finding(
+            "G2",
+            Status.FAIL,
+            f"{who}: SDPA is wanted but the override is not active: {why}",
+            member,
+            evidence,
+            "install sparkenv's SDPA override (sparkenv patch sdpa --install); keep SPARKENV_SDPA unset or 1",
+        )
+    off = " (SPARKENV_SDPA switches the override off)" if switched_off else ""
+    return Finding(
+        "G2",
+        Status.INFO,
+        f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install the '
+        "override (sparkenv patch sdpa --install)",
+        member,
+        evidence,
+    )
+
+
+RULES = (
+    Rule(
+        Stage.DECLARED,
+        declared,
+        "flash-attn, xformers and the other CUDA-compiling packages: against the base's build (same "
+        "version or not), or whether the target's CPU has upstream wheels",
+    ),
+    Rule(Stage.RESOLVED, resolved, "resolved packages for which only an sdist fits the target platform"),
+    Rule(
+        Stage.INSTALLED,
+        installed,
+        "flash-attn's origin (NGC build, sdist compiled here, GitHub wheel), its shared objects' CPU and "
+        "CUDA major; Unsloth next to a working flash-attn without the SDPA override's .pth",
+    ),
+    Rule(
+        Stage.LIVE,
+        live,
+        "flash-attn imported and run on the GPU (in the torch probe); with Unsloth, whether the SDPA "
+        "override is active and what Unsloth's dispatch picks, SPARKENV_SDPA",
+    ),
+)
