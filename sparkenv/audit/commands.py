@@ -53,6 +53,10 @@ def audit(
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
+    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
+    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
+    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
 ) -> None:
     """Inspect an installed environment from outside — nothing is imported or run — for G1, G2 and G9.
 
@@ -73,4 +77,17 @@ def audit(
     from sparkenv.render.emit import emit
 
     result = run_audit(target, lock=lock, machine=machine, root=root)
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            fmt=fmt,
+            sarif=sarif,
+            waivers_file=waivers_file,
+            waive=waive,
+        )
+    )

@@ -50,6 +50,10 @@ def check(
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
+    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
+    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
+    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
 ) -> None:
     """The policy on declared requirements, offline and fast (pre-commit, CI): G1, G2, G9.
 
@@ -70,7 +74,20 @@ def check(
     from sparkenv.resolve.run import check as run_check
 
     result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            fmt=fmt,
+            sarif=sarif,
+            waivers_file=waivers_file,
+            waive=waive,
+        )
+    )
 
 
 def lock(
@@ -135,6 +152,10 @@ def lock(
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
+    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
+    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
+    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
+    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
 ) -> None:
     """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
 
@@ -189,8 +210,34 @@ def lock(
         )
         # The lock, --report and --junit together: validated first, all written or none replaced.
         outputs_mod.write_all(result, pending, report=report, junit=junit, strict=strict)
-        raise typer.Exit(emit(result, json_out=json_out, report=None, junit=None, strict=strict, quiet=quiet))
-    raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))
+        raise typer.Exit(
+            emit(
+                result,
+                json_out=json_out,
+                report=None,
+                junit=None,
+                strict=strict,
+                quiet=quiet,
+                fmt=fmt,
+                sarif=sarif,
+                waivers_file=waivers_file,
+                waive=waive,
+            )
+        )
+    raise typer.Exit(
+        emit(
+            result,
+            json_out=json_out,
+            report=report,
+            junit=junit,
+            strict=strict,
+            quiet=quiet,
+            fmt=fmt,
+            sarif=sarif,
+            waivers_file=waivers_file,
+            waive=waive,
+        )
+    )
 
 
 def _profiles_app() -> typer.Typer:
