@@ -246,3 +246,31 @@ def test_pre_commit_hooks_through_try_repo(tmp_path: Path) -> None:
     )
     assert good.returncode == 0, good.stdout + good.stderr
     assert "Passed" in good.stdout
+
+
+def test_the_readme_pins_a_real_commit_that_holds_the_hooks_and_the_action() -> None:
+    readme = (REPO / "README.md").read_text()
+    revs = set(re.findall(r"(?:rev: |@)([0-9a-f]{40})\b", readme))
+    assert revs, "the README's snippets name no commit"
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    if shallow.stdout.strip() != "false":
+        pytest.skip("a shallow or non-git checkout cannot tell whether the README's commit is real")
+    for rev in revs:
+        hooks = subprocess.run(
+            ["git", "show", f"{rev}:.pre-commit-hooks.yaml"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert hooks.returncode == 0, f"{rev}: {hooks.stderr}"
+        ids = {h["id"] for h in yaml.safe_load(hooks.stdout)}
+        assert {"sparkenv-check", "sparkenv-lock-check"} <= ids
+        action = subprocess.run(
+            ["git", "show", f"{rev}:action.yml"], cwd=REPO, capture_output=True, timeout=60
+        )
+        assert action.returncode == 0, f"{rev} has no action.yml"
+        ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", rev, "HEAD"], cwd=REPO, timeout=60)
+        assert ancestor.returncode == 0, f"{rev} is not in this branch's history"
