@@ -100,3 +100,17 @@ def test_no_engine_is_exit_3_with_the_fix(tmp_path: Path) -> None:
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.count("\n") == 1 and "no Docker engine answers" in proc.stderr
     assert "dockerd" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_lock_that_replaces_a_base_package_on_purpose_is_labelled_and_not_guarded(tmp_path) -> None:
+    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
+        text = (LOCK.parent / name).read_text()
+        if name.startswith("pylock"):  # as `sparkenv lock --allow-replace torch` records it
+            text = text.replace("[tool.sparkenv]\n", '[tool.sparkenv]\nallow-replace = ["torch"]\n')
+        (tmp_path / name).write_text(text)
+    proc = run("--dry-run", "--lock", str(tmp_path / "pylock.ngc-25-11.toml"))
+    assert proc.returncode == 0, proc.stderr
+    final = proc.stdout.split("\nFROM ")[-1]
+    assert 'io.sparkenv.allow-replace="torch"' in final
+    snapshot = next(ln for ln in final.splitlines() if "base_check.py snapshot" in ln)
+    assert " torch " not in f"{snapshot} " and "pytorch-triton" in snapshot

@@ -36,6 +36,13 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.wheel("torchvision", "0.26.0", tag=ARM, requires=["torch==2.11.0"])
     # extras are followed: withextra[gpu] needs torch only through its extra
     ix.wheel("withextra", "1.0", requires=["filelock", "torch==2.11.0; extra == 'gpu'"])
+    ix.wheel("torchvision", "0.20.1", tag=ARM, requires=["torch==2.5.1"])
+    # fallbacks: the newest release has no file for aarch64, or a requirement elsewhere caps it
+    ix.sdist("oldserver", "1.0")
+    ix.wheel("oldserver", "2.0", tag="py3-none-manylinux_2_28_x86_64")
+    ix.wheel("libx", "1.0")
+    ix.wheel("libx", "2.0")
+    ix.wheel("capper", "1.0", requires=["libx<2"])
     server = serve(ix)
     yield ix
     server.shutdown()
@@ -131,6 +138,9 @@ def test_cpu_only_torch_on_the_bare_target_is_g1_fail_with_the_index_to_use(lock
     g1 = _by(r)[("G1", "torch")]
     assert r.code == 1 and g1["status"] == "FAIL" and "CPU-only build" in g1["summary"]
     assert "download.pytorch.org/whl/cu130" in g1["fix"] and _nothing_written(tmp_path)
+    r = lock("torchvision==0.20.1\n", "--profile", "spark-bare")  # tied to a CPU-only torch
+    tv = _by(r)[("G1", "torchvision")]
+    assert r.code == 1 and tv["status"] == "FAIL" and "torch 2.5.1, a CPU-only build" in tv["summary"]
     r = lock("torch==2.11.0\ntorchvision\n", "--profile", "spark-bare")
     assert r.code == 0, r.out
     found = _by(r)
@@ -144,3 +154,19 @@ def test_every_written_lock_is_closed(lock, tmp_path):
     assert r.code == 0, r.out
     closure = _by(r)[("G9", "closure")]
     assert closure["status"] == "PASS" and "the resolved set is closed" in closure["summary"]
+
+
+def test_an_old_fallback_warns_with_the_reason(lock, tmp_path):
+    r = lock("oldserver\n", "--profile", "spark-bare")
+    w = _by(r)[("G9", "oldserver")]
+    assert (
+        r.code == 0
+        and w["status"] == "WARN"
+        and "oldserver 1.0 (via oldserver) is a fallback" in w["summary"]
+    )
+    assert "2.0: none of its 1 wheel(s) fits aarch64-manylinux_2_39 and it has no sdist" in w["summary"]
+    r = lock("libx\ncapper\n")
+    w = _by(r)[("G9", "libx")]
+    assert w["status"] == "WARN" and "capper → libx<2 excludes 2.0" in w["summary"]
+    r = lock("libx<2\n")  # the user's own cap is a choice, not a fallback
+    assert ("G9", "libx") not in _by(r)

@@ -43,9 +43,23 @@ def test_every_file_downloads_for_the_target_with_hashes(tmp_path):
 
 @pytest.mark.network
 def test_default_profile_resolves_the_playbook_stack_from_pypi(run, tmp_path):
-    r = run("lock", str(LOCKS / "inputs" / "playbook-unsloth.txt"), "--output-dir", str(tmp_path), "--json")
+    """Re-locked as of the date the shipped lock records, the playbook stack gives the shipped lock
+    again: closed (the Unsloth family's own requirements locked too), nothing of the base replaced."""
+    from sparkenv.resolve import lockfile
+
+    as_of = str(lockfile.read_tool(LOCKS / "pylock.ngc-25-11.toml")["exclude-newer"])
+    r = run(
+        "lock", str(LOCKS / "inputs" / "playbook-unsloth.txt"), "--output-dir", str(tmp_path), "--json",
+        "--exclude-newer", as_of,
+    )  # fmt: skip
     assert r.code == 0, r.out + r.err
     found = {(f["id"], f["subject"]): f for f in r.json()["findings"]}
     assert "excluded: provided by the base" in found[("G9", "torch")]["summary"]
+    assert found[("G9", "closure")]["status"] == "PASS"
     text = (tmp_path / "requirements.ngc-25-11.txt").read_text()
     assert "unsloth==" in text and "torch==" not in text and "nvidia-" not in text
+
+    def pins(t: str) -> list[str]:
+        return sorted(ln.split(" ")[0] for ln in t.splitlines() if "==" in ln and not ln.startswith("#"))
+
+    assert pins(text) == pins(REQ.read_text())

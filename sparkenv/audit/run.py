@@ -7,18 +7,25 @@ from pathlib import Path
 
 from sparkenv import rules
 from sparkenv.audit import scan
+from sparkenv.cuda import coverage
 from sparkenv.environment import lockpins, target
 from sparkenv.report import Finding, Report
 from sparkenv.rules import requirements
 
 
 def audit(
-    target_arg: str | None, lock: str | None = None, machine: str | None = None, root: str | None = None
+    target_arg: str | None,
+    lock: str | None = None,
+    machine: str | None = None,
+    root: str | None = None,
+    gpu: coverage.Capability | str | None = "default",
 ) -> Report:
+    """`gpu`: the capability kernels are judged for; "default" is the GB10; None skips G7 coverage."""
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
     pins = lockpins.read(lock) if lock else None
-    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"))
+    cap = coverage.gb10() if gpu == "default" else gpu
+    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"), cap)  # type: ignore[arg-type]
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
         "machine": resolved.machine,
@@ -28,6 +35,7 @@ def audit(
         "shared_objects": facts.shared_object_count,
         # what pip check reports, machine-readable: one entry per unmet requirement (G9 names each)
         "broken_requirements": [b.as_dict() for b in requirements.find(facts)[0]],
+        "gpu": coverage.cap_text(cap) if isinstance(cap, tuple) else None,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report

@@ -166,7 +166,17 @@ class Plan:
             "io.sparkenv.version": self.version,
             "io.sparkenv.base-digest": self.base.digest,
             "io.sparkenv.sdpa": "true" if self.sdpa else "false",
+            **(
+                {"io.sparkenv.allow-replace": ",".join(sorted(self.allowed_replace))}
+                if self.allowed_replace
+                else {}
+            ),
         }
+
+    @property
+    def allowed_replace(self) -> set[str]:
+        """What the lock replaces of the base on purpose (`sparkenv lock --allow-replace`)."""
+        return {str(x) for x in self.lock.tool.get("allow-replace", []) or []}
 
     def dockerfile(self) -> str:
         template = template_text(TEMPLATE)
@@ -202,7 +212,8 @@ class Plan:
             "VERSION": self.version,
             "BASE": self.base.ref,
             "FETCH": "\n".join(fetch),
-            "PROVIDED": " ".join(self.profile.provides) or "",
+            # a package the lock replaces on purpose (`sparkenv lock --allow-replace`) is not guarded
+            "PROVIDED": " ".join(p for p in self.profile.provides if p not in self.allowed_replace) or "",
             "INSTALL": "\n".join(install),
             "SDPA": sdpa,
             "LABELS": labels,

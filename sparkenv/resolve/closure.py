@@ -36,48 +36,61 @@ def base_conflicts(
     profile: Profile,
     allow_replace: set[str],
 ) -> list[Finding]:
-    """G9 for requirements on what the base provides. `versions`: locked name -> version."""
-    out: list[Finding] = []
+    """G9 for requirements on what the base provides, one finding per provided package listing every
+    chain that asks for another version. `versions`: locked name -> version."""
+    bad: dict[str, list[Edge]] = {}
+    unknown: dict[str, list[Edge]] = {}
     for dep, group in by_target(graph_edges):
         provider = profile.provider(dep)
         if provider is None or provider in allow_replace or dep in allow_replace:
             continue
         base_v = profile.provides.get(provider, "")
         for e in group:
-            src = f"{e.source} {versions.get(e.source, '')}".strip()
-            path = " → ".join([*chain.get(e.source, [e.source]), _show(e)])
-            if e.req.url:
-                bad = f"asks for {e.target} @ {e.req.url}"
-            elif not base_v:
-                out.append(
-                    Finding(
-                        "G9",
-                        Status.WARN,
-                        f"{path}: the base provides {provider} but {profile.path or profile.name} does not "
-                        f"record its version; cannot tell whether {src} would replace it",
-                        provider,
-                        (path,),
-                        f"record provides.{provider} in the profile",
-                    )
-                )
-                continue
-            elif accepts(e.req.specifier, base_v):
-                continue
-            else:
-                bad = f"does not accept the base's {provider} {base_v}"
-            out.append(
-                Finding(
-                    "G9",
-                    Status.FAIL,
-                    f"{path}: {src} {bad} ({profile.image or profile.name}); installed with pip it "
-                    f"replaces the base's {provider}",
-                    provider,
-                    (path, f"base: {provider} {base_v}"),
-                    f"pin a {e.source} release whose requirement accepts {provider} {base_v}, choose "
-                    f"another profile (`sparkenv profiles`), or replace the base's {provider} on purpose "
-                    f"with --allow-replace {provider} (recorded in the lock)",
-                )
+            if e.req.url or (base_v and not accepts(e.req.specifier, base_v)):
+                bad.setdefault(provider, []).append(e)
+            elif not base_v and str(e.req.specifier):
+                unknown.setdefault(provider, []).append(e)
+
+    def path(e: Edge) -> str:
+        return " → ".join(
+            [*chain.get(e.source, [e.source]), f"{e.target} @ {e.req.url}" if e.req.url else _show(e)]
+        )
+
+    out: list[Finding] = []
+    where = profile.image or profile.name
+    for provider, group in sorted(bad.items()):
+        base_v = profile.provides.get(provider, "")
+        paths = sorted({path(e) for e in group}, key=len)
+        sources = sorted({e.source for e in group})
+        shown = "; ".join(paths[:4]) + (f"; … ({len(paths) - 4} more)" if len(paths) > 4 else "")
+        out.append(
+            Finding(
+                "G9",
+                Status.FAIL,
+                f"{shown}: not met by the base's {provider} {base_v} ({where}, pre-releases count); "
+                f"installed with pip, {'this replaces' if len(paths) == 1 else 'these replace'} the base's "
+                f"{provider}",
+                provider,
+                (*paths, f"base: {provider} {base_v}"),
+                f"pin {'a release' if len(sources) == 1 else 'releases'} of {', '.join(sources)} that "
+                f"accept{'s' if len(sources) == 1 else ''} {provider} {base_v}, choose another profile "
+                f"(`sparkenv profiles`), or replace the base's {provider} on purpose with --allow-replace "
+                f"{provider} (recorded in the lock)",
             )
+        )
+    for provider, group in sorted(unknown.items()):
+        paths = sorted({path(e) for e in group}, key=len)
+        out.append(
+            Finding(
+                "G9",
+                Status.WARN,
+                f"{'; '.join(paths[:4])}: the base provides {provider} but {profile.path or profile.name} "
+                "does not record its version; cannot tell whether it would be replaced",
+                provider,
+                tuple(paths),
+                f"record provides.{provider} in the profile",
+            )
+        )
     return out
 
 

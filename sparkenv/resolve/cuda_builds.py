@@ -27,13 +27,19 @@ class Family:
     key: str
     cuda_files: tuple[str, ...]
     instead: str
+    conclusive: bool  # a CUDA build always shows CUDA in its metadata: no evidence means CPU-only
 
 
 @functools.cache
 def families() -> dict[str, Family]:
     data = datafiles.load("packages").get("cuda_capable", {})
     return {
-        canonicalize_name(k): Family(canonicalize_name(k), tuple(v.get("cuda_files", ())), str(v["instead"]))
+        canonicalize_name(k): Family(
+            canonicalize_name(k),
+            tuple(v.get("cuda_files", ())),
+            str(v["instead"]),
+            bool(v.get("conclusive", False)),
+        )
         for k, v in data.items()
     }
 
@@ -92,6 +98,15 @@ def evidence(
     return out
 
 
+def exact_ties(graph_edges: list[Edge]) -> dict[str, set[str]]:
+    fams = families()
+    out: dict[str, set[str]] = {}
+    for e in graph_edges:
+        if e.source in fams and e.target in fams and _exact(e):
+            out.setdefault(e.source, set()).add(e.target)
+    return out
+
+
 def record_evidence(key: str, record: str) -> str | None:
     """A CUDA library among the files a wheel's RECORD lists."""
     fam = families().get(key)
@@ -111,13 +126,32 @@ def findings(
     chain: dict[str, list[str]],
     files: dict[str, str],
     profile_desc: str,
+    ties: dict[str, set[str]] | None = None,
 ) -> list[Finding]:
+    """`ties`: member -> the family members it pins exactly (torchvision -> {torch})."""
+    ties = ties or {}
     """G1 FAIL for each member without CUDA evidence; PASS (with the evidence) for the rest."""
     out = []
+    fams = families()
+    cpu_only = {k for k, why in verdicts.items() if why is None and fams[k].conclusive}
     for key, why in sorted(verdicts.items()):
         via = " → ".join(chain.get(key, [key]))
         desc = f"{key} {versions[key]} (via {via})"
         ev = (files.get(key, ""), f"via {via}")
+        tied = sorted(t for t in ties.get(key, ()) if t in cpu_only)
+        if why is None and not fams[key].conclusive:
+            if tied:
+                out.append(
+                    Finding(
+                        "G1",
+                        Status.FAIL,
+                        f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
+                        key,
+                        ev,
+                        f"use {fams[key].instead}",
+                    )
+                )
+            continue  # its CUDA comes from torch's libraries: nothing to tell from its own metadata
         if why is None:
             out.append(
                 Finding(
@@ -127,7 +161,7 @@ def findings(
                     "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
                     key,
                     ev,
-                    f"use {families()[key].instead}",
+                    f"use {fams[key].instead}",
                 )
             )
         else:

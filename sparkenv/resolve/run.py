@@ -56,6 +56,16 @@ def check(
     profile = _profile(profile_arg, platform, inp)
     index = _index(inp, None, [])
     findings = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=lock_input)
+    findings.append(
+        Finding(
+            "G9",
+            Status.INFO,
+            "offline, check sees the declared requirements only: what their dependencies ask of the base's "
+            "versions, CPU-only builds, what a --no-deps stage misses and old fallbacks need the index; "
+            "`sparkenv lock` decides those",
+            "resolution",
+        )
+    )
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,
@@ -107,7 +117,8 @@ def _locked(text: str, late: set[str]) -> tuple[dict[str, policy.Locked], dict[s
     raw: dict[str, dict[str, Any]] = {}
     for pkg in parse_toml(text).get("packages", []):
         key = canonicalize_name(pkg["name"])
-        stage = STAGE_UNSLOTH if key in late else STAGE_MAIN
+        # the family goes last and --no-deps even where only a dependency brought it in (unsloth → zoo)
+        stage = STAGE_UNSLOTH if key in late or key in _family() else STAGE_MAIN
         wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
         sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
         version = str(pkg.get("version") or _file_version(wheels, sdist))
@@ -184,6 +195,31 @@ def _root_extras(inp: inputs_mod.Inputs, env: dict[str, str]) -> dict[str, set[s
     return out
 
 
+def _fallbacks(
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    locked: dict[str, policy.Locked],
+    raw: dict[str, dict[str, Any]],
+    edges: list,  # type: ignore[type-arg]
+    chain: dict[str, list[str]],
+    index_url: str | None,
+) -> list[Finding]:
+    """Declared requirements not pinned exactly, and sdist-only picks: is the locked version a fallback?"""
+    from sparkenv.resolve import fallbacks
+
+    env = profile.marker_env()
+    exact = {d.key for d in inp.requirements if d.key and d.exact}
+    keys = {d.key for d in inp.requirements if d.key and not d.constraint and d.applies(env)} - exact
+    keys |= {k for k, p in locked.items() if p.sdist and not p.wheels}
+    candidates = {}
+    for key in sorted(keys & set(locked)):
+        files = raw[key].get("wheels") or ([raw[key]["sdist"]] if "sdist" in raw[key] else [])
+        candidates[key] = (locked[key].version, files[0].get("upload-time") if files else None)
+    declared = fallbacks.declared_specifiers(inp.requirements, env)
+    versions = {k: p.version for k, p in locked.items()}
+    return fallbacks.findings(candidates, declared, edges, chain, profile, index_url, versions)
+
+
 def _say(progress: bool, line: str) -> None:
     if progress:
         print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
@@ -248,13 +284,17 @@ def lock(
             shutil.rmtree(work, ignore_errors=True)
     late = _late_keys(inp)
     locked, raw = _locked(text, late) if text else ({}, {})
+    if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
+        s.name != STAGE_UNSLOTH for s in stages
+    ):
+        stages.append(Stage(STAGE_UNSLOTH, [], no_deps=True))
     t_resolved = time.perf_counter()
     _say(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
     metas = metadata.read(_refs(raw))
-    findings = [*declared, *_resolved_findings(inp, profile, locked, raw, metas, allowed)]
+    findings = [*declared, *_resolved_findings(inp, profile, locked, raw, metas, allowed, index.index_url)]
     _say(
         progress,
         f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
@@ -320,6 +360,7 @@ def _resolved_findings(
     raw: dict[str, dict[str, Any]],
     metas: dict[str, metadata.Metadata | str],
     allowed: set[str],
+    index_url: str | None = None,
 ) -> list[Finding]:
     from sparkenv.resolve import closure, cuda_builds, graph
 
@@ -358,10 +399,13 @@ def _resolved_findings(
     edges = graph.edges(requires, env, _root_extras(inp, env))
     chain = graph.chains(locked, edges, roots)
     versions = {k: p.version for k, p in locked.items()}
-    out += policy.check_resolved(
-        locked, roots, profile, None, [n for n in profile.excluded() if n not in allowed]
-    )
     base = closure.base_conflicts(versions, edges, chain, profile, allowed)
+    conflicted = {f.subject for f in base}
+    kept_out = [n for n in profile.excluded() if n not in allowed]
+    for f in policy.check_resolved(locked, roots, profile, None, kept_out):
+        # "excluded: provided by the base" is not said of a package some requirement conflicts with
+        if not (f.status is Status.PASS and f.id == "G9" and profile.provider(f.subject) in conflicted):
+            out.append(f)
     gaps = closure.unclosed(versions, edges, chain, profile, allowed)
     out += base + gaps
     if locked and not gaps and len(requires) == len(locked):
@@ -370,11 +414,16 @@ def _resolved_findings(
         k: profile.provides[p] for k in profile.excluded() if (p := profile.provider(k)) and k not in allowed
     }
     verdicts = cuda_builds.evidence(versions, edges, provided)
-    unknown = [r for r in _refs(raw) if r.key in verdicts and verdicts[r.key] is None and r.is_wheel]
+    fams = cuda_builds.families()
+    unknown = [
+        r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
+    ]
     for key, record in metadata.records(unknown).items():
         verdicts[key] = cuda_builds.record_evidence(key, record)
     files = {k: (p.wheels or [p.sdist or ""])[0] for k, p in locked.items()}
-    out += cuda_builds.findings(versions, verdicts, chain, files, profile.python_platform)
+    out += _fallbacks(inp, profile, locked, raw, edges, chain, index_url)
+    ties = cuda_builds.exact_ties(edges)
+    out += cuda_builds.findings(versions, verdicts, chain, files, profile.python_platform, ties)
     return out
 
 

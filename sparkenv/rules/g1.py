@@ -154,7 +154,8 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
                     Status.WARN,
                     f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA 12 and "
                     "CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
-                    f"{profile.machine} a CUDA 12 or +cpu wheel)",
+                    f"{profile.machine} a CUDA 12 or +cpu wheel; `sparkenv lock` reads the file it resolves "
+                    "to and fails a CPU-only or CUDA 12 build)",
                     key,
                     ev,
                     "pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",

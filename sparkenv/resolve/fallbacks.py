@@ -1,0 +1,267 @@
+"""Old fallbacks: a resolved version far older than the newest release of its package, and why.
+
+uv quietly takes an old release when no newer one fits (no wheel for the target, a requirement
+somewhere that caps it); on a Spark that is how a 2023 sdist-only inference server ends up in a lock.
+Looked at: the declared requirements that are not pinned exactly, and every package only an sdist
+fits. Their index pages (PEP 691 JSON with PEP 700 upload times where the index serves it, else the
+PEP 503 HTML) are fetched concurrently. A package the user capped themselves is their choice, not a
+fallback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html.parser
+import json
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from packaging import tags
+from packaging.specifiers import SpecifierSet
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from sparkenv import datafiles
+from sparkenv.report import Finding, Status
+from sparkenv.resolve.graph import Edge
+from sparkenv.resolve.profiles import Profile
+
+PYPI = "https://pypi.org/simple/"
+_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass
+class Release:
+    version: Version
+    files: list[str] = field(default_factory=list)
+    urls: dict[str, str] = field(default_factory=dict)  # file name -> absolute URL
+    uploaded: dt.datetime | None = None
+    requires_python: str = ""
+
+
+def fallback_days() -> int:
+    return int(datafiles.load("packages").get("fallback_days", 365))
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[tuple[str, bool, str, str]] = []  # (filename, yanked, requires-python, href)
+        self._attrs: dict[str, str | None] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._attrs = dict(attrs)
+
+    def handle_data(self, data: str) -> None:
+        if self._attrs:
+            a = self._attrs
+            href = a.get("href") or ""
+            self.files.append((data.strip(), "data-yanked" in a, a.get("data-requires-python") or "", href))
+            self._attrs = {}
+
+
+def _when(value: object) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
+    """The project's releases on the index (yanked files left out); None when the page cannot be read."""
+    url = index_url.rstrip("/") + f"/{key}/"
+    req = urllib.request.Request(url, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            body = resp.read()
+            ctype = resp.headers.get("Content-Type", "")
+    except (OSError, ValueError):
+        return None
+    entries: list[tuple[str, bool, str, dt.datetime | None, str]] = []
+    if "json" in ctype:
+        try:
+            for f in json.loads(body).get("files", []):
+                yanked = bool(f.get("yanked"))
+                when = _when(f.get("upload-time"))
+                entries.append(
+                    (f["filename"], yanked, f.get("requires-python") or "", when, f.get("url", ""))
+                )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+    else:
+        parser = _Links()
+        parser.feed(body.decode("utf-8", errors="replace"))
+        entries = [(n, y, rp, None, href) for n, y, rp, href in parser.files]
+    out: dict[Version, Release] = {}
+    for name, yanked, rp, when, href in entries:
+        if yanked:
+            continue
+        try:
+            version = (
+                parse_wheel_filename(name)[1] if name.endswith(".whl") else parse_sdist_filename(name)[1]
+            )
+        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+            continue
+        rel = out.setdefault(version, Release(version))
+        rel.files.append(name)
+        rel.urls[name] = urllib.parse.urljoin(url, href).split("#", 1)[0] if href else ""
+        rel.requires_python = rel.requires_python or rp
+        if when and (rel.uploaded is None or when < rel.uploaded):
+            rel.uploaded = when
+    return out
+
+
+def _target_tags(profile: Profile) -> set[tags.Tag]:
+    major, minor = (int(x) for x in profile.python_minor.split("."))
+    glibc = int(profile.manylinux.rsplit("_", 1)[-1])
+    plats = [f"manylinux_2_{m}_{profile.machine}" for m in range(glibc, 16, -1)]
+    plats += [f"manylinux2014_{profile.machine}"]
+    if profile.machine == "x86_64":
+        plats += ["manylinux2010_x86_64", "manylinux1_x86_64"]
+    found = set(tags.cpython_tags((major, minor), platforms=plats))
+    found |= set(tags.compatible_tags((major, minor), platforms=plats))
+    return found
+
+
+def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
+    """Why no file of this release installs on the target (None: one does)."""
+    if rel.requires_python:
+        try:
+            if not SpecifierSet(rel.requires_python).contains(profile.python, prereleases=True):
+                return f"it requires Python {rel.requires_python}"
+        except ValueError:
+            pass
+    wheels = [f for f in rel.files if f.endswith(".whl")]
+    if any(not f.endswith(".whl") for f in rel.files):
+        return None
+    for f in wheels:
+        try:
+            if target & set(parse_wheel_filename(f)[3]):
+                return None
+        except InvalidWheelFilename:
+            continue
+    return f"none of its {len(wheels)} wheel(s) fits {profile.python_platform} and it has no sdist"
+
+
+def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str) -> str:
+    """Which requirement of a newer release stops it: one it needs that has no file for the target, or
+    one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel)."""
+    from sparkenv.resolve import metadata, remote_zip
+
+    fits = [f for f in rel.files if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3])]
+    if not fits or not rel.urls.get(fits[0]):
+        return "a requirement of it cannot be met with the rest"
+    ref = metadata.FileRef("", fits[0], rel.urls[fits[0]], "")
+    text = metadata._pep658(ref, 20.0)
+    if text is None:
+        try:
+            text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()
+        except (remote_zip.Unreadable, KeyError, UnicodeDecodeError):
+            return "a requirement of it cannot be met with the rest"
+    env = profile.marker_env()
+    problems = []
+    for req in metadata.parse(text, "").requires:
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        dep = canonicalize_name(req.name)
+        if dep in versions:
+            continue  # resolved, so met (or uv would have said so)
+        page = releases(url, dep)
+        ok = [r for v, r in (page or {}).items() if req.specifier.contains(v, prereleases=True)]
+        if page is not None and not any(_fits(r, profile, target) is None for r in ok):
+            problems.append(f"it needs {req}, which has no release for {profile.python_platform}")
+    return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
+
+
+def findings(
+    candidates: dict[str, tuple[str, object]],
+    declared: dict[str, SpecifierSet],
+    graph_edges: list[Edge],
+    chain: dict[str, list[str]],
+    profile: Profile,
+    index_url: str | None,
+    versions: dict[str, str] | None = None,
+) -> list[Finding]:
+    """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
+    `versions`: every locked name -> version."""
+    if not candidates:
+        return []
+    versions = versions or {}
+    url = index_url or PYPI
+    with ThreadPoolExecutor(min(8, len(candidates))) as pool:
+        pages = dict(zip(candidates, pool.map(lambda k: releases(url, k), candidates), strict=True))
+    target = _target_tags(profile)
+    limit = fallback_days()
+    out: list[Finding] = []
+    for key, (version, uploaded) in sorted(candidates.items()):
+        page = pages.get(key)
+        try:
+            locked_v = Version(version)
+        except InvalidVersion:
+            continue
+        if not page:
+            continue
+        finals = [v for v in page if not v.is_prerelease and not v.is_devrelease]
+        newest = max(finals, default=None)
+        if newest is None or newest <= locked_v:
+            continue
+        chosen = page.get(locked_v)
+        then = _when(uploaded) or (chosen.uploaded if chosen else None)
+        now = page[newest].uploaded
+        gap = (now - then).days if now and then else None
+        if gap is not None and gap < limit:
+            continue
+        if gap is None and (newest.major, newest.minor) == (locked_v.major, locked_v.minor):
+            continue  # no dates to go by: a newer patch release is not a fallback
+        spec = declared.get(key)
+        if spec is not None and str(spec) and not spec.contains(newest, prereleases=True):
+            continue  # capped by the user's own requirement: their choice
+        caps = sorted(
+            {
+                " → ".join([*chain.get(e.source, [e.source]), f"{key}{e.req.specifier}"])
+                for e in graph_edges
+                if e.target == key and not e.req.specifier.contains(newest, prereleases=True)
+            }
+        )
+        if caps:
+            why = f"{'; '.join(caps[:3])} exclude{'s' if len(caps) == 1 else ''} {newest}"
+        else:
+            reasons = []
+            for v in sorted((v for v in finals if v > locked_v), reverse=True)[:2]:
+                r = _fits(page[v], profile, target) or _unmet(page[v], profile, target, versions, url)
+                reasons.append(f"{v}: {r}")
+            why = "; ".join(reasons)
+        age = f", {gap // 365} year(s) older" if gap and gap >= 365 else ""
+        via = " → ".join(chain.get(key, [key]))
+        out.append(
+            Finding(
+                "G9",
+                Status.WARN,
+                f"{key} {version} (via {via}) is a fallback: the newest release is {newest}{age}; why: {why}",
+                key,
+                (f"newest {newest}", *caps),
+                f"pin {key} to the release you want, or choose a profile it has wheels for",
+            )
+        )
+    return out
+
+
+def declared_specifiers(requirements: list, env: dict[str, str]) -> dict[str, SpecifierSet]:  # type: ignore[type-arg]
+    out: dict[str, SpecifierSet] = {}
+    for d in requirements:
+        if d.key and not d.constraint and d.applies(env):
+            out[d.key] = SpecifierSet(str(d.specifier)) if str(d.specifier) else SpecifierSet()
+    return out
