@@ -214,7 +214,7 @@ def make_wheel(
     folder: Path,
     name: str,
     version: str,
-    modules: dict[str, str] | None = None,
+    modules: dict[str, str] | dict[str, str | bytes] | None = None,
     requires: list[str] | None = None,
     extras: list[str] | None = None,
 ) -> Path:
@@ -222,7 +222,8 @@ def make_wheel(
     mod = name.replace("-", "_")
     info = f"{mod}-{version}.dist-info"
     files = {
-        f"{k}": v.encode() for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
+        f"{k}": v if isinstance(v, bytes) else v.encode()
+        for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
     }
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     meta += "".join(f"Provides-Extra: {e}\n" for e in extras or [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 
 import pytest
@@ -38,7 +40,7 @@ def test_default_target_is_gb10(run, kernel_env):
     assert r.code == 1, r.out + r.err
     assert all(LINE_RE.match(ln) for ln in r.lines[:-1]), r.out
     hopper = r.line("G7", "ext-hopper")
-    assert hopper.startswith("G7 FAIL: ext-hopper 1.0: ext_hopper/_C.abi3.so cannot run on GB10 (12.1)")
+    assert hopper.startswith("G7 FAIL: ext-hopper 1.0 (ext_hopper/_C.abi3.so) cannot run on GB10 (12.1)")
     assert "has sm_90" in hopper and "no kernel image is available" in hopper
     arch = r.line("G7", "ext-arch")
     assert arch.startswith("G7 FAIL: ext-arch 1.0") and "sm_120a is arch-specific" in arch
@@ -46,7 +48,7 @@ def test_default_target_is_gb10(run, kernel_env):
     assert r.line("G7", "ext-nvfp4").startswith("G7 PASS: ext-nvfp4 1.0")
     assert r.line("G7", "ext-fat").startswith("G7 PASS: ext-fat 2.0: 2 objects with kernels")
     assert r.line("G7", "nvidia-cufft").startswith("G7 PASS: nvidia-cufft 12.0.0.61")  # read in .ldata
-    assert r.line("G7", "ext-ptx").startswith("G7 INFO: ext-ptx 1.0: ext_ptx/_C.abi3.so: only PTX fits 12.1")
+    assert r.line("G7", "ext-ptx").startswith("G7 INFO: ext-ptx 1.0 (ext_ptx/_C.abi3.so): only PTX fits 12.1")
     info = r.line("G7", "target GB10")
     assert "read the GPU code of 8 shared objects in 7 distributions" in info
     assert "1 with fatbins in data sections" in info
@@ -59,8 +61,9 @@ def test_gpu_option_judges_for_another_gpu(run, kernel_env):
     assert findings["ext-hopper"]["status"] == "PASS"
     assert findings["ext-spark"]["status"] == "FAIL"
     assert findings["nvidia-cufft"]["status"] == "PASS"
-    assert findings["ext-fat"]["status"] == "FAIL"  # its sm_121a-only object has nothing for 9.0
-    assert "ext_fat/_b.so" in findings["ext-fat"]["summary"]
+    # judged on the union of its objects: _a.so's sm_90 covers 9.0, _b.so (sm_121a only) is evidence
+    assert findings["ext-fat"]["status"] == "PASS"
+    assert any(e.startswith("ext_fat/_b.so: sm_121a") for e in findings["ext-fat"]["evidence"])
     assert findings["ext-spark"]["fix"].startswith("install a build of ext-spark with kernels for 9.0")
     assert r.code == 1
 
@@ -122,3 +125,28 @@ def test_old_triton_without_blackwell_ptxas(run, env, tmp_path):
     assert r.line("G7", "triton").startswith(
         "G7 PASS: pytorch-triton 3.4.0+gitc817b9b6 compiles with TRITON_PTXAS_PATH="
     )
+
+
+def test_scans_are_cached_and_a_changed_file_is_read_again(run, env, kernels, tmp_path):
+    """The per-file cache (size, mtime, inode) keeps repeated audits fast; a rebuilt extension is reread."""
+    cache = tmp_path / "cache"
+    env.add("ext-x", "1.0", files={"ext_x/_C.abi3.so": kernels.so("sm90")})
+    first = run("audit", str(env.prefix), env={"SPARKENV_CACHE_DIR": str(cache)})
+    assert first.line("G7", "ext-x").startswith("G7 FAIL: ext-x 1.0")
+    data = json.loads((cache / "kernels.json").read_text())
+    assert any(p.endswith("ext_x/_C.abi3.so") for p in data["entries"])
+    again = run("audit", str(env.prefix), env={"SPARKENV_CACHE_DIR": str(cache)})
+    assert again.out == first.out
+    target = env.site / "ext_x" / "_C.abi3.so"
+    target.unlink()  # a rebuilt extension: a new file (new inode, size, mtime)
+    shutil.copyfile(kernels.so("sm120"), target)
+    rebuilt = run("audit", str(env.prefix), env={"SPARKENV_CACHE_DIR": str(cache)})
+    assert rebuilt.line("G7", "ext-x").startswith("G7 PASS: ext-x 1.0")
+
+
+def test_unusable_cache_folder_is_not_fatal(run, env, kernels, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    env.add("ext-x", "1.0", files={"ext_x/_C.abi3.so": kernels.so("sm120")})
+    r = run("audit", str(env.prefix), env={"SPARKENV_CACHE_DIR": str(blocker / "sub")})
+    assert r.code == 0 and r.line("G7", "ext-x").startswith("G7 PASS: ext-x 1.0")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import build_helpers as bh
 import pytest
+from kernel_helpers import Kernels
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +36,20 @@ def engine():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("wheels")
+    kernels = Kernels(tmp_path_factory.mktemp("build-kernels"))  # real extensions nvcc builds
     return {
+        "ext-hopper": bh.make_wheel(
+            d,
+            "ext-hopper",
+            "1.0",
+            {"ext_hopper/__init__.py": "", "ext_hopper/_C.abi3.so": kernels.so("sm90").read_bytes()},
+        ),
+        "ext-spark": bh.make_wheel(
+            d,
+            "ext-spark",
+            "1.0",
+            {"ext_spark/__init__.py": "", "ext_spark/_C.abi3.so": kernels.so("sm120").read_bytes()},
+        ),
         "tinypkg": bh.make_wheel(
             d, "tinypkg", "1.0", {"tinypkg/__init__.py": "GREETING = 'hello from tinypkg'\n"}
         ),
@@ -198,6 +212,34 @@ def test_an_image_whose_audit_fails_stays_untagged(engine, wheels, index, tmp_pa
     assert f"NOT tagged {ref}" in proc.stdout
     assert '"status": "FAIL"' in (tmp_path / "image-audit.standin.json").read_text()
     assert not tags(engine, ref) and leftovers(engine) == []
+
+
+def test_an_image_whose_kernels_cannot_run_on_the_gpu_stays_untagged(
+    engine, wheels, index, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """G7 in the image's self-audit: an extension with sm_90 code only cannot run on the GB10 (the
+    default target), so the image is not tagged; the same image with an sm_120 extension is."""
+    lock = bh.write_lock(
+        tmp_path, index, {"1-packages": [wheels["ext-hopper"], wheels["ext-spark"]]}, bh.STANDIN_TAG
+    )
+    ref = "sparkenv-test/app:kernels"
+    proc = build(lock, ref, "-q")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "G7 FAIL: ext-hopper 1.0 (ext_hopper/_C.abi3.so) cannot run on GB10 (12.1)" in proc.stdout, (
+        proc.stdout
+    )
+    assert f"NOT tagged {ref}" in proc.stdout
+    assert not tags(engine, ref)
+    spark = tmp_path / "spark"
+    spark.mkdir()
+    lock = bh.write_lock(spark, index, {"1-packages": [wheels["ext-spark"]]}, bh.STANDIN_TAG)
+    proc = build(lock, ref, "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    report = json.loads((spark / "image-audit.standin.json").read_text())
+    g7 = {f["subject"]: f["status"] for f in report["findings"] if f["id"] == "G7"}
+    assert g7["ext-spark"] == "PASS"
+    assert tags(engine, ref)
+    engine.images.remove(ref)
 
 
 def test_a_broken_step_shows_the_step_and_its_log(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "lockfiles" / "pylock.ngc-25-11.toml"
 
@@ -114,3 +116,30 @@ def test_a_lock_that_replaces_a_base_package_on_purpose_is_labelled_and_not_guar
     assert 'io.sparkenv.allow-replace="torch"' in final
     snapshot = next(ln for ln in final.splitlines() if "base_check.py snapshot" in ln)
     assert " torch " not in f"{snapshot} " and "pytorch-triton" in snapshot
+
+
+@pytest.mark.parametrize(
+    ("driver", "line"),
+    [
+        (
+            "575.57.08",
+            "G1 WARN: driver 575.57.08 cannot run CUDA 13.0.2 of profile ngc-25.11: it needs >= 580.95.05",
+        ),
+        ("580.82.07", "G1 WARN: driver 580.82.07 is older than CUDA 13.0.2 of profile ngc-25.11 needs"),
+        ("580.95.05", "G1 PASS: driver 580.95.05 runs CUDA 13.0.2 of profile ngc-25.11"),
+    ],
+)
+def test_driver_against_the_profiles_cuda(driver, line):
+    """Build time: a driver too old for the profile's CUDA is a WARN (the image may run elsewhere)."""
+    proc = run("--dry-run", "--lock", str(LOCK), "--driver", driver)
+    assert proc.returncode == 0, proc.stderr
+    assert any(ln.startswith(line) for ln in proc.stdout.splitlines()), proc.stdout[:600]
+    assert "--gpu 12.1` in the image" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "word"), [(("--driver", "new"), "--driver"), (("--gpu", "twelve"), "--gpu")]
+)
+def test_bad_driver_or_gpu(args, word):
+    proc = run("--dry-run", "--lock", str(LOCK), *args)
+    assert proc.returncode == 2 and word in proc.stderr and "Traceback" not in proc.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,8 +75,11 @@ def gather(
             else:
                 dists[item.key] = DistFacts(item)
     count = 0
+    cache = kernels.ScanCache.default() if gpu is not None else None
     for facts in dists.values():
-        count += _scan_files(facts, gpu)
+        count += _scan_files(facts, gpu, cache)
+    if cache is not None:
+        cache.save()
     return AuditFacts(
         target,
         dists,
@@ -91,29 +95,19 @@ def gather(
     )
 
 
-def _triton(
-    dists: dict[str, DistFacts], env: dict[str, str] | os._Environ[str]
-) -> toolchain.TritonTools | None:
-    """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
-    override them, as set where the audit runs (in a built image's verification: the image's ENV)."""
-    spec = datafiles.load("toolchain")["triton"]
+def _triton(dists: dict[str, DistFacts], env: Mapping[str, str]) -> toolchain.TritonTools | None:
+    """Triton's ptxas, with the variables as set where the audit runs (in a built image's
+    verification: the image's ENV)."""
     for key in ("triton", "pytorch-triton"):
         facts = dists.get(key)
-        if facts is None:
-            continue
-        site = str(facts.dist.site_dir)
-        bundled = {}
-        for tool in (spec["default_tool"], spec["blackwell_tool"]):
-            path = os.path.join(site, spec["bundled_dir"], tool)
-            if os.path.isfile(path):
-                bundled[tool] = toolchain.ptxas_release_of_file(path)
-        chosen = {v: env[v] for v in (spec["default_env"], spec["blackwell_env"]) if env.get(v)}
-        releases = {p: toolchain.ptxas_release_of_file(p) for p in chosen.values()}
-        return toolchain.TritonTools(facts.dist.name, facts.dist.version, bundled, chosen, releases)
+        if facts is not None:
+            return kernels.read_triton(str(facts.dist.site_dir), facts.dist.name, facts.dist.version, env)
     return None
 
 
-def _scan_files(facts: DistFacts, gpu: coverage.Capability | None = None) -> int:
+def _scan_files(
+    facts: DistFacts, gpu: coverage.Capability | None = None, cache: kernels.ScanCache | None = None
+) -> int:
     for note in facts.dist.notes:
         # a RECORD that exists but cannot be read (a FIFO, a device, a loop) hides every shared object
         if note.startswith("RECORD unreadable"):
@@ -143,7 +137,7 @@ def _scan_files(facts: DistFacts, gpu: coverage.Capability | None = None) -> int
         facts.shared_objects.append(SharedObject(rel, info))
         seen += 1
         if gpu is not None:
-            found = kernels.read_object(path, rel, gpu)
+            found = kernels.read_object(path, rel, gpu, cache)
             if found is not None:
                 facts.kernels.append(found)
     return seen

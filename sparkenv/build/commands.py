@@ -79,6 +79,25 @@ def build(
         bool,
         typer.Option("--dry-run", help="Print the Dockerfile and the context's files; no Docker needed."),
     ] = False,
+    gpu: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--gpu",
+            metavar="CAP",
+            help="The GPU the image's extensions must run on (G7 in its self-audit): 12.1 (GB10, the "
+            "default), 9.0 (H100/H200) …; `none` skips the kernel check. An image whose kernels cannot run "
+            "there is not tagged.",
+        ),
+    ] = None,
+    driver: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--driver",
+            metavar="VERSION",
+            help="The host driver the image will run on (e.g. 580.95.05): a profile whose CUDA needs a newer "
+            "one is a G1 WARN. Default: this machine's driver, when it has one.",
+        ),
+    ] = None,
     quiet: Annotated[bool, opts.QUIET] = False,
 ) -> None:
     """Build an image from a lock on its NGC base and tag it only when its own audit has no FAIL.
@@ -127,6 +146,10 @@ def build(
     if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
         raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
     machine = profiles.PLATFORMS[platform]
+    gpu_text = _target_gpu(gpu, prof)
+    driver_line = _driver_check(driver, prof)
+    if driver_line:
+        typer.echo(driver_line)
     ca = ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None
     if ca_path is not None and not ca_path.is_file():
@@ -149,7 +172,9 @@ def build(
         typer.echo(f"# context ({len(files)} files):")
         for name, (data, _) in sorted(files.items()):
             typer.echo(f"#   {name} ({len(data)} bytes)")
-        typer.echo(f"# would tag {ref} after `sparkenv audit --json` in the image has no FAIL")
+        typer.echo(
+            f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL"
+        )
         return
 
     from sparkenv import signals
@@ -168,7 +193,7 @@ def build(
             f"the image is {arch}, not {wanted} ({platform}): the engine ignored the platform; build on a "
             f"{wanted} machine (or with binfmt/qemu for {wanted}); nothing was tagged"
         )
-    checked = engine.verify(client, image_id)
+    checked = engine.verify(client, image_id, gpu=gpu_text)
     if checked.report is not None:
         write_atomic(str(locked.report_path), checked.raw)
     short = image_id.removeprefix("sha256:")[:12]
@@ -193,6 +218,47 @@ def build(
         f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
         f"cached; audit: {verdict}, report {locked.report_path}; {took:.1f} s)"
     )
+
+
+def _target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
+    """--gpu, else the profile's `gpu`, else the GB10: what the image's extensions must run on (G7)."""
+    from sparkenv.cuda import coverage
+    from sparkenv.errors import SparkenvError
+
+    value = (gpu or str(getattr(prof, "gpu", "") or "") or coverage.cap_text(coverage.gb10())).strip()
+    if value.lower() == "none":
+        return "none"
+    cap = coverage.parse_capability(value)
+    if cap is None:
+        raise SparkenvError(f"--gpu {value!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
+    return coverage.cap_text(cap)
+
+
+def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-untyped-def]
+    """G1 at build time: the profile's CUDA against --driver, or against this machine's driver when it
+    has one (building on the Spark). A driver too old is a WARN here: the image may run elsewhere."""
+    from sparkenv.cuda import driver as drv
+    from sparkenv.errors import SparkenvError
+    from sparkenv.report import Finding, Status
+
+    where = "--driver"
+    if driver is None:
+        try:
+            with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as fh:
+                driver = drv.parse_proc_version(fh.read(4096))
+            where = "this machine's driver"
+        except OSError:
+            return None
+        if driver is None:
+            return None
+    elif drv.parse_proc_version(f"Kernel Module {driver}") != driver.strip():
+        raise SparkenvError(f"--driver {driver!r}: not a driver version like 580.95.05")
+    cuda = getattr(prof, "cuda", None) or None
+    found = drv.judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
+    if found.status is Status.FAIL:
+        found = Finding(found.id, Status.WARN, found.summary, found.subject, found.evidence, found.fix)
+    text = f"{found.id} {found.status.value}: {found.summary} ({where})"
+    return text + (f"; fix: {found.fix}" if found.fix and found.status is not Status.PASS else "")
 
 
 def _version() -> str:

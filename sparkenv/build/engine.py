@@ -248,8 +248,9 @@ class Verification:
         return sum(1 for f in self.report.get("findings", []) if f.get("status") == "FAIL")
 
 
-def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verification:
-    """`sparkenv audit --json --lock …` inside the image, in a container that is always removed."""
+def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str = "12.1") -> Verification:
+    """`sparkenv audit --json --lock … --gpu GPU` inside the image, in a container that is always
+    removed. `gpu`: the GPU the image's extensions must run on (G7), `none` to skip."""
     import requests
     import urllib3
     from docker.errors import DockerException
@@ -260,7 +261,7 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> Verific
         container = client.containers.create(
             image_id,
             entrypoint=["/usr/local/bin/sparkenv"],
-            command=["audit", "--json", "--lock", "/opt/sparkenv/pylock.toml"],
+            command=["audit", "--json", "--lock", "/opt/sparkenv/pylock.toml", "--gpu", gpu],
             network_disabled=True,
             labels={"io.sparkenv.verify": "1"},
         )

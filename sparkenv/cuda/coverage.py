@@ -19,7 +19,6 @@ from sparkenv.report import Finding, Status
 Capability = tuple[int, int]
 _TARGET = re.compile(r"^(sm|compute|lto)_(\d{2,3})([af]?)$")
 _CAP = re.compile(r"^\(?\s*(\d{1,2})\s*[.,]\s*(\d)\s*\)?$")
-_SEVERITY = {Status.FAIL: 0, Status.WARN: 1, Status.INFO: 2, Status.PASS: 3}
 
 
 def parse_capability(text: str) -> Capability | None:
@@ -152,33 +151,37 @@ class ObjectKernels:
 def package_finding(
     key: str, version: str, objects: Iterable[ObjectKernels], cap: Capability, gpu: str
 ) -> Finding | None:
-    """One G7 finding for a package: the worst of its objects that carry kernels. None without kernels."""
-    judged = [(o, judge(o.targets, cap, o.complete, o.payload)) for o in objects]
-    judged = [(o, c) for o, c in judged if c.targets or not o.complete]
-    if not judged:
+    """One G7 finding for a package, judged on the union of its objects' targets (a package's kernels
+    are spread over its objects: libcufftw.so.12 carries one sm_75 helper cubin while libcufft.so.12
+    holds cuFFT's kernels for every GPU). None when none of its objects carries GPU code."""
+    objects = [o for o in objects if o.targets or not o.complete]
+    if not objects:
         return None
-    worst = min(judged, key=lambda oc: _SEVERITY.get(oc[1].status, 9))
-    status = worst[1].status
+    targets = sorted({t for o in objects for t in o.targets})
+    payload: dict[str, int] = {}
+    for o in objects:
+        for name, n in (o.payload or {}).items():
+            payload[name] = payload.get(name, 0) + n
+    sized = all(o.payload is not None for o in objects)
+    complete = all(o.complete for o in objects)
+    got = judge(targets, cap, complete, payload if sized else None)
     evidence = tuple(
-        f"{o.path}: {c.status.value} {', '.join(c.targets) or 'nothing read'}"
-        + (f" [in {', '.join(o.sections)}]" if o.sections and o.sections != (".nv_fatbin",) else "")
+        f"{o.path}: {', '.join(o.targets) or 'nothing read'}"
+        + (f" [in {', '.join(o.sections)}]" if o.sections and tuple(o.sections) != (".nv_fatbin",) else "")
         + (f" ({o.problem})" if o.problem else "")
-        for o, c in sorted(judged, key=lambda oc: (_SEVERITY.get(oc[1].status, 9), oc[0].path))
+        for o in sorted(objects, key=lambda o: o.path)
     )
     name = f"{key} {version}"
-    if status is Status.PASS:
-        n = len(judged)
-        where = f"{n} object{'s' if n != 1 else ''} with kernels"
-        return Finding(
-            "G7", Status.PASS, f"{name}: {where}, all run on {gpu} ({worst[1].reason})", key, evidence
-        )
-    bad = [o.path for o, c in judged if c.status is status]
-    shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-    if status is Status.FAIL:
+    n = len(objects)
+    where = f"{n} object{'s' if n != 1 else ''} with kernels"
+    if got.status is Status.PASS:
+        return Finding("G7", Status.PASS, f"{name}: {where}; runs on {gpu} ({got.reason})", key, evidence)
+    shown = ", ".join(o.path for o in objects[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    if got.status is Status.FAIL:
         return Finding(
             "G7",
             Status.FAIL,
-            f"{name}: {shown} cannot run on {gpu}: {worst[1].reason} — fails with 'no kernel image is "
+            f"{name} ({shown}) cannot run on {gpu}: {got.reason} — fails with 'no kernel image is "
             f"available for execution on the device'",
             key,
             evidence,
@@ -187,18 +190,24 @@ def package_finding(
             f"another capability), e.g. the CUDA 13 wheel or the NGC image's build; or rebuild it with "
             f'TORCH_CUDA_ARCH_LIST="{cap_text(cap)}"',
         )
-    if status is Status.WARN:
+    if got.status is Status.WARN:
         return Finding(
             "G7",
             Status.WARN,
-            f"{name}: {shown}: {worst[1].reason}",
+            f"{name} ({shown}): {got.reason}",
             key,
             evidence,
             f"prefer a build of {key} with sm_{cap[0]}{cap[1]} (or sm_{cap[0]}0) cubins, or run it once "
             "while building the image so the JIT cache ships warm",
         )
-    problem = f" — {worst[0].problem}" if worst[0].problem else ""
-    return Finding("G7", Status.INFO, f"{name}: {shown}: {worst[1].reason}{problem}", key, evidence)
+    problems = "; ".join(f"{o.path}: {o.problem}" for o in objects if o.problem)
+    return Finding(
+        "G7",
+        Status.INFO,
+        f"{name} ({shown}): {got.reason}" + (f" — {problems}" if problems else ""),
+        key,
+        evidence,
+    )
 
 
 def gb10() -> Capability:

@@ -37,6 +37,8 @@ ENV_KEYS = (
     "NODE_RANK",
     "MASTER_ADDR",
     "TRITON_PTXAS_PATH",
+    "TRITON_PTXAS_BLACKWELL_PATH",
+    "TORCH_CUDA_ARCH_LIST",
     "NVIDIA_PYTORCH_VERSION",
     "CUDA_VERSION",
     "LD_LIBRARY_PATH",
@@ -93,6 +95,7 @@ def gather(opts: Options) -> dict[str, Any]:
         probes["torch"] = lambda: probe_torch(opts, deadline)
     if nvfp4_intent(opts.workload, dict(os.environ)):
         probes["kernels"] = lambda: probe_kernels(opts.python)
+    probes["kernel_coverage"] = lambda: probe_kernel_coverage(opts.python)
     facts: dict[str, Any] = {
         "schema": FACTS_SCHEMA,
         "mode": "deep" if deep else "static",
@@ -306,6 +309,17 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
     if fields.get("name") and fields.get("version"):
         return canonicalize_name(fields["name"]), fields["version"]
     return None
+
+
+def probe_kernel_coverage(python: str) -> dict[str, Any]:
+    """G7: the GPU code of every installed distribution's shared objects (fatbin headers only) and
+    Triton's ptxas; data sections are read where .nv_fatbin has no code for the GB10."""
+    from sparkenv.cuda import coverage
+    from sparkenv.environment import kernels
+    from sparkenv.environment.target import resolve
+
+    sites = [str(s) for s in resolve(python if python != sys.executable else None).site_dirs]
+    return kernels.gather(sites, coverage.gb10(), dict(os.environ))
 
 
 def probe_kernels(python: str) -> dict[str, Any]:

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 
 
 def live(f: GateFacts) -> list[Finding]:
+    return _parallelism(f) + _known_hosts(f)
+
+
+def _parallelism(f: GateFacts) -> list[Finding]:
     nodes, nodes_from = _nodes(f)
     tp, tp_from = _tp(f)
     evidence = tuple(x for x in (nodes_from, tp_from) if x)
@@ -102,11 +106,23 @@ def _tp(f: GateFacts) -> tuple[int, str | None]:
     return 1, None
 
 
+def _known_hosts(f: GateFacts) -> list[Finding]:
+    """Kernel builds and settings users reported broken on DGX Spark that break the link between Sparks
+    (data/hosts.toml): WARN on one node, FAIL when the workload spans nodes."""
+    from sparkenv.cuda import hosts
+
+    nodes, _ = _nodes(f)
+    kernel = (f.raw.get("host") or {}).get("kernel")
+    found = hosts.judge(kernel, f.section("meminfo"), f.driver_version, f.env.get("CUDA_VERSION"), nodes > 1)
+    return [x for x in found if x.id == "G10"]
+
+
 RULES = (
     Rule(
         Stage.LIVE,
         live,
         "the workload's launcher arguments and accelerate/DeepSpeed settings: node count and "
-        "tensor parallelism across Sparks",
+        "tensor parallelism across Sparks; the running kernel build and /proc/meminfo against known-bad "
+        "hosts (data/hosts.toml, dated: CmaTotal 0 kB breaks RDMA registration)",
     ),
 )

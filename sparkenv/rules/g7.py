@@ -73,16 +73,15 @@ def live(f: GateFacts) -> list[Finding]:
                 "capability",
             )
         ]
+    out = _live_coverage(f, cap)
     if not f.is_gb10:
-        return [Finding("G7", Status.SKIP, f"capability {cap} is not a GB10 (12, 1)", "capability")]
-    out = []
-    spec = datafiles.load("gate")["gb10"]
+        return [Finding("G7", Status.SKIP, f"capability {cap} is not a GB10 (12, 1)", "capability"), *out]
     arch = (f.device or {}).get("arch_list")
     if arch is None:
         out.append(
             Finding("G7", Status.PASS, f"capability {cap}: a GB10 (torch arch list not read)", "capability")
         )
-    elif any(a in arch for a in spec["arch_ok"]):
+    elif coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
         out.append(
             Finding(
                 "G7",
@@ -90,6 +89,18 @@ def live(f: GateFacts) -> list[Finding]:
                 f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
                 "SM121 (sm_120/compute_120)",
                 "capability",
+            )
+        )
+    elif coverage.judge(arch, cap).status is Status.WARN:
+        out.append(
+            Finding(
+                "G7",
+                Status.WARN,
+                f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
+                f"{coverage.judge(arch, cap).reason}",
+                "capability",
+                tuple(arch),
+                "use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
             )
         )
     else:
@@ -125,6 +136,39 @@ def live(f: GateFacts) -> list[Finding]:
                 "(cuobjdump --list-elf on the kernel library shows sm_121a)",
             )
         )
+    return out
+
+
+def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
+    """Every package's kernels, Triton's ptxas and TORCH_CUDA_ARCH_LIST, for the live GPU."""
+    from sparkenv.environment import kernels
+
+    out: list[Finding] = []
+    gpu = coverage.gpu_label(cap)
+    facts = f.section("kernel_coverage")
+    if facts is not None:
+        for key, pkg in sorted((facts.get("packages") or {}).items()):
+            if not isinstance(pkg, dict):
+                continue
+            objects = kernels.from_json(pkg.get("objects") or [])
+            finding = coverage.package_finding(key, str(pkg.get("version", "?")), objects, cap, gpu)
+            if finding is not None:
+                out.append(finding)
+        triton = kernels.triton_from_json(facts.get("triton"))
+        if triton is not None:
+            out.append(toolchain.judge_triton_ptxas(triton, cap, live=True))
+    elif f.probe_error("kernel_coverage"):
+        out.append(
+            Finding(
+                "G7",
+                Status.ERROR,
+                f"kernel_coverage probe failed: {f.probe_error('kernel_coverage')}",
+                "kernels",
+            )
+        )
+    arch_list = toolchain.judge_arch_list(f.env.get("TORCH_CUDA_ARCH_LIST"), cap, "the gate's environment")
+    if arch_list is not None:
+        out.append(arch_list)
     return out
 
 
@@ -164,7 +208,8 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "the GPU's compute capability, torch's arch list, NVFP4 intent and the SM targets of "
-        "NVFP4-capable packages' kernels",
+        "the GPU's compute capability, torch's arch list, every package's kernels for the live GPU (as "
+        "the audit reads them), Triton's ptxas and TORCH_CUDA_ARCH_LIST as the workload sees them, NVFP4 "
+        "intent and the SM targets of NVFP4-capable packages' kernels",
     ),
 )

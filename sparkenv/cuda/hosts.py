@@ -1,0 +1,62 @@
+"""Known-bad host kernel builds, drivers and settings (data/hosts.toml), matched against what the gate
+read: the running kernel (`uname -r`), /proc/meminfo (as gate/parsers.parse_meminfo reads it, kB) and
+the driver. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sparkenv import datafiles
+from sparkenv.cuda import driver as drv
+from sparkenv.report import Finding, Status
+
+
+def reviewed() -> str:
+    return str(datafiles.load("hosts")["reviewed"])
+
+
+def judge(
+    kernel: str | None,
+    meminfo: Mapping[str, int] | None,
+    driver: str | None,
+    cuda: str | None = None,
+    multi_node: bool = False,
+) -> list[Finding]:
+    """One finding per known issue that matches; nothing when none does."""
+    out = []
+    for issue in datafiles.load("hosts")["issue"]:
+        if not _matches(issue, kernel, meminfo or {}, driver, cuda):
+            continue
+        status = Status(issue["multi_node_status"] if multi_node else issue["status"])
+        seen = [f"kernel {kernel}" if issue.get("kernel") else None, f"driver {driver}" if driver else None]
+        seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.get("meminfo", {})]
+        out.append(
+            Finding(
+                issue["gotcha"],
+                status,
+                f"known host problem ({issue['id']}, fixed in {issue['fixed']}): {issue['problem']}",
+                f"host:{issue['id']}",
+                (*(s for s in seen if s), issue["source"]),
+                issue["fix"],
+            )
+        )
+    return out
+
+
+def _matches(
+    issue: dict, kernel: str | None, meminfo: Mapping[str, int], driver: str | None, cuda: str | None
+) -> bool:
+    if issue.get("kernel") and issue["kernel"] != (kernel or ""):
+        return False
+    for key, value in (issue.get("meminfo") or {}).items():
+        if meminfo.get(key) != value:
+            return False
+    if issue.get("driver_below") and (
+        not driver or drv.version(driver) >= drv.version(issue["driver_below"])
+    ):
+        return False
+    if issue.get("cuda_at_least"):
+        rel = drv.cuda_release(cuda or "")
+        if rel is None or rel[:2] < tuple(int(p) for p in issue["cuda_at_least"].split(".")[:2]):
+            return False
+    return True
