@@ -20,12 +20,37 @@ app = typer.Typer(
     "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing, "
     "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 70 a bug in sparkenv (please report).",
     no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},  # -h on every command, as on gate
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
+    # -h on every command, as on gate; help fills the terminal (click caps it at 80 columns otherwise),
+    # pipes get $COLUMNS or 80.
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 160},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _readable_usage() -> None:
+    """Usage lines the POSIX way: `INPUT...` (required, repeatable), `[TARGET]` (optional) — typer writes
+    `{INPUT...}...` and `[[INPUT]...]...`. A metavar that already spells its brackets or dots is kept."""
+    from typer import core
+
+    argument = getattr(core, "TyperArgument", None)
+    if argument is None or not hasattr(argument, "_usage_display_name"):
+        return  # another typer: keep its usage lines
+
+    def display(self) -> str:  # type: ignore[no-untyped-def]
+        name = str(self.metavar or self.name or "").upper() if self.metavar is None else str(self.metavar)
+        if "[" in name or name.endswith("..."):
+            return name
+        if self.nargs != 1:
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+    argument._usage_display_name = display
+
+
+_readable_usage()
 
 
 def _version_line() -> str:

@@ -30,6 +30,27 @@ IGNORE = typer.Option(
     help="Leave these G-numbers out of the report, the verdict and the exit code.",
 )
 QUIET = typer.Option("--quiet", "-q", help="Print only FAIL, ERROR and WARN lines, then the verdict.")
+FORMAT = typer.Option(
+    "--format",
+    metavar="text|json|github",
+    help="How to print the report: text lines (default; coloured on a terminal), JSON (as --json), or "
+    "github: GitHub Actions annotations (::error file=…,line=…::) before the text lines.",
+)
+SARIF = typer.Option(
+    "--sarif", metavar="FILE", help="Also write SARIF 2.1.0 to FILE, for code scanning (upload-sarif)."
+)
+WAIVE = typer.Option(
+    "--waive",
+    metavar="G<N>:SUBJECT",
+    help="Accept one finding (e.g. G9:torch; * for every subject): shown as waived, does not fail. "
+    "Repeatable.",
+)
+WAIVERS = typer.Option(
+    "--waivers",
+    metavar="FILE",
+    help="Waivers with reasons and expiry dates ([[waiver]] id, subject, reason, expires). Default: "
+    "./.sparkenv-waivers.toml when it exists.",
+)
 
 
 def positive_seconds(value: float | None) -> float | None:

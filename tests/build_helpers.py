@@ -211,16 +211,24 @@ def _import_rootfs(timeout: float) -> None:
 
 
 def make_wheel(
-    folder: Path, name: str, version: str, modules: dict[str, str] | dict[str, str | bytes] | None = None
+    folder: Path,
+    name: str,
+    version: str,
+    modules: dict[str, str] | dict[str, str | bytes] | None = None,
+    requires: list[str] | None = None,
+    extras: list[str] | None = None,
 ) -> Path:
-    """A real py3-none-any wheel (zip + dist-info + RECORD)."""
+    """A real py3-none-any wheel (zip + dist-info + RECORD), with Requires-Dist / Provides-Extra lines."""
     mod = name.replace("-", "_")
     info = f"{mod}-{version}.dist-info"
     files = {
         f"{k}": v if isinstance(v, bytes) else v.encode()
         for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
     }
-    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    meta += "".join(f"Provides-Extra: {e}\n" for e in extras or [])
+    meta += "".join(f"Requires-Dist: {r}\n" for r in requires or [])
+    files[f"{info}/METADATA"] = meta.encode()
     files[f"{info}/WHEEL"] = WHEEL
     files[f"{info}/RECORD"] = _record(files, info)
     path = folder / f"{mod}-{version}-py3-none-any.whl"

@@ -64,6 +64,10 @@ def audit(
     quiet: Annotated[bool, opts.QUIET] = False,
     select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
     ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
+    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
+    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
+    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
 ) -> None:
     """Inspect an installed environment from outside — nothing is imported or run — for G1, G2, G7 and G9.
 
@@ -102,5 +106,9 @@ def audit(
             quiet=quiet,
             select=select,
             ignore=ignore,
+            fmt=fmt,
+            sarif=sarif,
+            waivers_file=waivers_file,
+            waive=waive,
         )
     )

@@ -10,6 +10,7 @@ from sparkenv.audit import scan
 from sparkenv.cuda import coverage
 from sparkenv.environment import lockpins, target
 from sparkenv.report import Finding, Report
+from sparkenv.rules import requirements
 
 
 def audit(
@@ -32,6 +33,8 @@ def audit(
         "site_dirs": [str(d) for d in resolved.site_dirs],
         "distributions": len(facts.dists),
         "shared_objects": facts.shared_object_count,
+        # what pip check reports, machine-readable: one entry per unmet requirement (G9 names each)
+        "broken_requirements": [b.as_dict() for b in requirements.find(facts)[0]],
         "gpu": coverage.cap_text(cap) if isinstance(cap, tuple) else None,
         "seconds": round(time.perf_counter() - started, 3),
     }

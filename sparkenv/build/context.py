@@ -115,6 +115,11 @@ def profile_for(lock: Lock, arg: str | None) -> Profile:
     if not arg and named.endswith(".toml"):  # a profile file the lock names stays inside its project
         root = confine.project_root(lock.pylock.parent)
         confine.inside(root, named, lock.pylock.parent, f"{lock.pylock}: [tool.sparkenv] profile")
+    elif not arg and named and named not in profiles.shipped():
+        raise SparkenvError(
+            f"{lock.pylock}: locked for profile {named}, which is not a shipped one: pass the profile file "
+            f"it was locked with (--profile {named}.toml)"
+        )
     prof = profiles.load(arg) if arg else profiles.load(named or None, lock.pylock.parent)
     if named and prof.name != named:
         raise SparkenvError(

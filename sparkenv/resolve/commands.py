@@ -29,7 +29,7 @@ EXTRA = typer.Option(
 def register(app: typer.Typer) -> None:
     app.command("check")(check)
     app.command("lock")(lock)
-    app.command("profiles")(profiles_cmd)
+    app.add_typer(_profiles_app(), name="profiles")
 
 
 def check(
@@ -52,6 +52,10 @@ def check(
     quiet: Annotated[bool, opts.QUIET] = False,
     select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
     ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
+    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
+    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
+    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
 ) -> None:
     """The policy on declared requirements, offline and fast (pre-commit, CI): G1, G2, G9.
 
@@ -83,6 +87,10 @@ def check(
             quiet=quiet,
             select=select,
             ignore=ignore,
+            fmt=fmt,
+            sarif=sarif,
+            waivers_file=waivers_file,
+            waive=waive,
         )
     )
 
@@ -151,6 +159,10 @@ def lock(
     quiet: Annotated[bool, opts.QUIET] = False,
     select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
     ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
+    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
+    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
+    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
 ) -> None:
     """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
 
@@ -216,6 +228,10 @@ def lock(
                 quiet=quiet,
                 select=select,
                 ignore=ignore,
+                fmt=fmt,
+                sarif=sarif,
+                waivers_file=waivers_file,
+                waive=waive,
             )
         )
     raise typer.Exit(
@@ -228,14 +244,34 @@ def lock(
             quiet=quiet,
             select=select,
             ignore=ignore,
+            fmt=fmt,
+            sarif=sarif,
+            waivers_file=waivers_file,
+            waive=waive,
         )
     )
 
 
-def profiles_cmd(
+def _profiles_app() -> typer.Typer:
+    group = typer.Typer(
+        help="The resolution targets (NGC images, the Unsloth and vLLM images, a bare Spark) and writing "
+        "your own.\n\nWithout a subcommand: list the shipped profiles.",
+        invoke_without_command=True,
+        no_args_is_help=False,
+        rich_markup_mode=None,
+    )
+    group.callback()(profiles_list)
+    group.command("new")(profiles_new)
+    return group
+
+
+def profiles_list(
+    ctx: typer.Context,
     json_out: Annotated[bool, typer.Option("--json", help="Print the profiles as JSON.")] = False,
 ) -> None:
-    """List the resolution targets: NGC images and a bare Spark, with what each base provides."""
+    """List the shipped profiles: image, Python, CUDA, platform, what each base provides, source."""
+    if ctx.invoked_subcommand:
+        return
     import json
     from dataclasses import asdict
 
@@ -250,6 +286,54 @@ def profiles_cmd(
         return
     for p in shipped.values():
         mark = " (default)" if p.name == default else ""
-        typer.echo(f"{p.name}{mark}: {p.describe()}; reviewed {p.reviewed}")
+        typer.echo(f"{p.name}{mark}")
+        image = p.image or "no base image"
+        typer.echo(f"    {image} · Python {p.python_minor} · CUDA {p.cuda} · {p.python_platform}")
         if p.provides:
-            typer.echo("    provides " + ", ".join(f"{k} {v or '?'}" for k, v in p.provides.items()))
+            known = [f"{k} {v}" for k, v in p.provides.items() if v]
+            unknown = [k for k, v in p.provides.items() if not v]
+            text = ", ".join(known)
+            if unknown:
+                text += ("; " if text else "") + "version not recorded: " + ", ".join(unknown)
+            typer.echo(f"    provides {text}")
+        typer.echo(f"    reviewed {p.reviewed or 'never'} · source {p.source}")
+    typer.echo(
+        "\nYour own target: a TOML file with name and image (the rest defaults to the Spark's), or "
+        "`sparkenv profiles new NAME --from-image IMAGE`; use it with --profile FILE."
+    )
+
+
+def profiles_new(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The profile's name (a-z, 0-9, . _ -).")],
+    from_image: Annotated[
+        str,
+        typer.Option(
+            "--from-image",
+            metavar="IMAGE",
+            help="The image to read (pulled when absent). It runs once, with its entrypoint bypassed and no "
+            "network.",
+        ),
+    ],
+    output: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--output", "-o", metavar="FILE", help="Where to write it. Default: ./NAME.toml."),
+    ] = None,
+    platform: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--platform", metavar="OS/ARCH", help="The platform to pull, e.g. linux/arm64."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE when it exists.")] = False,
+) -> None:
+    """Write a complete profile from an image: Python, CUDA, glibc/manylinux, platform, every distribution
+    it provides with its version, its environment and its digest (needs Docker: sparkenv[build]).
+
+    Examples:
+
+      sparkenv profiles new ngc-26.01 --from-image nvcr.io/nvidia/pytorch:26.01-py3
+
+      sparkenv profiles new my-unsloth --from-image unsloth-dgx-spark -o profiles/my-unsloth.toml
+    """
+    from sparkenv.resolve import profile_from_image
+
+    dest, text = profile_from_image.write_profile(name, from_image, output, force, platform)
+    typer.echo(profile_from_image.summary(dest, text))

@@ -47,7 +47,8 @@ def canonical_machine(machine: str) -> str:
     return found
 
 
-_REQUIRED = ("name", "reviewed", "source", "python", "cuda", "manylinux", "platform")
+# A hand-written profile needs only these; every other key has a default (_default.toml, [profile]).
+_REQUIRED = ("name", "image")
 # A profile's name becomes part of file names (lockfiles/pylock.<name>.toml): no folders, no traversal.
 NAME_RE = re.compile(r"[a-z0-9._-]+")
 _SCHEMA = {
@@ -149,14 +150,22 @@ def _parse(text: str, where: str) -> Profile:
         raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nesting level
         raise SparkenvError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
-    missing = [k for k in _REQUIRED if not data.get(k)]
+    missing = [k for k in _REQUIRED if k not in data or (k == "name" and not data.get(k))]
     if missing:
-        raise SparkenvError(f"{where}: profile lacks {', '.join(missing)}")
+        raise SparkenvError(
+            f"{where}: profile lacks {' and '.join(missing)} (a profile needs name and image, the rest has "
+            "defaults; `sparkenv profiles new NAME --from-image IMAGE` writes a complete one)"
+        )
     schema.check(data, _SCHEMA, where)
     if not NAME_RE.fullmatch(data["name"]):
         raise SparkenvError(
             f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
         )
+    data = {**defaults(), **{k: v for k, v in data.items() if v != "" or k in ("image", "digest")}}
+    if not data.get("manylinux"):
+        data["manylinux"] = "manylinux_" + str(data["glibc"]).replace(".", "_")
+    if not data.get("source"):
+        data["source"] = f"{where} (hand-written)"
     for key in ("python", "cuda"):
         try:
             Version(data[key])
@@ -175,7 +184,7 @@ def _parse(text: str, where: str) -> Profile:
                 raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
     return Profile(
         name=str(data["name"]),
-        reviewed=str(data["reviewed"]),
+        reviewed=str(data.get("reviewed", "")),
         source=str(data["source"]),
         description=str(data.get("description", "")),
         image=str(data.get("image", "")),
@@ -204,10 +213,20 @@ def shipped() -> dict[str, Profile]:
     return out
 
 
-def default_name() -> str:
+@functools.cache
+def _defaults_file() -> dict[str, Any]:
     from sparkenv.datafiles import parse_toml
 
-    return str(parse_toml(_data_dir().joinpath("_default.toml").read_text(encoding="utf-8"))["default"])
+    return parse_toml(_data_dir().joinpath("_default.toml").read_text(encoding="utf-8"))
+
+
+def default_name() -> str:
+    return str(_defaults_file()["default"])
+
+
+def defaults() -> dict[str, str]:
+    """What a profile gets for a key it leaves out: the DGX Spark's own platform (_default.toml)."""
+    return {str(k): str(v) for k, v in (_defaults_file().get("profile") or {}).items()}
 
 
 def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
@@ -232,3 +251,8 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
         f"unknown profile {name_or_path!r}: choose one of {', '.join(profiles)} "
         "(`sparkenv profiles`), or give a profile file (*.toml)"
     )
+
+
+def parse(text: str, where: str) -> Profile:
+    """A profile from TOML text; `where` names it in errors."""
+    return _parse(text, where)

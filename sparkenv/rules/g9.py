@@ -5,7 +5,8 @@ declared: pins that would replace what the base provides, drift-prone packages n
 Unsloth family installed with its dependencies (check, lock); resolved: what the base provides kept out
 of the lock, drift-prone packages pinned, --no-deps stages (lock); image: the base's packages untouched
 by the lock's install steps (build); installed: container markers, NGC torch replaced, packages off the
-image's constraint file, drift against --lock (audit, build's self-audit); live: the same markers and
+image's constraint file, drift against --lock, requirements unmet as pip check reports them (audit,
+build's self-audit); live: the same markers and
 NGC torch on the running machine (gate).
 """
 
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, Status
-from sparkenv.rules import Rule, Stage, ngc, unsloth
+from sparkenv.rules import Rule, Stage, ngc, requirements, unsloth
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -233,7 +234,70 @@ def _accepts(req: Requirement, version: str) -> bool:
 
 
 def installed(facts: AuditFacts) -> list[Finding]:
-    return [_container(facts), *_ngc(facts), *_drift(facts)]
+    return [_container(facts), *_ngc(facts), *_drift(facts), *_requirements(facts)]
+
+
+def _requirements(facts: AuditFacts) -> list[Finding]:
+    """Everything pip check reports (and the extras it skips), WARN: see rules/requirements.py."""
+    broken, unparsed, checked = requirements.find(facts)
+    out: list[Finding] = []
+    by_requirer: dict[str, list[requirements.Broken]] = {}
+    for b in broken:
+        by_requirer.setdefault(b.requirer, []).append(b)
+    base_pins = facts.ngc.pins
+    for requirer, items in by_requirer.items():
+        out.extend(_requirement_finding(requirer, b, base_pins.get(b.required) == b.installed) for b in items)
+    for u in unparsed:
+        out.append(
+            Finding(
+                "G9",
+                Status.WARN,
+                f"{u.requirer}: Requires-Dist {u.text!r} cannot be parsed ({u.reason}); not checked",
+                u.requirer,
+                (str(facts.dists[u.requirer].dist.meta_dir / "METADATA"),),
+                None,
+            )
+        )
+    if not broken:
+        out.append(
+            Finding(
+                "G9",
+                Status.PASS,
+                f"requirements met: {checked} requirement(s) of {len(facts.dists)} distributions, markers "
+                f"for {facts.target.machine} Python {facts.target.python_version or '?'} (what pip check "
+                "checks, plus the extras asked for)",
+                "requirements",
+            )
+        )
+    return out
+
+
+def _requirement_finding(requirer: str, b: requirements.Broken, from_base: bool) -> Finding:
+    who = f"{requirer} {b.requirer_version}" + (f" (extra {b.via_extra})" if b.via_extra else "")
+    req = b.requirement
+    if b.missing:
+        return Finding(
+            "G9",
+            Status.WARN,
+            f"{who} requires {req}, which is not installed",
+            requirer,
+            (f"Requires-Dist: {req}",),
+            f"pip install '{req}' (or uninstall {requirer} if nothing uses it)",
+        )
+    fix = f"pip install '{req}', or a {requirer} version that accepts {b.required} {b.installed}"
+    if from_base:  # replacing what the NGC image built with is the worse problem (G9): keep it
+        fix = (
+            f"keep {b.required} {b.installed} (the NGC base pins it in /etc/pip/constraint.txt); install a "
+            f"{requirer} version that accepts it, or --no-deps if {requirer} runs with it"
+        )
+    return Finding(
+        "G9",
+        Status.WARN,
+        f"{who} requires {req}, but {b.required} {b.installed} is installed",
+        requirer,
+        (f"Requires-Dist: {req}", f"installed: {b.required} {b.installed}"),
+        fix,
+    )
 
 
 def _container(facts: AuditFacts) -> Finding:
@@ -474,7 +538,8 @@ RULES = (
         Stage.INSTALLED,
         installed,
         "container markers, $NVIDIA_PYTORCH_VERSION and /etc/pip/constraint.txt against the installed "
-        "torch and the image's pins, drift-prone packages against --lock",
+        "torch and the image's pins, drift-prone packages against --lock, every distribution's "
+        "Requires-Dist against what is installed (pip check, plus the extras asked for)",
     ),
     Rule(
         Stage.LIVE,

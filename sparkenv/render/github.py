@@ -1,0 +1,40 @@
+"""GitHub Actions workflow commands (`--format github`): one `::error`/`::warning` line per problem,
+with `file=` and `line=` where the finding knows them, so the problem shows on the pull request's diff;
+then the ordinary text lines for the log. Presentation only."""
+
+from __future__ import annotations
+
+from sparkenv.render import location
+from sparkenv.render import text as text_render
+from sparkenv.report import Report, Status
+
+LEVEL = {Status.FAIL: "error", Status.ERROR: "error", Status.WARN: "warning"}
+
+
+def _escape_data(value: str) -> str:
+    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts (escapeData/escapeProperty)
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(report: Report, *, quiet: bool = False, strict: bool = False) -> str:
+    lines = []
+    for f in report.sorted_findings():
+        level = LEVEL.get(f.status)
+        if level is None:
+            continue
+        if strict and level == "warning":
+            level = "error"
+        props = [f"title={_escape_property(f'sparkenv {f.id} {f.status.value}: {f.subject}')}"]
+        where = location.of(f)
+        if where is not None:
+            props.insert(0, f"file={_escape_property(where.path)}")
+            if where.line is not None:
+                props.insert(1, f"line={where.line}")
+        message = f"{f.id} {f.status.value}: {f.summary}" + (f" — fix: {f.fix}" if f.fix else "")
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
+    body = text_render.render(report, quiet=quiet)
+    return ("\n".join(lines) + "\n" if lines else "") + body

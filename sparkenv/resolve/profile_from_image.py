@@ -1,0 +1,292 @@
+"""`sparkenv profiles new NAME --from-image IMAGE`: run the image once and write a complete profile.
+
+The image's own python3 runs a standard-library script (nothing is installed into it; its entrypoint is
+bypassed, so NGC's banner and entrypoint.d parts stay out of the output) that prints its Python, CPU,
+glibc, CUDA and every installed distribution. Platform, digest and environment come from the image's
+configuration. What could not be read is written with a comment saying UNVERIFIED and the default used.
+
+Decisions: `provides` lists every distribution of the image except the packaging tools (pip,
+setuptools, wheel), since resolution must not replace anything the base installed (G9) and users
+upgrade those tools freely; the environment keeps the variables that steer CUDA, pip and the
+frameworks, never ones that look like credentials.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sparkenv.errors import SparkenvError
+
+PROBE_TIMEOUT = 120
+PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
+ENV_PREFIXES = (
+    "NVIDIA_",
+    "CUDA_",
+    "CUDNN_",
+    "NCCL_",
+    "PIP_",
+    "PYTORCH_",
+    "TORCH_",
+    "TRITON_",
+    "NV_",
+    "TRT",
+    "VLLM_",
+    "HF_",
+    "UNSLOTH_",
+    "PYTHON",
+    "LD_LIBRARY_PATH",
+)
+SECRET_RE = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
+ARCH_TO_PLATFORM = {"arm64": "linux/aarch64", "amd64": "linux/amd64"}
+
+# Runs inside the image with its python3 (any 3.x): standard library only, one JSON object on stdout.
+PROBE = r"""
+import json, os, platform, sys
+try:
+    import importlib.metadata as md
+except ImportError:
+    md = None
+site = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+dists = {}
+if md is not None:
+    for d in md.distributions(path=site):
+        name = d.metadata["Name"]
+        if name and name not in dists:
+            dists[name] = d.version or ""
+cuda = os.environ.get("CUDA_VERSION", "")
+cuda_source = "CUDA_VERSION" if cuda else ""
+if not cuda:
+    try:
+        with open("/usr/local/cuda/version.json") as fh:
+            cuda = json.load(fh)["cuda"]["version"]
+            cuda_source = "/usr/local/cuda/version.json"
+    except Exception:
+        pass
+libc, libc_version = platform.libc_ver()
+osname = ""
+try:
+    with open("/etc/os-release") as fh:
+        for line in fh:
+            if line.startswith("PRETTY_NAME="):
+                osname = line.split("=", 1)[1].strip().strip('"')
+except OSError:
+    pass
+print(json.dumps({
+    "python": platform.python_version(),
+    "machine": platform.machine(),
+    "glibc": libc_version if libc == "glibc" else "",
+    "cuda": cuda,
+    "cuda_source": cuda_source,
+    "os": osname,
+    "site": site,
+    "dists": dists,
+}))
+"""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so the probe container is removed either way."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIMEOUT) -> dict[str, Any]:
+    """Facts of IMAGE: the probe's output plus what the image's configuration says."""
+    import requests
+    from docker.errors import DockerException, ImageNotFound
+
+    from sparkenv.build import engine
+
+    client = engine.connect()
+    try:
+        try:
+            img = client.images.get(image)
+        except ImageNotFound:
+            img = None
+        if img is None:
+            try:
+                img = client.images.pull(image, platform=platform)
+            except DockerException as exc:
+                raise SparkenvError(
+                    f"{image}: not here and could not be pulled ({str(exc).splitlines()[0][:200]}): "
+                    f"docker pull {image}, or docker login to its registry"
+                ) from None
+        attrs = img.attrs
+        container = None
+        with _sigterm_as_interrupt():
+            try:
+                container = client.containers.create(
+                    img.id,
+                    entrypoint=["python3", "-c", PROBE],
+                    command=[],
+                    network_disabled=True,
+                    labels={"io.sparkenv.probe": "1"},
+                )
+                container.start()
+                try:
+                    result = container.wait(timeout=timeout)
+                except requests.exceptions.ReadTimeout:
+                    raise SparkenvError(f"{image}: its python3 did not answer within {timeout} s") from None
+                out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+                err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+            finally:
+                if container is not None:
+                    with contextlib.suppress(Exception):
+                        container.remove(force=True)
+    except (requests.RequestException, OSError) as exc:
+        raise engine.lost(exc) from None
+    except DockerException as exc:
+        raise SparkenvError(f"{image}: could not run it: {str(exc).splitlines()[0][:300]}") from None
+    if int(result.get("StatusCode", -1)) != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        raise SparkenvError(f"{image}: running its python3 failed ({last}): is it a Python image?")
+    try:
+        facts: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise SparkenvError(
+            f"{image}: its python3 printed no readable answer ({out.strip()[-200:]!r})"
+        ) from None
+    config = attrs.get("Config") or {}
+    facts["architecture"] = attrs.get("Architecture", "")
+    facts["image_id"] = attrs.get("Id", "")
+    facts["repo_digests"] = [d.split("@", 1)[1] for d in attrs.get("RepoDigests") or [] if "@" in d]
+    facts["env"] = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
+    return facts
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def render(name: str, image: str, facts: dict[str, Any], today: datetime.date) -> str:
+    """The profile's TOML text, commented: where each value came from, and what is UNVERIFIED."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    from sparkenv.resolve import profiles
+
+    defaults = profiles.defaults()
+    digest = facts["repo_digests"][0] if facts["repo_digests"] else ""
+    identity = (
+        f"{image}@{digest}" if digest else f"{image} (image id {facts['image_id']}, not from a registry)"
+    )
+    platform = ARCH_TO_PLATFORM.get(facts.get("architecture", ""), "")
+    lines = [
+        f"# {name}: written by `sparkenv profiles new {name} --from-image {image}` on {today.isoformat()},",
+        "# from the image itself (its python3 and its configuration). Refresh with the same command.",
+        f"name = {_toml_str(name)}",
+        f"reviewed = {_toml_str(today.isoformat())}",
+        f"source = {_toml_str(identity)}",
+    ]
+    osname = facts.get("os") or "unknown OS"
+    described = f"{image} ({osname}, Python {facts['python']}, CUDA {facts.get('cuda') or '?'})"
+    lines.append(f"description = {_toml_str(described)}")
+    lines.append(f"image = {_toml_str(image)}")
+    if not digest:
+        lines.append("# UNVERIFIED: no registry digest (a local image); FROM uses the name")
+    lines.append(f"digest = {_toml_str(digest)}")
+    lines.append(f"python = {_toml_str(facts['python'])}")
+    if facts.get("cuda"):
+        lines.append(f"# read from {facts.get('cuda_source')}")
+        lines.append(f"cuda = {_toml_str(str(facts['cuda']))}")
+    else:
+        lines.append(
+            "# UNVERIFIED: the image names no CUDA (no CUDA_VERSION, no /usr/local/cuda/version.json)"
+        )
+        lines.append(f"cuda = {_toml_str(defaults['cuda'])}")
+    glibc = facts.get("glibc") or ""
+    if not glibc:
+        lines.append("# UNVERIFIED: no glibc found in the image; the DGX Spark's is assumed")
+        glibc = defaults["glibc"]
+    lines.append(f"glibc = {_toml_str(glibc)}")
+    lines.append(f"manylinux = {_toml_str('manylinux_' + glibc.replace('.', '_'))}")
+    if not platform:
+        lines.append(f"# UNVERIFIED: architecture {facts.get('architecture')!r} is neither arm64 nor amd64")
+        platform = defaults["platform"]
+    lines.append(f"platform = {_toml_str(platform)}")
+    provided: dict[str, str] = {}
+    for raw, version in sorted(facts.get("dists", {}).items(), key=lambda kv: canonicalize_name(kv[0])):
+        key = canonicalize_name(raw)
+        if key in PACKAGING_TOOLS or key in provided:
+            continue
+        try:
+            Version(version)
+        except InvalidVersion:
+            version = ""  # a legacy version string resolution cannot compare: provided, version unknown
+        provided[key] = version
+    where = ", ".join(facts.get("site") or []) or "its site folders"
+    lines += ["", f"# Every distribution in {where} (pip, setuptools and wheel left out).", "[provides]"]
+    lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in provided.items()]
+    lines += ["", "[satisfies]"]
+    if "pytorch-triton" in provided:
+        lines.append('triton = "pytorch-triton"')
+    env = {
+        k: v
+        for k, v in sorted(facts.get("env", {}).items())
+        if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
+    }
+    lines += ["", "# The image's environment that steers CUDA, pip and the frameworks.", "[env]"]
+    lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in env.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_profile(
+    name: str, image: str, output: str | None, force: bool, platform: str | None
+) -> tuple[Path, str]:
+    """Run IMAGE, write NAME's profile (default ./NAME.toml); the text is checked by sparkenv's own
+    profile reader before anything is written, and written whole or not at all."""
+    from sparkenv.render.emit import write_atomic
+    from sparkenv.resolve import profiles
+
+    if not profiles.NAME_RE.fullmatch(name):
+        raise SparkenvError(f"{name!r}: not a profile name (a-z, 0-9, '.', '_' and '-': it names lock files)")
+    dest = Path(output or f"{name}.toml")
+    if dest.exists() and not force:
+        raise SparkenvError(f"{dest}: exists; pass --force to replace it")
+    if not dest.parent.is_dir():
+        raise SparkenvError(f"{dest.parent}: no such folder")
+    facts = read_image(image, platform)
+    text = render(name, image, facts, datetime.date.today())
+    profiles.parse(text, str(dest))  # what sparkenv writes, sparkenv must read
+    write_atomic(str(dest), text)
+    return dest, text
+
+
+def summary(dest: Path, text: str) -> str:
+    prof = _reparse(dest, text)
+    unverified = text.count("# UNVERIFIED")
+    note = f"; {unverified} value(s) UNVERIFIED (see the comments)" if unverified else ""
+    return (
+        f"wrote {dest}: {prof.describe()}, {len(prof.provides)} distributions provided, "
+        f"{len(prof.env)} environment variables{note}. Use it: sparkenv lock INPUT --profile {dest}"
+    )
+
+
+def _reparse(dest: Path, text: str):  # type: ignore[no-untyped-def]
+    from sparkenv.resolve import profiles
+
+    return profiles.parse(text, os.fspath(dest))

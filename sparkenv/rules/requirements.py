@@ -1,0 +1,178 @@
+"""Which installed distributions' requirements are unmet — what `pip check` reports, read from outside
+(pure: the facts the audit already gathered). The G9 judgement of them is in rules/g9.py.
+
+Like pip check: Requires-Dist markers are evaluated for the audited environment (its Python and CPU, not
+this host's), a requirement on a missing distribution is "missing", a version outside the specifier
+(pre-releases allowed) is a "conflict". Beyond pip check: the extras that were asked for are checked
+too — `A requires B[x]` makes B's `extra == "x"` requirements count (pip check ignores extras).
+
+Severity (rules/g9.py, decision): WARN, for missing and conflicting requirements alike; `--strict`
+makes them fail.
+Not FAIL, because a FAIL blocks — `sparkenv build` leaves an image untagged on one — and broken
+requirements are common in images that run: NGC bases ship some, stacks such as Unsloth's are installed
+with --no-deps on purpose against pins known to be too strict, and a requirement on a distribution that
+a base provides under another name reads as missing. Each finding names both sides and the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from sparkenv.rules import markers
+
+if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts
+    from sparkenv.environment.distributions import Distribution
+    from sparkenv.environment.target import Target
+
+
+@dataclass(frozen=True)
+class Broken:
+    requirer: str  # normalized name
+    requirer_version: str
+    requirement: str  # as written, without its marker
+    required: str  # normalized name of what is required
+    installed: str | None  # version installed, None when missing
+    via_extra: str = ""  # the requirer's extra that brought the requirement ("" for its base)
+
+    @property
+    def missing(self) -> bool:
+        return self.installed is None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "requirer": self.requirer,
+            "requirer_version": self.requirer_version,
+            "requirement": self.requirement,
+            "required": self.required,
+            "installed": self.installed,
+            "extra": self.via_extra or None,
+        }
+
+
+@dataclass(frozen=True)
+class Unparsed:
+    requirer: str
+    text: str
+    reason: str
+
+
+def marker_env(target: Target) -> dict[str, str]:
+    """The audited environment's markers (the one marker classifier), with its full Python version from
+    pyvenv.cfg when it has one."""
+    return markers.marker_environment(target.machine, _full_version(target) or target.python_version)
+
+
+def _full_version(target: Target) -> str | None:
+    if target.interpreter is None:
+        return None
+    cfg = target.interpreter.parent.parent / "pyvenv.cfg"
+    try:
+        text = cfg.read_text(encoding="utf-8", errors="replace")[:65536] if cfg.is_file() else ""
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("version", "version_info"):
+            parts = value.strip().split(".")
+            if len(parts) >= 3 and all(p.isdigit() for p in parts[:3]):
+                return ".".join(parts[:3])
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse(text: str) -> Requirement | str:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        return str(exc).splitlines()[0]
+
+
+@functools.lru_cache(maxsize=1024)
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class _Markers:
+    """Marker results cached by (marker text, extra): a large venv repeats the same few markers."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.cache: dict[tuple[str, str], bool] = {}
+
+    def applies(self, marker: Marker | None, extra: str) -> bool:
+        if marker is None:
+            return True
+        key = (str(marker), extra)
+        hit = self.cache.get(key)
+        if hit is None:
+            try:
+                hit = marker.evaluate({**self.env, "extra": extra})
+            except (UndefinedComparison, UndefinedEnvironmentName):
+                hit = False
+            self.cache[key] = hit
+        return hit
+
+
+def find(facts: AuditFacts) -> tuple[list[Broken], list[Unparsed], int]:
+    """(broken requirements, unparseable Requires-Dist values, requirements checked)."""
+    env = _Markers(marker_env(facts.target))
+    dists: dict[str, Distribution] = {k: df.dist for k, df in facts.dists.items()}
+    broken: list[Broken] = []
+    unparsed: list[Unparsed] = []
+    checked = 0
+    # (distribution, extra) pairs to check: every distribution's base, then the extras others ask for.
+    todo: list[tuple[str, str]] = [(k, "") for k in dists]
+    seen = set(todo)
+    while todo:
+        key, extra = todo.pop()
+        dist = dists[key]
+        for text in dist.requires:
+            req = _parse(text)
+            if isinstance(req, str):
+                if not extra:
+                    unparsed.append(Unparsed(key, text, req))
+                continue
+            if not env.applies(req.marker, extra):
+                continue
+            if extra and env.applies(req.marker, ""):
+                continue  # part of the base, already checked
+            checked += 1
+            name = canonicalize_name(req.name)
+            have = dists.get(name)
+            spec = _spelled(req)
+            if have is None:
+                broken.append(Broken(key, dist.version, spec, name, None, extra))
+                continue
+            if req.specifier and not _satisfies(req, have.version):
+                broken.append(Broken(key, dist.version, spec, name, have.version, extra))
+            for wanted in sorted(canonicalize_name(e) for e in req.extras):
+                if (name, wanted) not in seen:
+                    seen.add((name, wanted))
+                    todo.append((name, wanted))
+    broken.sort(key=lambda b: (b.requirer, b.via_extra, b.required))
+    return broken, unparsed, checked
+
+
+def _satisfies(req: Requirement, version: str) -> bool:
+    parsed = _version(version)
+    if parsed is None:
+        return True  # a legacy version pip cannot order either: not a finding
+    return req.specifier.contains(parsed, prereleases=True)
+
+
+def _spelled(req: Requirement) -> str:
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    if req.url:
+        return f"{req.name}{extras} @ {req.url}"
+    return f"{req.name}{extras}{req.specifier}"
