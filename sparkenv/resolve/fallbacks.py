@@ -30,7 +30,6 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
 from sparkenv.resolve.graph import Edge
 from sparkenv.resolve.profiles import Profile
 
@@ -186,7 +185,21 @@ def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict
     return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
 
 
-def findings(
+@dataclass(frozen=True)
+class FallbackFacts:
+    """What the index says about one locked package that may be a fallback (judged in rules/g9.py)."""
+
+    key: str
+    version: str
+    newest: str
+    gap_days: int | None  # upload-time of the newest release minus the locked one's; None: no dates
+    newer_minor: bool  # the newest release has a higher major or minor
+    user_capped: bool  # the user's own requirement excludes the newest release
+    caps: tuple[str, ...]  # chains whose requirement excludes the newest release
+    reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
+
+
+def gather(
     candidates: dict[str, tuple[str, object]],
     declared: dict[str, SpecifierSet],
     graph_edges: list[Edge],
@@ -194,9 +207,12 @@ def findings(
     profile: Profile,
     index_url: str | None,
     versions: dict[str, str] | None = None,
-) -> list[Finding]:
+) -> list[FallbackFacts]:
     """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
-    `versions`: every locked name -> version."""
+    `versions`: every locked name -> version. Reads the index pages concurrently; digs for the reasons
+    (a newer release's metadata) only where rules/g9.py would call it a fallback."""
+    from sparkenv.rules.g9 import is_fallback
+
     if not candidates:
         return []
     versions = versions or {}
@@ -205,7 +221,7 @@ def findings(
         pages = dict(zip(candidates, pool.map(lambda k: releases(url, k), candidates), strict=True))
     target = _target_tags(profile)
     limit = fallback_days()
-    out: list[Finding] = []
+    out: list[FallbackFacts] = []
     for key, (version, uploaded) in sorted(candidates.items()):
         page = pages.get(key)
         try:
@@ -222,13 +238,9 @@ def findings(
         then = _when(uploaded) or (chosen.uploaded if chosen else None)
         now = page[newest].uploaded
         gap = (now - then).days if now and then else None
-        if gap is not None and gap < limit:
-            continue
-        if gap is None and (newest.major, newest.minor) == (locked_v.major, locked_v.minor):
-            continue  # no dates to go by: a newer patch release is not a fallback
+        newer_minor = (newest.major, newest.minor) > (locked_v.major, locked_v.minor)
         spec = declared.get(key)
-        if spec is not None and str(spec) and not spec.contains(newest, prereleases=True):
-            continue  # capped by the user's own requirement: their choice
+        capped = spec is not None and bool(str(spec)) and not spec.contains(newest, prereleases=True)
         caps = sorted(
             {
                 " → ".join([*chain.get(e.source, [e.source]), f"{key}{e.req.specifier}"])
@@ -236,25 +248,13 @@ def findings(
                 if e.target == key and not e.req.specifier.contains(newest, prereleases=True)
             }
         )
-        if caps:
-            why = f"{'; '.join(caps[:3])} exclude{'s' if len(caps) == 1 else ''} {newest}"
-        else:
-            reasons = []
+        reasons = []
+        if not caps and not capped and is_fallback(gap, newer_minor, limit):
             for v in sorted((v for v in finals if v > locked_v), reverse=True)[:2]:
                 r = _fits(page[v], profile, target) or _unmet(page[v], profile, target, versions, url)
                 reasons.append(f"{v}: {r}")
-            why = "; ".join(reasons)
-        age = f", {gap // 365} year(s) older" if gap and gap >= 365 else ""
-        via = " → ".join(chain.get(key, [key]))
         out.append(
-            Finding(
-                "G9",
-                Status.WARN,
-                f"{key} {version} (via {via}) is a fallback: the newest release is {newest}{age}; why: {why}",
-                key,
-                (f"newest {newest}", *caps),
-                f"pin {key} to the release you want, or choose a profile it has wheels for",
-            )
+            FallbackFacts(key, version, str(newest), gap, newer_minor, capped, tuple(caps), tuple(reasons))
         )
     return out
 

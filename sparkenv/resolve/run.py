@@ -203,8 +203,8 @@ def _fallbacks(
     edges: list,  # type: ignore[type-arg]
     chain: dict[str, list[str]],
     index_url: str | None,
-) -> list[Finding]:
-    """Declared requirements not pinned exactly, and sdist-only picks: is the locked version a fallback?"""
+) -> list:  # type: ignore[type-arg]
+    """Declared requirements not pinned exactly, and sdist-only picks: what the index says of them."""
     from sparkenv.resolve import fallbacks
 
     env = profile.marker_env()
@@ -217,7 +217,7 @@ def _fallbacks(
         candidates[key] = (locked[key].version, files[0].get("upload-time") if files else None)
     declared = fallbacks.declared_specifiers(inp.requirements, env)
     versions = {k: p.version for k, p in locked.items()}
-    return fallbacks.findings(candidates, declared, edges, chain, profile, index_url, versions)
+    return fallbacks.gather(candidates, declared, edges, chain, profile, index_url, versions)
 
 
 def _say(progress: bool, line: str) -> None:
@@ -362,7 +362,8 @@ def _resolved_findings(
     allowed: set[str],
     index_url: str | None = None,
 ) -> list[Finding]:
-    from sparkenv.resolve import closure, cuda_builds, graph
+    from sparkenv.resolve import graph
+    from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
     out: list[Finding] = []
@@ -398,32 +399,27 @@ def _resolved_findings(
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
     edges = graph.edges(requires, env, _root_extras(inp, env))
     chain = graph.chains(locked, edges, roots)
-    versions = {k: p.version for k, p in locked.items()}
-    base = closure.base_conflicts(versions, edges, chain, profile, allowed)
-    conflicted = {f.subject for f in base}
     kept_out = [n for n in profile.excluded() if n not in allowed]
-    for f in policy.check_resolved(locked, roots, profile, None, kept_out):
-        # "excluded: provided by the base" is not said of a package some requirement conflicts with
-        if not (f.status is Status.PASS and f.id == "G9" and profile.provider(f.subject) in conflicted):
-            out.append(f)
-    gaps = closure.unclosed(versions, edges, chain, profile, allowed)
-    out += base + gaps
-    if locked and not gaps and len(requires) == len(locked):
-        out.append(closure.closed_info(len(locked), len(edges)))
-    provided = {
-        k: profile.provides[p] for k in profile.excluded() if (p := profile.provider(k)) and k not in allowed
-    }
-    verdicts = cuda_builds.evidence(versions, edges, provided)
+    base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
+    # whose RECORD to read: CUDA-capable members whose metadata shows no CUDA (only their wheels)
+    verdicts = cuda_builds.evidence({k: p.version for k, p in locked.items()}, edges, base_versions)
     fams = cuda_builds.families()
     unknown = [
         r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
     ]
-    for key, record in metadata.records(unknown).items():
-        verdicts[key] = cuda_builds.record_evidence(key, record)
-    files = {k: (p.wheels or [p.sdist or ""])[0] for k, p in locked.items()}
-    out += _fallbacks(inp, profile, locked, raw, edges, chain, index_url)
-    ties = cuda_builds.exact_ties(edges)
-    out += cuda_builds.findings(versions, verdicts, chain, files, profile.python_platform, ties)
+    records = metadata.records(unknown)
+    fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url)
+    out += policy.check_resolved(
+        locked,
+        roots,
+        profile,
+        None,
+        kept_out,
+        edges=tuple(edges),
+        allow_replace=frozenset(allowed),
+        records=records,
+        fallbacks=tuple(fallback_facts),
+    )
     return out
 
 
