@@ -13,9 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import html.parser
 import json
+import threading
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from packaging import tags
@@ -199,6 +200,24 @@ class FallbackFacts:
     reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
 
 
+def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Version, Release] | None]]:
+    """Start reading these index pages now (while uv resolves): the declared names are known before.
+    Daemon threads: a lock stopped by a signal or an error does not wait for them to time out."""
+    out: dict[str, Future[dict[Version, Release] | None]] = {}
+    for key in keys:
+        fut: Future[dict[Version, Release] | None] = Future()
+
+        def work(k: str = key, f: Future[dict[Version, Release] | None] = fut) -> None:
+            try:
+                f.set_result(releases(index_url or PYPI, k))
+            except Exception as exc:  # handed to whoever reads the result
+                f.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-{key}").start()
+        out[key] = fut
+    return out
+
+
 def gather(
     candidates: dict[str, tuple[str, object]],
     declared: dict[str, SpecifierSet],
@@ -207,6 +226,7 @@ def gather(
     profile: Profile,
     index_url: str | None,
     versions: dict[str, str] | None = None,
+    prefetched: dict[str, Future[dict[Version, Release] | None]] | None = None,
 ) -> list[FallbackFacts]:
     """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
     `versions`: every locked name -> version. Reads the index pages concurrently; digs for the reasons
@@ -217,8 +237,17 @@ def gather(
         return []
     versions = versions or {}
     url = index_url or PYPI
-    with ThreadPoolExecutor(min(8, len(candidates))) as pool:
-        pages = dict(zip(candidates, pool.map(lambda k: releases(url, k), candidates), strict=True))
+    prefetched = prefetched or {}
+    missing = [k for k in candidates if k not in prefetched]
+    pages: dict[str, dict[Version, Release] | None] = {}
+    if missing:
+        with ThreadPoolExecutor(min(8, len(missing))) as pool:
+            pages = dict(zip(missing, pool.map(lambda k: releases(url, k), missing), strict=True))
+    for k, fut in prefetched.items():
+        try:
+            pages[k] = fut.result(timeout=30)
+        except Exception:  # an unreadable page only means no fallback verdict
+            pages[k] = None
     target = _target_tags(profile)
     limit = fallback_days()
     out: list[FallbackFacts] = []
