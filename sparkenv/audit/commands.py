@@ -48,17 +48,28 @@ def audit(
             help="Read container and NGC markers under DIR (a mounted image) instead of /.",
         ),
     ] = None,
+    gpu: Annotated[
+        str,
+        typer.Option(
+            "--gpu",
+            metavar="CAP",
+            help="The GPU the environment must run on (G7 kernel coverage): 12.1 (GB10, DGX Spark), 9.0 "
+            "(H100/H200), 10.0 (B200) …; `none` skips the kernel check.",
+        ),
+    ] = "12.1",
     json_out: Annotated[bool, opts.JSON] = False,
     report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
     junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
     strict: Annotated[bool, opts.STRICT] = False,
     quiet: Annotated[bool, opts.QUIET] = False,
 ) -> None:
-    """Inspect an installed environment from outside — nothing is imported or run — for G1, G2 and G9.
+    """Inspect an installed environment from outside — nothing is imported or run — for G1, G2, G7 and G9.
 
     G1: every distribution's CUDA major, from its name, version label, Requires-Dist, install paths and
     the DT_NEEDED entries of its shared objects; CPU-only torch; shared objects of the wrong CPU.
     G2: where flash-attn came from and whether it fits; Unsloth next to it without the SDPA override.
+    G7: the GPU code (fatbin headers) of every shared object against --gpu: machine code that runs,
+    PTX only (JIT at first use), or nothing that runs ('no kernel image is available'); Triton's ptxas.
     G9: container markers, NGC torch replaced by pip, drift against --lock.
 
     Examples:
@@ -70,7 +81,12 @@ def audit(
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
     from sparkenv.audit.run import audit as run_audit
+    from sparkenv.cuda import coverage
+    from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import emit
 
-    result = run_audit(target, lock=lock, machine=machine, root=root)
+    cap = None if gpu.strip().lower() == "none" else coverage.parse_capability(gpu)
+    if cap is None and gpu.strip().lower() != "none":
+        raise SparkenvError(f"--gpu {gpu!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
+    result = run_audit(target, lock=lock, machine=machine, root=root, gpu=cap)
     raise typer.Exit(emit(result, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet))

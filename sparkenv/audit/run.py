@@ -7,17 +7,24 @@ from pathlib import Path
 
 from sparkenv import rules
 from sparkenv.audit import scan
+from sparkenv.cuda import coverage
 from sparkenv.environment import lockpins, target
 from sparkenv.report import Finding, Report
 
 
 def audit(
-    target_arg: str | None, lock: str | None = None, machine: str | None = None, root: str | None = None
+    target_arg: str | None,
+    lock: str | None = None,
+    machine: str | None = None,
+    root: str | None = None,
+    gpu: coverage.Capability | str | None = "default",
 ) -> Report:
+    """`gpu`: the capability kernels are judged for; "default" is the GB10; None skips G7 coverage."""
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
     pins = lockpins.read(lock) if lock else None
-    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"))
+    cap = coverage.gb10() if gpu == "default" else gpu
+    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"), cap)  # type: ignore[arg-type]
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
         "machine": resolved.machine,
@@ -25,6 +32,7 @@ def audit(
         "site_dirs": [str(d) for d in resolved.site_dirs],
         "distributions": len(facts.dists),
         "shared_objects": facts.shared_object_count,
+        "gpu": coverage.cap_text(cap) if isinstance(cap, tuple) else None,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report

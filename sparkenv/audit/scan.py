@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkenv import datafiles
-from sparkenv.cuda import elf
-from sparkenv.environment import container, ngc
+from sparkenv.cuda import coverage, elf, toolchain
+from sparkenv.environment import container, kernels, ngc
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
 from sparkenv.environment.lockpins import LockPins
 from sparkenv.environment.target import Target
@@ -33,6 +33,7 @@ class DistFacts:
     so_paths: list[str] = field(default_factory=list)  # every installed path named like a shared object
     shared_objects: list[SharedObject] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
+    kernels: list[coverage.ObjectKernels] = field(default_factory=list)  # objects that carry GPU code
 
 
 @dataclass
@@ -46,9 +47,17 @@ class AuditFacts:
     lock: LockPins | None
     sdpa_override: str | None  # path of the override's .pth file when installed
     shared_object_count: int = 0
+    gpu: coverage.Capability | None = None  # the GPU kernels are judged for (G7); None: not checked
+    triton: toolchain.TritonTools | None = None
 
 
-def gather(target: Target, lock: LockPins | None, root: Path = Path("/")) -> AuditFacts:
+def gather(
+    target: Target,
+    lock: LockPins | None,
+    root: Path = Path("/"),
+    gpu: coverage.Capability | None = None,
+    env: dict[str, str] | None = None,
+) -> AuditFacts:
     dists: dict[str, DistFacts] = {}
     shadowed: list[Distribution] = []
     problems: list[MetadataProblem] = []
@@ -66,13 +75,45 @@ def gather(target: Target, lock: LockPins | None, root: Path = Path("/")) -> Aud
                 dists[item.key] = DistFacts(item)
     count = 0
     for facts in dists.values():
-        count += _scan_files(facts)
+        count += _scan_files(facts, gpu)
     return AuditFacts(
-        target, dists, shadowed, problems, container.detect(root), ngc.detect(root), lock, sdpa, count
+        target,
+        dists,
+        shadowed,
+        problems,
+        container.detect(root),
+        ngc.detect(root),
+        lock,
+        sdpa,
+        count,
+        gpu,
+        _triton(dists, os.environ if env is None else env),
     )
 
 
-def _scan_files(facts: DistFacts) -> int:
+def _triton(
+    dists: dict[str, DistFacts], env: dict[str, str] | os._Environ[str]
+) -> toolchain.TritonTools | None:
+    """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
+    override them, as set where the audit runs (in a built image's verification: the image's ENV)."""
+    spec = datafiles.load("toolchain")["triton"]
+    for key in ("triton", "pytorch-triton"):
+        facts = dists.get(key)
+        if facts is None:
+            continue
+        site = str(facts.dist.site_dir)
+        bundled = {}
+        for tool in (spec["default_tool"], spec["blackwell_tool"]):
+            path = os.path.join(site, spec["bundled_dir"], tool)
+            if os.path.isfile(path):
+                bundled[tool] = toolchain.ptxas_release_of_file(path)
+        chosen = {v: env[v] for v in (spec["default_env"], spec["blackwell_env"]) if env.get(v)}
+        releases = {p: toolchain.ptxas_release_of_file(p) for p in chosen.values()}
+        return toolchain.TritonTools(facts.dist.name, facts.dist.version, bundled, chosen, releases)
+    return None
+
+
+def _scan_files(facts: DistFacts, gpu: coverage.Capability | None = None) -> int:
     for note in facts.dist.notes:
         # a RECORD that exists but cannot be read (a FIFO, a device, a loop) hides every shared object
         if note.startswith("RECORD unreadable"):
@@ -101,4 +142,8 @@ def _scan_files(facts: DistFacts) -> int:
             continue
         facts.shared_objects.append(SharedObject(rel, info))
         seen += 1
+        if gpu is not None:
+            found = kernels.read_object(path, rel, gpu)
+            if found is not None:
+                facts.kernels.append(found)
     return seen

@@ -207,8 +207,20 @@ def _string(read: Reader, table_offset: int, table_size: int | None, index: int)
     return raw[:nul].decode("utf-8", "replace")
 
 
-def find_section(read: Reader, name: str) -> tuple[int, int] | str | None:
-    """(file offset, size) of the section called `name`; None when absent; a reason when damaged."""
+@dataclass(frozen=True)
+class Section:
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+
+
+SHF_EXECINSTR, SHT_PROGBITS, SHT_NOBITS = 0x4, 1, 8
+
+
+def list_sections(read: Reader) -> list[Section] | str:
+    """Every section header, or a one-line reason when the table is damaged."""
     try:
         head = read(0, 64)
         if head[:4] != b"\x7fELF":
@@ -219,15 +231,23 @@ def find_section(read: Reader, name: str) -> tuple[int, int] | str | None:
         *_, shoff, _, _, _, _, shentsize, shnum, shstrndx = struct.unpack_from(hfmt, head)
         sfmt = end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
         if not shoff or not shnum or shentsize < struct.calcsize(sfmt) or shstrndx >= shnum:
-            return None
+            return []
         table = _read_exact(read, shoff, shnum * shentsize, "section header table")
-        sections = [struct.unpack_from(sfmt, table, i * shentsize) for i in range(shnum)]
-        names_at = sections[shstrndx][4]
-        for sh_name, _, _, _, offset, size, *_ in sections:
-            if _string(read, names_at, sections[shstrndx][5], sh_name) == name:
-                return offset, size
-        return None
+        raw = [struct.unpack_from(sfmt, table, i * shentsize) for i in range(shnum)]
+        names_at, names_size = raw[shstrndx][4], raw[shstrndx][5]
+        return [
+            Section(_string(read, names_at, names_size, sh_name), sh_type, flags, offset, size)
+            for sh_name, sh_type, flags, _, offset, size, *_ in raw
+        ]
     except _Bad as exc:
         return str(exc)
     except (struct.error, ValueError, OverflowError, IndexError) as exc:
         return f"malformed ELF ({exc.__class__.__name__})"
+
+
+def find_section(read: Reader, name: str) -> tuple[int, int] | str | None:
+    """(file offset, size) of the section called `name`; None when absent; a reason when damaged."""
+    sections = list_sections(read)
+    if isinstance(sections, str):
+        return sections
+    return next(((s.offset, s.size) for s in sections if s.name == name), None)

@@ -1,18 +1,25 @@
-"""Which GPU targets a shared object's CUDA kernels were built for, from its `.nv_fatbin` section.
+"""Which GPU targets a shared object's CUDA kernels were built for, from its fatbin headers.
 
 Reads only headers: the fatbin header (magic 0xBA55ED50) and each entry's header, then skips the
-payload. Layout and flag bits were checked against `cuobjdump --list-elf/--list-ptx` (CUDA 13.0) on
-libraries nvcc 13.0 built for sm_90, sm_120, sm_120f, sm_121, sm_121a and compute_121a:
-entry flags bit 0x100000 marks an arch-specific target ("a"), 0x200000 a family target ("f").
-Never raises on damaged input: a defect comes back as a reason.
+payload by its size. Layout and flag bits were checked against `cuobjdump --list-elf/--list-ptx` (CUDA
+13.0) on libraries nvcc 13.0 built for sm_90, sm_120, sm_120f, sm_121, sm_121a and compute_121a:
+entry kind 1 is PTX, 2 a cubin, 8 LTO-IR (nvcc `code=lto_XY`); flags bit 0x100000 marks an arch-specific
+target ("a"), 0x200000 a family target ("f").
+
+`.nv_fatbin` is where nvcc puts kernels; large libraries (cuFFT) also embed fatbins as data
+(`.ldata`, `.rodata`), which `scan(..., deep=True)` reads (the sections named in data/kernels.toml).
+Caps on headers, entries and time (data/kernels.toml) bound the work on any input; a scan that hit
+one says so (`complete=False`). Never raises on damaged input: a defect comes back as a reason.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
+from sparkenv import datafiles
 from sparkenv.cuda import elf
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -21,12 +28,12 @@ _ENTRY = struct.Struct(
     "<HHIQIIHHIIIQ"
 )  # kind, ?, header size, payload size, csize, ?, minor, major, arch, …, flags
 _ARCH_SPECIFIC, _FAMILY = 0x100000, 0x200000
-_MAX_ENTRIES = 100_000
+_KINDS = {1: "compute", 2: "sm", 8: "lto"}
 
 
 @dataclass(frozen=True, order=True)
 class KernelTarget:
-    kind: str  # "sm" (a cubin: machine code) or "compute" (PTX, compiled by the driver at load)
+    kind: str  # "sm" (a cubin: machine code), "compute" (PTX, compiled by the driver at load), "lto"
     arch: int  # 90, 120, 121 …
     variant: str  # "", "a" (arch-specific) or "f" (family)
 
@@ -35,30 +42,130 @@ class KernelTarget:
         return f"{self.kind}_{self.arch}{self.variant}"
 
 
+@dataclass
+class KernelScan:
+    """What one file's fatbins hold. `complete` is False when a cap stopped the reader or a section
+    was damaged: then the targets are a lower bound and must not be judged as missing."""
+
+    targets: set[KernelTarget] = field(default_factory=set)
+    headers: int = 0
+    entries: int = 0
+    sections: list[str] = field(default_factory=list)  # the sections where fatbins were found
+    payload: dict[KernelTarget, int] = field(default_factory=dict)  # bytes per target, from entry headers
+    fatbin_bytes: int = 0  # what the fatbin headers found span
+    complete: bool = True
+    problem: str | None = None  # why not complete, or why nothing could be read
+    has_nv_fatbin: bool = False
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_headers: int
+    max_entries: int
+    max_seconds: float
+
+    @staticmethod
+    def from_data() -> Limits:
+        lim = datafiles.load("kernels")["limits"]
+        return Limits(int(lim["max_headers"]), int(lim["max_entries"]), float(lim["max_seconds"]))
+
+
 def read_targets(path: str) -> list[KernelTarget] | str:
-    """Targets of every kernel image in `path`, or a one-line reason when they cannot be read."""
+    """Targets of every kernel image in `path`'s .nv_fatbin, or a one-line reason when they cannot be
+    read (kept for the gate's NVFP4 check; `scan` is the full reader)."""
+    found = scan(path, deep=False)
+    if found.problem and not found.targets and found.headers == 0:
+        return found.problem
+    if found.problem and "too many" in found.problem:
+        return "malformed fatbin (too many entries)"
+    return sorted(found.targets)
+
+
+def parse_targets(read: elf.Reader) -> list[KernelTarget] | str:
+    found = scan_reader(read, deep=False)
+    if found.problem and not found.targets:
+        return found.problem
+    return sorted(found.targets)
+
+
+def scan(path: str, deep: bool = False, limits: Limits | None = None) -> KernelScan:
+    """Read `path`'s fatbins: .nv_fatbin, and with `deep` the data sections too."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        return f"unreadable: {exc.strerror}"
+        return KernelScan(complete=False, problem=f"unreadable: {exc.strerror}")
     try:
-        return parse_targets(lambda offset, size: os.pread(fd, size, offset))
+        found = scan_reader(lambda offset, size: os.pread(fd, size, offset), deep, limits)
+        if deep and found.complete:
+            _sparse_fatbins(found, os.fstat(fd).st_size)
+        return found
     except OSError as exc:
-        return f"unreadable: {exc.strerror}"
+        return KernelScan(complete=False, problem=f"unreadable: {exc.strerror}")
     finally:
         os.close(fd)
 
 
-def parse_targets(read: elf.Reader) -> list[KernelTarget] | str:
-    try:
-        section = elf.find_section(read, ".nv_fatbin")
-        if isinstance(section, str):
-            return section
-        if section is None:
-            return []
-        return _entries(read, *section)
-    except (struct.error, OverflowError, ValueError) as exc:
-        return f"malformed fatbin ({exc.__class__.__name__})"
+def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = None) -> KernelScan:
+    limits = limits or Limits.from_data()
+    out = KernelScan()
+    sections = elf.list_sections(read)
+    if isinstance(sections, str):
+        out.complete, out.problem = False, sections
+        return out
+    wanted = [s for s in sections if s.name == ".nv_fatbin" and s.type != elf.SHT_NOBITS]
+    out.has_nv_fatbin = bool(wanted)
+    if deep:
+        names = datafiles.load("kernels")["sections"]["data"]
+        wanted += [s for s in sections if s.name in names and s.type == elf.SHT_PROGBITS]
+    budget = _Budget(limits)
+    window = _Window(read)
+    for section in wanted:
+        before = out.headers
+        align = 8 if section.name == ".nv_fatbin" else 1
+        try:
+            problem = _entries(window, section.offset, section.size, out, budget, align)
+        except (struct.error, OverflowError, ValueError) as exc:
+            problem = f"malformed fatbin ({exc.__class__.__name__})"
+        if out.headers > before:
+            out.sections.append(section.name)
+        if problem:
+            out.complete = False
+            out.problem = f"{section.name}: {problem}"
+            if budget.exhausted:
+                break
+    return out
+
+
+def _sparse_fatbins(found: KernelScan, file_size: int) -> None:
+    """A large library whose fatbins span almost none of it keeps its kernels where this reader does not
+    look (libcufft.so.12 12.0.0.61: one 672-byte fatbin in 286 MB): what was read is then not proof that
+    a target is missing. Thresholds in data/kernels.toml [sparse]."""
+    rule = datafiles.load("kernels")["sparse"]
+    if file_size >= rule["min_file_bytes"] and found.fatbin_bytes < rule["max_fatbin_share"] * file_size:
+        found.complete = False
+        found.problem = (
+            f"its fatbins span {found.fatbin_bytes} bytes of {file_size / 1e6:.0f} MB: the library keeps its "
+            "kernels in a form sparkenv does not read"
+        )
+
+
+class _Budget:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.stop_at = time.monotonic() + limits.max_seconds
+        self.exhausted = False
+
+    def check(self, scan: KernelScan) -> str | None:
+        if scan.headers > self.limits.max_headers:
+            self.exhausted = True
+            return f"stopped after {self.limits.max_headers} fatbin headers (too many headers)"
+        if scan.entries > self.limits.max_entries:
+            self.exhausted = True
+            return f"stopped after {self.limits.max_entries} kernel entries (too many entries)"
+        if time.monotonic() > self.stop_at:
+            self.exhausted = True
+            return f"stopped after {self.limits.max_seconds:g} s"
+        return None
 
 
 class _Window:
@@ -69,18 +176,20 @@ class _Window:
     def __init__(self, read: elf.Reader, size: int = 1 << 16) -> None:
         self._read, self._size, self._start, self._data = read, size, -1, b""
 
-    def next_magic(self, offset: int, end: int, base: int) -> int:
-        """The next offset from `offset`, 8-byte aligned from `base`, where a fatbin header may start."""
+    def next_magic(self, offset: int, end: int, base: int, align: int = 8) -> int:
+        """The next offset from `offset`, `align`-byte aligned from `base`, where a fatbin header may
+        start. nvcc aligns fatbins to 8 in .nv_fatbin; data sections are searched at any offset."""
         while offset < end:
             chunk = self(offset, min(self._size, end - offset))
             if not chunk:
                 return end
             at = chunk.find(_MAGIC_BYTES)
-            while at >= 0 and (offset + at - base) % 8:
+            while at >= 0 and (offset + at - base) % align:
                 at = chunk.find(_MAGIC_BYTES, at + 1)
             if at >= 0:
                 return offset + at
-            offset += max(8, len(chunk) - len(_MAGIC_BYTES)) & ~7
+            step = max(8, len(chunk) - len(_MAGIC_BYTES) + 1)
+            offset += step & ~7 if align == 8 else step
         return end
 
     def __call__(self, offset: int, n: int) -> bytes:
@@ -90,34 +199,45 @@ class _Window:
         return self._data[rel : rel + n]
 
 
-def _entries(read: elf.Reader, start: int, size: int) -> list[KernelTarget] | str:
-    read = _Window(read)
-    found: set[KernelTarget] = set()
-    pos, end, count = start, start + size, 0
+def _entries(
+    read: _Window, start: int, size: int, out: KernelScan, budget: _Budget, align: int = 8
+) -> str | None:
+    pos, end = start, start + size
     while pos + 16 <= end:
         head = read(pos, 16)
         if len(head) < 16:
             return "truncated fatbin"
-        magic, _, header_size, fat_size = struct.unpack("<IHHQ", head)
-        if magic != FATBIN_MAGIC:
-            pos = read.next_magic(
-                pos + 8, end, start
-            )  # padding between compilation units: skip it at C speed
+        magic, version, header_size, fat_size = struct.unpack("<IHHQ", head)
+        if magic != FATBIN_MAGIC or (align == 1 and (version, header_size) != (1, 16)):
+            # padding or other data: skip it at C speed. Off nvcc's 8-byte grid (data sections) only a
+            # well-formed header (version 1, 16 bytes) counts, so four stray bytes are not a fatbin.
+            pos = read.next_magic(pos + (8 if align == 8 else 1), end, start, align)
             continue
-        entry, stop = pos + header_size, min(end, pos + header_size + fat_size)
-        while entry + _ENTRY.size <= stop:
-            count += 1
-            if count > _MAX_ENTRIES:
-                return "malformed fatbin (too many entries)"
+        out.headers += 1
+        out.fatbin_bytes += header_size + fat_size
+        if out.headers % 256 == 0 or out.headers > budget.limits.max_headers:
+            stop = budget.check(out)
+            if stop:
+                return stop
+        entry, stop_at = pos + header_size, min(end, pos + header_size + fat_size)
+        while entry + _ENTRY.size <= stop_at:
+            out.entries += 1
+            if out.entries % 1024 == 0 or out.entries > budget.limits.max_entries:
+                stop = budget.check(out)
+                if stop:
+                    return stop
             raw = read(entry, _ENTRY.size)
             if len(raw) < _ENTRY.size:
                 return "truncated fatbin entry"
             kind, _, ehs, payload, _, _, _, _, arch, _, _, flags = _ENTRY.unpack(raw)
             if ehs < _ENTRY.size:
                 return "malformed fatbin entry header"
-            if kind in (1, 2):
+            name = _KINDS.get(kind)
+            if name:
                 variant = "a" if flags & _ARCH_SPECIFIC else "f" if flags & _FAMILY else ""
-                found.add(KernelTarget("compute" if kind == 1 else "sm", arch, variant))
+                target = KernelTarget(name, arch, variant)
+                out.targets.add(target)
+                out.payload[target] = out.payload.get(target, 0) + payload
             entry += ehs + payload
-        pos = max(stop, pos + 16)
-    return sorted(found)
+        pos = max(stop_at, pos + 16)
+    return None

@@ -1,16 +1,65 @@
-"""G7 live: a GB10 (12, 1), a torch arch list that runs on it, and NVFP4 intent."""
+"""G7 — GPU code that does not run on the target GPU (and NVFP4 on SM121): every stage's judgement.
+
+installed: the GPU code (fatbin targets) of every shared object against the target GPU, judged per
+package by sparkenv/cuda/coverage.py (which suffix runs where is data/kernels.toml); Triton's ptxas
+(audit, and build's self-audit of its image);
+live: the GPU's capability, torch's arch list, the same kernel coverage for the live GPU, Triton's
+ptxas and TORCH_CUDA_ARCH_LIST as the workload will see them, NVFP4 intent (gate).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
+from sparkenv.cuda import coverage, toolchain
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.report import Finding, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
+    from sparkenv.audit.scan import AuditFacts
     from sparkenv.gate.view import GateFacts
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.INSTALLED: every distribution's kernels against the target GPU (--gpu, GB10 by default)
+
+
+def installed(facts: AuditFacts) -> list[Finding]:
+    cap = facts.gpu
+    if cap is None:
+        return [Finding("G7", Status.SKIP, "kernel coverage not checked (--gpu none)", "kernels")]
+    gpu = coverage.gpu_label(cap)
+    out: list[Finding] = []
+    objects = deep = 0
+    for key, d in sorted(facts.dists.items()):
+        if not d.kernels:
+            continue
+        objects += len(d.kernels)
+        deep += sum(1 for o in d.kernels if set(o.sections) - {".nv_fatbin"})
+        finding = coverage.package_finding(key, d.dist.version, d.kernels, cap, gpu)
+        if finding is not None:
+            out.append(finding)
+    out.append(_census(objects, len(out), deep, gpu))
+    if facts.triton is not None:
+        out.append(toolchain.judge_triton_ptxas(facts.triton, cap, live=False))
+    return out
+
+
+def _census(objects: int, carriers: int, deep: int, gpu: str) -> Finding:
+    where = f"; {deep} with fatbins in data sections" if deep else ""
+    summary = (
+        f"read the GPU code of {objects} shared object{'s' if objects != 1 else ''} in {carriers} "
+        f"distribution{'s' if carriers != 1 else ''} (fatbin headers{where}); target {gpu}"
+        if objects
+        else f"no installed distribution carries CUDA kernels; target {gpu}"
+    )
+    return Finding("G7", Status.INFO, summary, "kernels", (f"rules: {coverage.kernels_source()}",))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.LIVE
 
 
 def live(f: GateFacts) -> list[Finding]:
@@ -105,6 +154,13 @@ def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
 
 
 RULES = (
+    Rule(
+        Stage.INSTALLED,
+        installed,
+        "the fatbin headers of every shared object (.nv_fatbin, and the data sections large libraries "
+        "embed fatbins in, where .nv_fatbin has no code for the GPU) against --gpu (GB10 by default): "
+        "machine code that runs, PTX only (JIT), nothing that runs; Triton's bundled ptxas release",
+    ),
     Rule(
         Stage.LIVE,
         live,

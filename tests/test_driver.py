@@ -1,0 +1,135 @@
+"""G1 driver compatibility: the dated table of NVIDIA's minimum drivers, judged against recorded texts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sparkenv import datafiles
+from sparkenv.cuda import driver
+from sparkenv.report import Status
+
+H200 = Path(__file__).parent / "fixtures" / "machines" / "h200"
+
+
+def recorded_driver() -> str:
+    return driver.parse_proc_version((H200 / "proc-driver-nvidia-version.txt").read_text())
+
+
+def recorded_libcuda() -> list[str]:
+    """The libcuda.so.<version> paths of the recorded `ls -la` (folder headers and symlink targets)."""
+    paths, folder = [], None
+    for line in (H200 / "libcuda-listing.txt").read_text().splitlines():
+        if line.endswith(":") and line.startswith("/"):
+            folder = line[:-1]
+            continue
+        m = re.search(r"(\S*libcuda\.so\.\d+\.\d+(?:\.\d+)?)$", line.split(" -> ")[0])
+        if m:
+            name = m.group(1)
+            paths.append(name if name.startswith("/") else f"{folder}/{name}")
+    return paths
+
+
+def test_real_proc_text_of_the_h200():
+    assert recorded_driver() == "580.159.04"
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        (
+            "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build  (dvs)  \n",
+            "580.95.05",
+        ),
+        (
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n",
+            "535.104.05",
+        ),
+        ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.26  Release Build\n", "570.26"),
+        ("", None),
+        ("garbage\n", None),
+    ],
+)
+def test_proc_version_forms(text, version):
+    """Open and proprietary kernel modules word the first line differently."""
+    assert driver.parse_proc_version(text) == version
+
+
+def test_recorded_h200_runs_its_image():
+    """The H200 machine: kernel module 580.159.04, image CUDA_VERSION=13.0.2."""
+    f = driver.judge_driver(recorded_driver(), "13.0.2")
+    assert f.status is Status.PASS
+    assert "needs >= 580.95.05" in f.summary
+
+
+def test_recorded_compat_libcuda_is_not_a_mismatch():
+    """The H200 image carries /usr/local/cuda/compat/libcuda.so.580.95.05 (forward compatibility, older
+    than the host's): not a 'Driver/library version mismatch'. The host's own copy matches."""
+    libs = recorded_libcuda()
+    assert "/usr/local/cuda/compat/libcuda.so.580.95.05" in libs
+    assert "/usr/local/nvidia/lib64/libcuda.so.580.159.04" in libs
+    assert driver.judge_libcuda(recorded_driver(), libs) is None
+
+
+def test_userspace_library_of_another_driver_fails():
+    libs = ["/usr/lib/aarch64-linux-gnu/libcuda.so.580.95.05"]
+    f = driver.judge_libcuda("580.126.09", libs)
+    assert f.status is Status.FAIL and "Driver/library version mismatch" in f.summary
+    assert "reboot" not in f.fix.split(",")[0]  # an older user-space copy: the image ships its own
+    newer = driver.judge_libcuda("580.65.06", libs)
+    assert newer.fix.startswith("reboot the host")
+
+
+@pytest.mark.parametrize(
+    ("have", "cuda", "status"),
+    [
+        ("580.95.05", "13.0.2.006", Status.PASS),  # NGC 25.10's CUDA_VERSION spelling
+        ("580.82.07", "13.0.2", Status.WARN),  # minor version compatibility
+        ("580.159.03", "13.1.1", Status.WARN),  # eugr/spark-vllm-docker#266: 13.1 image, 580 host
+        ("575.57.08", "13.0.2", Status.FAIL),  # below CUDA 13's floor: nothing runs
+        ("550.54.15", "12.4.1", Status.PASS),
+        ("535.104.05", "12.8.1", Status.WARN),
+        ("520.61.05", "12.0.0", Status.FAIL),
+        ("590.48.01", "13.0", Status.PASS),  # torch.version.cuda: the update is unknown, GA is the bar
+        ("590.48.01", "13.9.0", Status.WARN),  # newer than the table: says so and asks for a refresh
+    ],
+)
+def test_driver_against_release(have, cuda, status):
+    f = driver.judge_driver(have, cuda)
+    assert f.status is status, f
+    assert f.subject == "driver"
+    if status is not Status.PASS:
+        assert f.fix
+
+
+def test_fail_names_the_minimum_and_a_release_this_driver_runs():
+    f = driver.judge_driver("575.57.08", "13.0.2")
+    assert "needs >= 580.95.05" in f.summary and "at least 580" in f.summary
+    assert "use an image built for CUDA <= 12.9.1" in f.fix
+
+
+def test_forward_compatibility_recognised():
+    """A CUDA 13 image on a 575 host with cuda-compat 580: runs on data-center GPUs only; not on GB10."""
+    dc = driver.judge_driver("575.57.08", "13.0.2", compat_libcuda="580.95.05", gpu_name="NVIDIA H200")
+    assert dc.status is Status.WARN and "forward-compatibility libcuda 580.95.05" in dc.summary
+    spark = driver.judge_driver("575.57.08", "13.0.2", compat_libcuda="580.95.05", gpu_name="NVIDIA GB10")
+    assert spark.status is Status.FAIL
+    old = driver.judge_driver("575.57.08", "13.0.2", compat_libcuda="575.57.08", gpu_name="NVIDIA H200")
+    assert old.status is Status.FAIL  # a compat package older than the release needs changes nothing
+
+
+def test_unknown_inputs():
+    assert driver.judge_driver(None, "13.0.2").status is Status.SKIP
+    assert driver.judge_driver("580.95.05", None).status is Status.INFO
+    assert driver.judge_driver("580.95.05", "11.8.0").status is Status.WARN  # major not in the table
+
+
+def test_table_is_dated_sourced_and_monotonic():
+    data = datafiles.load("drivers")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", data["reviewed"])
+    assert data["source"].startswith("https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/")
+    rows = sorted((tuple(map(int, k.split("."))), driver.version(v)) for k, v in data["toolkit"].items())
+    minimums = [v for _, v in rows]
+    assert minimums == sorted(minimums), "a later CUDA release never needs an older driver"
