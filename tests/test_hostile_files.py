@@ -231,3 +231,28 @@ def test_profile_file_that_is_a_fifo_or_dev_zero_is_one_line(tmp_path: Path):
     one_line_exit_2(
         cli("check", "requirements.txt", "--profile", "zero.toml", cwd=tmp_path), "a symlink to /dev/zero"
     )
+
+
+def test_audit_survives_a_direct_url_json_nested_200k_deep(env, clean_root):
+    env.add("flash-attn", "2.8.3", direct_url={"url": "x"})
+    (env.site / "flash_attn-2.8.3.dist-info" / "direct_url.json").write_text("[" * 200_000 + "]" * 200_000)
+    proc = cli("audit", str(env.prefix), "--root", str(clean_root))
+    assert proc.returncode in (0, 1) and "internal error" not in proc.stderr, proc.stderr
+    assert any(ln.startswith("G2 ") and "flash-attn" in ln for ln in proc.stdout.splitlines())
+
+
+def test_audit_root_with_a_fifo_constraint_file_does_not_hang(env, clean_root):
+    (clean_root / "etc" / "pip").mkdir(parents=True)
+    os.mkfifo(clean_root / "etc" / "pip" / "constraint.txt")
+    proc = cli("audit", str(env.prefix), "--root", str(clean_root))
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_build_ca_bundle_that_is_a_fifo_is_named_as_one(tmp_path: Path):
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    repo = Path(__file__).resolve().parents[1]
+    proc = cli(
+        "build", "--dry-run", "--lock", "lockfiles/pylock.ngc-25-11.toml", "--ca-bundle", str(fifo), cwd=repo
+    )
+    one_line_exit_2(proc, f"{fifo}: not a usable CA bundle: a FIFO (named pipe)")

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -124,24 +123,13 @@ def test_pth_never_breaks_start_up(venv: Path) -> None:
     assert r.stdout.startswith("G2 WARN: SDPA override installed") and "another sparkenv version" in r.stdout
 
 
-def test_pth_is_lazy_and_cheap(venv: Path) -> None:
-    """No module beyond the hook's own is imported at start-up, and start-up costs about the same."""
+def test_pth_is_lazy(venv: Path) -> None:
+    """No module beyond the hook's own is imported at start-up (its cost is measured in benchmarks/)."""
     code = "import sys; print(' '.join(sorted(sys.modules)))"
     before = set(py(venv, code).stdout.split())
-
-    def best_of(n: int) -> float:
-        times = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            py(venv, "pass")
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    bare = best_of(5)
     sparkenv("patch", "sdpa", "--install", str(venv))
     after = set(py(venv, code).stdout.split())
     assert after - before <= {"_sparkenv_sdpa", "__future__"}  # __future__: its annotations import
-    assert best_of(5) - bare < 0.02  # measured ~1 ms; 20 ms leaves room for a busy CI machine
 
 
 # A stand-in package tree (not Unsloth's layout: that is tested on the real source): `_utils` computes the

@@ -130,8 +130,13 @@ def build(
     ca = ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None
     if ca_path is not None and not ca_path.is_file():
-        if ca_bundle:
-            raise SparkenvError(f"{ca_bundle}: no such CA bundle")
+        if ca_bundle:  # named on the command line: say what it really is (missing, a FIFO, a folder …)
+            from sparkenv import safe_read
+
+            try:
+                safe_read.require_regular(ca_path, what="a CA bundle (PEM)")
+            except safe_read.UnreadableFile as exc:
+                raise SparkenvError(f"{ca_bundle}: not a usable CA bundle: {exc.reason}") from None
         ca_path = None
     target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
     wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]

@@ -242,9 +242,10 @@ class Plan:
         )
         if self.ca_bundle:
             try:
-                out["ca/ca.pem"] = (self.ca_bundle.read_bytes(), 0o644)
-            except OSError as exc:
-                raise SparkenvError(f"{self.ca_bundle}: cannot read the CA bundle: {exc.strerror}") from None
+                data = safe_read.read_bytes(self.ca_bundle, what="a CA bundle (PEM)", limit=16 << 20)
+            except safe_read.UnreadableFile as exc:
+                raise SparkenvError(f"{self.ca_bundle}: cannot read the CA bundle: {exc.reason}") from None
+            out["ca/ca.pem"] = (data, 0o644)
         return out
 
 

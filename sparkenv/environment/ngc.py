@@ -20,9 +20,11 @@ def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> 
     live = root == Path("/")
     environ = os.environ if environ is None and live else (environ or {})
     path = root / CONSTRAINT_FILE
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    from sparkenv import safe_read
+
+    try:  # under --root this is a mounted image's file: a FIFO or device there must not hang the audit
+        text = safe_read.read_text(path, what="a pip constraint file", limit=16 << 20, errors="replace")
+    except safe_read.UnreadableFile:
         text = None
     pins: dict[str, str] = {}
     for line in (text or "").splitlines():

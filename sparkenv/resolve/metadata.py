@@ -47,10 +47,9 @@ class Metadata:
 
 
 def cache_dir() -> Path:
-    if os.environ.get("SPARKENV_CACHE_DIR"):
-        return Path(os.environ["SPARKENV_CACHE_DIR"]) / "metadata"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sparkenv" / "metadata"
+    from sparkenv import cache
+
+    return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/cache.py)
 
 
 def _store(sha256: str, text: str, suffix: str = ".metadata") -> None:

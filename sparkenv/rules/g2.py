@@ -271,7 +271,7 @@ def _direct_url(df: DistFacts) -> dict | None:
         return None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a stranger's file: damaged, or nested 100,000 deep
         return None
     return data if isinstance(data, dict) else None
 
