@@ -80,6 +80,21 @@ def _when(value: object) -> dt.datetime | None:
         return None
 
 
+def _newest_versions(listed: object, keep: int = 3) -> list[str] | None:
+    """The newest final releases among PEP 700's `versions` list (None when the page has none)."""
+    if not isinstance(listed, list):
+        return None
+    finals = []
+    for v in listed:
+        try:
+            parsed = Version(str(v))
+        except InvalidVersion:
+            continue
+        if not parsed.is_prerelease and not parsed.is_devrelease:
+            finals.append((parsed, str(v)))
+    return [f"-{s}" for _, s in sorted(finals, reverse=True)[:keep]]
+
+
 def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read."""
     url = index_url.rstrip("/") + f"/{key}/"
@@ -93,7 +108,11 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
     entries: list[tuple[str, bool, str, dt.datetime | None, str]] = []
     if "json" in ctype:
         try:
-            for f in json.loads(body).get("files", []):
+            page = json.loads(body)
+            wanted = _newest_versions(page.get("versions"))
+            for f in page.get("files", []):
+                if wanted is not None and not any(v in f["filename"] for v in wanted):
+                    continue  # big projects list thousands of files: parse only the newest releases
                 yanked = bool(f.get("yanked"))
                 when = _when(f.get("upload-time"))
                 entries.append(

@@ -225,7 +225,12 @@ def _fallback_roots(inp: inputs_mod.Inputs, profile: profiles.Profile) -> set[st
     """Declared requirements not pinned exactly: the names whose locked version may be a fallback."""
     env = profile.marker_env()
     exact = {d.key for d in inp.requirements if d.key and d.exact}
-    return {d.key for d in inp.requirements if d.key and not d.constraint and d.applies(env)} - exact
+    # what the base provides is not resolved: no fallback to look for
+    return {
+        d.key
+        for d in inp.requirements
+        if d.key and not d.constraint and d.applies(env) and profile.provider(d.key) is None
+    } - exact
 
 
 def _say(progress: bool, line: str) -> None:
