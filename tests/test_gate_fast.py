@@ -89,9 +89,12 @@ def test_static_cuda13_torch_passes_and_says_how(run, tmp_path, elves, nvml_lib)
     line = r.line("G1", "torch")
     assert line.startswith("G1 PASS: static: torch 2.11.0+cu130 built for CUDA 13.0; libtorch_cuda.so → ")
     assert f"libcudart.so.13 found at {tmp_path}/site/nvidia/cu13/lib/libcudart.so.13" in line
-    assert line.endswith("driver 580.159.04 ≥ 580 for CUDA 13")
+    assert r.line("G1", "runs CUDA") == (
+        "G1 PASS: driver 580.159.04 runs CUDA 13.0 (GA; update unknown) of PyTorch 2.11.0+cu130 "
+        "(needs >= 580.65.06)"
+    )
     data = run("gate", "--json", env={**env, "LD_LIBRARY_PATH": str(nvml_lib)}).json()
-    g1 = next(f for f in data["findings"] if f["id"] == "G1")
+    g1 = next(f for f in data["findings"] if f["id"] == "G1" and f["subject"] == "torch")
     assert any("DT_RUNPATH" in e for e in g1["evidence"]) and any("--deep" in e for e in g1["evidence"])
     assert data["context"]["mode"] == "static"
 
@@ -131,12 +134,12 @@ def test_static_torch_whose_runtime_the_loader_cannot_find(run, tmp_path, elves,
 
 def test_static_too_old_driver_fails_from_nvml(run, tmp_path, elves, nvml_lib):
     env = static_torch(tmp_path, elves, version="2.11.0+cu130", cuda="13.0", needs=("libcudart.so.13",))
-    line = run("gate", env={**env, "LD_LIBRARY_PATH": str(nvml_lib), "STUB_NVML": "old-driver"}).line(
-        "G1", "torch"
+    r = run("gate", env={**env, "LD_LIBRARY_PATH": str(nvml_lib), "STUB_NVML": "old-driver"})
+    assert r.line("G1", "cannot run").startswith(
+        "G1 FAIL: driver 535.104.05 cannot run CUDA 13.0 (GA; update unknown) of PyTorch 2.11.0+cu130: "
+        "it needs >= 580.65.06"
     )
-    assert line.startswith(
-        "G1 FAIL: torch 2.11.0+cu130 needs CUDA 13, but driver 535.104.05 is older than the 580 CUDA 13 needs"
-    )
+    assert r.code == 1
 
 
 @pytest.mark.parametrize(
@@ -145,8 +148,8 @@ def test_static_too_old_driver_fails_from_nvml(run, tmp_path, elves, nvml_lib):
 def test_recorded_driver_texts_too_old_for_cuda13(run, tmp_path, text, version):
     facts = gh.live()
     facts["driver"] = {"proc_version": (DRIVERS / text).read_text(), "version": None}
-    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "torch")
-    assert line.startswith(f"G1 FAIL: torch 2.11.0+cu130 needs CUDA 13, but driver {version} is older than")
+    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "driver")
+    assert line.startswith(f"G1 FAIL: driver {version} cannot run CUDA 13.0 (GA; update unknown) of PyTorch")
 
 
 def test_replayed_snapshots_keep_their_verdicts(run, tmp_path):
@@ -386,9 +389,9 @@ def test_h200_static_recording_replays(run, tmp_path):
     assert r.code == 0 and "verdict: ready" in r.lines
     assert r.line("G1", "torch") == (
         "G1 PASS: static: torch 2.11.0+cu130 built for CUDA 13.0; libtorch_cuda.so → libcudart.so.13 "
-        "found at /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13; "
-        "driver 580.159.04 ≥ 580 for CUDA 13"
+        "found at /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13"
     )
+    assert r.line("G1", "driver").startswith("G1 PASS: driver 580.159.04 runs CUDA 13.0")
     assert r.line("G4", "drawn").startswith("G4 INFO: 33°C, 94.05 W drawn, limit 700 W")
 
 
@@ -407,8 +410,8 @@ def test_the_recorded_h200_driver_text(run, tmp_path):
     facts = gh.live("h200-static")
     facts["driver"] = {"proc_version": (DRIVERS / "h200-580.159.04.txt").read_text(), "version": None}
     facts["gpu"] = {"available": False, "error": "libnvidia-ml.so.1 not found"}
-    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "torch")
-    assert line.startswith("G1 PASS: static:") and line.endswith("driver 580.159.04 ≥ 580 for CUDA 13")
+    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "driver")
+    assert line.startswith("G1 PASS: driver 580.159.04 runs CUDA 13.0")  # read from the /proc text
 
 
 def test_static_mode_says_flash_attn_was_not_called(run, tmp_path):
@@ -416,3 +419,30 @@ def test_static_mode_says_flash_attn_was_not_called(run, tmp_path):
     facts["dists"]["flash-attn"] = "2.8.3"
     line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G2", "flash-attn")
     assert line.startswith("G2 INFO: flash-attn is installed; the default gate does not call it (--deep")
+
+
+# --- the deep-probe cache -----------------------------------------------------------------------------
+
+
+def test_deep_cache_pays_once_per_image_driver_and_gpu(run, tmp_path, elves, nvml_lib):
+    """torch here cannot import (its __init__ exits): a failing deep probe is never remembered; a passed
+    one (recorded on the H200) planted under this machine's key is used instead of running torch."""
+    from sparkenv.gate import deep_cache
+
+    env = {
+        **static_torch(tmp_path, elves, version="2.11.0+cu130", cuda="13.0", needs=("libcudart.so.13",)),
+        "LD_LIBRARY_PATH": str(nvml_lib),
+    }
+    cache, dump = tmp_path / "cache", tmp_path / "facts.json"
+    first = run("gate", "--deep", "--deep-cache", str(cache), "--dump-facts", str(dump), env=env)
+    assert first.line("G1", "torch").startswith("G1 FAIL: import torch fails: SystemExit")
+    assert not cache.exists() or not list(cache.iterdir())  # a failure is not remembered
+    k = deep_cache.key(json.loads(dump.read_text()))
+    assert k and deep_cache.store(str(cache), k, gh.live()["torch"], "2026-12-01T07:00:00+00:00") is None
+    second = run("gate", "--deep", env={**env, "SPARKENV_GATE_DEEP_CACHE": str(cache)})
+    assert second.line("G1", "torch").endswith(
+        "first CUDA operation ran in 0.162 s (deep probe of 2026-12-01T07:00:00+00:00 remembered for this "
+        "image, driver and GPU)"
+    )
+    other_driver = run("gate", "--deep", "--deep-cache", str(cache), env={**env, "STUB_NVML": "old-driver"})
+    assert other_driver.line("G1", "torch").startswith("G1 FAIL")  # a new key: the probe ran again

@@ -52,6 +52,16 @@ def gate(
             "image's CI and after a driver update. Also $SPARKENV_GATE_DEEP=1.",
         ),
     ] = False,
+    deep_cache: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--deep-cache",
+            metavar="DIR",
+            envvar="SPARKENV_GATE_DEEP_CACHE",
+            help="With --deep: remember a passed deep probe in DIR (a volume a fleet shares), keyed by "
+            "image, driver and GPU UUID, so each combination pays it once. Also $SPARKENV_GATE_DEEP_CACHE.",
+        ),
+    ] = None,
     bandwidth: Annotated[
         bool, typer.Option("--bandwidth", help="G5: measure a device memory copy (implies --deep).")
     ] = False,
@@ -125,6 +135,7 @@ def gate(
             bandwidth=bandwidth,
             import_unsloth=import_unsloth,
             deep=deep,
+            deep_cache=deep_cache,
             dump_facts=dump_facts,
             facts=facts,
             python=python,

@@ -25,6 +25,7 @@ class GateArgs:
     bandwidth: bool = False
     import_unsloth: bool = False
     deep: bool = False
+    deep_cache: str | None = None
     dump_facts: str | None = None
     facts: str | None = None
     python: str | None = None
@@ -86,6 +87,7 @@ def run(a: GateArgs) -> int:
         import_unsloth=a.import_unsloth,
         deadline_s=a.deadline,
         deep=a.deep,
+        deep_cache=a.deep_cache,
     )
     restore = orchestrate.on_signals_kill_children()
     try:

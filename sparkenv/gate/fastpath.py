@@ -16,6 +16,7 @@ VALUED = {
     "--sample": "sample",
     "--dump-facts": "dump_facts",
     "--facts": "facts",
+    "--deep-cache": "deep_cache",
     "--python": "python",
     "--deadline": "deadline",
     "--report": "report",
@@ -74,4 +75,6 @@ def parse(argv: list[str]) -> GateArgs | None:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:
         a.deep = env_flag("SPARKENV_GATE_DEEP")
+    if a.deep_cache is None:
+        a.deep_cache = os.environ.get("SPARKENV_GATE_DEEP_CACHE") or None
     return a

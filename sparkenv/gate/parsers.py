@@ -82,13 +82,3 @@ def yaml_scalars(text: str) -> dict[str, str]:
         if m and not m.group(2).startswith(("{", "[", "|", ">")):
             out.setdefault(m.group(1), m.group(2).strip("'\""))
     return out
-
-
-_NVRM = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)(?:\s|$)")
-
-
-def driver_from_proc(text: str) -> str | None:
-    """'NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build …' -> '580.95.05'
-    (the proprietary module's 'NVIDIA UNIX x86_64 Kernel Module  515.65.01  …' too)."""
-    m = _NVRM.search(text)
-    return m.group(1) if m else None

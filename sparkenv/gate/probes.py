@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv import datafiles
+from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container
-from sparkenv.gate import ldcache, nvml, orchestrate, parsers, static_torch
+from sparkenv.gate import deep_cache, ldcache, nvml, orchestrate, parsers, static_torch
 from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
@@ -66,6 +67,7 @@ class Options:
     import_unsloth: bool = False
     deadline_s: float = 25.0
     deep: bool = False  # the isolated torch subprocess; --bandwidth and --import-unsloth need it
+    deep_cache: str | None = None  # folder of passed deep probes, per (image, driver, GPU)
 
 
 def gather(opts: Options) -> dict[str, Any]:
@@ -84,7 +86,10 @@ def gather(opts: Options) -> dict[str, Any]:
         "configs": lambda: probe_configs(opts.workload),
         "torch_static": lambda: probe_torch_static(opts.python),
     }
-    if deep:
+    # The cache is keyed by what the other probes find, so with one they run first; a bandwidth or
+    # Unsloth measurement is always taken now.
+    cached = deep and opts.deep_cache and not (opts.bandwidth or opts.import_unsloth)
+    if deep and not cached:
         probes["torch"] = lambda: probe_torch(opts, deadline)
     if nvfp4_intent(opts.workload, dict(os.environ)):
         probes["kernels"] = lambda: probe_kernels(opts.python)
@@ -99,6 +104,10 @@ def gather(opts: Options) -> dict[str, Any]:
     # The deadline of the probes leaves a margin for the checks, the report and exec.
     results, errors = orchestrate.run_all(probes, deadline)
     facts.update(results)
+    if cached:
+        more, late = _deep_through_cache(opts, facts, deadline)
+        facts.update(more)
+        errors.update(late)
     facts["probe_errors"] = {
         name: err or f"did not answer within the {opts.deadline_s:g} s deadline"
         for name, err in errors.items()
@@ -106,6 +115,30 @@ def gather(opts: Options) -> dict[str, Any]:
     orchestrate.kill_children()
     facts["gather_s"] = round(time.monotonic() - started, 3)
     return facts
+
+
+def _deep_through_cache(
+    opts: Options, facts: dict[str, Any], deadline: float
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The torch probe's section from the cache when this (image, driver, GPU) passed before; else run
+    it now and remember a pass."""
+    folder = str(opts.deep_cache)
+    k = deep_cache.key(facts)
+    record = deep_cache.load(folder, k) if k else None
+    if record is not None:
+        hit = {"hit": True, "key": k, "taken_at": record.get("taken_at")}
+        return {"torch": record["torch"], "deep_cache": hit}, {}
+    results, errors = orchestrate.run_all({"torch": lambda: probe_torch(opts, deadline)}, deadline)
+    info: dict[str, Any] = {"hit": False, "key": k, "folder": folder}
+    torch = results.get("torch")
+    if k and isinstance(torch, dict) and deep_cache.passed(torch):
+        failure = deep_cache.store(folder, k, torch, str(facts.get("taken_at")))
+        info["stored"] = failure is None
+        if failure:
+            info["error"] = failure
+    elif not k:
+        info["why_not"] = "no GPU UUID, driver or torch known: nothing to key a record on"
+    return {**results, "deep_cache": info}, errors
 
 
 def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
@@ -168,7 +201,7 @@ def probe_driver() -> dict[str, Any]:
         return {"proc_version": None, "version": None, "error": exc.reason}
     return {
         "proc_version": text.strip()[:500],
-        "version": parsers.driver_from_proc(text),
+        "version": parse_proc_version(text),
         "source": PROC_DRIVER,
     }
 

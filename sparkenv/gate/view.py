@@ -69,13 +69,13 @@ class GateFacts:
 
     @property
     def driver_version(self) -> str | None:
-        from sparkenv.gate import parsers
+        from sparkenv.cuda.driver import parse_proc_version
 
         drv = self.section("driver") or {}
         if drv.get("version"):
             return str(drv["version"])
         if drv.get("proc_version"):
-            found = parsers.driver_from_proc(str(drv["proc_version"]))
+            found = parse_proc_version(str(drv["proc_version"]))
             if found:
                 return found
         value = self.gpu_readings.get("driver_version") or (self.gpu0 or {}).get("driver_version")

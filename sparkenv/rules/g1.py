@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv import datafiles
 from sparkenv.cuda import rules
-from sparkenv.gate.driver_floor import driver_supports
 from sparkenv.report import Finding, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
@@ -498,42 +497,25 @@ def live(f: GateFacts) -> list[Finding]:
     else:
         err = f.error_finding("G1", "torch_static", "torch")
         out = [err] if err else [_static(f)]
+    out += _driver(f)
     out += _loader(f)
     return out
 
 
-def _driver(f: GateFacts, major: int, version: str) -> Finding | None:
-    """FAIL when the driver is too old for torch's CUDA major; None when it is new enough or unknown."""
-    driver = f.driver_version
-    if driver is None:
-        return None
-    verdict = driver_supports(driver, major)
-    cuda_drv = f.gpu_readings.get("cuda_driver_version")
-    if verdict.ok is False or (cuda_drv and int(str(cuda_drv).split(".")[0]) < major):
-        why = (
-            f"older than the {verdict.minimum} CUDA {major} needs"
-            if verdict.ok is False
-            else (f"supports CUDA up to {cuda_drv}")
-        )
-        return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version} needs CUDA {major}, but driver {driver} is {why}",
-            "torch",
-            (f"driver {driver}", f"minimum per CUDA major: {verdict.source}"),
-            DRIVER_FIX,
-        )
-    return None
+def _driver(f: GateFacts) -> list[Finding]:
+    """The driver against the CUDA release torch was built for, by the one driver judgement
+    (sparkenv.cuda.driver, NVIDIA's dated table); nothing when the driver or torch's CUDA is unknown."""
+    from sparkenv.cuda.driver import judge_driver
 
-
-def _driver_proof(f: GateFacts, major: int) -> str:
     driver = f.driver_version
-    if driver is None:
-        return ""
-    verdict = driver_supports(driver, major)
-    if verdict.ok:
-        return f"; driver {driver} ≥ {verdict.minimum} for CUDA {major}"
-    return f"; driver {driver}"
+    if f.deep or f.section("torch") is not None:
+        version, cuda = (f.torch or {}).get("version"), (f.torch or {}).get("cuda")
+    else:
+        s = f.section("torch_static") or {}
+        version, cuda = s.get("version"), s.get("cuda") if s.get("library") else None
+    if not driver or not cuda:
+        return []
+    return [judge_driver(driver, str(cuda), gpu_name=f.gpu_name, where=f"PyTorch {version}")]
 
 
 def _static(f: GateFacts) -> Finding:
@@ -603,9 +585,6 @@ def _static(f: GateFacts) -> Finding:
             LIVE_FIX,
         )
     major = label_major or target
-    drv = _driver(f, major, version)
-    if drv:
-        return drv
     proof = next((n for n in needed if n["soname"].startswith("libcudart")), needed[0] if needed else None)
     how = (
         f"{lib.rsplit('/', 1)[-1]} → {proof['soname']} found at {proof['found']}" if proof else f"{lib} read"
@@ -623,7 +602,7 @@ def _static(f: GateFacts) -> Finding:
     return Finding(
         "G1",
         Status.PASS,
-        f"static: torch {version} built for CUDA {cuda or major}{ngc}; {how}{_driver_proof(f, major)}",
+        f"static: torch {version} built for CUDA {cuda or major}{ngc}; {how}",
         "torch",
         (
             *evidence,
@@ -695,9 +674,6 @@ def _torch(f: GateFacts) -> Finding:
             (error,),
             "check the driver (nvidia-smi) and that no CUDA 12 library shadows CUDA 13",
         )
-    drv = _driver(f, major, str(version))
-    if drv:
-        return drv
     devices = stages.get("devices") or {}
     if not devices.get("available"):
         return Finding(
@@ -709,11 +685,17 @@ def _torch(f: GateFacts) -> Finding:
             "run the container with --gpus all (or the NVIDIA runtime)",
         )
     d = f.device or {}
+    cache = f.raw.get("deep_cache") or {}
+    when = (
+        f" (deep probe of {cache.get('taken_at')} remembered for this image, driver and GPU)"
+        if cache.get("hit")
+        else ""
+    )
     return Finding(
         "G1",
         Status.PASS,
         f"torch {version} built for CUDA {cuda}{label}; first CUDA operation ran in "
-        f"{d.get('first_op_s', '?')} s",
+        f"{d.get('first_op_s', '?')} s{when}",
         "torch",
         (f"import {t.get('import_s')} s", f"cudnn {t.get('cudnn')}"),
     )
@@ -762,7 +744,9 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "torch.version.cuda, the first CUDA operation (in a subprocess), a CUDA 12 runtime on the "
-        "loader path",
+        "by default from files: torch's version label, libtorch_cuda.so's CUDA libraries resolved the "
+        "way the loader will, the driver (/proc/driver/nvidia/version or NVML) against the minimum for "
+        "that CUDA major; with --deep torch.version.cuda and the first CUDA operation in an isolated "
+        "process; a CUDA 12 runtime on the loader path",
     ),
 )

@@ -116,7 +116,7 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "GPU temperature, power draw and limit, throttle reasons from nvidia-smi; with --sample, "
+        "GPU temperature, power draw and limit, clocks and throttle reasons from NVML; with --sample, "
         "a power plateau while the temperature climbs",
     ),
 )

@@ -182,7 +182,8 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "other GPU-resident processes and inference servers (/proc command lines, "
-        "data/servers.toml) and whether their memory is capped",
+        "every GPU process NVML lists (the whole GPU, other containers included) with its memory, on "
+        "GB10 judged against MemTotal; inference servers (/proc command lines, data/servers.toml) and "
+        "whether their memory is capped; Ray's memory monitor on unified memory",
     ),
 )
