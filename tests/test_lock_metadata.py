@@ -113,7 +113,8 @@ def test_metadata_that_cannot_be_read_is_an_error_and_no_lock(run, tmp_path):
     try:
         req = tmp_path / "requirements.txt"
         req.write_text("hidden\n")
-        env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
+        # no uv cache: sparkenv would read the metadata uv cached there and never ask the host
+        env = {"UV_NO_CACHE": "1", "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
         r = run("lock", str(req), "--index-url", ix.url, "--output-dir", str(tmp_path / "out"), env=env)
     finally:
         server.shutdown()
@@ -122,3 +123,27 @@ def test_metadata_that_cannot_be_read_is_an_error_and_no_lock(run, tmp_path):
     assert any("hidden-1.0-py3-none-any.whl" in ln and "cannot read the metadata" in ln for ln in errors)
     assert "verdict: blocked" in r.out
     assert not (tmp_path / "out").exists()
+
+
+def test_the_metadata_uv_cached_while_resolving_is_read_without_a_request(run, tmp_path, monkeypatch):
+    ix = Index(tmp_path / "ix")
+    ix.wheel("dep-a", "1.0")
+    ix.wheel("cached", "1.0", requires=["dep-a>=1", "dep-b; extra == 'x'"])
+    server = serve(ix, ranges=True)
+    try:
+        req = tmp_path / "requirements.txt"
+        req.write_text("cached\n")
+        env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
+        r = run("lock", str(req), "--index-url", ix.url, "--output-dir", str(tmp_path / "out"), env=env)
+        assert r.code == 0, r.out + r.err
+        metadata_gets = [p for p, _ in server.requests if p.endswith((".metadata", ".whl"))]
+    finally:
+        server.shutdown()
+    from sparkenv.resolve import uv_cache
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    got = uv_cache.requires("cached-1.0-py3-none-any.whl", index_is_pypi=False)
+    assert [str(x) for x in got or []] == ["dep-a>=1", 'dep-b; extra == "x"']
+    # uv fetched each .metadata once; sparkenv asked for none of them again
+    assert sorted(metadata_gets) == sorted(set(metadata_gets))
+    assert uv_cache.requires("cached-9.0-py3-none-any.whl", index_is_pypi=False) is None

@@ -13,9 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import html.parser
 import json
+import threading
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from packaging import tags
@@ -30,7 +31,6 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
 from sparkenv.resolve.graph import Edge
 from sparkenv.resolve.profiles import Profile
 
@@ -80,6 +80,21 @@ def _when(value: object) -> dt.datetime | None:
         return None
 
 
+def _newest_versions(listed: object, keep: int = 3) -> list[str] | None:
+    """The newest final releases among PEP 700's `versions` list (None when the page has none)."""
+    if not isinstance(listed, list):
+        return None
+    finals = []
+    for v in listed:
+        try:
+            parsed = Version(str(v))
+        except InvalidVersion:
+            continue
+        if not parsed.is_prerelease and not parsed.is_devrelease:
+            finals.append((parsed, str(v)))
+    return [f"-{s}" for _, s in sorted(finals, reverse=True)[:keep]]
+
+
 def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read."""
     url = index_url.rstrip("/") + f"/{key}/"
@@ -93,7 +108,11 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
     entries: list[tuple[str, bool, str, dt.datetime | None, str]] = []
     if "json" in ctype:
         try:
-            for f in json.loads(body).get("files", []):
+            page = json.loads(body)
+            wanted = _newest_versions(page.get("versions"))
+            for f in page.get("files", []):
+                if wanted is not None and not any(v in f["filename"] for v in wanted):
+                    continue  # big projects list thousands of files: parse only the newest releases
                 yanked = bool(f.get("yanked"))
                 when = _when(f.get("upload-time"))
                 entries.append(
@@ -186,7 +205,39 @@ def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict
     return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
 
 
-def findings(
+@dataclass(frozen=True)
+class FallbackFacts:
+    """What the index says about one locked package that may be a fallback (judged in rules/g9.py)."""
+
+    key: str
+    version: str
+    newest: str
+    gap_days: int | None  # upload-time of the newest release minus the locked one's; None: no dates
+    newer_minor: bool  # the newest release has a higher major or minor
+    user_capped: bool  # the user's own requirement excludes the newest release
+    caps: tuple[str, ...]  # chains whose requirement excludes the newest release
+    reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
+
+
+def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Version, Release] | None]]:
+    """Start reading these index pages now (while uv resolves): the declared names are known before.
+    Daemon threads: a lock stopped by a signal or an error does not wait for them to time out."""
+    out: dict[str, Future[dict[Version, Release] | None]] = {}
+    for key in keys:
+        fut: Future[dict[Version, Release] | None] = Future()
+
+        def work(k: str = key, f: Future[dict[Version, Release] | None] = fut) -> None:
+            try:
+                f.set_result(releases(index_url or PYPI, k))
+            except Exception as exc:  # handed to whoever reads the result
+                f.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-{key}").start()
+        out[key] = fut
+    return out
+
+
+def gather(
     candidates: dict[str, tuple[str, object]],
     declared: dict[str, SpecifierSet],
     graph_edges: list[Edge],
@@ -194,18 +245,31 @@ def findings(
     profile: Profile,
     index_url: str | None,
     versions: dict[str, str] | None = None,
-) -> list[Finding]:
+    prefetched: dict[str, Future[dict[Version, Release] | None]] | None = None,
+) -> list[FallbackFacts]:
     """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
-    `versions`: every locked name -> version."""
+    `versions`: every locked name -> version. Reads the index pages concurrently; digs for the reasons
+    (a newer release's metadata) only where rules/g9.py would call it a fallback."""
+    from sparkenv.rules.g9 import is_fallback
+
     if not candidates:
         return []
     versions = versions or {}
     url = index_url or PYPI
-    with ThreadPoolExecutor(min(8, len(candidates))) as pool:
-        pages = dict(zip(candidates, pool.map(lambda k: releases(url, k), candidates), strict=True))
+    prefetched = prefetched or {}
+    missing = [k for k in candidates if k not in prefetched]
+    pages: dict[str, dict[Version, Release] | None] = {}
+    if missing:
+        with ThreadPoolExecutor(min(8, len(missing))) as pool:
+            pages = dict(zip(missing, pool.map(lambda k: releases(url, k), missing), strict=True))
+    for k, fut in prefetched.items():
+        try:
+            pages[k] = fut.result(timeout=30)
+        except Exception:  # an unreadable page only means no fallback verdict
+            pages[k] = None
     target = _target_tags(profile)
     limit = fallback_days()
-    out: list[Finding] = []
+    out: list[FallbackFacts] = []
     for key, (version, uploaded) in sorted(candidates.items()):
         page = pages.get(key)
         try:
@@ -222,13 +286,9 @@ def findings(
         then = _when(uploaded) or (chosen.uploaded if chosen else None)
         now = page[newest].uploaded
         gap = (now - then).days if now and then else None
-        if gap is not None and gap < limit:
-            continue
-        if gap is None and (newest.major, newest.minor) == (locked_v.major, locked_v.minor):
-            continue  # no dates to go by: a newer patch release is not a fallback
+        newer_minor = (newest.major, newest.minor) > (locked_v.major, locked_v.minor)
         spec = declared.get(key)
-        if spec is not None and str(spec) and not spec.contains(newest, prereleases=True):
-            continue  # capped by the user's own requirement: their choice
+        capped = spec is not None and bool(str(spec)) and not spec.contains(newest, prereleases=True)
         caps = sorted(
             {
                 " → ".join([*chain.get(e.source, [e.source]), f"{key}{e.req.specifier}"])
@@ -236,25 +296,13 @@ def findings(
                 if e.target == key and not e.req.specifier.contains(newest, prereleases=True)
             }
         )
-        if caps:
-            why = f"{'; '.join(caps[:3])} exclude{'s' if len(caps) == 1 else ''} {newest}"
-        else:
-            reasons = []
+        reasons = []
+        if not caps and not capped and is_fallback(gap, newer_minor, limit):
             for v in sorted((v for v in finals if v > locked_v), reverse=True)[:2]:
                 r = _fits(page[v], profile, target) or _unmet(page[v], profile, target, versions, url)
                 reasons.append(f"{v}: {r}")
-            why = "; ".join(reasons)
-        age = f", {gap // 365} year(s) older" if gap and gap >= 365 else ""
-        via = " → ".join(chain.get(key, [key]))
         out.append(
-            Finding(
-                "G9",
-                Status.WARN,
-                f"{key} {version} (via {via}) is a fallback: the newest release is {newest}{age}; why: {why}",
-                key,
-                (f"newest {newest}", *caps),
-                f"pin {key} to the release you want, or choose a profile it has wheels for",
-            )
+            FallbackFacts(key, version, str(newest), gap, newer_minor, capped, tuple(caps), tuple(reasons))
         )
     return out
 

@@ -106,12 +106,24 @@ def parse(text: str, via: str) -> Metadata:
     return Metadata(reqs, via, invalid, extras)
 
 
-def read(refs: list[FileRef], timeout: float = 30.0) -> dict[str, Metadata | str]:
-    """key -> its metadata, or a one-line reason it could not be read."""
+def read(
+    refs: list[FileRef], timeout: float = 30.0, index_url: str | None = None
+) -> dict[str, Metadata | str]:
+    """key -> its metadata, or a one-line reason it could not be read. What uv cached while resolving
+    (resolve/uv_cache.py) comes first: no second download of what uv fetched a moment before."""
+    from sparkenv.resolve import uv_cache
+
     if not refs:
         return {}
+    pypi = index_url is None or index_url.rstrip("/") in (
+        "https://pypi.org/simple",
+        "https://pypi.org/simple/",
+    )
 
     def one(ref: FileRef) -> tuple[str, Metadata | str]:
+        from_uv = uv_cache.requires(ref.filename, pypi)
+        if from_uv is not None:
+            return ref.key, Metadata(from_uv, "uv's cache")
         try:
             text, via = _text(ref, timeout)
         except remote_zip.Unreadable as exc:

@@ -12,6 +12,9 @@ from packaging.utils import canonicalize_name
 
 from sparkenv import rules
 from sparkenv.report import Finding
+from sparkenv.resolve import graph
+from sparkenv.resolve.fallbacks import FallbackFacts
+from sparkenv.resolve.graph import Edge
 from sparkenv.resolve.inputs import Declared
 from sparkenv.resolve.profiles import Profile
 
@@ -98,6 +101,33 @@ class ResolvedFacts:
     no_deps_stage: str | None
     # What was kept out of resolution: None means all the base provides (less under --allow-replace).
     excluded_names: tuple[str, ...] | None = None
+    # Every Requires-Dist that applies on the target, extras followed (resolve/graph.py).
+    edges: tuple[Edge, ...] = ()
+    # Base packages replaced on purpose (`sparkenv lock --allow-replace`), with their other names.
+    allow_replace: frozenset[str] = frozenset()
+    # RECORD text of the CUDA-capable members whose metadata shows no CUDA (read by range requests).
+    records: dict[str, str] = field(default_factory=dict)
+    # What the index says about declared requirements not pinned exactly and sdist-only picks.
+    fallbacks: tuple[FallbackFacts, ...] = ()
+
+    @functools.cached_property
+    def versions(self) -> dict[str, str]:
+        return {k: p.version for k, p in self.locked.items()}
+
+    @functools.cached_property
+    def graph_chain(self) -> dict[str, list[str]]:
+        """Shortest chains through `edges` (extras followed), for every locked name."""
+        return graph.chains(self.locked, list(self.edges), list(self.roots))
+
+    @functools.cached_property
+    def base_versions(self) -> dict[str, str]:
+        """Name (and other names) -> the base's version, for what stays the base's."""
+        prof = self.profile
+        return {
+            k: prof.provides[p]
+            for k in prof.excluded()
+            if (p := prof.provider(k)) and k not in self.allow_replace
+        }
 
     @property
     def excluded(self) -> set[str]:
@@ -132,9 +162,10 @@ def check_resolved(
     profile: Profile,
     no_deps_stage: str | None,
     excluded_names: list[str] | None = None,
+    **more: object,
 ) -> list[Finding]:
     """`excluded_names`: what was kept out of resolution (default: all the base provides; less under
-    --allow-replace)."""
+    --allow-replace). `more`: the other ResolvedFacts fields (edges, allow_replace, records, fallbacks)."""
     excluded = None if excluded_names is None else tuple(excluded_names)
-    facts = ResolvedFacts(locked, tuple(roots), profile, no_deps_stage, excluded)
+    facts = ResolvedFacts(locked, tuple(roots), profile, no_deps_stage, excluded, **more)  # type: ignore[arg-type]
     return rules.evaluate(rules.Stage.RESOLVED, facts)

@@ -22,6 +22,7 @@ from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
 STAGE_UNSLOTH = "2-unsloth"
+CACHED = ("cache", "uv's cache")
 
 
 def _profile(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | None) -> profiles.Profile:
@@ -203,21 +204,33 @@ def _fallbacks(
     edges: list,  # type: ignore[type-arg]
     chain: dict[str, list[str]],
     index_url: str | None,
-) -> list[Finding]:
-    """Declared requirements not pinned exactly, and sdist-only picks: is the locked version a fallback?"""
+    prefetched: dict[str, Any] | None = None,
+) -> list:  # type: ignore[type-arg]
+    """Declared requirements not pinned exactly, and sdist-only picks: what the index says of them."""
     from sparkenv.resolve import fallbacks
 
     env = profile.marker_env()
-    exact = {d.key for d in inp.requirements if d.key and d.exact}
-    keys = {d.key for d in inp.requirements if d.key and not d.constraint and d.applies(env)} - exact
-    keys |= {k for k, p in locked.items() if p.sdist and not p.wheels}
+    keys = _fallback_roots(inp, profile) | {k for k, p in locked.items() if p.sdist and not p.wheels}
     candidates = {}
     for key in sorted(keys & set(locked)):
         files = raw[key].get("wheels") or ([raw[key]["sdist"]] if "sdist" in raw[key] else [])
         candidates[key] = (locked[key].version, files[0].get("upload-time") if files else None)
     declared = fallbacks.declared_specifiers(inp.requirements, env)
     versions = {k: p.version for k, p in locked.items()}
-    return fallbacks.findings(candidates, declared, edges, chain, profile, index_url, versions)
+    pre = {k: f for k, f in (prefetched or {}).items() if k in candidates}
+    return fallbacks.gather(candidates, declared, edges, chain, profile, index_url, versions, pre)
+
+
+def _fallback_roots(inp: inputs_mod.Inputs, profile: profiles.Profile) -> set[str]:
+    """Declared requirements not pinned exactly: the names whose locked version may be a fallback."""
+    env = profile.marker_env()
+    exact = {d.key for d in inp.requirements if d.key and d.exact}
+    # what the base provides is not resolved: no fallback to look for
+    return {
+        d.key
+        for d in inp.requirements
+        if d.key and not d.constraint and d.applies(env) and profile.provider(d.key) is None
+    } - exact
 
 
 def _say(progress: bool, line: str) -> None:
@@ -265,12 +278,17 @@ def lock(
     resolve_stage, stages = _stages(inp, profile)
     excluded = _excluded(profile, allowed)
     text = ""
+    prefetched: dict[str, Any] = {}
     if resolve_stage is not None:
         _say(
             progress,
             f"resolving {len(resolve_stage.lines)} requirement(s) with uv for {profile.describe()} …",
         )
         work = tempfile.mkdtemp(prefix="sparkenv-lock-")
+        from sparkenv.resolve import fallbacks
+
+        # index pages of the declared names (for old fallbacks) are read while uv resolves
+        prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
         try:
             with interrupt.raising():
                 jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
@@ -293,12 +311,14 @@ def lock(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
-    metas = metadata.read(_refs(raw))
-    findings = [*declared, *_resolved_findings(inp, profile, locked, raw, metas, allowed, index.index_url)]
+    metas = metadata.read(_refs(raw), index_url=index.index_url)
+    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, index.index_url, prefetched)
+    findings = [*declared, *resolved]
     _say(
         progress,
         f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
-        f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via == 'cache')} cached)",
+        f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} from "
+        "caches)",
     )
     pylock_path, req_path = lockfile.paths_for(Path(output_dir), profile)
     blocked = any(f.status in (Status.FAIL, Status.ERROR) for f in findings)
@@ -361,8 +381,10 @@ def _resolved_findings(
     metas: dict[str, metadata.Metadata | str],
     allowed: set[str],
     index_url: str | None = None,
+    prefetched: dict[str, Any] | None = None,
 ) -> list[Finding]:
-    from sparkenv.resolve import closure, cuda_builds, graph
+    from sparkenv.resolve import graph
+    from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
     out: list[Finding] = []
@@ -398,32 +420,27 @@ def _resolved_findings(
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
     edges = graph.edges(requires, env, _root_extras(inp, env))
     chain = graph.chains(locked, edges, roots)
-    versions = {k: p.version for k, p in locked.items()}
-    base = closure.base_conflicts(versions, edges, chain, profile, allowed)
-    conflicted = {f.subject for f in base}
     kept_out = [n for n in profile.excluded() if n not in allowed]
-    for f in policy.check_resolved(locked, roots, profile, None, kept_out):
-        # "excluded: provided by the base" is not said of a package some requirement conflicts with
-        if not (f.status is Status.PASS and f.id == "G9" and profile.provider(f.subject) in conflicted):
-            out.append(f)
-    gaps = closure.unclosed(versions, edges, chain, profile, allowed)
-    out += base + gaps
-    if locked and not gaps and len(requires) == len(locked):
-        out.append(closure.closed_info(len(locked), len(edges)))
-    provided = {
-        k: profile.provides[p] for k in profile.excluded() if (p := profile.provider(k)) and k not in allowed
-    }
-    verdicts = cuda_builds.evidence(versions, edges, provided)
+    base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
+    # whose RECORD to read: CUDA-capable members whose metadata shows no CUDA (only their wheels)
+    verdicts = cuda_builds.evidence({k: p.version for k, p in locked.items()}, edges, base_versions)
     fams = cuda_builds.families()
     unknown = [
         r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
     ]
-    for key, record in metadata.records(unknown).items():
-        verdicts[key] = cuda_builds.record_evidence(key, record)
-    files = {k: (p.wheels or [p.sdist or ""])[0] for k, p in locked.items()}
-    out += _fallbacks(inp, profile, locked, raw, edges, chain, index_url)
-    ties = cuda_builds.exact_ties(edges)
-    out += cuda_builds.findings(versions, verdicts, chain, files, profile.python_platform, ties)
+    records = metadata.records(unknown)
+    fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)
+    out += policy.check_resolved(
+        locked,
+        roots,
+        profile,
+        None,
+        kept_out,
+        edges=tuple(edges),
+        allow_replace=frozenset(allowed),
+        records=records,
+        fallbacks=tuple(fallback_facts),
+    )
     return out
 
 

@@ -219,6 +219,58 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                     )
                 )
         out += fails or _cuda_pass(key, pkg.version, desc, ev)
+    return out + resolved_cpu_only(facts)
+
+
+def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
+    """A CUDA-capable family member (torch …) resolved to a build with no CUDA at all for the target:
+    FAIL on a GPU profile, with where a CUDA 13 build comes from; PASS with the evidence otherwise."""
+    from sparkenv.rules import cuda_builds
+
+    versions = facts.versions
+    verdicts = cuda_builds.evidence(versions, list(facts.edges), facts.base_versions)
+    for key, record in facts.records.items():
+        if verdicts.get(key, "") is None:
+            verdicts[key] = cuda_builds.record_evidence(key, record)
+    ties = cuda_builds.exact_ties(list(facts.edges))
+    chain = facts.graph_chain
+    files = {k: (p.wheels or [p.sdist or ""])[0] for k, p in facts.locked.items()}
+    profile_desc = facts.profile.python_platform
+    out = []
+    fams = cuda_builds.families()
+    cpu_only = {k for k, why in verdicts.items() if why is None and fams[k].conclusive}
+    for key, why in sorted(verdicts.items()):
+        via = " → ".join(chain.get(key, [key]))
+        desc = f"{key} {versions[key]} (via {via})"
+        ev = (files.get(key, ""), f"via {via}")
+        tied = sorted(t for t in ties.get(key, ()) if t in cpu_only)
+        if why is None and not fams[key].conclusive:
+            if tied:
+                out.append(
+                    Finding(
+                        "G1",
+                        Status.FAIL,
+                        f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
+                        key,
+                        ev,
+                        f"use {fams[key].instead}",
+                    )
+                )
+            continue  # its CUDA comes from torch's libraries: nothing to tell from its own metadata
+        if why is None:
+            out.append(
+                Finding(
+                    "G1",
+                    Status.FAIL,
+                    f"{desc} is a CPU-only build for {profile_desc}: no CUDA label, no CUDA runtime "
+                    "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
+                    key,
+                    ev,
+                    f"use {fams[key].instead}",
+                )
+            )
+        else:
+            out.append(Finding("G1", Status.PASS, f"{desc} is a CUDA build: {why}", key, ev))
     return out
 
 
@@ -678,7 +730,9 @@ RULES = (
         Stage.RESOLVED,
         resolved,
         "every resolved file's name, label and Requires-Dist for the target platform, with the chain "
-        "that pulled it in",
+        "that pulled it in; whether a resolved torch (onnxruntime-gpu, jax; torchvision and torchaudio "
+        "through the torch they pin) shows CUDA at all: label, CUDA runtime requirement, CUDA library in "
+        "its RECORD",
     ),
     Rule(
         Stage.INSTALLED,

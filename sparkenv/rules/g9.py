@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sparkenv import datafiles
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, Status
@@ -21,9 +22,11 @@ from sparkenv.rules import Rule, Stage, ngc, requirements, unsloth
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
 
     from sparkenv.audit.scan import AuditFacts
     from sparkenv.gate.view import GateFacts
+    from sparkenv.resolve.graph import Edge
     from sparkenv.resolve.inputs import Declared
     from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
     from sparkenv.resolve.profiles import Profile
@@ -172,12 +175,14 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             )
         elif key in packages().drift_prone:
             out.append(Finding("G9", Status.PASS, f"{key} pinned =={pkg.version} in the lock", key, ev))
-    # What the base provides, and which requirement would have pulled it in.
+    # What the base provides, and which requirement would have pulled it in; not said of a base package
+    # some requirement conflicts with (resolved_base fails it).
+    conflicted = {f.subject for f in resolved_base(facts)}
     wanted: dict[str, list[str]] = {}
     for key in facts.locked:
         for req in facts.applicable_requires(key):
             dep = canonicalize_name(req.name)
-            if dep in excluded:
+            if dep in excluded and (profile.provider(dep) or dep) not in conflicted:
                 base_v = profile.provides.get(profile.provider(dep) or dep, "")
                 if req.url or (base_v and not _accepts(req, base_v)):
                     continue  # a conflict with the base: resolve/closure.py reports it as a FAIL
@@ -217,7 +222,8 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                         tuple(missing),
                     )
                 )
-    return out
+    # the base's real versions, a closed lock, old fallbacks: the same stage, judged below
+    return [*out, *resolved_base(facts), *resolved_closure(facts), *resolved_fallback(facts)]
 
 
 def _accepts(req: Requirement, version: str) -> bool:
@@ -227,6 +233,190 @@ def _accepts(req: Requirement, version: str) -> bool:
         return req.specifier.contains(Version(version), prereleases=True)
     except InvalidVersion:
         return False
+
+
+def accepts(req_specifier: SpecifierSet, version: str) -> bool:
+    """PEP 440 containment with pre-releases allowed: the base's version is what it is."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return req_specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _show(e: Edge) -> str:
+    return f"{e.target}{e.req.specifier}" if str(e.req.specifier) else e.target
+
+
+def base_conflicts(
+    versions: dict[str, str],
+    graph_edges: list[Edge],
+    chain: dict[str, list[str]],
+    profile: Profile,
+    allow_replace: set[str] | frozenset[str],
+) -> list[Finding]:
+    """G9 for requirements on what the base provides, one finding per provided package listing every
+    chain that asks for another version. `versions`: locked name -> version."""
+    bad: dict[str, list[Edge]] = {}
+    unknown: dict[str, list[Edge]] = {}
+    for dep, group in _by_target(graph_edges):
+        provider = profile.provider(dep)
+        if provider is None or provider in allow_replace or dep in allow_replace:
+            continue
+        base_v = profile.provides.get(provider, "")
+        for e in group:
+            if e.req.url or (base_v and not accepts(e.req.specifier, base_v)):
+                bad.setdefault(provider, []).append(e)
+            elif not base_v and str(e.req.specifier):
+                unknown.setdefault(provider, []).append(e)
+
+    def path(e: Edge) -> str:
+        return " → ".join(
+            [*chain.get(e.source, [e.source]), f"{e.target} @ {e.req.url}" if e.req.url else _show(e)]
+        )
+
+    out: list[Finding] = []
+    where = profile.image or profile.name
+    for provider, group in sorted(bad.items()):
+        base_v = profile.provides.get(provider, "")
+        paths = sorted({path(e) for e in group}, key=len)
+        sources = sorted({e.source for e in group})
+        shown = "; ".join(paths[:4]) + (f"; … ({len(paths) - 4} more)" if len(paths) > 4 else "")
+        out.append(
+            Finding(
+                "G9",
+                Status.FAIL,
+                f"{shown}: not met by the base's {provider} {base_v} ({where}, pre-releases count); "
+                f"installed with pip, {'this replaces' if len(paths) == 1 else 'these replace'} the base's "
+                f"{provider}",
+                provider,
+                (*paths, f"base: {provider} {base_v}"),
+                f"pin {'a release' if len(sources) == 1 else 'releases'} of {', '.join(sources)} that "
+                f"accept{'s' if len(sources) == 1 else ''} {provider} {base_v}, choose another profile "
+                f"(`sparkenv profiles`), or replace the base's {provider} on purpose with --allow-replace "
+                f"{provider} (recorded in the lock)",
+            )
+        )
+    for provider, group in sorted(unknown.items()):
+        paths = sorted({path(e) for e in group}, key=len)
+        out.append(
+            Finding(
+                "G9",
+                Status.WARN,
+                f"{'; '.join(paths[:4])}: the base provides {provider} but {profile.path or profile.name} "
+                "does not record its version; cannot tell whether it would be replaced",
+                provider,
+                tuple(paths),
+                f"record provides.{provider} in the profile",
+            )
+        )
+    return out
+
+
+def unclosed(
+    versions: dict[str, str],
+    graph_edges: list[Edge],
+    chain: dict[str, list[str]],
+    profile: Profile,
+    allow_replace: set[str] | frozenset[str],
+) -> list[Finding]:
+    """G9 FAIL for each requirement neither the lock nor the base satisfies."""
+    out: list[Finding] = []
+    for dep, group in _by_target(graph_edges):
+        provider = profile.provider(dep)
+        if provider is not None and provider not in allow_replace and dep not in allow_replace:
+            continue  # judged against the base's version by base_conflicts
+        for e in group:
+            path = " → ".join(chain.get(e.source, [e.source]))
+            src = f"{e.source} {versions.get(e.source, '')}".strip()
+            if dep not in versions:
+                why = f"{dep} is not in the lock"
+            elif e.req.url:
+                continue  # a direct reference: uv resolved that very file
+            elif not accepts(e.req.specifier, versions[dep]):
+                why = f"the lock has {dep} {versions[dep]}"
+            else:
+                continue
+            out.append(
+                Finding(
+                    "G9",
+                    Status.FAIL,
+                    f"the lock is not closed: {src} (via {path}) requires {e.req} and {why}; "
+                    f"`import {e.source.replace('-', '_')}` can fail",
+                    e.source,
+                    (f"via {path}", str(e.req)),
+                    f"add {_show(e)} to the inputs (or drop {e.source}), then lock again",
+                )
+            )
+    return out
+
+
+def closed_info(n_packages: int, n_edges: int) -> Finding:
+    return Finding(
+        "G9",
+        Status.PASS,
+        f"the resolved set is closed: {n_edges} requirement(s) of {n_packages} package(s), markers evaluated "
+        "for the target and extras followed, are all met by the lock or the base",
+        "closure",
+    )
+
+
+def _by_target(graph_edges: list[Edge]) -> list[tuple[str, list[Edge]]]:
+    grouped: dict[str, list[Edge]] = {}
+    for e in graph_edges:
+        grouped.setdefault(e.target, []).append(e)
+    return sorted(grouped.items())
+
+
+def resolved_base(facts: ResolvedFacts) -> list[Finding]:
+    """Every requirement in the graph on what the base provides must accept the base's exact version."""
+    return base_conflicts(
+        facts.versions, list(facts.edges), facts.graph_chain, facts.profile, facts.allow_replace
+    )
+
+
+def resolved_closure(facts: ResolvedFacts) -> list[Finding]:
+    """Every requirement in the graph is met by the lock or the base (a --no-deps install adds nothing)."""
+    gaps = unclosed(facts.versions, list(facts.edges), facts.graph_chain, facts.profile, facts.allow_replace)
+    known = all(p.requires is not None for p in facts.locked.values())
+    if facts.locked and not gaps and known:
+        return [closed_info(len(facts.locked), len(facts.edges))]
+    return gaps
+
+
+def is_fallback(gap_days: int | None, newer_minor: bool, limit: int) -> bool:
+    """A locked release `gap_days` older than the newest (None: no upload dates on the index, then a
+    newer major or minor release counts)."""
+    return gap_days >= limit if gap_days is not None else newer_minor
+
+
+def resolved_fallback(facts: ResolvedFacts) -> list[Finding]:
+    """A declared requirement not pinned exactly, or an sdist-only pick, far older than its newest release."""
+    out = []
+    limit = int(datafiles.load("packages").get("fallback_days", 365))
+    for fb in facts.fallbacks:
+        if fb.user_capped or not is_fallback(fb.gap_days, fb.newer_minor, limit):
+            continue
+        why = (
+            f"{'; '.join(fb.caps[:3])} exclude{'s' if len(fb.caps) == 1 else ''} {fb.newest}"
+            if fb.caps
+            else "; ".join(fb.reasons) or "a requirement of it cannot be met with the rest"
+        )
+        age = f", {fb.gap_days // 365} year(s) older" if fb.gap_days and fb.gap_days >= 365 else ""
+        via = " → ".join(facts.graph_chain.get(fb.key, [fb.key]))
+        out.append(
+            Finding(
+                "G9",
+                Status.WARN,
+                f"{fb.key} {fb.version} (via {via}) is a fallback: the newest release is {fb.newest}{age}; "
+                f"why: {why}",
+                fb.key,
+                (f"newest {fb.newest}", *fb.caps),
+                f"pin {fb.key} to the release you want, or choose a profile it has wheels for",
+            )
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -531,8 +721,10 @@ RULES = (
     Rule(
         Stage.RESOLVED,
         resolved,
-        "resolved packages the base provides, drift-prone packages pinned in the lock, what a --no-deps "
-        "stage's packages require that the lock lacks",
+        "resolved packages the base provides, drift-prone packages pinned in the lock; every "
+        "Requires-Dist in the resolved graph (markers for the target, extras followed) against the base's "
+        "exact versions and the locked ones (a closed lock); declared requirements not pinned exactly and "
+        "sdist-only picks against the newest release on the index (fallbacks)",
     ),
     Rule(
         Stage.INSTALLED,

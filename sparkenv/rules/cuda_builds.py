@@ -1,4 +1,5 @@
-"""G1 at lock time for CUDA-capable families (torch, torchvision, …): a CPU-only build is a FAIL.
+"""Is a resolved member of a CUDA-capable family (torch, torchvision, …) a CUDA build? The classifier
+rules/g1.py's resolved-stage CPU-only check uses; the lock calls it too, to know whose RECORD to read.
 
 The same name ships CUDA and CPU-only builds; on PyPI, older aarch64 torch wheels carry no CUDA at
 all, and an exact pin like `torch==2.5.1` resolves to one of them for a Spark. A resolved member counts
@@ -13,13 +14,15 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
 from sparkenv import datafiles
 from sparkenv.cuda import rules
-from sparkenv.report import Finding, Status
-from sparkenv.resolve.graph import Edge
+
+if TYPE_CHECKING:
+    from sparkenv.resolve.graph import Edge
 
 
 @dataclass(frozen=True)
@@ -117,52 +120,3 @@ def record_evidence(key: str, record: str) -> str | None:
         if ".so" in name and rules.soname_major(name) is not None:
             return f"its RECORD lists {path}"
     return None
-
-
-def findings(
-    versions: dict[str, str],
-    verdicts: dict[str, str | None],
-    chain: dict[str, list[str]],
-    files: dict[str, str],
-    profile_desc: str,
-    ties: dict[str, set[str]] | None = None,
-) -> list[Finding]:
-    """`ties`: member -> the family members it pins exactly (torchvision -> {torch})."""
-    ties = ties or {}
-    """G1 FAIL for each member without CUDA evidence; PASS (with the evidence) for the rest."""
-    out = []
-    fams = families()
-    cpu_only = {k for k, why in verdicts.items() if why is None and fams[k].conclusive}
-    for key, why in sorted(verdicts.items()):
-        via = " → ".join(chain.get(key, [key]))
-        desc = f"{key} {versions[key]} (via {via})"
-        ev = (files.get(key, ""), f"via {via}")
-        tied = sorted(t for t in ties.get(key, ()) if t in cpu_only)
-        if why is None and not fams[key].conclusive:
-            if tied:
-                out.append(
-                    Finding(
-                        "G1",
-                        Status.FAIL,
-                        f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
-                        key,
-                        ev,
-                        f"use {fams[key].instead}",
-                    )
-                )
-            continue  # its CUDA comes from torch's libraries: nothing to tell from its own metadata
-        if why is None:
-            out.append(
-                Finding(
-                    "G1",
-                    Status.FAIL,
-                    f"{desc} is a CPU-only build for {profile_desc}: no CUDA label, no CUDA runtime "
-                    "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
-                    key,
-                    ev,
-                    f"use {fams[key].instead}",
-                )
-            )
-        else:
-            out.append(Finding("G1", Status.PASS, f"{desc} is a CUDA build: {why}", key, ev))
-    return out

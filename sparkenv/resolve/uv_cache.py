@@ -1,0 +1,107 @@
+"""Read the Requires-Dist uv stored for a wheel while it resolved, instead of fetching it again.
+
+uv keeps the core metadata of every wheel it looked at in its cache, one small msgpack file per pure
+wheel: `<cache>/wheels-v8/<index>/<name>/<version>-<python>-<abi>-<platform>.msgpack`, an array that
+starts with name, version and the Requires-Dist strings. That layout is uv's own, not a public
+format: everything read here is checked (name and version must be the locked file's, every entry must
+parse as a requirement), and anything unexpected means "not there" — the caller then reads the
+metadata from the index as before. Wheels uv files under a tag hash (platform wheels) are not looked up.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+BUCKET = "wheels-v8"
+
+
+def cache_dir() -> Path | None:
+    if os.environ.get("UV_NO_CACHE"):
+        return None
+    if os.environ.get("UV_CACHE_DIR"):
+        return Path(os.environ["UV_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "uv"
+
+
+class _Bad(Exception):
+    pass
+
+
+def _decode(b: bytes, i: int = 0) -> tuple[object, int]:
+    """The subset of msgpack uv's metadata files use: strings, arrays, maps, nil, booleans, small ints."""
+    try:
+        t = b[i]
+    except IndexError:
+        raise _Bad from None
+    if t <= 0x7F:
+        return t, i + 1
+    if 0xA0 <= t <= 0xBF:
+        n = t & 0x1F
+        return b[i + 1 : i + 1 + n].decode(), i + 1 + n
+    if t in (0xD9, 0xDA, 0xDB):
+        width = {0xD9: 1, 0xDA: 2, 0xDB: 4}[t]
+        n = int.from_bytes(b[i + 1 : i + 1 + width], "big")
+        start = i + 1 + width
+        return b[start : start + n].decode(), start + n
+    if 0x90 <= t <= 0x9F or t in (0xDC, 0xDD):
+        if t >= 0xDC:
+            width = 2 if t == 0xDC else 4
+            n, i = int.from_bytes(b[i + 1 : i + 1 + width], "big"), i + 1 + width
+        else:
+            n, i = t & 0x0F, i + 1
+        out = []
+        for _ in range(n):
+            v, i = _decode(b, i)
+            out.append(v)
+        return out, i
+    if t == 0xC0:
+        return None, i + 1
+    if t in (0xC2, 0xC3):
+        return t == 0xC3, i + 1
+    if 0x80 <= t <= 0x8F:
+        out_map = {}
+        i += 1
+        for _ in range(t & 0x0F):
+            k, i = _decode(b, i)
+            v, i = _decode(b, i)
+            out_map[str(k)] = v
+        return out_map, i
+    raise _Bad(hex(t))
+
+
+def requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
+    """Requires-Dist of this wheel as uv cached it, or None when uv's cache does not have it for sure."""
+    root = cache_dir()
+    if root is None or not filename.endswith(".whl"):
+        return None
+    try:
+        name, version, _, _ = parse_wheel_filename(filename)
+    except ValueError:
+        return None
+    key = canonicalize_name(name)
+    stem = filename[: -len(".whl")].split("-", 1)[1]  # <version>-<python>-<abi>-<platform>
+    if index_is_pypi:
+        candidates = [root / BUCKET / "pypi" / key / f"{stem}.msgpack"]
+    else:  # another index: only when exactly one index in the cache holds this file
+        candidates = list((root / BUCKET / "index").glob(f"*/{key}/{stem}.msgpack"))
+        if len(candidates) != 1:
+            return None
+    try:
+        data = candidates[0].read_bytes()
+        value, _ = _decode(data)
+    except (OSError, _Bad, UnicodeDecodeError, struct.error):
+        return None
+    if not (isinstance(value, list) and len(value) >= 3 and isinstance(value[2], list)):
+        return None
+    if canonicalize_name(str(value[0])) != key or str(value[1]) != str(version):
+        return None
+    try:
+        return [Requirement(str(r)) for r in value[2]]
+    except InvalidRequirement:
+        return None
