@@ -32,7 +32,7 @@ def live_coverage(kernels, tmp_path_factory) -> dict:
     dump = root / "facts.json"
     from conftest import sparkenv
 
-    sparkenv("gate", "--python", str(prefix / "bin" / "python"), "--dump-facts", str(dump), "-q")
+    sparkenv("gate", "--deep", "--python", str(prefix / "bin" / "python"), "--dump-facts", str(dump), "-q")
     return json.loads(dump.read_text())["kernel_coverage"]
 
 
@@ -62,6 +62,16 @@ def test_same_kernels_on_an_h200(run, tmp_path, live_coverage):
     assert r.line("G7", "ext-spark").startswith(
         "G7 FAIL: ext-spark 1.0 (ext_spark/_C.abi3.so) cannot run on capability 9.0"
     )
+
+
+def test_default_mode_leaves_the_kernels_to_deep(run, tmp_path, live_coverage):
+    """Without --deep the gate reads no fatbin (its start-up budget) and says where the check is."""
+    facts = gh.with_changes(
+        gh.gb10_from_reports(), kernel_coverage={**live_coverage, "packages": None, "shared_objects": None}
+    )
+    r = run("gate", "--facts", gh.write(tmp_path, facts), "--policy", "strict")
+    assert r.line("G7", "kernels").startswith("G7 INFO: the kernels of every package are not read"), r.out
+    assert "ext-hopper" not in r.out
 
 
 @pytest.mark.parametrize(

@@ -207,9 +207,12 @@ def triton_from_json(data: Any) -> toolchain.TritonTools | None:
     )
 
 
-def gather(site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str, str]) -> dict[str, Any]:
+def gather(
+    site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str, str], *, read_kernels: bool = True
+) -> dict[str, Any]:
     """The gate's G7 facts: every distribution's objects that carry GPU code, and Triton's ptxas.
-    The first distribution of a name on the path wins, as at import time."""
+    The first distribution of a name on the path wins, as at import time. Without `read_kernels` only
+    Triton's ptxas is read (`packages` is None): the default gate's budget has no room for every fatbin."""
     from sparkenv.environment.distributions import Distribution, iter_distributions
 
     cache = ScanCache.default()
@@ -222,16 +225,17 @@ def gather(site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str,
             if not isinstance(dist, Distribution) or dist.key in seen:
                 continue
             seen.add(dist.key)
-            paths = dist.shared_object_paths()
-            objects += len(paths)
-            found = read_paths(str(site), paths, cap, cache)
-            if found:
-                packages[dist.key] = {"version": dist.version, "objects": to_json(found)}
+            if read_kernels:
+                paths = dist.shared_object_paths()
+                objects += len(paths)
+                found = read_paths(str(site), paths, cap, cache)
+                if found:
+                    packages[dist.key] = {"version": dist.version, "objects": to_json(found)}
             if triton is None and dist.key in ("triton", "pytorch-triton"):
                 triton = triton_to_json(read_triton(str(site), dist.name, dist.version, env))
     return {
         "read_for": coverage.cap_text(cap),
-        "shared_objects": objects,
-        "packages": packages,
+        "shared_objects": objects if read_kernels else None,
+        "packages": packages if read_kernels else None,
         "triton": triton,
     }

@@ -146,6 +146,16 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
     out: list[Finding] = []
     gpu = coverage.gpu_label(cap)
     facts = f.section("kernel_coverage")
+    if facts is not None and facts.get("packages") is None:
+        out.append(
+            Finding(
+                "G7",
+                Status.INFO,
+                "the kernels of every package are not read in the default mode: `--deep` reads them here; "
+                "`sparkenv audit` and `sparkenv build` judge them with the same rule",
+                "kernels",
+            )
+        )
     if facts is not None:
         for key, pkg in sorted((facts.get("packages") or {}).items()):
             if not isinstance(pkg, dict):
