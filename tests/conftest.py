@@ -193,3 +193,11 @@ def clean_root(tmp_path: Path) -> Path:
     root = tmp_path / "root"
     root.mkdir()
     return root
+
+
+@pytest.fixture
+def ctx(tmp_path: Path, elves: ElfFactory):  # type: ignore[no-untyped-def]
+    """What a row of the rule tables (tests/rules/) builds its stage's facts from."""
+    from stage_facts import Ctx
+
+    return Ctx(tmp_path, elves)

@@ -1,0 +1,140 @@
+"""Each stage's typed facts, built by that stage's own builders from real inputs: a requirements file
+read by resolve/inputs.py (Stage.DECLARED), locked packages as resolve/run.py hands them to the policy
+(Stage.RESOLVED), a real installed environment with compiled ELF files scanned by audit/scan.py
+(Stage.INSTALLED), and facts snapshots recorded on real machines viewed through gate/view.py
+(Stage.LIVE)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gate_helpers
+from conftest import ElfFactory, Env, make_env
+from packaging.requirements import Requirement
+
+from sparkenv.audit import scan
+from sparkenv.cuda import coverage
+from sparkenv.environment import lockpins, target
+from sparkenv.gate.view import GateFacts
+from sparkenv.resolve import graph, inputs, policy, profiles
+from sparkenv.resolve import run as resolve_run
+
+
+@dataclass
+class Ctx:
+    """What a row may build its facts from: a fresh folder, the ELF compiler, an empty filesystem root."""
+
+    tmp_path: Path
+    elves: ElfFactory
+
+    def __post_init__(self) -> None:
+        self.root = self.tmp_path / "root"
+        self.root.mkdir(exist_ok=True)
+        self._envs: dict[str, Env] = {}
+
+    def env(self, arch: str = "x86_64") -> Env:
+        if arch not in self._envs:
+            self._envs[arch] = make_env(self.tmp_path, self.elves, arch)
+        return self._envs[arch]
+
+    def file(self, rel: str, text: str) -> Path:
+        path = self.tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+
+# --- Stage.DECLARED: sparkenv check ------------------------------------------------------------------
+
+
+def declared(ctx: Ctx, text: str, profile: str = "spark-bare", staged: bool = False) -> policy.DeclaredFacts:
+    """`text` as a requirements.txt, read and shaped the way `sparkenv check` does."""
+    path = ctx.file("requirements.txt", text)
+    inp = inputs.read([str(path)])
+    prof = resolve_run._profile(profile, None, inp)
+    urls = resolve_run._index_urls(inp, resolve_run._index(inp, None, []))
+    return policy.DeclaredFacts(tuple(inp.requirements), prof, tuple(urls), staged)
+
+
+# --- Stage.RESOLVED: sparkenv lock -------------------------------------------------------------------
+
+
+def locked(
+    key: str, version: str, requires: tuple[str, ...] = (), sdist_only: bool = False, stage: str = "main"
+) -> policy.Locked:
+    """One resolved package as resolve/run.py's `_locked` makes it from uv's pylock entry."""
+    file = f"{key.replace('-', '_')}-{version}"
+    return policy.Locked(
+        key,
+        version,
+        stage,
+        [] if sdist_only else [f"{file}-py3-none-any.whl"],
+        f"{file}.tar.gz" if sdist_only else None,
+        [Requirement(r) for r in requires],
+    )
+
+
+def resolved(
+    *pkgs: policy.Locked, profile: str = "spark-bare", roots: tuple[str, ...] | None = None, **more: Any
+) -> policy.ResolvedFacts:
+    """The resolved set as `sparkenv lock` hands it to the policy, edges read from each Requires-Dist."""
+    prof = profiles.load(profile)
+    by_key = {p.key: p for p in pkgs}
+    edges = graph.edges({p.key: list(p.requires or []) for p in pkgs}, prof.marker_env())
+    return policy.ResolvedFacts(
+        by_key,
+        tuple(roots if roots is not None else by_key),
+        prof,
+        more.pop("no_deps_stage", None),
+        None,
+        tuple(edges),
+        **more,
+    )
+
+
+# --- Stage.INSTALLED: sparkenv audit -----------------------------------------------------------------
+
+
+def installed(
+    ctx: Ctx,
+    arch: str = "x86_64",
+    lock: str | None = None,
+    gpu: coverage.Capability | None = None,
+    environ: dict[str, str] | None = None,
+) -> scan.AuditFacts:
+    """The environment `ctx.env(arch)` as `sparkenv audit PREFIX --root ROOT` gathers it."""
+    resolved_target = target.resolve(str(ctx.env(arch).prefix), None)
+    pins = lockpins.read(lock) if lock else None
+    return scan.gather(resolved_target, pins, ctx.root, gpu, environ or {})
+
+
+# --- Stage.LIVE: sparkenv gate -----------------------------------------------------------------------
+
+
+def live(base: str = "h200-static", need_gb: float = 0.0, **changes: Any) -> GateFacts:
+    """A snapshot recorded on a real machine (tests/fixtures/facts), or the GB10's from public reports
+    ("gb10"), with sections replaced (`section=value`) or extended (`section={"+": {...}}`)."""
+    raw = gate_helpers.gb10_from_reports() if base == "gb10" else gate_helpers.live(base)
+    return GateFacts(gate_helpers.with_changes(raw, **changes), need_gb)
+
+
+def edit(facts: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A deep copy with one nested value set: edit(raw, "torch_static.cuda", "12.8")."""
+    out = copy.deepcopy(facts)
+    node = out
+    *parents, last = path.split(".")
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[last] = value
+    return out
+
+
+def live_raw(base: str = "h200-static", need_gb: float = 0.0, **edits: Any) -> GateFacts:
+    """A recorded snapshot with nested values set: live_raw(torch_static__cuda="12.8")."""
+    raw = gate_helpers.gb10_from_reports() if base == "gb10" else gate_helpers.live(base)
+    for key, value in edits.items():
+        raw = edit(raw, key.replace("__", "."), value)
+    return GateFacts(raw, need_gb)
