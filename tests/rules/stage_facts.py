@@ -50,11 +50,13 @@ class Ctx:
 # --- Stage.DECLARED: sparkenv check ------------------------------------------------------------------
 
 
-def declared(ctx: Ctx, text: str, profile: str = "spark-bare", staged: bool = False) -> policy.DeclaredFacts:
+def declared(
+    ctx: Ctx, text: str, profile: str = "spark-bare", staged: bool = False, platform: str | None = None
+) -> policy.DeclaredFacts:
     """`text` as a requirements.txt, read and shaped the way `sparkenv check` does."""
     path = ctx.file("requirements.txt", text)
     inp = inputs.read([str(path)])
-    prof = resolve_run._profile(profile, None, inp)
+    prof = resolve_run._profile(profile, platform, inp)
     urls = resolve_run._index_urls(inp, resolve_run._index(inp, None, []))
     return policy.DeclaredFacts(tuple(inp.requirements), prof, tuple(urls), staged)
 
