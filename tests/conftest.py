@@ -196,8 +196,17 @@ def clean_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path, elves: ElfFactory):  # type: ignore[no-untyped-def]
-    """What a row of the rule tables (tests/rules/) builds its stage's facts from."""
+def ctx(tmp_path: Path, elves: ElfFactory, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """What a row of the rule tables (tests/rules/) builds its stage's facts from; real kernels are
+    compiled only when a row asks for them."""
     from stage_facts import Ctx
 
-    return Ctx(tmp_path, elves)
+    return Ctx(tmp_path, elves, lambda: request.getfixturevalue("kernel_builds"))
+
+
+@pytest.fixture(scope="session")
+def kernel_builds(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Real CUDA kernels compiled by nvcc, each target set once per session (tests/kernel_helpers.py)."""
+    from kernel_helpers import Kernels
+
+    return Kernels(tmp_path_factory.mktemp("kernel-builds"))

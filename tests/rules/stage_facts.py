@@ -7,6 +7,7 @@ read by resolve/inputs.py (Stage.DECLARED), locked packages as resolve/run.py ha
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,12 @@ class Ctx:
 
     tmp_path: Path
     elves: ElfFactory
+    _kernels: Callable[[], Any]
+
+    @property
+    def kernels(self) -> Any:
+        """tests/kernel_helpers.Kernels: real fatbins compiled by nvcc, once per session."""
+        return self._kernels()
 
     def __post_init__(self) -> None:
         self.root = self.tmp_path / "root"
