@@ -13,7 +13,7 @@ ROWS = [
     Row(
         "g8.live",
         "no known issue matches",
-        lambda c: sf.live_raw("h200-static", dists={"torch": "2.11.0+cu130", "peft": "0.19.1"}),
+        lambda c: sf.live_raw("h200-static", dists={"torch": "2.11.0+cu130", "transformers": "5.13.1"}),
         "playbooks",
         Status.PASS,
         None,
