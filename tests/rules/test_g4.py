@@ -18,7 +18,10 @@ def _gb10(**gpu):
 
 
 def _samples(power, temps):
-    return [{"t": i, "power.draw": p, "temperature.gpu": t} for i, (p, t) in enumerate(zip(power, temps))]
+    return [
+        {"t": i, "power.draw": p, "temperature.gpu": t}
+        for i, (p, t) in enumerate(zip(power, temps, strict=True))
+    ]
 
 
 ROWS = [
