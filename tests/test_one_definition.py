@@ -154,9 +154,11 @@ GUARDS = [
         _marker_environment,
         "ENV = {'platform_machine': 'aarch64', 'python_full_version': '3.12.3'}\n",
     ),
+    # cuda/rules.py's pinned_major reads the major a versioned CUDA wheel's specifier names (==13.*, ~=13.0
+    # as well): not an exact pin
     Guard(
         "exact-pin extraction",
-        ("rules/pins.py",),
+        ("rules/pins.py", "cuda/rules.py"),
         _exact_pin,
         "def pin(spec):\n    return spec.version if spec.operator == '==' else None\n",
     ),
