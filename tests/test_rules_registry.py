@@ -165,3 +165,198 @@ def test_unsloth_family_is_one_definition(env, clean_root):
     assert unsloth.installed(["peft", "unsloth-zoo"]) == "unsloth-zoo"
     assert unsloth.installed(["unsloth-zoo", "unsloth"]) == "unsloth"
     assert unsloth.installed(["peft"]) is None
+
+
+# --- The same evidence at every stage that sees it, the gate included: read by each stage's own probe -----
+
+# torch as installed (version label, torch/version.py's cuda, what libtorch_cuda.so links): check and lock
+# see the version, the audit and the gate's static probe read the same files.
+TORCH_EVIDENCE = [
+    ("2.9.1+cu128", "12.8", ("libcudart.so.12",), Status.FAIL),
+    ("2.9.1+cpu", None, None, Status.FAIL),
+    ("2.11.0+cu130", "13.0", ("libcudart.so.13",), Status.PASS),
+]
+
+
+def _torch_installed(env, elves, version: str, cuda: str | None, needed: tuple[str, ...] | None) -> None:
+    lib = {"torch/lib/libtorch_cuda.so": elves.linked(needed)} if needed else {}
+    env.add(
+        "torch",
+        version,
+        files={
+            "torch/__init__.py": "",
+            "torch/version.py": f"__version__ = {version!r}\ncuda = {cuda!r}\n",
+            "torch/lib/libtorch_cpu.so": elves.linked(),
+            **lib,
+        },
+    )
+
+
+def _live(env, raw_changes: dict, monkeypatch, ld_path: list[str] | None = None) -> list[Finding]:
+    """The gate over a recorded H200 snapshot whose torch_static section the gate's own static probe read
+    from `env` (the loader path set as the workload would have it)."""
+    import gate_helpers as gh
+
+    from sparkenv.gate import static_torch
+    from sparkenv.gate.run import evaluate
+
+    if ld_path is not None:
+        monkeypatch.setenv("LD_LIBRARY_PATH", ":".join(ld_path))
+    raw = gh.with_changes(gh.live("h200-static"), **raw_changes)
+    if env is not None:
+        raw["torch_static"] = static_torch.probe([str(env.site)], env.arch)
+    findings, _ = evaluate(raw)
+    return findings
+
+
+def _subject(findings: list[Finding], gid: str, subject: str) -> Finding:
+    return next(f for f in findings if (str(f.id), f.subject) == (gid, subject))
+
+
+@pytest.mark.parametrize(("version", "cuda", "needed", "expected"), TORCH_EVIDENCE)
+def test_torch_gets_one_verdict_and_fix_from_check_to_gate(
+    tmp_path, env, elves, clean_root, monkeypatch, version, cuda, needed, expected
+):
+    _torch_installed(env, elves, version, cuda, needed)
+    stubs = [str(elves.stub(n).parent) for n in needed or ()]
+    seen = {
+        "check": _declared(tmp_path, "torch", version),
+        "lock": _resolved("torch", version),
+        "audit": next(
+            f
+            for f in audit(str(env.prefix), root=str(clean_root)).findings
+            if (f.id, f.subject) == ("G1", "torch")
+        ),
+        "gate": _subject(_live(env, {}, monkeypatch, stubs), "G1", "torch"),
+    }
+    assert {stage: f.status for stage, f in seen.items()} == dict.fromkeys(seen, expected)
+    fixes = {stage: f.fix for stage, f in seen.items()}
+    assert len(set(fixes.values())) == 1, fixes
+
+
+def _gate_g2(flash: dict, override: dict | None, dists: dict[str, str]) -> list[Finding]:
+    import gate_helpers as gh
+
+    from sparkenv.gate.run import evaluate
+
+    facts = gh.live()
+    facts["torch"]["stages"]["flash"] = flash
+    if override is not None:
+        facts["torch"]["stages"]["sdpa_override"] = override
+    facts["dists"] = dists
+    return evaluate(facts)[0]
+
+
+NGC_FA = "2.7.4.post1+25.11"
+
+
+def test_flash_attn_of_the_base_passes_at_every_stage(tmp_path, env, elves, clean_root):
+    """NGC's own flash-attn: left to the base in check, its build in the audit, running in the gate."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("flash-attn\n")
+    declared = next(
+        f for f in check([str(req)], "ngc-25.11", None).findings if (f.id, f.subject) == ("G2", "flash-attn")
+    )
+    env.add("flash-attn", NGC_FA, files={"flash_attn_2_cuda.so": elves.linked(("libcudart.so.13",))})
+    installed = next(
+        f
+        for f in audit(str(env.prefix), root=str(clean_root)).findings
+        if (f.id, f.subject) == ("G2", "flash-attn")
+    )
+    live = _subject(
+        _gate_g2({"importable": True, "works": True, "version": NGC_FA}, None, {"flash-attn": NGC_FA}),
+        "G2",
+        "flash-attn",
+    )
+    assert [f.status for f in (declared, installed, live)] == [Status.PASS] * 3
+    assert [f.fix for f in (declared, installed, live)] == [None] * 3
+
+
+def test_unsloth_with_the_override_passes_in_the_audit_and_the_gate(env, elves, clean_root):
+    from sparkenv.knowledge import packages
+
+    env.add("flash-attn", NGC_FA, files={"flash_attn_2_cuda.so": elves.linked(("libcudart.so.13",))})
+    env.add("unsloth", "2026.7.2")
+    (env.site / packages().sdpa_override_pth).write_text("import _sparkenv_sdpa\n")
+    installed = next(
+        f
+        for f in audit(str(env.prefix), root=str(clean_root)).findings
+        if (f.id, f.subject) == ("G2", "unsloth")
+    )
+    live = _subject(
+        _gate_g2(
+            {"importable": True, "works": True, "version": NGC_FA},
+            {"installed": True, "active": True, "dispatch": "sdpa"},
+            {"flash-attn": NGC_FA, "unsloth": "2026.7.2"},
+        ),
+        "G2",
+        "unsloth",
+    )
+    assert installed.status is live.status is Status.PASS and installed.fix is live.fix is None
+
+
+def test_unsloth_without_the_override_is_told_the_same_command(env, elves, clean_root):
+    """Without the override the audit warns (it cannot see $SPARKENV_SDPA); the gate, which sees that
+    SDPA is not asked for, informs, or fails when it is: both name the one command that installs it."""
+    env.add("flash-attn", NGC_FA, files={"flash_attn_2_cuda.so": elves.linked(("libcudart.so.13",))})
+    env.add("unsloth", "2026.7.2")
+    installed = next(
+        f
+        for f in audit(str(env.prefix), root=str(clean_root)).findings
+        if (f.id, f.subject) == ("G2", "unsloth")
+    )
+    flash = {"importable": True, "works": True, "version": NGC_FA}
+    dists = {"flash-attn": NGC_FA, "unsloth": "2026.7.2"}
+    informed = _subject(_gate_g2(flash, {"installed": False, "active": False}, dists), "G2", "unsloth")
+    wanted = _subject(_gate_g2(flash, {"installed": True, "active": False}, dists), "G2", "unsloth")
+    assert (installed.status, informed.status, wanted.status) == (Status.WARN, Status.INFO, Status.FAIL)
+    command = "sparkenv patch sdpa --install"
+    assert command in (installed.fix or "") and command in informed.summary and command in (wanted.fix or "")
+
+
+NGC_TORCH = "2.10.0a0+b558c986e8.nv25.11"
+
+
+@pytest.mark.parametrize(("torch", "expected"), [(NGC_TORCH, Status.PASS), ("2.9.1", Status.FAIL)])
+def test_ngc_torch_one_verdict_in_the_audit_and_the_gate(env, clean_root, torch, expected):
+    """Inside an NGC image (its /etc/pip/constraint.txt), torch is NGC's build or pip replaced it: the same
+    finding, summary and fix from the audit of the image and from the gate running in it."""
+    import gate_helpers as gh
+
+    from sparkenv.gate.run import evaluate
+
+    (clean_root / "etc" / "pip").mkdir(parents=True)
+    (clean_root / "etc" / "pip" / "constraint.txt").write_text(f"torch=={NGC_TORCH}\n")
+    env.add("torch", torch)
+    installed = next(
+        f
+        for f in audit(str(env.prefix), root=str(clean_root)).findings
+        if (f.id, f.subject) == ("G9", "torch")
+    )
+    raw = gh.live("h200-static")
+    raw["container"]["ngc"] = {"constraint_file": "/etc/pip/constraint.txt"}  # what the gate's probe records
+    raw["dists"]["torch"] = torch
+    live = _subject(evaluate(raw)[0], "G9", "torch")
+    assert installed.status is live.status is expected
+    assert (installed.summary, installed.fix) == (live.summary, live.fix)
+
+
+@pytest.mark.parametrize(("build", "expected"), [("sm120", Status.PASS), ("sm90", Status.FAIL)])
+def test_kernels_one_verdict_in_the_audit_and_the_gate(env, clean_root, kernel_builds, build, expected):
+    """The same real fatbin, judged for the GB10 by the audit and by the gate's --deep kernel probe."""
+    import gate_helpers as gh
+
+    from sparkenv.environment import kernels
+    from sparkenv.gate.run import evaluate
+
+    env.add("mylib", "1.0", files={"mylib/_k.so": kernel_builds.so(build)})
+    installed = next(
+        f
+        for f in audit(str(env.prefix), root=str(clean_root)).findings
+        if (f.id, f.subject) == ("G7", "mylib")
+    )
+    raw = gh.gb10_from_reports()
+    raw["kernel_coverage"] = kernels.gather([str(env.site)], (12, 1), {})
+    live = _subject(evaluate(raw)[0], "G7", "mylib")
+    assert installed.status is live.status is expected
+    assert (installed.summary, installed.fix) == (live.summary, live.fix)

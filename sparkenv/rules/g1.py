@@ -240,6 +240,8 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
     fams = cuda_builds.families()
     cpu_only = {k for k, why in verdicts.items() if why is None and fams[k].conclusive}
     for key, why in sorted(verdicts.items()):
+        if why is None and rules.is_cpu_label(versions[key]):
+            continue  # a +cpu label: resolved() said it, in the words every stage uses for that label
         via = " → ".join(chain.get(key, [key]))
         desc = f"{key} {versions[key]} (via {via})"
         ev = (files.get(key, ""), f"via {via}")
@@ -482,7 +484,8 @@ def _cap(evidence: list[str]) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------------------------------
 # Stage.LIVE: the running machine (sparkenv gate)
 
-LIVE_FIX = "reinstall torch from https://download.pytorch.org/whl/cu130 or use the NGC image"
+# The same fix check, lock and audit give torch built for another CUDA major or for none.
+LIVE_FIX = fix_for("torch", "label")
 DRIVER_FIX = (
     "update the NVIDIA driver (DGX OS: sudo apt update && sudo apt full-upgrade), "
     "or use an image built for it"

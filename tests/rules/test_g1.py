@@ -10,7 +10,7 @@ from sparkenv.report import Status
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
 CU130 = "install the CUDA 13 build from https://download.pytorch.org/whl/cu130 or use the NGC image"
-LIVE_FIX = "reinstall torch from https://download.pytorch.org/whl/cu130"
+LIVE_FIX = CU130
 GH_WHEEL = (
     "https://github.com/Dao-AILab/flash-attention/releases/download/v2.8.3/"
     "flash_attn-2.8.3+cu12torch2.9cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"
