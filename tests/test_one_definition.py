@@ -181,8 +181,6 @@ GUARDS = [
 PENDING = {
     "atomic file writes": "environment/kernels.py's ScanCache.save renames its own temporary file "
     "(issue 13 is moving that cache this session)",
-    "the CUDA major of a +cu/+cpu label": "rules/g1.py reads the +cu/+cpu channel of an index URL with its "
-    "own regex (to move once the Finding-keyword change to rules/g1.py has landed)",
     "exact-pin extraction": "build/context.py checks hashed-requirements lines for '==' (the one-owner lock "
     "module replaces that reader this session)",
     "lock reading (pylock)": "pylock.toml is read in resolve/lockfile.py, resolve/run.py and "

@@ -360,3 +360,20 @@ def test_kernels_one_verdict_in_the_audit_and_the_gate(env, clean_root, kernel_b
     live = _subject(evaluate(raw)[0], "G7", "mylib")
     assert installed.status is live.status is expected
     assert (installed.summary, installed.fix) == (live.summary, live.fix)
+
+
+def test_no_container_marker_one_verdict_and_fix_in_the_audit_and_the_gate(env, clean_root):
+    import gate_helpers as gh
+
+    from sparkenv.gate.run import evaluate
+
+    installed = next(
+        f
+        for f in audit(str(env.prefix), root=str(clean_root)).findings
+        if (f.id, f.subject) == ("G9", "container")
+    )
+    raw = gh.live("h200-static")
+    raw["container"]["markers"] = []
+    live = _subject(evaluate(raw)[0], "G9", "container")
+    assert installed.status is live.status is Status.WARN
+    assert installed.fix == live.fix

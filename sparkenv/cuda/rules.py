@@ -15,6 +15,7 @@ _VENDOR_HASH = re.compile(r"^(lib[\w+]+?)[.-][0-9a-f]{8}(\.so(?:\.[\w.]*)?)$")
 _CUDA_LABEL = re.compile(r"\+(?:.*[.+])?cu(\d{2,3})(?!\d)")
 _CPU_LABEL = re.compile(r"\+(?:.*\.)?cpu(?:\.|$)")
 _NGC_LABEL = re.compile(r"\+.*?\bnv(\d\d\.\d\d)\b")
+_INDEX_LABEL = re.compile(r"/(cu\d{2,3}|cpu)(?:/|$)")  # PyTorch's channels: /whl/cu128, /whl/cpu
 _NAME_PREFIX = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -107,6 +108,12 @@ def cuda_digits_major(digits: str) -> int:
     """The major of CUDA's version digits as labels and library names write them: 128 -> 12, 130 -> 13,
     12 -> 12 (flash-attn's +cu12 and bitsandbytes' libbitsandbytes_cuda130 use the same digits)."""
     return int(digits) if len(digits) == 2 and digits[0] == "1" else int(digits[:-1])
+
+
+def index_label(url: str) -> str | None:
+    """The local label an index URL serves builds of: .../whl/cu128 -> "+cu128", .../whl/cpu -> "+cpu"."""
+    m = _INDEX_LABEL.search(url)
+    return f"+{m.group(1)}" if m else None
 
 
 def is_cpu_label(version: str) -> bool:

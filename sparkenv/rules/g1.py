@@ -11,7 +11,6 @@ The CUDA major of each piece of evidence comes from rules/cuda_major.py, for all
 from __future__ import annotations
 
 import os
-import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 MAX_EVIDENCE = 12
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 CU130_INDEX = "https://download.pytorch.org/whl/cu130"
-_INDEX_LABEL = re.compile(r"/(cu\d{2,3}|cpu)(?:/|$)")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -109,10 +107,9 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
     target = rules.target_major()
     out: list[Finding] = []
     for url in facts.index_urls:
-        m = _INDEX_LABEL.search(url)
-        if not m:
+        label = rules.index_label(url)
+        if label is None:
             continue
-        label = f"+{m.group(1)}"
         major = rules.label_cuda_major(label)
         if rules.is_cpu_label(label) or (major is not None and major != target):
             what = "CPU-only" if rules.is_cpu_label(label) else f"CUDA {major}"

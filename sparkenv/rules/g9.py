@@ -531,9 +531,15 @@ def _container(facts: AuditFacts) -> Finding:
         "transformers drift independently",
         subject="container",
         evidence=tuple(f"checked {p}" for p in c.checked),
-        fix="run inside an NGC PyTorch container (sparkenv build makes one); if bare pip is unavoidable, pin "
-        "with a lock and install the Unsloth family with --no-deps",
+        fix=NO_CONTAINER_FIX,
     )
+
+
+# No container marker, seen from outside (audit) or inside (gate): one fix for both.
+NO_CONTAINER_FIX = (
+    "run inside an NGC PyTorch container (sparkenv build makes one); if bare pip is unavoidable, pin with a "
+    "lock and install the Unsloth family with --no-deps"
+)
 
 
 def ngc_torch(image: ngc.NgcFacts, torch_version: str) -> Finding:
@@ -735,7 +741,7 @@ def live(f: GateFacts) -> list[Finding]:
                     "a bare pip environment drifts",
                     subject="container",
                     evidence=(),
-                    fix="run in an NGC PyTorch container (sparkenv build makes one)",
+                    fix=NO_CONTAINER_FIX,
                 )
             )
     image = ngc.from_snapshot(f.env, (f.section("container") or {}).get("ngc"))

@@ -257,7 +257,7 @@ ROWS = [
         lambda c: sf.live_raw("h200-static", container__markers=[]),
         "container",
         WARN,
-        "run in an NGC PyTorch container",
+        "run inside an NGC PyTorch container",
     ),
     Row(
         "g9.live",
