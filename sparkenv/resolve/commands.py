@@ -162,7 +162,6 @@ def lock(
         if not inputs:
             raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
         import sys
-        from dataclasses import replace
         from pathlib import Path
 
         from sparkenv.render.emit import files, shown
@@ -188,7 +187,7 @@ def lock(
         # The lock and the report's files together: validated first, all written or none replaced.
         view = shown(result, reporting)
         outputs_mod.write_all(pending, files(view, reporting))
-        raise typer.Exit(emit(view, replace(reporting, report=None, junit=None, sarif=None)))
+        raise typer.Exit(emit(view, reporting._replace(report=None, junit=None, sarif=None)))
     raise typer.Exit(emit(result, reporting))
 
 
