@@ -60,6 +60,14 @@ WAIVERS = typer.Option(
     "./.sparkenv-waivers.toml when it exists.",
 )
 
+# the environment `audit` and `patch sdpa` read (sparkenv.environment.target resolves it)
+ENVIRONMENT = typer.Argument(
+    metavar="TARGET",
+    help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, else the "
+    "environment sparkenv runs in.",
+    show_default=False,
+)
+
 
 def _shared(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)

@@ -15,15 +15,7 @@ def register(app: typer.Typer) -> None:
 
 @opts.reporting()
 def audit(
-    target: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Argument(
-            metavar="TARGET",
-            help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, "
-            "else the environment sparkenv runs in.",
-            show_default=False,
-        ),
-    ] = None,
+    target: Annotated[Optional[str], opts.ENVIRONMENT] = None,  # noqa: UP045 - typer needs Optional on 3.10
     lock: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(

@@ -22,15 +22,7 @@ patch_app = typer.Typer(
 @patch_app.command("sdpa")
 @opts.reporting()
 def sdpa(
-    target: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Argument(
-            metavar="TARGET",
-            help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, "
-            "else the environment sparkenv runs in.",
-            show_default=False,
-        ),
-    ] = None,
+    target: Annotated[Optional[str], opts.ENVIRONMENT] = None,  # noqa: UP045 - typer needs Optional on 3.10
     install: Annotated[bool, typer.Option("--install", help="Install the .pth activation.")] = False,
     uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove it.")] = False,
     *,
