@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # subprocess is imported where a child is started: the default gate starts none
+    import subprocess
 
 _children: set[subprocess.Popen[bytes]] = set()
 _lock = threading.Lock()
@@ -24,6 +26,8 @@ _lock = threading.Lock()
 
 def spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start a child in its own session (so killpg reaches its children too) and remember it."""
+    import subprocess
+
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -54,6 +58,10 @@ def kill_children() -> None:
     with _lock:
         procs = list(_children)
         _children.clear()
+    if not procs:
+        return
+    import subprocess
+
     for proc in procs:
         kill(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -66,6 +74,8 @@ def bounded_run(argv: list[str], deadline: float, env: dict[str, str] | None = N
     A child that forks a grandchild keeping stdout open (a --python wrapper script) makes
     communicate() wait forever; here the pipes are read by daemon threads that are simply left behind.
     """
+    import subprocess
+
     started = time.monotonic()
     proc = spawn(argv, env)
     out: list[bytes] = []
