@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 
 # Run inside --python: the phases and per-probe times of one in-process default gate.
@@ -80,6 +82,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="in-process runs (medians)")
     parser.add_argument("--deep", action="store_true", help="profile `gate --deep` instead")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--cold", action="store_true", help="an empty cache folder for every run")
     args = parser.parse_args()
     imports = importtime(args.python)
     total = sum(imports.values())
@@ -89,7 +92,10 @@ def main() -> int:
     runs = []
     code = INPROCESS % {"deep": args.deep}
     for _ in range(args.repeat):
-        out = subprocess.run([args.python, "-c", code], capture_output=True, text=True, timeout=120)
+        env = dict(os.environ)
+        if args.cold:
+            env["SPARKENV_CACHE_DIR"] = tempfile.mkdtemp(prefix="gate-profile-")
+        out = subprocess.run([args.python, "-c", code], capture_output=True, text=True, timeout=120, env=env)
         if out.returncode:
             print(out.stderr[-2000:], file=sys.stderr)
             return 1

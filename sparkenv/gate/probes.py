@@ -17,18 +17,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sparkenv import datafiles
 from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container
-from sparkenv.gate import ldcache, nvml, orchestrate, parsers, static_torch
+from sparkenv.gate import early, ldcache, nvml, orchestrate, parsers, static_torch
 from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
-from sparkenv.knowledge import packages
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 
@@ -96,7 +94,7 @@ def gather(opts: Options) -> dict[str, Any]:
     deep = opts.deep or opts.bandwidth or opts.import_unsloth
     installed = _Once(lambda: installed_dists(opts.python))  # one listing for the probes that need it
     probes: dict[str, Callable[[], Any]] = {
-        "gpu": lambda: nvml.probe(opts.sample_s, deadline),
+        "gpu": lambda: early.gpu(deadline) or nvml.probe(opts.sample_s, deadline),
         "driver": probe_driver,
         "meminfo": probe_meminfo,
         "processes": probe_processes,
@@ -189,19 +187,13 @@ def _deep_through_cache(
 
 
 def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
-    script = Path(__file__).with_name("torch_probe.py")
-    argv = [opts.python, "-X", "utf8", str(script), "--flash"]
-    if opts.bandwidth:
-        argv.append("--bandwidth")
-    if opts.import_unsloth:
-        argv.append("--import-unsloth")
-    pkgs = packages()
-    argv += [f"--sdpa-module={pkgs.sdpa_hook_module}", f"--sdpa-pth={pkgs.sdpa_override_pth}"]
+    argv = early.torch_argv(opts.python, opts.bandwidth, opts.import_unsloth)
     try:
-        # 0.3 s before the deadline: a killed probe's partial output still makes it into the report.
-        ran = orchestrate.bounded_run(argv, deadline - 0.3)
+        running = early.torch(argv) or orchestrate.Bounded(argv)
     except OSError as exc:
         return {"error": f"cannot run {opts.python}: {exc.strerror}"}
+    # 0.3 s before the deadline: a killed probe's partial output still makes it into the report.
+    ran = running.finish(deadline - 0.3)
     stages: dict[str, Any] = {}
     for line in ran["stdout"].splitlines():
         try:

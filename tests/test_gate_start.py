@@ -1,6 +1,7 @@
-"""The default gate's start-up shortcuts keep its verdicts: Triton found from the folder listing (no
+"""The gate's start-up shortcuts keep its verdicts: Triton found from the folder listing (no
 metadata read), its ptxas releases remembered per file (sparkenv/stat_cache.py) and read again whenever
-the file changed, names canonicalised as packaging does, and the modules the start does without."""
+the file changed, names canonicalised as packaging does, the modules the start does without, and the --deep torch
+process started first and used once."""
 
 from __future__ import annotations
 
@@ -135,3 +136,17 @@ def test_the_default_start_does_without_these_modules(tmp_path):
     assert "sparkenv.gate.probes" in imported  # it did probe
     avoided = {"subprocess", "importlib.resources", "zipfile", "tempfile", "socket", "hashlib"}
     assert not imported & avoided, sorted(imported & avoided)
+
+
+def test_deep_starts_torch_once_before_the_rest_and_uses_that_process(tmp_path):
+    """--deep starts the torch process as soon as the arguments are read (gate/early.py); the probe
+    takes that very process: torch is imported once, and its result is the report's."""
+    site = tmp_path / "site" / "torch"
+    site.mkdir(parents=True)
+    starts = tmp_path / "starts"
+    (site / "__init__.py").write_text(
+        f"import os\nopen({str(starts)!r}, 'a').write(f'{{os.getpid()}}\\n')\nraise ImportError('no torch')\n"
+    )
+    r = sparkenv("gate", "--deep", env={"PYTHONPATH": str(tmp_path / "site")})
+    assert len(starts.read_text().split()) == 1
+    assert r.line("G1", "torch").startswith("G1 FAIL: import torch fails: ImportError: no torch"), r.out
