@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
     app.command("build")(build)
 
 
+@opts.reporting()
 def build(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer needs Optional on Python 3.10
@@ -105,13 +106,8 @@ def build(
             "one is a G1 WARN. Default: this machine's driver, when it has one.",
         ),
     ] = None,
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """Build an image from a lock on its NGC base and tag it only when its own audit has no FAIL.
 
@@ -148,10 +144,7 @@ def build(
             output_dir=output_dir,
             no_cache=no_cache,
             dry_run=dry_run,
-            quiet=quiet,
-            strict=strict,
-            select=tuple(select or ()),
-            ignore=tuple(ignore or ()),
+            reporting=reporting,
             gpu=gpu,
             driver=driver,
         )
@@ -160,8 +153,8 @@ def build(
         sys.stdout.write(outcome.dry_run)
         return
     # the tag line first, on stdout beside the text report; on stderr when stdout is JSON
-    print(outcome.message, file=sys.stderr if json_out else sys.stdout, flush=True)
-    emit(outcome.report, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet)
+    print(outcome.message, file=sys.stderr if reporting.machine_stdout else sys.stdout, flush=True)
+    emit(outcome.report, reporting)
     if outcome.pinned:
         print(outcome.pinned, flush=True)  # the last line alone: REF=$(sparkenv build … --push … | tail -1)
     raise typer.Exit(outcome.code)
@@ -184,9 +177,11 @@ def _target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
 def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-untyped-def]
     """G1 at build time: the profile's CUDA against --driver, or against this machine's driver when it
     has one (building on the Spark). A driver too old is a WARN here: the image may run elsewhere."""
+    from dataclasses import replace
+
     from sparkenv.cuda import driver as drv
     from sparkenv.errors import SparkenvError
-    from sparkenv.report import Finding, Status
+    from sparkenv.report import Status
 
     where = "--driver"
     if driver is None:
@@ -203,13 +198,6 @@ def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-un
     cuda = getattr(prof, "cuda", None) or None
     found = drv.judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
     if found.status is Status.FAIL:
-        found = Finding(
-            id=found.id,
-            status=Status.WARN,
-            summary=found.summary,
-            subject=found.subject,
-            evidence=found.evidence,
-            fix=found.fix,
-        )
+        found = replace(found, status=Status.WARN)
     text = f"{found.id} {found.status.value}: {found.summary} ({where})"
     return text + (f"; fix: {found.fix}" if found.fix and found.status is not Status.PASS else "")
