@@ -9,7 +9,6 @@ is just not used, and a cache that cannot be written is skipped."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
@@ -72,13 +71,13 @@ class StatCache:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
+        # sparkenv's one atomic write, imported only when there is something to save (the gate's start)
+        from sparkenv import outputs
+
         # entries of files that are gone (a removed venv, a test's temporary folder) are dropped
         self.entries = {p: e for p, e in self.entries.items() if os.path.exists(p)}
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps({"reader": self.reader, "entries": self.entries}), encoding="utf-8")
-            os.replace(tmp, self.path)
+            outputs.write_one(self.path, json.dumps({"reader": self.reader, "entries": self.entries}))
             self.dirty = False
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        except (OSError, outputs.OutputError):
+            pass  # never fatal: an unwritable cache is just not kept

@@ -179,8 +179,6 @@ GUARDS = [
 ]
 # Second copies known today, each with the session that removes it: the guard is xfail (strict) until then.
 PENDING = {
-    "atomic file writes": "environment/kernels.py's ScanCache.save renames its own temporary file "
-    "(issue 13 is moving that cache this session)",
     "exact-pin extraction": "build/context.py checks hashed-requirements lines for '==' (the one-owner lock "
     "module replaces that reader this session)",
     "lock reading (pylock)": "pylock.toml is read in resolve/lockfile.py, resolve/run.py and "
