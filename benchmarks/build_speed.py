@@ -24,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+import artifacts  # noqa: E402
 import build_helpers as bh  # noqa: E402
 
 
@@ -49,10 +50,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         wheels = [
-            bh.make_wheel(work, "tinypkg", "1.0"),
-            bh.make_wheel(work, "unsloth", "2026.7.2"),
+            artifacts.write_wheel(work, "tinypkg", "1.0"),
+            artifacts.write_wheel(work, "unsloth", "2026.7.2"),
         ]
-        with bh.serve_index(wheels) as url:
+        with artifacts.serve_index(wheels) as url:
             lock_path = bh.write_lock(
                 work, url, {"1-packages": wheels[:1], "2-unsloth": wheels[1:]}, bh.STANDIN_TAG
             )

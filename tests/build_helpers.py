@@ -1,25 +1,19 @@
 """Real parts for the `sparkenv build` tests: a Docker engine, an NGC-like stand-in base image (debootstrap
 + `docker import`, cached by tag: built once per machine), small real wheels served from a local PEP 503
-index on 127.0.0.1, and locks written in sparkenv's own format."""
+index on 127.0.0.1 (tests/artifacts.py), and locks written in sparkenv's own format."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
-import http.server
 import io
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
-import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
+import artifacts
 import pytest
 
 ROOTFS_TAG = "sparkenv-test/debian-rootfs:bookworm"
@@ -85,31 +79,14 @@ def _cuda13_libs() -> dict[str, bytes]:
         return {f"torch/lib/{n}": (d / n).read_bytes() for n in ("libtorch_cuda.so", "libcudart.so.13")}
 
 
-WHEEL = b"Wheel-Version: 1.0\nGenerator: sparkenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-
-
 def _fake_dist(name: str, version: str) -> dict[str, bytes]:
     """An installed distribution's files (dist-info with a RECORD, one module), as pip would leave them."""
     mod = name.replace("-", "_")
-    info = f"{mod}-{version}.dist-info"
     files = {
         **(_cuda13_libs() if name == "torch" else {}),
         f"{mod}/__init__.py": f"__version__ = {version!r}\n".encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{info}/INSTALLER": b"pip\n",
-        f"{info}/WHEEL": WHEEL,
     }
-    files[f"{info}/RECORD"] = _record(files, info)
-    return files
-
-
-def _record(files: dict[str, bytes], info: str) -> bytes:
-    lines = []
-    for path, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        lines.append(f"{path},sha256={digest},{len(data)}")
-    lines.append(f"{info}/RECORD,,")
-    return ("\n".join(lines) + "\n").encode()
+    return artifacts.dist_info(name, version, (), files, purelib=True)
 
 
 ENTRYPOINT_SH = """#!/bin/bash
@@ -207,77 +184,7 @@ def _import_rootfs(timeout: float) -> None:
             pytest.fail(f"docker import failed: {imp.stderr.strip()}")
 
 
-# ---- small real wheels, a local index, and locks -----------------------------------------------------
-
-
-def make_wheel(
-    folder: Path,
-    name: str,
-    version: str,
-    modules: dict[str, str] | dict[str, str | bytes] | None = None,
-    requires: list[str] | None = None,
-    extras: list[str] | None = None,
-) -> Path:
-    """A real py3-none-any wheel (zip + dist-info + RECORD), with Requires-Dist / Provides-Extra lines."""
-    mod = name.replace("-", "_")
-    info = f"{mod}-{version}.dist-info"
-    files = {
-        f"{k}": v if isinstance(v, bytes) else v.encode()
-        for k, v in (modules or {f"{mod}/__init__.py": f"VERSION = {version!r}\n"}).items()
-    }
-    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    meta += "".join(f"Provides-Extra: {e}\n" for e in extras or [])
-    meta += "".join(f"Requires-Dist: {r}\n" for r in requires or [])
-    files[f"{info}/METADATA"] = meta.encode()
-    files[f"{info}/WHEEL"] = WHEEL
-    files[f"{info}/RECORD"] = _record(files, info)
-    path = folder / f"{mod}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        for n, data in files.items():
-            zi = zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0))
-            zf.writestr(zi, data)
-    return path
-
-
-@contextlib.contextmanager
-def serve_index(wheels: list[Path], delay: float = 0.0) -> Iterator[str]:
-    """A PEP 503 simple index over HTTP on 127.0.0.1 serving `wheels`; yields its URL. `delay` makes
-    every request wait that long (a slow mirror: a build step that is still running when we need it)."""
-    root = Path(tempfile.mkdtemp(prefix="sparkenv-index-"))
-    by_project: dict[str, list[Path]] = {}
-    for w in wheels:
-        by_project.setdefault(re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower(), []).append(w)
-    for project, files in by_project.items():
-        d = root / "simple" / project
-        d.mkdir(parents=True)
-        links = []
-        for w in files:
-            shutil.copy(w, d / w.name)
-            links.append(
-                f'<a href="{w.name}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">{w.name}</a>'
-            )
-        (d / "index.html").write_text("<html><body>" + "\n".join(links) + "</body></html>")
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **k):  # type: ignore[no-untyped-def]
-            super().__init__(*a, directory=str(root), **k)
-
-        def log_message(self, *a):  # type: ignore[no-untyped-def]
-            pass
-
-        def do_GET(self) -> None:
-            time.sleep(delay)
-            super().do_GET()
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
-        shutil.rmtree(root, ignore_errors=True)
+# ---- locks in sparkenv's format, over wheels served by artifacts.serve_index --------------------------
 
 
 STANDIN_PROFILE = """name = "standin"
@@ -312,7 +219,7 @@ def write_lock(folder: Path, index_url: str, stages: dict[str, list[Path]], imag
                     "version": version,
                     "wheels": [
                         {
-                            "url": f"{index_url}/{name}/{w.name}",
+                            "url": artifacts.file_url(index_url, w.name),
                             "hashes": {"sha256": hashlib.sha256(w.read_bytes()).hexdigest()},
                         }
                     ],

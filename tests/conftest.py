@@ -93,35 +93,30 @@ class Env:
         wheel_tag: str | None = None,
         direct_url: dict | None = None,
     ) -> Path:
-        """Install a distribution the way a wheel installer leaves it: files, METADATA, RECORD."""
-        dist_info = self.site / f"{name.replace('-', '_')}-{version}.dist-info"
-        dist_info.mkdir(parents=True)
-        meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-        meta += [f"Requires-Dist: {r}" for r in requires]
-        (dist_info / "METADATA").write_text("\n".join(meta) + "\n\n")
-        (dist_info / "INSTALLER").write_text("pip\n")
-        tag = wheel_tag or f"cp312-cp312-manylinux_2_28_{self.arch}"
-        (dist_info / "WHEEL").write_text(
-            f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        """Install a distribution the way a wheel installer leaves it: files, METADATA, RECORD (the
+        dist-info from tests/artifacts.py, RECORD rows without hashes, as some installers write them)."""
+        from artifacts import dist_info
+
+        contents = {
+            rel: c.read_bytes() if isinstance(c, Path) else c if isinstance(c, bytes) else c.encode()
+            for rel, c in (files or {}).items()
+        }
+        members = dist_info(
+            name,
+            version,
+            requires,
+            contents,
+            tag=wheel_tag or f"cp312-cp312-manylinux_2_28_{self.arch}",
+            purelib=False,
+            direct_url=direct_url,
+            hashed=False,
+            with_record=record,
         )
-        if direct_url is not None:
-            (dist_info / "direct_url.json").write_text(json.dumps(direct_url))
-        listed = [f"{dist_info.name}/{n}" for n in ("METADATA", "INSTALLER", "WHEEL")]
-        for rel, content in (files or {}).items():
+        for rel, data in members.items():
             dest = self.site / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, Path):
-                shutil.copyfile(content, dest)
-            elif isinstance(content, bytes):
-                dest.write_bytes(content)
-            else:
-                dest.write_text(content)
-            listed.append(rel)
-        if record:
-            (dist_info / "RECORD").write_text(
-                "".join(f"{p},,\n" for p in [*listed, f"{dist_info.name}/RECORD"])
-            )
-        return dist_info
+            dest.write_bytes(data)
+        return self.site / f"{name.replace('-', '_')}-{version}.dist-info"
 
 
 def make_env(root: Path, elves: ElfFactory, arch: str = "x86_64") -> Env:
@@ -201,12 +196,13 @@ def ctx(tmp_path: Path, elves: ElfFactory, request: pytest.FixtureRequest):  # t
     compiled only when a row asks for them."""
     from stage_facts import Ctx
 
-    return Ctx(tmp_path, elves, lambda: request.getfixturevalue("kernel_builds"))
+    return Ctx(tmp_path, elves, lambda: request.getfixturevalue("kernels"))
 
 
 @pytest.fixture(scope="session")
-def kernel_builds(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """Real CUDA kernels compiled by nvcc, each target set once per session (tests/kernel_helpers.py)."""
+def kernels(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Real CUDA kernels compiled by nvcc, each target set once per session for every test that needs
+    them (tests/kernel_helpers.py): nvcc is the slowest thing the suite runs."""
     from kernel_helpers import Kernels
 
     return Kernels(tmp_path_factory.mktemp("kernel-builds"))

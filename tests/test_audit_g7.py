@@ -7,14 +7,9 @@ import shutil
 import subprocess
 
 import pytest
-from kernel_helpers import Kernels, cuda_ptxas
+from kernel_helpers import cuda_ptxas
 
 from sparkenv.report import LINE_RE
-
-
-@pytest.fixture(scope="session")
-def kernels(tmp_path_factory) -> Kernels:
-    return Kernels(tmp_path_factory.mktemp("audit-kernels"))
 
 
 @pytest.fixture

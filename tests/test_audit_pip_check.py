@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import build_helpers as bh
+import artifacts
 import pytest
 
 _MISSING = re.compile(r"^(\S+) (\S+) requires (\S+), which is not installed\.$")
@@ -83,7 +83,7 @@ def pip_install(python: Path, *args: str) -> None:
 def test_local_wheels_markers_and_extras(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    bh.make_wheel(
+    artifacts.write_wheel(
         wheels,
         "app",
         "1.0",
@@ -98,9 +98,9 @@ def test_local_wheels_markers_and_extras(tmp_path: Path) -> None:
             "okdep>=1,<2",
         ],
     )
-    bh.make_wheel(wheels, "lib", "1.5")
-    bh.make_wheel(wheels, "okdep", "1.4rc1")  # a pre-release satisfies >=1,<2, as pip check says
-    bh.make_wheel(wheels, "tool", "1.0", extras=["fast"], requires=["speedup>=1; extra == 'fast'"])
+    artifacts.write_wheel(wheels, "lib", "1.5")
+    artifacts.write_wheel(wheels, "okdep", "1.4rc1")  # a pre-release satisfies >=1,<2, as pip check says
+    artifacts.write_wheel(wheels, "tool", "1.0", extras=["fast"], requires=["speedup>=1; extra == 'fast'"])
     python = venv(tmp_path / "venv")
     pip_install(python, "--no-index", "--find-links", str(wheels), "app", "lib", "okdep", "tool")
 
@@ -119,9 +119,9 @@ def test_local_wheels_markers_and_extras(tmp_path: Path) -> None:
     assert report["verdict"] == "ready-with-warnings"
 
     # Fixed as the findings say: both tools agree there is nothing left.
-    bh.make_wheel(wheels, "lib", "2.0")
+    artifacts.write_wheel(wheels, "lib", "2.0")
     for name in ("lib-two", "speedup"):
-        bh.make_wheel(wheels, name, "1.0")
+        artifacts.write_wheel(wheels, name, "1.0")
     pip_install(python, "--no-index", "--find-links", str(wheels), "lib==2.0", "lib-two", "speedup")
     assert pip_check(python) == set()
     report, found = audit(tmp_path / "venv")

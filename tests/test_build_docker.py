@@ -18,9 +18,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import artifacts
 import build_helpers as bh
 import pytest
-from kernel_helpers import Kernels
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
@@ -34,31 +34,31 @@ def engine():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def wheels(tmp_path_factory: pytest.TempPathFactory, kernels) -> dict[str, Path]:  # type: ignore[no-untyped-def]
+    """Small real wheels; two carry real extensions nvcc builds (conftest's `kernels`, once a session)."""
     d = tmp_path_factory.mktemp("wheels")
-    kernels = Kernels(tmp_path_factory.mktemp("build-kernels"))  # real extensions nvcc builds
     return {
-        "ext-hopper": bh.make_wheel(
+        "ext-hopper": artifacts.write_wheel(
             d,
             "ext-hopper",
             "1.0",
             {"ext_hopper/__init__.py": "", "ext_hopper/_C.abi3.so": kernels.so("sm90").read_bytes()},
         ),
-        "ext-spark": bh.make_wheel(
+        "ext-spark": artifacts.write_wheel(
             d,
             "ext-spark",
             "1.0",
             {"ext_spark/__init__.py": "", "ext_spark/_C.abi3.so": kernels.so("sm120").read_bytes()},
         ),
-        "tinypkg": bh.make_wheel(
+        "tinypkg": artifacts.write_wheel(
             d, "tinypkg", "1.0", {"tinypkg/__init__.py": "GREETING = 'hello from tinypkg'\n"}
         ),
-        "unsloth": bh.make_wheel(d, "unsloth", "2026.7.2"),
-        "torch": bh.make_wheel(d, "torch", "2.9.1"),
-        "cupy": bh.make_wheel(d, "cupy-cuda12x", "13.6.0", {"cupy/__init__.py": ""}),
+        "unsloth": artifacts.write_wheel(d, "unsloth", "2026.7.2"),
+        "torch": artifacts.write_wheel(d, "torch", "2.9.1"),
+        "cupy": artifacts.write_wheel(d, "cupy-cuda12x", "13.6.0", {"cupy/__init__.py": ""}),
         # Holds the image's own audit (and only it) for 5 minutes: a .pth runs at every Python start-up,
         # and the verification container's command line is the only one with `audit --json`.
-        "slowaudit": bh.make_wheel(
+        "slowaudit": artifacts.write_wheel(
             d,
             "slowaudit",
             "1.0",
@@ -73,7 +73,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def index(wheels: dict[str, Path]) -> Iterator[str]:
-    with bh.serve_index(list(wheels.values())) as url:
+    with artifacts.serve_index(list(wheels.values())) as url:
         yield url
 
 
@@ -344,7 +344,7 @@ def build_stuck_in_a_step(
     """`sparkenv build` running, its first RUN step waiting on a slow index (2 minutes a request)."""
     if tags(engine, ref):
         engine.images.remove(ref, force=True)
-    with bh.serve_index([wheels["tinypkg"]], delay=120) as slow:
+    with artifacts.serve_index([wheels["tinypkg"]], delay=120) as slow:
         lock = bh.write_lock(tmp_path, slow, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
         cmd = build_argv(lock, "--network", "host", "--no-cache", "--tag", ref)
         proc = subprocess.Popen(

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import artifacts
 import build_helpers as bh
 import pytest
 
@@ -42,12 +43,14 @@ def engine():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("wheels")
-    return bh.make_wheel(d, "tinypkg", "1.0", {"tinypkg/__init__.py": "GREETING = 'hello from tinypkg'\n"})
+    return artifacts.write_wheel(
+        d, "tinypkg", "1.0", {"tinypkg/__init__.py": "GREETING = 'hello from tinypkg'\n"}
+    )
 
 
 @pytest.fixture(scope="module")
 def index(wheel: Path) -> Iterator[str]:
-    with bh.serve_index([wheel]) as url:
+    with artifacts.serve_index([wheel]) as url:
         yield url
 
 

@@ -10,12 +10,6 @@ import sys
 import gate_helpers as gh
 import pytest
 from conftest import Env
-from kernel_helpers import Kernels
-
-
-@pytest.fixture(scope="module")
-def kernels(tmp_path_factory) -> Kernels:
-    return Kernels(tmp_path_factory.mktemp("gate-kernels"))
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import artifacts
 import build_helpers as bh
 import pytest
 
@@ -163,9 +164,9 @@ def test_an_installed_sparkenv_builds_an_image_that_runs_it(
     venv = _venv(tmp_path_factory.mktemp("full") / "venv", f"sparkenv[build] @ {sparkenv_wheel.as_uri()}")
     proj = tmp_path / "project"
     proj.mkdir()
-    wheel = bh.make_wheel(tmp_path, "tinypkg", "1.0")
+    wheel = artifacts.write_wheel(tmp_path, "tinypkg", "1.0")
     ref = "sparkenv-test/installed:1"
-    with bh.serve_index([wheel]) as index:
+    with artifacts.serve_index([wheel]) as index:
         bh.write_lock(proj, index, {"1-packages": [wheel]}, bh.STANDIN_TAG)
         proc = sparkenv(
             venv,

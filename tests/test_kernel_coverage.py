@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kernel_helpers import Kernels
 
 from sparkenv.cuda import coverage, fatbin
 from sparkenv.report import Status
 
 H200, GB10, B200 = (9, 0), (12, 1), (10, 0)
-
-
-@pytest.fixture(scope="session")
-def kernels(tmp_path_factory) -> Kernels:
-    return Kernels(tmp_path_factory.mktemp("kernels"))
 
 
 def verdict(path, cap, deep=True):

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from artifacts import Index, platform_args, serve
 from packaging.pylock import Pylock
 
 from sparkenv.datafiles import parse_toml
-from tests.resolve_helpers import Index, platform_args, serve
 
 LINUX = 'platform_system == "Linux"'
 

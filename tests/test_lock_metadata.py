@@ -7,10 +7,10 @@ Real wheels built here, served over HTTP on 127.0.0.1, resolved by the real `uv 
 from __future__ import annotations
 
 import pytest
+from artifacts import Index, serve
 
 from sparkenv.datafiles import parse_toml
 from sparkenv.resolve import metadata, remote_zip
-from tests.resolve_helpers import Index, serve
 
 # ~2,400 members with long names: a central directory of ~250 KiB, far past the last 64 KiB of the file
 MANY = {f"bigpkg/data/{'x' * 40}_{i:05d}.txt": b"." for i in range(2400)}

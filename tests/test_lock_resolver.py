@@ -7,10 +7,10 @@ with and without range support), the real `uv pip compile`, the CLI as a process
 from __future__ import annotations
 
 import pytest
+from artifacts import Index, serve
 from packaging.pylock import Pylock
 
 from sparkenv.datafiles import parse_toml
-from tests.resolve_helpers import Index, serve
 
 ARM = "cp312-cp312-manylinux_2_28_aarch64"
 NGC_TORCH = "2.10.0a0+b558c986e8.nv25.11"  # what the ngc-25.11 profile provides

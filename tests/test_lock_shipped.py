@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.resolve_helpers import platform_args
+from artifacts import platform_args
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCKS = ROOT / "lockfiles"

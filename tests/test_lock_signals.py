@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.resolve_helpers import Index, serve
+from artifacts import Index, serve
 
 
 @pytest.fixture

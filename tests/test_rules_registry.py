@@ -342,21 +342,21 @@ def test_ngc_torch_one_verdict_in_the_audit_and_the_gate(env, clean_root, torch,
 
 
 @pytest.mark.parametrize(("build", "expected"), [("sm120", Status.PASS), ("sm90", Status.FAIL)])
-def test_kernels_one_verdict_in_the_audit_and_the_gate(env, clean_root, kernel_builds, build, expected):
+def test_kernels_one_verdict_in_the_audit_and_the_gate(env, clean_root, kernels, build, expected):
     """The same real fatbin, judged for the GB10 by the audit and by the gate's --deep kernel probe."""
     import gate_helpers as gh
 
-    from sparkenv.environment import kernels
+    from sparkenv.environment import kernels as kernel_probe
     from sparkenv.gate.run import evaluate
 
-    env.add("mylib", "1.0", files={"mylib/_k.so": kernel_builds.so(build)})
+    env.add("mylib", "1.0", files={"mylib/_k.so": kernels.so(build)})
     installed = next(
         f
         for f in audit(str(env.prefix), root=str(clean_root)).findings
         if (f.id, f.subject) == ("G7", "mylib")
     )
     raw = gh.gb10_from_reports()
-    raw["kernel_coverage"] = kernels.gather([str(env.site)], (12, 1), {})
+    raw["kernel_coverage"] = kernel_probe.gather([str(env.site)], (12, 1), {})
     live = _subject(evaluate(raw)[0], "G7", "mylib")
     assert installed.status is live.status is expected
     assert (installed.summary, installed.fix) == (live.summary, live.fix)
