@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from sparkenv import confine, safe_read
+from sparkenv import confine, profiles, safe_read
 from sparkenv.errors import SparkenvError
-from sparkenv.resolve import lockfile, profiles
-from sparkenv.resolve.profiles import Profile
+from sparkenv.profiles import Profile
+from sparkenv.resolve import lockfile
 
 TEMPLATE = "ngc.Dockerfile"
 PIP = "python3 -m pip"

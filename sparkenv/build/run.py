@@ -73,10 +73,10 @@ def findings_of(audit: dict) -> list[Finding]:
 
 def build(req: BuildRequest) -> BuildOutcome:
     select, ignore = parse_ids(list(req.select), "--select"), parse_ids(list(req.ignore), "--ignore")
+    from sparkenv import profiles
     from sparkenv.build import context, engine, runtime
     from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import write_atomic
-    from sparkenv.resolve import profiles
 
     started = time.perf_counter()
     if req.tag is not None:

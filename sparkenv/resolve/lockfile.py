@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.errors import SparkenvError
-from sparkenv.resolve.profiles import Profile
+from sparkenv.profiles import Profile
 
 FORMAT = 1
 

@@ -13,11 +13,11 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-from sparkenv import confine
+from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import interrupt, lockfile, metadata, policy, profiles
+from sparkenv.resolve import interrupt, lockfile, metadata, policy
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
