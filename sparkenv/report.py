@@ -14,6 +14,37 @@ COMMANDS = ("audit", "check", "lock", "build", "gate", "patch")
 LINE_RE = re.compile(r"^G(10|[1-9]) (PASS|FAIL|WARN|SKIP|INFO|ERROR): .+")
 
 
+class GotchaId(str, enum.Enum):
+    """G1 … G10. A str mixin (not StrEnum: Python 3.10 is supported) whose str() and format() are the
+    value, so text, JSON, JUnit and SARIF print `G1` on every Python, as the output contract says."""
+
+    G1 = "G1"
+    G2 = "G2"
+    G3 = "G3"
+    G4 = "G4"
+    G5 = "G5"
+    G6 = "G6"
+    G7 = "G7"
+    G8 = "G8"
+    G9 = "G9"
+    G10 = "G10"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def number(self) -> int:
+        return int(self.value[1:])
+
+    @classmethod
+    def of(cls, number: int) -> GotchaId:
+        """GotchaId.of(4) is G4; a number outside 1 … 10 is a ValueError."""
+        return cls(f"G{number}")
+
+
 class Status(str, enum.Enum):
     PASS = "PASS"
     FAIL = "FAIL"
@@ -36,7 +67,7 @@ class Verdict(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Finding:
-    id: str  # "G1" … "G10"
+    id: GotchaId  # a valid "G1" … "G10" string (a report or facts read back) becomes the enum
     status: Status
     summary: str
     subject: str  # a normalized distribution name, a file, a process or a setting
@@ -44,8 +75,11 @@ class Finding:
     fix: str | None = None
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"G(10|[1-9])", self.id):
-            raise ValueError(f"not a gotcha id: {self.id!r}")
+        if not isinstance(self.id, GotchaId):
+            try:
+                object.__setattr__(self, "id", GotchaId(self.id))
+            except ValueError:
+                raise ValueError(f"not a gotcha id: {self.id!r}") from None
         # Names with undecodable bytes (`caf\xff.dist-info`) print escaped in text, JSON and JUnit alike.
         object.__setattr__(self, "summary", printable(self.summary))
         object.__setattr__(self, "subject", printable(self.subject))
@@ -55,7 +89,7 @@ class Finding:
 
     @property
     def number(self) -> int:
-        return int(self.id[1:])
+        return self.id.number
 
     def sort_key(self) -> tuple[int, int, str]:
         return (self.number, _SEVERITY[self.status], self.subject)
@@ -64,7 +98,7 @@ class Finding:
 def merge_by_subject(findings: list[Finding]) -> list[Finding]:
     """One finding per (G-number, subject), so a tool can act on each: the worst status wins, the rest
     is kept in the summary, evidence and fix."""
-    merged: dict[tuple[str, str], Finding] = {}
+    merged: dict[tuple[GotchaId, str], Finding] = {}
     for f in findings:
         key = (f.id, f.subject)
         prev = merged.get(key)
@@ -74,12 +108,12 @@ def merge_by_subject(findings: list[Finding]) -> list[Finding]:
         first, second = sorted((prev, f), key=lambda x: _SEVERITY[x.status])
         fixes = [x for x in (first.fix, second.fix) if x]
         merged[key] = Finding(
-            f.id,
-            first.status,
-            f"{first.summary}; {second.summary}",
-            f.subject,
-            first.evidence + tuple(e for e in second.evidence if e not in first.evidence),
-            "; ".join(dict.fromkeys(fixes)) or None,
+            id=f.id,
+            status=first.status,
+            summary=f"{first.summary}; {second.summary}",
+            subject=f.subject,
+            evidence=first.evidence + tuple(e for e in second.evidence if e not in first.evidence),
+            fix="; ".join(dict.fromkeys(fixes)) or None,
         )
     return list(merged.values())
 
@@ -120,24 +154,26 @@ class Report:
         return 0
 
 
-def parse_ids(values: list[str] | tuple[str, ...] | None, option: str) -> frozenset[str] | None:
+def parse_ids(values: list[str] | tuple[str, ...] | None, option: str) -> frozenset[GotchaId] | None:
     """`--select G4,G8` / `--ignore 4 --ignore g8` -> {"G4", "G8"}; None when the option was not given.
     A value that is not G1 … G10 is a usage error naming the option (exit 2)."""
     if not values:
         return None
     from sparkenv.errors import SparkenvError
 
-    found: set[str] = set()
+    found: set[GotchaId] = set()
     for value in values:
         for part in str(value).split(","):
             m = re.fullmatch(r"\s*[gG]?(\d+)\s*", part)
             if not m or not 1 <= int(m.group(1)) <= 10:
                 raise SparkenvError(f"{option} {value}: {part.strip()!r} is not a G-number (G1 … G10)")
-            found.add(f"G{int(m.group(1))}")
+            found.add(GotchaId.of(int(m.group(1))))
     return frozenset(found)
 
 
-def selected(report: Report, select: frozenset[str] | None, ignore: frozenset[str] | None) -> Report:
+def selected(
+    report: Report, select: frozenset[GotchaId] | None, ignore: frozenset[GotchaId] | None
+) -> Report:
     """The report with only the findings of the selected G-numbers (all, without --select) minus the
     ignored ones; the verdict and exit code follow what is left (as check-wheel-contents' codes)."""
     if select is None and not ignore:
@@ -145,7 +181,7 @@ def selected(report: Report, select: frozenset[str] | None, ignore: frozenset[st
     keep = [f for f in report.findings if (select is None or f.id in select) and f.id not in (ignore or ())]
     context = dict(report.context)
     if select is not None:
-        context["select"] = sorted(select, key=lambda g: int(g[1:]))
+        context["select"] = [g.value for g in sorted(select, key=lambda g: g.number)]
     if ignore:
-        context["ignore"] = sorted(ignore, key=lambda g: int(g[1:]))
+        context["ignore"] = [g.value for g in sorted(ignore, key=lambda g: g.number)]
     return Report(report.command, report.target, keep, report.profile, context)

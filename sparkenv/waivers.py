@@ -133,13 +133,13 @@ def apply(report: Report, waivers: list[Waiver], today: datetime.date | None = N
             findings.append(f)
             extra.append(
                 Finding(
-                    f.id,
-                    Status.FAIL,
-                    f"the waiver of {f.id} {f.subject} expired on {w.expires.isoformat()} ({w.origin}: "
-                    f"{w.reason})",
-                    f"waiver:{f.subject}",
-                    (w.origin,),
-                    f"fix the finding, or renew the waiver's expires in {w.origin.split(': waiver')[0]}",
+                    id=f.id,
+                    status=Status.FAIL,
+                    summary=f"the waiver of {f.id} {f.subject} expired on {w.expires.isoformat()} "
+                    f"({w.origin}: {w.reason})",
+                    subject=f"waiver:{f.subject}",
+                    evidence=(w.origin,),
+                    fix=f"fix the finding, or renew the waiver's expires in {w.origin.split(': waiver')[0]}",
                 )
             )
             continue
@@ -155,11 +155,12 @@ def apply(report: Report, waivers: list[Waiver], today: datetime.date | None = N
         if i not in used:
             extra.append(
                 Finding(
-                    w.id,
-                    Status.INFO,
-                    f"waiver for {w.id} {w.subject} matches no finding ({w.origin}): remove it if stale",
-                    f"waiver:{w.subject}",
-                    (w.origin,),
+                    id=w.id,
+                    status=Status.INFO,
+                    summary=f"waiver for {w.id} {w.subject} matches no finding ({w.origin}): remove it if "
+                    "stale",
+                    subject=f"waiver:{w.subject}",
+                    evidence=(w.origin,),
                 )
             )
     return replace(report, findings=[*findings, *extra])

@@ -203,6 +203,13 @@ def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-un
     cuda = getattr(prof, "cuda", None) or None
     found = drv.judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
     if found.status is Status.FAIL:
-        found = Finding(found.id, Status.WARN, found.summary, found.subject, found.evidence, found.fix)
+        found = Finding(
+            id=found.id,
+            status=Status.WARN,
+            summary=found.summary,
+            subject=found.subject,
+            evidence=found.evidence,
+            fix=found.fix,
+        )
     text = f"{found.id} {found.status.value}: {found.summary} ({where})"
     return text + (f"; fix: {found.fix}" if found.fix and found.status is not Status.PASS else "")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sparkenv import datafiles
 from sparkenv.cuda.fatbin import KernelTarget
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 
 Capability = tuple[int, int]
 _TARGET = re.compile(r"^(sm|compute|lto)_(\d{2,3})([af]?)$")
@@ -175,38 +175,44 @@ def package_finding(
     n = len(objects)
     where = f"{n} object{'s' if n != 1 else ''} with kernels"
     if got.status is Status.PASS:
-        return Finding("G7", Status.PASS, f"{name}: {where}; runs on {gpu} ({got.reason})", key, evidence)
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f"{name}: {where}; runs on {gpu} ({got.reason})",
+            subject=key,
+            evidence=evidence,
+        )
     shown = ", ".join(o.path for o in objects[:3]) + (f" and {n - 3} more" if n > 3 else "")
     if got.status is Status.FAIL:
         return Finding(
-            "G7",
-            Status.FAIL,
-            f"{name} ({shown}) cannot run on {gpu}: {got.reason} — fails with 'no kernel image is "
+            id=GotchaId.G7,
+            status=Status.FAIL,
+            summary=f"{name} ({shown}) cannot run on {gpu}: {got.reason} — fails with 'no kernel image is "
             f"available for execution on the device'",
-            key,
-            evidence,
-            f"install a build of {key} with kernels for {cap_text(cap)} (sm_{cap[0]}{cap[1]}, or "
+            subject=key,
+            evidence=evidence,
+            fix=f"install a build of {key} with kernels for {cap_text(cap)} (sm_{cap[0]}{cap[1]}, or "
             f"sm_{cap[0]}0/sm_{cap[0]}0f which run on the whole {cap[0]}.x family; not an 'a' build for "
             f"another capability), e.g. the CUDA 13 wheel or the NGC image's build; or rebuild it with "
             f'TORCH_CUDA_ARCH_LIST="{cap_text(cap)}"',
         )
     if got.status is Status.WARN:
         return Finding(
-            "G7",
-            Status.WARN,
-            f"{name} ({shown}): {got.reason}",
-            key,
-            evidence,
-            f"prefer a build of {key} with sm_{cap[0]}{cap[1]} (or sm_{cap[0]}0) cubins, or run it once "
+            id=GotchaId.G7,
+            status=Status.WARN,
+            summary=f"{name} ({shown}): {got.reason}",
+            subject=key,
+            evidence=evidence,
+            fix=f"prefer a build of {key} with sm_{cap[0]}{cap[1]} (or sm_{cap[0]}0) cubins, or run it once "
             "while building the image so the JIT cache ships warm",
         )
     problems = "; ".join(f"{o.path}: {o.problem}" for o in objects if o.problem)
     return Finding(
-        "G7",
-        Status.INFO,
-        f"{name} ({shown}): {got.reason}" + (f" — {problems}" if problems else ""),
-        key,
-        evidence,
+        id=GotchaId.G7,
+        status=Status.INFO,
+        summary=f"{name} ({shown}): {got.reason}" + (f" — {problems}" if problems else ""),
+        subject=key,
+        evidence=evidence,
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 
 Version = tuple[int, ...]
 _PROC = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
@@ -119,20 +119,28 @@ def judge_driver(
     """
     if not driver:
         return Finding(
-            "G1", Status.SKIP, "no NVIDIA driver found: nothing to compare the CUDA release with", SUBJECT
+            id=GotchaId.G1,
+            status=Status.SKIP,
+            summary="no NVIDIA driver found: nothing to compare the CUDA release with",
+            subject=SUBJECT,
         )
     if not cuda:
-        return Finding("G1", Status.INFO, f"driver {driver}; CUDA release of {where} unknown", SUBJECT)
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.INFO,
+            summary=f"driver {driver}; CUDA release of {where} unknown",
+            subject=SUBJECT,
+        )
     req = requirement(cuda)
     if req is None:
         return Finding(
-            "G1",
-            Status.WARN,
-            f"driver {driver}; CUDA {cuda} of {where} is not in sparkenv's driver table "
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"driver {driver}; CUDA {cuda} of {where} is not in sparkenv's driver table "
             f"(data/drivers.toml, reviewed {reviewed()})",
-            SUBJECT,
-            (f"CUDA {cuda}",),
-            "check NVIDIA's CUDA toolkit release notes for its minimum driver",
+            subject=SUBJECT,
+            evidence=(f"CUDA {cuda}",),
+            fix="check NVIDIA's CUDA toolkit release notes for its minimum driver",
         )
     have = version(driver)
     need = req.minimum
@@ -146,12 +154,14 @@ def judge_driver(
     evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {need} ({source})")
     if have >= version(need):
         return Finding(
-            "G1",
-            Status.PASS if req.known else Status.WARN,
-            f"driver {driver} runs CUDA {req.release} of {where} (needs >= {need}){stale}",
-            SUBJECT,
-            evidence,
-            None if req.known else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + source + ")",
+            id=GotchaId.G1,
+            status=Status.PASS if req.known else Status.WARN,
+            summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {need}){stale}",
+            subject=SUBJECT,
+            evidence=evidence,
+            fix=None
+            if req.known
+            else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + source + ")",
         )
     fit = newest_supported(have)
     upgrade = (
@@ -163,14 +173,15 @@ def judge_driver(
         on_unsupported = bool(gpu_name) and any(n.lower() in (gpu_name or "").lower() for n in unsupported)
         if version(compat_libcuda) >= version(need) and not on_unsupported:
             return Finding(
-                "G1",
-                Status.WARN,
-                f"driver {driver} is older than CUDA {req.release} needs (>= {need}); {where} runs only "
-                f"through its forward-compatibility libcuda {compat_libcuda}, which loads on data-center "
-                "GPUs only (cuInit error 804 elsewhere; NGC prints 'compatibility mode is UNAVAILABLE')",
-                SUBJECT,
-                (*evidence, f"forward-compatibility libcuda {compat_libcuda}"),
-                upgrade,
+                id=GotchaId.G1,
+                status=Status.WARN,
+                summary=f"driver {driver} is older than CUDA {req.release} needs (>= {need}); {where} runs "
+                f"only through its forward-compatibility libcuda {compat_libcuda}, which loads on "
+                "data-center GPUs only (cuInit error 804 elsewhere; NGC prints 'compatibility mode is "
+                "UNAVAILABLE')",
+                subject=SUBJECT,
+                evidence=(*evidence, f"forward-compatibility libcuda {compat_libcuda}"),
+                fix=upgrade,
             )
         if on_unsupported:
             evidence = (
@@ -179,20 +190,20 @@ def judge_driver(
             )
     if req.floor is not None and have >= req.floor:
         return Finding(
-            "G1",
-            Status.WARN,
-            f"driver {driver} is older than CUDA {req.release} of {where} needs (>= {need}): it runs "
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"driver {driver} is older than CUDA {req.release} of {where} needs (>= {need}): it runs "
             "only under CUDA minor version compatibility — PTX from this toolkit cannot be JIT-compiled "
             "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION) and newer APIs fail with cudaErrorCallRequiresNewerDriver; "
             f"NGC's entrypoint reports 'built for NVIDIA Driver Release {show(version(need)[:2])} or later'",
-            SUBJECT,
-            evidence,
-            upgrade,
+            subject=SUBJECT,
+            evidence=evidence,
+            fix=upgrade,
         )
     return Finding(
-        "G1",
-        Status.FAIL,
-        f"driver {driver} cannot run CUDA {req.release} of {where}: it needs >= {need}"
+        id=GotchaId.G1,
+        status=Status.FAIL,
+        summary=f"driver {driver} cannot run CUDA {req.release} of {where}: it needs >= {need}"
         + (
             f" (CUDA {cuda.split('.')[0]}.x needs at least {show(req.floor)} even under minor version "
             "compatibility)"
@@ -200,9 +211,9 @@ def judge_driver(
             else ""
         )
         + stale,
-        SUBJECT,
-        evidence,
-        upgrade,
+        subject=SUBJECT,
+        evidence=evidence,
+        fix=upgrade,
     )
 
 
@@ -231,11 +242,11 @@ def judge_libcuda(kernel_module: str | None, libraries: Iterable[str]) -> Findin
         "container runtime mounts the host's, or reboot the host if its driver was just downgraded"
     )
     return Finding(
-        "G1",
-        Status.FAIL,
-        f"user-space {path.rsplit('/', 1)[-1]} is not the loaded kernel module {kernel_module}: every CUDA "
-        "call fails with 'Driver/library version mismatch'",
-        "libcuda",
-        tuple(f"{p}: {ver}" for p, ver in mismatched),
-        fix,
+        id=GotchaId.G1,
+        status=Status.FAIL,
+        summary=f"user-space {path.rsplit('/', 1)[-1]} is not the loaded kernel module {kernel_module}: "
+        "every CUDA call fails with 'Driver/library version mismatch'",
+        subject="libcuda",
+        evidence=tuple(f"{p}: {ver}" for p, ver in mismatched),
+        fix=fix,
     )

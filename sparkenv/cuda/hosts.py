@@ -32,12 +32,12 @@ def judge(
         seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.get("meminfo", {})]
         out.append(
             Finding(
-                issue["gotcha"],
-                status,
-                f"known host problem ({issue['id']}, fixed in {issue['fixed']}): {issue['problem']}",
-                f"host:{issue['id']}",
-                (*(s for s in seen if s), issue["source"]),
-                issue["fix"],
+                id=issue["gotcha"],
+                status=status,
+                summary=f"known host problem ({issue['id']}, fixed in {issue['fixed']}): {issue['problem']}",
+                subject=f"host:{issue['id']}",
+                evidence=(*(s for s in seen if s), issue["source"]),
+                fix=issue["fix"],
             )
         )
     return out

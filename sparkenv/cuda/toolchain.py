@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sparkenv import datafiles
 from sparkenv.cuda import coverage
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 
 _RELEASE = re.compile(rb"Cuda compilation tools, release (\d+)\.(\d+)")
 _ARCH = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$", re.IGNORECASE)
@@ -86,18 +86,23 @@ def judge_triton_ptxas(tools: TritonTools, cap: coverage.Capability, live: bool)
         source = f"{var}={path}"
         if release is None:
             return Finding(
-                "G7",
-                Status.FAIL if live else Status.WARN,
-                f"{name}: {source} is not a readable ptxas: Triton cannot compile kernels for {arch}",
-                subject,
-                (source,),
-                f"point {var} at a CUDA 13 ptxas (/usr/local/cuda/bin/ptxas) or unset it",
+                id=GotchaId.G7,
+                status=Status.FAIL if live else Status.WARN,
+                summary=f"{name}: {source} is not a readable ptxas: Triton cannot compile kernels for {arch}",
+                subject=subject,
+                evidence=(source,),
+                fix=f"point {var} at a CUDA 13 ptxas (/usr/local/cuda/bin/ptxas) or unset it",
             )
     else:
         release = tools.bundled.get(tool)
         source = f"its bundled {tool}"
         if tool not in tools.bundled:
-            return Finding("G7", Status.INFO, f"{name}: no bundled {tool} found", subject)
+            return Finding(
+                id=GotchaId.G7,
+                status=Status.INFO,
+                summary=f"{name}: no bundled {tool} found",
+                subject=subject,
+            )
     note = ""
     if tools.env.get(other) and not path:
         note = f"; {other} is set but Triton uses {var} for capability {coverage.cap_text(cap)}"
@@ -106,31 +111,31 @@ def judge_triton_ptxas(tools: TritonTools, cap: coverage.Capability, live: bool)
     )
     if need is None or release is None:
         return Finding(
-            "G7",
-            Status.INFO,
-            f"{name} compiles with {source} (CUDA {release or 'release not read'}); no known minimum for "
-            f"{arch}{note}",
-            subject,
-            evidence,
+            id=GotchaId.G7,
+            status=Status.INFO,
+            summary=f"{name} compiles with {source} (CUDA {release or 'release not read'}); no known minimum "
+            f"for {arch}{note}",
+            subject=subject,
+            evidence=evidence,
         )
     if _rel(release) >= _rel(need):
         return Finding(
-            "G7",
-            Status.PASS,
-            f"{name} compiles with {source} (CUDA {release}), which accepts {arch} "
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f"{name} compiles with {source} (CUDA {release}), which accepts {arch} "
             f"(needs CUDA >= {need}){note}",
-            subject,
-            evidence,
+            subject=subject,
+            evidence=evidence,
         )
     return Finding(
-        "G7",
-        Status.FAIL if live else Status.WARN,
-        f"{name} compiles with {source} (CUDA {release}), which rejects {arch} (needs CUDA >= {need}): "
-        f"torch.compile and every Triton kernel fail with \"Value '{arch}' is not defined for option "
-        f"'gpu-name'\"{note}",
-        subject,
-        evidence,
-        f"export {var}=/usr/local/cuda/bin/ptxas (a CUDA 13 ptxas; NGC images ship one)",
+        id=GotchaId.G7,
+        status=Status.FAIL if live else Status.WARN,
+        summary=f"{name} compiles with {source} (CUDA {release}), which rejects {arch} (needs CUDA >= "
+        f"{need}): torch.compile and every Triton kernel fail with \"Value '{arch}' is not defined for "
+        f"option 'gpu-name'\"{note}",
+        subject=subject,
+        evidence=evidence,
+        fix=f"export {var}=/usr/local/cuda/bin/ptxas (a CUDA 13 ptxas; NGC images ship one)",
     )
 
 
@@ -160,33 +165,35 @@ def judge_arch_list(value: str | None, cap: coverage.Capability, where: str) -> 
     targets = parse_arch_list(value)
     if targets is None or not targets:
         return Finding(
-            "G7",
-            Status.WARN,
-            f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) is not a list of capabilities like "12.0 12.1+PTX"',
-            subject,
-            (value,),
-            f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
+            id=GotchaId.G7,
+            status=Status.WARN,
+            summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) is not a list of capabilities like "12.0 '
+            '12.1+PTX"',
+            subject=subject,
+            evidence=(value,),
+            fix=f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
         )
     got = coverage.judge(targets, cap)
     gpu = coverage.gpu_label(cap)
     if got.status is Status.PASS:
         return Finding(
-            "G7",
-            Status.PASS,
-            f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) builds extensions that run on {gpu} ({got.reason})',
-            subject,
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) builds extensions that run on {gpu} '
+            f"({got.reason})",
+            subject=subject,
         )
     status = Status.WARN if got.status in (Status.WARN, Status.INFO) else Status.FAIL
     return Finding(
-        "G7",
-        status,
-        f'TORCH_CUDA_ARCH_LIST="{value}" ({where}): extensions compiled under it '
+        id=GotchaId.G7,
+        status=status,
+        summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}): extensions compiled under it '
         + (
             f"cannot run on {gpu} ({got.reason})"
             if status is Status.FAIL
             else f"run on {gpu} only after a JIT ({got.reason})"
         ),
-        subject,
-        (value,),
-        f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}" (or add it) before anything is compiled',
+        subject=subject,
+        evidence=(value,),
+        fix=f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}" (or add it) before anything is compiled',
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 
 
 @dataclass(frozen=True)
@@ -22,13 +22,16 @@ class GateFacts:
     def probe_error(self, name: str) -> str | None:
         return (self.raw.get("probe_errors") or {}).get(name)
 
-    def error_finding(self, gid: str, probe: str, subject: str) -> Finding | None:
+    def error_finding(self, gid: GotchaId, probe: str, subject: str) -> Finding | None:
         """The ERROR line for a check whose probe did not deliver; None when it did."""
         err = self.probe_error(probe)
         if err is None and self.section(probe) is not None:
             return None
         return Finding(
-            gid, Status.ERROR, f"{probe} probe failed: {err or 'no data in the snapshot'}", subject
+            id=gid,
+            status=Status.ERROR,
+            summary=f"{probe} probe failed: {err or 'no data in the snapshot'}",
+            subject=subject,
         )
 
     # --- torch -----------------------------------------------------------------------------------

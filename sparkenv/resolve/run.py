@@ -18,7 +18,7 @@ from sparkenv.errors import SparkenvError
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.lock.model import FORMAT
-from sparkenv.report import Finding, Report, Status, merge_by_subject
+from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import interrupt, metadata, policy
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
@@ -62,12 +62,12 @@ def check(
     findings = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=lock_input)
     findings.append(
         Finding(
-            "G9",
-            Status.INFO,
-            "offline, check sees the declared requirements only: what their dependencies ask of the base's "
-            "versions, CPU-only builds, what a --no-deps stage misses and old fallbacks need the index; "
-            "`sparkenv lock` decides those",
-            "resolution",
+            id=GotchaId.G9,
+            status=Status.INFO,
+            summary="offline, check sees the declared requirements only: what their dependencies ask of the "
+            "base's versions, CPU-only builds, what a --no-deps stage misses and old fallbacks need the "
+            "index; `sparkenv lock` decides those",
+            subject="resolution",
         )
     )
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
@@ -175,13 +175,14 @@ def _allow_declared(findings: list[Finding], allowed: set[str]) -> list[Finding]
     """A declared pin on a base package named by --allow-replace replaces it on purpose: not a FAIL."""
     out = []
     for f in findings:
-        if f.subject in allowed and f.status is Status.FAIL and f.id in ("G2", "G9"):
+        if f.subject in allowed and f.status is Status.FAIL and f.id in (GotchaId.G2, GotchaId.G9):
             f = Finding(
-                f.id,
-                Status.INFO,
-                f"{f.summary} — replaced on purpose (--allow-replace {f.subject}); resolved like any package",
-                f.subject,
-                f.evidence,
+                id=f.id,
+                status=Status.INFO,
+                summary=f"{f.summary} — replaced on purpose (--allow-replace {f.subject}); resolved like any "
+                "package",
+                subject=f.subject,
+                evidence=f.evidence,
             )
         out.append(f)
     return out
@@ -272,7 +273,10 @@ def lock(
         findings = [
             *declared,
             Finding(
-                "G9", Status.INFO, "not resolved and no lock written: the inputs fail the policy", "lock"
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary="not resolved and no lock written: the inputs fail the policy",
+                subject="lock",
             ),
         ]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
@@ -330,18 +334,22 @@ def lock(
         # An unknown file's requirements cannot be checked: that is a failed lock, not a warning.
         findings.append(
             Finding(
-                "G9",
-                Status.FAIL,
-                f"{pylock_path} not written: {unknown} file(s) could not be checked (see the ERROR lines)",
-                "lock",
-                (),
-                "make every file's metadata readable, then lock again",
+                id=GotchaId.G9,
+                status=Status.FAIL,
+                summary=f"{pylock_path} not written: {unknown} file(s) could not be checked (see the ERROR "
+                "lines)",
+                subject="lock",
+                evidence=(),
+                fix="make every file's metadata readable, then lock again",
             )
         )
     elif blocked:
         findings.append(
             Finding(
-                "G9", Status.INFO, f"{pylock_path} not written: the resolved set fails the policy", "lock"
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary=f"{pylock_path} not written: the resolved set fails the policy",
+                subject="lock",
             )
         )
     else:
@@ -358,11 +366,11 @@ def lock(
             what = "nothing to lock beyond the base: every requirement is the base's"
         findings.append(
             Finding(
-                "G9",
-                Status.PASS,
-                f"wrote {pylock_path} and {req_path}: {what}",
-                str(pylock_path),
-                (str(req_path),),
+                id=GotchaId.G9,
+                status=Status.PASS,
+                summary=f"wrote {pylock_path} and {req_path}: {what}",
+                subject=str(pylock_path),
+                evidence=(str(req_path),),
             )
         )
     report = Report("lock", target, merge_by_subject(findings), profile=profile.name)
@@ -398,13 +406,13 @@ def _resolved_findings(
         if isinstance(meta, str):
             out.append(
                 Finding(
-                    "G9",
-                    Status.ERROR,
-                    f"cannot read the metadata of {fname} ({key} {pkg.version}): {meta}; its requirements "
-                    "cannot be checked, so no lock is written",
-                    key,
-                    (fname,),
-                    "make the index serve the file (or its PEP 658 .metadata), then lock again",
+                    id=GotchaId.G9,
+                    status=Status.ERROR,
+                    summary=f"cannot read the metadata of {fname} ({key} {pkg.version}): {meta}; its "
+                    "requirements cannot be checked, so no lock is written",
+                    subject=key,
+                    evidence=(fname,),
+                    fix="make the index serve the file (or its PEP 658 .metadata), then lock again",
                 )
             )
             continue
@@ -413,11 +421,11 @@ def _resolved_findings(
         for bad in meta.invalid:
             out.append(
                 Finding(
-                    "G9",
-                    Status.ERROR,
-                    f"{fname}: Requires-Dist {bad!r} is not a valid requirement",
-                    key,
-                    (fname,),
+                    id=GotchaId.G9,
+                    status=Status.ERROR,
+                    summary=f"{fname}: Requires-Dist {bad!r} is not a valid requirement",
+                    subject=key,
+                    evidence=(fname,),
                 )
             )
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
@@ -539,12 +547,12 @@ def lock_check(
             if missing:
                 findings.append(
                     Finding(
-                        "G9",
-                        Status.FAIL,
-                        f"{pylock_path} records input {missing[0]}, which no longer exists",
-                        str(pylock_path),
-                        (),
-                        "run sparkenv lock again with the current inputs",
+                        id=GotchaId.G9,
+                        status=Status.FAIL,
+                        summary=f"{pylock_path} records input {missing[0]}, which no longer exists",
+                        subject=str(pylock_path),
+                        evidence=(),
+                        fix="run sparkenv lock again with the current inputs",
                     )
                 )
                 continue
@@ -568,7 +576,14 @@ def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile | None, inp
         else "sparkenv lock INPUT… (this sparkenv's lock format)"
     )
     if not pylock_path.is_file():
-        return Finding("G9", Status.FAIL, f"{pylock_path} does not exist", subject, (), f"run {regen}")
+        return Finding(
+            id=GotchaId.G9,
+            status=Status.FAIL,
+            summary=f"{pylock_path} does not exist",
+            subject=subject,
+            evidence=(),
+            fix=f"run {regen}",
+        )
     problems = []
     try:
         written = lockread.pylock(pylock_path)
@@ -585,13 +600,18 @@ def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile | None, inp
             problems.append(f"{req} is missing")
     if problems:
         return Finding(
-            "G9", Status.FAIL, f"{pylock_path} is stale: {'; '.join(problems)}", subject, (), f"run {regen}"
+            id=GotchaId.G9,
+            status=Status.FAIL,
+            summary=f"{pylock_path} is stale: {'; '.join(problems)}",
+            subject=subject,
+            evidence=(),
+            fix=f"run {regen}",
         )
     assert profile is not None
     return Finding(
-        "G9",
-        Status.PASS,
-        f"{pylock_path} is current with {', '.join(inputs)} ({profile.name})",
-        subject,
-        (digest,),
+        id=GotchaId.G9,
+        status=Status.PASS,
+        summary=f"{pylock_path} is current with {', '.join(inputs)} ({profile.name})",
+        subject=subject,
+        evidence=(digest,),
     )

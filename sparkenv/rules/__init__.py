@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv.report import Finding, Status, merge_by_subject
+from sparkenv.report import Finding, GotchaId, Status, merge_by_subject
 
-GOTCHAS = tuple(f"G{n}" for n in range(1, 11))
+GOTCHAS = tuple(GotchaId)  # G1 … G10, in order
 
 
 class Stage(str, enum.Enum):
@@ -73,21 +73,21 @@ class Rule:
         return f"{module}.{self.check.__name__}"
 
 
-def module(gid: str) -> Any:
+def module(gid: GotchaId | str) -> Any:
     """rules/gN.py for "GN"."""
     return importlib.import_module(f"sparkenv.rules.{gid.lower()}")
 
 
-def rules_of(gid: str) -> tuple[Rule, ...]:
+def rules_of(gid: GotchaId | str) -> tuple[Rule, ...]:
     return tuple(module(gid).RULES)
 
 
-def rules_for(stage: Stage, gotchas: Iterable[str] = GOTCHAS) -> list[tuple[str, Rule]]:
+def rules_for(stage: Stage, gotchas: Iterable[GotchaId] = GOTCHAS) -> list[tuple[GotchaId, Rule]]:
     """(G-number, rule) for every rule of this stage, in G order."""
     return [(gid, rule) for gid in gotchas for rule in rules_of(gid) if rule.stage is stage]
 
 
-def run_rule(gid: str, rule: Rule, facts: Any) -> list[Finding]:
+def run_rule(gid: GotchaId, rule: Rule, facts: Any) -> list[Finding]:
     """The one crash-isolation wrapper of every stage: a rule that raises is an ERROR line naming it."""
     try:
         return list(rule.check(facts))
@@ -104,7 +104,7 @@ def run_rule(gid: str, rule: Rule, facts: Any) -> list[Finding]:
         ]
 
 
-def evaluate(stage: Stage, facts: Any, gotchas: Iterable[str] = GOTCHAS) -> list[Finding]:
+def evaluate(stage: Stage, facts: Any, gotchas: Iterable[GotchaId] = GOTCHAS) -> list[Finding]:
     """Every rule of `stage` over `facts`, each isolated; one finding per (G-number, subject)."""
     findings: list[Finding] = []
     for gid, rule in rules_for(stage, gotchas):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
 
@@ -60,7 +60,7 @@ def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple
             summary = f"{subject_desc}: {e.text} — target is CUDA {target}"
         out.append(
             Finding(
-                id="G1",
+                id=GotchaId.G1,
                 status=cuda_major.CPU_ONLY if e.kind == "cpu" else cuda_major.OTHER_MAJOR,
                 summary=summary,
                 subject=key,
@@ -92,7 +92,15 @@ def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple
     target = rules.target_major()
     majors = [e.major for e in cuda_major.name_version_evidence(key, version) if e.major is not None]
     if majors and majors[0] == target:
-        return [Finding("G1", Status.PASS, f"{subject_desc} is built for CUDA {target}", key, evidence)]
+        return [
+            Finding(
+                id=GotchaId.G1,
+                status=Status.PASS,
+                summary=f"{subject_desc} is built for CUDA {target}",
+                subject=key,
+                evidence=evidence,
+            )
+        ]
     return []
 
 
@@ -110,23 +118,23 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
             what = "CPU-only" if rules.is_cpu_label(label) else f"CUDA {major}"
             out.append(
                 Finding(
-                    "G1",
-                    Status.FAIL,
-                    f"index {url} serves {what} builds — target is CUDA {target}",
-                    url,
-                    (),
-                    "use https://download.pytorch.org/whl/cu130 (or leave torch to the NGC base)",
+                    id=GotchaId.G1,
+                    status=Status.FAIL,
+                    summary=f"index {url} serves {what} builds — target is CUDA {target}",
+                    subject=url,
+                    evidence=(),
+                    fix="use https://download.pytorch.org/whl/cu130 (or leave torch to the NGC base)",
                 )
             )
     for d in facts.applicable:
         out += _declared_one(d, profile)
     out.append(
         Finding(
-            "G1",
-            Status.INFO,
-            f"checked {facts.counted} requirement(s) for {profile.describe()}; {facts.skipped} do not "
-            f"apply on {profile.machine} (markers evaluated for the target, not this host)",
-            "inputs",
+            id=GotchaId.G1,
+            status=Status.INFO,
+            summary=f"checked {facts.counted} requirement(s) for {profile.describe()}; {facts.skipped} do "
+            f"not apply on {profile.machine} (markers evaluated for the target, not this host)",
+            subject="inputs",
         )
     )
     return out
@@ -149,15 +157,15 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
         if not v.local and v < Version(_TORCH_CUDA13_FROM):
             out.append(
                 Finding(
-                    "G1",
-                    Status.WARN,
-                    f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA 12 and "
-                    "CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
+                    id=GotchaId.G1,
+                    status=Status.WARN,
+                    summary=f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA "
+                    "12 and CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
                     f"{profile.machine} a CUDA 12 or +cpu wheel; `sparkenv lock` reads the file it resolves "
                     "to and fails a CPU-only or CUDA 12 build)",
-                    key,
-                    ev,
-                    "pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
+                    subject=key,
+                    evidence=ev,
+                    fix="pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
                 )
             )
     return out
@@ -181,13 +189,13 @@ def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
     if "any" not in machines and not any(p.endswith(profile.machine) for p in machines):
         out.append(
             Finding(
-                "G1",
-                Status.FAIL,
-                f"{d.key} @ {fname} ({d.where}) is built for {', '.join(sorted(machines))}, not "
+                id=GotchaId.G1,
+                status=Status.FAIL,
+                summary=f"{d.key} @ {fname} ({d.where}) is built for {', '.join(sorted(machines))}, not "
                 f"{profile.machine}",
-                d.key,
-                (d.where, d.url),
-                f"use a wheel built for {profile.machine}",
+                subject=d.key,
+                evidence=(d.where, d.url),
+                fix=f"use a wheel built for {profile.machine}",
             )
         )
     return out
@@ -210,12 +218,12 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             if major is not None and major != target:
                 fails.append(
                     Finding(
-                        "G1",
-                        Status.FAIL,
-                        f"{desc} requires {req} (CUDA {major}) — target is CUDA {target}",
-                        key,
-                        ev,
-                        f"pick a {key} build for CUDA {target}",
+                        id=GotchaId.G1,
+                        status=Status.FAIL,
+                        summary=f"{desc} requires {req} (CUDA {major}) — target is CUDA {target}",
+                        subject=key,
+                        evidence=ev,
+                        fix=f"pick a {key} build for CUDA {target}",
                     )
                 )
         out += fails or _cuda_pass(key, pkg.version, desc, ev)
@@ -248,29 +256,37 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
             if tied:
                 out.append(
                     Finding(
-                        "G1",
-                        Status.FAIL,
-                        f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
-                        key,
-                        ev,
-                        f"use {fams[key].instead}",
+                        id=GotchaId.G1,
+                        status=Status.FAIL,
+                        summary=f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
+                        subject=key,
+                        evidence=ev,
+                        fix=f"use {fams[key].instead}",
                     )
                 )
             continue  # its CUDA comes from torch's libraries: nothing to tell from its own metadata
         if why is None:
             out.append(
                 Finding(
-                    "G1",
-                    Status.FAIL,
-                    f"{desc} is a CPU-only build for {profile_desc}: no CUDA label, no CUDA runtime "
+                    id=GotchaId.G1,
+                    status=Status.FAIL,
+                    summary=f"{desc} is a CPU-only build for {profile_desc}: no CUDA label, no CUDA runtime "
                     "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
-                    key,
-                    ev,
-                    f"use {fams[key].instead}",
+                    subject=key,
+                    evidence=ev,
+                    fix=f"use {fams[key].instead}",
                 )
             )
         else:
-            out.append(Finding("G1", Status.PASS, f"{desc} is a CUDA build: {why}", key, ev))
+            out.append(
+                Finding(
+                    id=GotchaId.G1,
+                    status=Status.PASS,
+                    summary=f"{desc} is a CUDA build: {why}",
+                    subject=key,
+                    evidence=ev,
+                )
+            )
     return out
 
 
@@ -364,22 +380,33 @@ def _dist_finding(
     elif not problems and bundled:
         names = ", ".join(sorted({e.soname or e.text for e in bundled}))
         return Finding(
-            "G1",
-            Status.INFO,
-            f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
+            id=GotchaId.G1,
+            status=Status.INFO,
+            summary=f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
             "loaded on demand if at all (e.g. by a profiler), not a binding",
-            dist.key,
-            _cap(evidence),
+            subject=dist.key,
+            evidence=_cap(evidence),
         )
     elif not problems and b.majors:
         strongest = b.evidence[0]
         return Finding(
-            "G1", Status.PASS, f"{who} needs CUDA {target}: {_short(strongest)}", dist.key, _cap(evidence)
+            id=GotchaId.G1,
+            status=Status.PASS,
+            summary=f"{who} needs CUDA {target}: {_short(strongest)}",
+            subject=dist.key,
+            evidence=_cap(evidence),
         )
     elif not problems:
         return None
     fix = "; ".join(dict.fromkeys(fixes))
-    return Finding("G1", status, f"{who} {'; '.join(problems)}", dist.key, _cap(evidence), fix)
+    return Finding(
+        id=GotchaId.G1,
+        status=status,
+        summary=f"{who} {'; '.join(problems)}",
+        subject=dist.key,
+        evidence=_cap(evidence),
+        fix=fix,
+    )
 
 
 def _fix_for(key: str, required_by: list[str], kind: str) -> str:
@@ -407,18 +434,23 @@ def _bitsandbytes(
     who = f"{df.dist.key} {df.dist.version}"
     if target in libs and status is Status.PASS:
         return Finding(
-            "G1",
-            Status.PASS,
-            f"{who} carries a CUDA {target} library ({libs[target]})",
-            df.dist.key,
-            _cap(evidence),
+            id=GotchaId.G1,
+            status=Status.PASS,
+            summary=f"{who} carries a CUDA {target} library ({libs[target]})",
+            subject=df.dist.key,
+            evidence=_cap(evidence),
         )
     if target not in libs:
         found = ", ".join(sorted(libs.values())) or "no CUDA library at all"
         problems.append(f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda")
         fixes.append("upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130")
     return Finding(
-        "G1", Status.FAIL, f"{who} {'; '.join(problems)}", df.dist.key, _cap(evidence), "; ".join(fixes)
+        id=GotchaId.G1,
+        status=Status.FAIL,
+        summary=f"{who} {'; '.join(problems)}",
+        subject=df.dist.key,
+        evidence=_cap(evidence),
+        fix="; ".join(fixes),
     )
 
 
@@ -427,24 +459,24 @@ def _problems(facts: AuditFacts) -> list[Finding]:
     for p in facts.metadata_problems:
         out.append(
             Finding(
-                "G1",
-                Status.ERROR,
-                f"{p.path}: {p.reason}; this distribution was not checked",
-                str(p.path),
-                (),
-                "reinstall the distribution (pip install --force-reinstall --no-deps)",
+                id=GotchaId.G1,
+                status=Status.ERROR,
+                summary=f"{p.path}: {p.reason}; this distribution was not checked",
+                subject=str(p.path),
+                evidence=(),
+                fix="reinstall the distribution (pip install --force-reinstall --no-deps)",
             )
         )
     for df in facts.dists.values():
         for fp in df.problems:
             out.append(
                 Finding(
-                    "G1",
-                    Status.WARN,
-                    f"{fp.path} ({fp.owner}): {fp.reason}; not checked",
-                    fp.path,
-                    (f"owner: {fp.owner}",),
-                    f"pip install --force-reinstall --no-deps {fp.owner}",
+                    id=GotchaId.G1,
+                    status=Status.WARN,
+                    summary=f"{fp.path} ({fp.owner}): {fp.reason}; not checked",
+                    subject=fp.path,
+                    evidence=(f"owner: {fp.owner}",),
+                    fix=f"pip install --force-reinstall --no-deps {fp.owner}",
                 )
             )
     return out
@@ -454,13 +486,13 @@ def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Findi
     bound = sum(1 for b in binds.values() if b.majors)
     t = facts.target
     return Finding(
-        "G1",
-        Status.INFO,
-        f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; "
+        id=GotchaId.G1,
+        status=Status.INFO,
+        summary=f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; "
         f"{bound} tied to a CUDA major; environment {t.machine}, Python {t.python_version or 'unknown'}, "
         f"target CUDA {target}",
-        "environment",
-        (
+        subject="environment",
+        evidence=(
             f"machine from {t.machine_source}",
             *(f"site folder {d}" for d in t.site_dirs),
             f"CUDA rules reviewed {rules.reviewed()}",
@@ -491,10 +523,10 @@ DRIVER_FIX = (
 
 def live(f: GateFacts) -> list[Finding]:
     if f.deep or f.section("torch") is not None:
-        err = f.error_finding("G1", "torch", "torch")
+        err = f.error_finding(GotchaId.G1, "torch", "torch")
         out = [err] if err else [_torch(f)]
     else:
-        err = f.error_finding("G1", "torch_static", "torch")
+        err = f.error_finding(GotchaId.G1, "torch_static", "torch")
         out = [err] if err else [_static(f)]
     out += _driver(f)
     out += _loader(f)
@@ -520,22 +552,32 @@ def _driver(f: GateFacts) -> list[Finding]:
 def _static(f: GateFacts) -> Finding:
     s = f.section("torch_static") or {}
     if not s.get("found"):
-        return Finding("G1", Status.SKIP, "torch is not installed: nothing CUDA to check", "torch")
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.SKIP,
+            summary="torch is not installed: nothing CUDA to check",
+            subject="torch",
+        )
     version = s.get("version") or "(version unknown)"
     if s.get("error"):
-        return Finding("G1", Status.ERROR, f"torch {version}: cannot read its files: {s['error']}", "torch")
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.ERROR,
+            summary=f"torch {version}: cannot read its files: {s['error']}",
+            subject="torch",
+        )
     needed: list[dict[str, Any]] = s.get("needed") or []
     lib = s.get("library")
     cuda = s.get("cuda")
     if not lib:
         how = "torch/version.py says cuda = None" if not cuda else f"torch/version.py says CUDA {cuda}"
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version} is a CPU-only build ({how}; no torch/lib/libtorch_cuda.so)",
-            "torch",
-            (),
-            LIVE_FIX,
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version} is a CPU-only build ({how}; no torch/lib/libtorch_cuda.so)",
+            subject="torch",
+            evidence=(),
+            fix=LIVE_FIX,
         )
     target = rules.target_major()
     evidence = tuple(
@@ -551,37 +593,37 @@ def _static(f: GateFacts) -> Finding:
             else f"torch/version.py says CUDA {cuda}"
         )
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version} needs CUDA {wrong[0]['major'] if wrong else label_major}: {what} "
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version} needs CUDA {wrong[0]['major'] if wrong else label_major}: {what} "
             f"— target is CUDA {target}",
-            "torch",
-            evidence,
-            LIVE_FIX,
+            subject="torch",
+            evidence=evidence,
+            fix=LIVE_FIX,
         )
     missing = [n for n in needed if not n.get("found")]
     if missing:
         first = missing[0]
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version}: {lib} needs {first['soname']}, which the loader will not find "
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version}: {lib} needs {first['soname']}, which the loader will not find "
             f"({first.get('how')})",
-            "torch",
-            evidence,
-            "install the CUDA 13 runtime wheels torch requires (pip install --force-reinstall torch from the "
-            "cu130 index), or put the CUDA 13 runtime on the loader path",
+            subject="torch",
+            evidence=evidence,
+            fix="install the CUDA 13 runtime wheels torch requires (pip install --force-reinstall torch from "
+            "the cu130 index), or put the CUDA 13 runtime on the loader path",
         )
     alien = [n for n in needed if n.get("machine")]
     if alien:
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version}: {alien[0]['found']} is built for {alien[0]['machine']}, "
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version}: {alien[0]['found']} is built for {alien[0]['machine']}, "
             f"not {s.get('machine')}",
-            "torch",
-            evidence,
-            LIVE_FIX,
+            subject="torch",
+            evidence=evidence,
+            fix=LIVE_FIX,
         )
     major = label_major or target
     proof = next((n for n in needed if n["soname"].startswith("libcudart")), needed[0] if needed else None)
@@ -591,19 +633,20 @@ def _static(f: GateFacts) -> Finding:
     ngc = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
     if f.driver_version is None and not f.gpu0:
         return Finding(
-            "G1",
-            Status.WARN,
-            f"torch {version} built for CUDA {cuda or major}{ngc}, but no NVIDIA driver or GPU is visible",
-            "torch",
-            evidence,
-            "run the container with --gpus all (or the NVIDIA runtime)",
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"torch {version} built for CUDA {cuda or major}{ngc}, but no NVIDIA driver or GPU is "
+            "visible",
+            subject="torch",
+            evidence=evidence,
+            fix="run the container with --gpus all (or the NVIDIA runtime)",
         )
     return Finding(
-        "G1",
-        Status.PASS,
-        f"static: torch {version} built for CUDA {cuda or major}{ngc}; {how}",
-        "torch",
-        (
+        id=GotchaId.G1,
+        status=Status.PASS,
+        summary=f"static: torch {version} built for CUDA {cuda or major}{ngc}; {how}",
+        subject="torch",
+        evidence=(
             *evidence,
             "the first CUDA operation is not run by default: --deep (or SPARKENV_GATE_DEEP=1) runs it",
         ),
@@ -617,71 +660,88 @@ def _torch(f: GateFacts) -> Finding:
     if "import_error" in stages:
         error = stages["import_error"]["error"]
         if error.startswith("ModuleNotFoundError") and "'torch'" in error:
-            return Finding("G1", Status.SKIP, "torch is not installed: nothing CUDA to check", "torch")
-        return Finding("G1", Status.FAIL, f"import torch fails: {error}", "torch", (error,), LIVE_FIX)
+            return Finding(
+                id=GotchaId.G1,
+                status=Status.SKIP,
+                summary="torch is not installed: nothing CUDA to check",
+                subject="torch",
+            )
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"import torch fails: {error}",
+            subject="torch",
+            evidence=(error,),
+            fix=LIVE_FIX,
+        )
     where = "the first CUDA operation" if "devices" in stages else "import torch"
     if probe.get("timed_out"):  # killed by us at the deadline: the check could not run, not a verdict
         return Finding(
-            "G1",
-            Status.ERROR,
-            f"{where} did not finish in time (killed at the gate's deadline)",
-            "torch",
-            tuple(probe.get("stderr_tail") or ()),
+            id=GotchaId.G1,
+            status=Status.ERROR,
+            summary=f"{where} did not finish in time (killed at the gate's deadline)",
+            subject="torch",
+            evidence=tuple(probe.get("stderr_tail") or ()),
         )
     if probe.get("signal"):
         tail = f": {probe['stderr_tail'][-1]}" if probe.get("stderr_tail") else ""
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"{where} was killed by {probe['signal']}{tail}",
-            "torch",
-            tuple(probe.get("stderr_tail") or ()),
-            LIVE_FIX,
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"{where} was killed by {probe['signal']}{tail}",
+            subject="torch",
+            evidence=tuple(probe.get("stderr_tail") or ()),
+            fix=LIVE_FIX,
         )
     t = f.torch
     if t is None:
         tail = (probe.get("stderr_tail") or ["no output"])[-1]
-        return Finding("G1", Status.ERROR, f"the torch probe gave no answer: {tail}", "torch")
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.ERROR,
+            summary=f"the torch probe gave no answer: {tail}",
+            subject="torch",
+        )
     version, cuda = t.get("version"), t.get("cuda")
     if not cuda:
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version} is a CPU-only build (torch.version.cuda is None)",
-            "torch",
-            (),
-            LIVE_FIX,
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version} is a CPU-only build (torch.version.cuda is None)",
+            subject="torch",
+            evidence=(),
+            fix=LIVE_FIX,
         )
     major = int(str(cuda).split(".")[0])
     label = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
     if major != target:
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version} is built for CUDA {cuda} — target is CUDA {target}",
-            "torch",
-            (),
-            LIVE_FIX,
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version} is built for CUDA {cuda} — target is CUDA {target}",
+            subject="torch",
+            evidence=(),
+            fix=LIVE_FIX,
         )
     if "cuda_error" in stages or "first_op_error" in stages:
         error = (stages.get("cuda_error") or stages.get("first_op_error"))["error"]
         return Finding(
-            "G1",
-            Status.FAIL,
-            f"torch {version} (CUDA {cuda}): the first CUDA operation fails: {error}",
-            "torch",
-            (error,),
-            "check the driver (nvidia-smi) and that no CUDA 12 library shadows CUDA 13",
+            id=GotchaId.G1,
+            status=Status.FAIL,
+            summary=f"torch {version} (CUDA {cuda}): the first CUDA operation fails: {error}",
+            subject="torch",
+            evidence=(error,),
+            fix="check the driver (nvidia-smi) and that no CUDA 12 library shadows CUDA 13",
         )
     devices = stages.get("devices") or {}
     if not devices.get("available"):
         return Finding(
-            "G1",
-            Status.WARN,
-            f"torch {version} built for CUDA {cuda}{label}, but no GPU is visible",
-            "torch",
-            (),
-            "run the container with --gpus all (or the NVIDIA runtime)",
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"torch {version} built for CUDA {cuda}{label}, but no GPU is visible",
+            subject="torch",
+            evidence=(),
+            fix="run the container with --gpus all (or the NVIDIA runtime)",
         )
     d = f.device or {}
     cache = f.raw.get("deep_cache") or {}
@@ -691,12 +751,12 @@ def _torch(f: GateFacts) -> Finding:
         else ""
     )
     return Finding(
-        "G1",
-        Status.PASS,
-        f"torch {version} built for CUDA {cuda}{label}; first CUDA operation ran in "
+        id=GotchaId.G1,
+        status=Status.PASS,
+        summary=f"torch {version} built for CUDA {cuda}{label}; first CUDA operation ran in "
         f"{d.get('first_op_s', '?')} s{when}",
-        "torch",
-        (f"import {t.get('import_s')} s", f"cudnn {t.get('cudnn')}"),
+        subject="torch",
+        evidence=(f"import {t.get('import_s')} s", f"cudnn {t.get('cudnn')}"),
     )
 
 
@@ -709,12 +769,12 @@ def _loader(f: GateFacts) -> list[Finding]:
         return []
     return [
         Finding(
-            "G1",
-            Status.WARN,
-            f"a CUDA 12 runtime is on the loader path: {', '.join(hits[:3])}",
-            "libcudart.so.12",
-            tuple(hits),
-            "remove it from LD_LIBRARY_PATH / ldconfig, or a CUDA 12 extension will load it silently",
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"a CUDA 12 runtime is on the loader path: {', '.join(hits[:3])}",
+            subject="libcudart.so.12",
+            evidence=tuple(hits),
+            fix="remove it from LD_LIBRARY_PATH / ldconfig, or a CUDA 12 extension will load it silently",
         )
     ]
 

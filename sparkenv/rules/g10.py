@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.gate.servers import identify
 from sparkenv.multinode import launch, nccl
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, g10_agreement, g10_link
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def live(f: GateFacts) -> list[Finding]:
 
     out: list[Finding] = []
     for part in PARTS:
-        out += run_rule("G10", part, f)
+        out += run_rule(GotchaId.G10, part, f)
     return out
 
 
@@ -38,11 +38,11 @@ def live_parallelism(f: GateFacts) -> list[Finding]:
         if isinstance(entry, dict) and entry.get("error"):
             findings.append(
                 Finding(
-                    "G10",
-                    Status.WARN,
-                    f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node count and "
-                    "tensor-parallel size were not read",
-                    f"config:{entry.get('path')}",
+                    id=GotchaId.G10,
+                    status=Status.WARN,
+                    summary=f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node "
+                    "count and tensor-parallel size were not read",
+                    subject=f"config:{entry.get('path')}",
                 )
             )
     return findings
@@ -53,13 +53,16 @@ def _section(f: GateFacts, plan: launch.Launch) -> tuple[dict | None, list[Findi
     if not plan.multi_node:
         return None, []
     if f.probe_error("multinode") is not None:
-        err = f.error_finding("G10", "multinode", "link")
+        err = f.error_finding(GotchaId.G10, "multinode", "link")
         return None, [err] if err else []
     section = f.section("multinode") or {}
     if not section.get("multi_node"):
         return None, [
             Finding(
-                "G10", Status.INFO, "link and agreement not checked: the snapshot has no link facts", "link"
+                id=GotchaId.G10,
+                status=Status.INFO,
+                summary="link and agreement not checked: the snapshot has no link facts",
+                subject="link",
             )
         ]
     return section, []
@@ -77,11 +80,11 @@ def live_link(f: GateFacts) -> list[Finding]:
         if keys:
             out.append(
                 Finding(
-                    "G10",
-                    Status.INFO,
-                    f"{conf['path']} sets {', '.join(keys)} (the environment overrides it)",
-                    f"nccl.conf:{conf['path']}",
-                    tuple(f"{k}={v}" for k, v in sorted(conf["settings"].items())),
+                    id=GotchaId.G10,
+                    status=Status.INFO,
+                    summary=f"{conf['path']} sets {', '.join(keys)} (the environment overrides it)",
+                    subject=f"nccl.conf:{conf['path']}",
+                    evidence=tuple(f"{k}={v}" for k, v in sorted(conf["settings"].items())),
                 )
             )
     return out
@@ -103,7 +106,7 @@ def live_known_hosts(f: GateFacts) -> list[Finding]:
     nodes = _plan(f).nodes
     kernel = (f.raw.get("host") or {}).get("kernel")
     found = hosts.judge(kernel, f.section("meminfo"), f.driver_version, f.env.get("CUDA_VERSION"), nodes > 1)
-    return [x for x in found if x.id == "G10"]
+    return [x for x in found if x.id == GotchaId.G10]
 
 
 def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
@@ -113,37 +116,41 @@ def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
     kind = "inference" if inference else "training"
     if nodes <= 1:
         text = f"single node{f', tensor parallel size {tp}' if tp > 1 else ''}: nothing crosses the link"
-        return [Finding("G10", Status.PASS, text, "parallelism", evidence)]
+        return [
+            Finding(
+                id=GotchaId.G10, status=Status.PASS, summary=text, subject="parallelism", evidence=evidence
+            )
+        ]
     if tp <= 1:
         return [
             Finding(
-                "G10",
-                Status.PASS,
-                f"{nodes} nodes without tensor parallelism (DDP/FSDP): fits ConnectX-7",
-                "parallelism",
-                evidence,
+                id=GotchaId.G10,
+                status=Status.PASS,
+                summary=f"{nodes} nodes without tensor parallelism (DDP/FSDP): fits ConnectX-7",
+                subject="parallelism",
+                evidence=evidence,
             )
         ]
     text = f"{kind} with tensor parallel size {tp} across {nodes} nodes"
     if inference:
         return [
             Finding(
-                "G10",
-                Status.WARN,
-                f"{text}: NVIDIA's serving playbooks do it, but expect it to be slow",
-                "parallelism",
-                evidence,
-                "prefer one model per Spark, or pipeline parallelism across nodes",
+                id=GotchaId.G10,
+                status=Status.WARN,
+                summary=f"{text}: NVIDIA's serving playbooks do it, but expect it to be slow",
+                subject="parallelism",
+                evidence=evidence,
+                fix="prefer one model per Spark, or pipeline parallelism across nodes",
             )
         ]
     return [
         Finding(
-            "G10",
-            Status.FAIL,
-            f"{text}: TP traffic is too fine-grained for the link, runs hang or crawl",
-            "parallelism",
-            evidence,
-            "train with DDP or FSDP across Sparks; keep TP inside one node",
+            id=GotchaId.G10,
+            status=Status.FAIL,
+            summary=f"{text}: TP traffic is too fine-grained for the link, runs hang or crawl",
+            subject="parallelism",
+            evidence=evidence,
+            fix="train with DDP or FSDP across Sparks; keep TP inside one node",
         )
     ]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from sparkenv import datafiles
 from sparkenv.multinode import digest
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 
-G = "G10"
+G = GotchaId.G10
 SUBJECT = "agreement"
 
 
@@ -26,18 +26,23 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
         return []
     if "skipped" in agreement:
         return [
-            Finding(G, Status.INFO, f"agreement between nodes not checked: {agreement['skipped']}", SUBJECT)
+            Finding(
+                id=G,
+                status=Status.INFO,
+                summary=f"agreement between nodes not checked: {agreement['skipped']}",
+                subject=SUBJECT,
+            )
         ]
     store = agreement.get("store", "?")
     if agreement.get("error"):
         return [
             Finding(
-                G,
-                Status.ERROR,
-                f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
-                SUBJECT,
-                (f"store {store}",),
-                "start every node's gate within the deadline (--deadline), with the same master address "
+                id=G,
+                status=Status.ERROR,
+                summary=f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
+                subject=SUBJECT,
+                evidence=(f"store {store}",),
+                fix="start every node's gate within the deadline (--deadline), with the same master address "
                 "and port",
             )
         ]
@@ -53,25 +58,25 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
         text = "; ".join(f"{d.node} has {_short(d.theirs)}" for d in items)
         out.append(
             Finding(
-                G,
-                Status.FAIL,
-                f"nodes disagree on {field}: {digest.label(ref)} has {_short(items[0].mine)}, {text}",
-                f"{SUBJECT}:{field}",
-                tuple(f"{d.node}: {d.theirs!r} vs {d.mine!r}" for d in items),
-                "run the same image (pull it by digest) with the same lock and settings on every node",
+                id=G,
+                status=Status.FAIL,
+                summary=f"nodes disagree on {field}: {digest.label(ref)} has {_short(items[0].mine)}, {text}",
+                subject=f"{SUBJECT}:{field}",
+                evidence=tuple(f"{d.node}: {d.theirs!r} vs {d.mine!r}" for d in items),
+                fix="run the same image (pull it by digest) with the same lock and settings on every node",
             )
         )
     seen = ", ".join(digest.label(peers[k]) for k in sorted(peers, key=int))
     if missing:
         out.append(
             Finding(
-                G,
-                Status.ERROR,
-                f"node(s) {', '.join(str(m) for m in missing)} of {nodes} did not publish within "
+                id=G,
+                status=Status.ERROR,
+                summary=f"node(s) {', '.join(str(m) for m in missing)} of {nodes} did not publish within "
                 f"{agreement.get('waited_s', '?')} s; seen: {seen or 'none'}",
-                SUBJECT,
-                (f"store {store}",),
-                "start every node's gate within the deadline; check the master address and that the port "
+                subject=SUBJECT,
+                evidence=(f"store {store}",),
+                fix="start every node's gate within the deadline; check the master address and that the port "
                 "is open between the nodes",
             )
         )
@@ -81,12 +86,12 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
         note = f" ({', '.join(unknown)} unknown on all)" if unknown else ""
         out.append(
             Finding(
-                G,
-                Status.PASS,
-                f"{len(peers)} nodes agree on {', '.join(f for f in fields if f not in unknown)} and NCCL "
-                f"settings{note}",
-                SUBJECT,
-                (f"store {store}", f"seen: {seen}"),
+                id=G,
+                status=Status.PASS,
+                summary=f"{len(peers)} nodes agree on {', '.join(f for f in fields if f not in unknown)} and "
+                f"NCCL settings{note}",
+                subject=SUBJECT,
+                evidence=(f"store {store}", f"seen: {seen}"),
             )
         )
     out += _link_test(agreement.get("link_test"), spark=_all_spark(peers))
@@ -106,7 +111,10 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
     if result.get("error"):
         return [
             Finding(
-                G, Status.ERROR, f"link test ({result.get('backend')}) failed: {result['error']}", subject
+                id=G,
+                status=Status.ERROR,
+                summary=f"link test ({result.get('backend')}) failed: {result['error']}",
+                subject=subject,
             )
         ]
     data = datafiles.load("multinode")["link_test"]
@@ -117,25 +125,45 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
     )
     evidence = (f"algbw {result['algbw_gbs']:g} GB/s", f"set-up {result.get('setup_s')} s")
     if not result.get("correct", True):
-        return [Finding(G, Status.FAIL, f"{figure}: the sum is wrong", subject, evidence)]
+        return [
+            Finding(
+                id=G,
+                status=Status.FAIL,
+                summary=f"{figure}: the sum is wrong",
+                subject=subject,
+                evidence=evidence,
+            )
+        ]
     if result["backend"] != "nccl" or not spark:
         return [
-            Finding(G, Status.INFO, f"{figure}; no expectation for this pair in the data", subject, evidence)
+            Finding(
+                id=G,
+                status=Status.INFO,
+                summary=f"{figure}; no expectation for this pair in the data",
+                subject=subject,
+                evidence=evidence,
+            )
         ]
     expected = float(data["spark_busbw_gbs"])
     if result["busbw_gbs"] < expected * float(data["warn_below_fraction"]):
         return [
             Finding(
-                G,
-                Status.WARN,
-                f"{figure}: below {expected * data['warn_below_fraction']:g} GB/s (a healthy Spark pair "
-                f"reaches ~{expected:g})",
-                subject,
-                evidence,
-                "likely: NCCL_IB_HCA without both halves of the port, a degraded link rate, MTU 1500, "
+                id=G,
+                status=Status.WARN,
+                summary=f"{figure}: below {expected * data['warn_below_fraction']:g} GB/s (a healthy Spark "
+                f"pair reaches ~{expected:g})",
+                subject=subject,
+                evidence=evidence,
+                fix="likely: NCCL_IB_HCA without both halves of the port, a degraded link rate, MTU 1500, "
                 "NCCL_IB_DISABLE or a socket fallback (see the G10 link lines above)",
             )
         ]
     return [
-        Finding(G, Status.PASS, f"{figure}: at or above the expected ~{expected:g} GB/s", subject, evidence)
+        Finding(
+            id=G,
+            status=Status.PASS,
+            summary=f"{figure}: at or above the expected ~{expected:g} GB/s",
+            subject=subject,
+            evidence=evidence,
+        )
     ]

@@ -11,9 +11,9 @@ from typing import Any
 from sparkenv import datafiles
 from sparkenv.multinode.launch import Launch
 from sparkenv.multinode.nccl import DeviceList
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 
-G = "G10"
+G = GotchaId.G10
 
 
 def _data() -> dict[str, Any]:
@@ -77,14 +77,14 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
         status = Status.WARN if spark else Status.INFO
         return [
             Finding(
-                G,
-                status,
-                "no RDMA device visible (/sys/class/infiniband is empty): NCCL falls back to TCP sockets, a "
-                "fraction of the link's bandwidth",
-                "link",
-                (f"read under {link.get('root', '/')}",),
-                "in a container: docker run --network host --device /dev/infiniband --ulimit memlock=-1; on "
-                "the host: the mlx5 driver and rdma-core",
+                id=G,
+                status=status,
+                summary="no RDMA device visible (/sys/class/infiniband is empty): NCCL falls back to TCP "
+                "sockets, a fraction of the link's bandwidth",
+                subject="link",
+                evidence=(f"read under {link.get('root', '/')}",),
+                fix="in a container: docker run --network host --device /dev/infiniband --ulimit memlock=-1; "
+                "on the host: the mlx5 driver and rdma-core",
             )
         ]
     out = []
@@ -106,11 +106,12 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
         if p.get("state") != "ACTIVE":
             out.append(
                 Finding(
-                    G,
-                    Status.INFO,
-                    f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in use)",
-                    f"rdma:{dev}",
-                    evidence,
+                    id=G,
+                    status=Status.INFO,
+                    summary=f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in "
+                    "use)",
+                    subject=f"rdma:{dev}",
+                    evidence=evidence,
                 )
             )
             continue
@@ -118,13 +119,13 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
         if rate is not None and rate < expected:
             out.append(
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link (NCCL will "
-                    "crawl and large collectives can stall)",
-                    f"rdma:{dev}",
-                    evidence,
-                    "reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
+                    id=G,
+                    status=Status.WARN,
+                    summary=f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
+                    "(NCCL will crawl and large collectives can stall)",
+                    subject=f"rdma:{dev}",
+                    evidence=evidence,
+                    fix="reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
                     "check-connectx-bandwidth (dgx-spark-playbooks#108) measures the rail",
                 )
             )
@@ -134,27 +135,36 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
         if low:
             out.append(
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
+                    id=G,
+                    status=Status.WARN,
+                    summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
                     f"{data['spark']['mtu']} the Spark playbooks use, NCCL's throughput drops",
-                    f"rdma:{dev}",
-                    evidence,
-                    f"ip link set {netdevs[0]} mtu {data['spark']['mtu']} on both nodes (and on the switch)",
+                    subject=f"rdma:{dev}",
+                    evidence=evidence,
+                    fix=f"ip link set {netdevs[0]} mtu {data['spark']['mtu']} on both nodes (and on the "
+                    "switch)",
                 )
             )
             continue
-        out.append(Finding(G, Status.PASS, f"{where} is Active at {rate:g} Gb/s", f"rdma:{dev}", evidence))
+        out.append(
+            Finding(
+                id=G,
+                status=Status.PASS,
+                summary=f"{where} is Active at {rate:g} Gb/s",
+                subject=f"rdma:{dev}",
+                evidence=evidence,
+            )
+        )
     if not active:
         out.append(
             Finding(
-                G,
-                Status.WARN if spark else Status.INFO,
-                f"{len(link['rdma'])} RDMA device(s), none Active: no cable, or the peer is down; NCCL falls "
-                "back to TCP sockets",
-                "link",
-                tuple(sorted(link["rdma"])),
-                "connect the QSFP cable and bring the link up (ibstat shows State: Active)",
+                id=G,
+                status=Status.WARN if spark else Status.INFO,
+                summary=f"{len(link['rdma'])} RDMA device(s), none Active: no cable, or the peer is down; "
+                "NCCL falls back to TCP sockets",
+                subject="link",
+                evidence=tuple(sorted(link["rdma"])),
+                fix="connect the QSFP cable and bring the link up (ibstat shows State: Active)",
             )
         )
     return out
@@ -168,25 +178,25 @@ def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]])
     if disable and disable[0].strip() not in ("", "0"):
         out.append(
             Finding(
-                G,
-                Status.WARN,
-                f"NCCL_IB_DISABLE={disable[0]} ({disable[1]}) with Active RDMA devices: NCCL uses TCP "
-                "sockets, a fraction of the link",
-                "NCCL_IB_DISABLE",
-                (f"active: {', '.join(active_devices(link))}",),
-                f"unset NCCL_IB_DISABLE (set in {disable[1]})",
+                id=G,
+                status=Status.WARN,
+                summary=f"NCCL_IB_DISABLE={disable[0]} ({disable[1]}) with Active RDMA devices: NCCL uses "
+                "TCP sockets, a fraction of the link",
+                subject="NCCL_IB_DISABLE",
+                evidence=(f"active: {', '.join(active_devices(link))}",),
+                fix=f"unset NCCL_IB_DISABLE (set in {disable[1]})",
             )
         )
     net = settings.get("NCCL_NET")
     if net and net[0].strip().lower() == "socket":
         out.append(
             Finding(
-                G,
-                Status.WARN,
-                f"NCCL_NET={net[0]} ({net[1]}) with Active RDMA devices: NCCL uses TCP sockets",
-                "NCCL_NET",
-                (),
-                f"unset NCCL_NET or set it to IB (set in {net[1]})",
+                id=G,
+                status=Status.WARN,
+                summary=f"NCCL_NET={net[0]} ({net[1]}) with Active RDMA devices: NCCL uses TCP sockets",
+                subject="NCCL_NET",
+                evidence=(),
+                fix=f"unset NCCL_NET or set it to IB (set in {net[1]})",
             )
         )
     return out
@@ -209,22 +219,23 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
             pair = ",".join(twins[0])
             return [
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"NCCL_IB_HCA is unset while both halves of a ConnectX-7 port are Active ({pair}): NCCL "
-                    "may drive one half only, about half the port (dgx-spark-playbooks#102: ~3 GB/s)",
-                    "NCCL_IB_HCA",
-                    (f"active: {', '.join(active)}",),
-                    f"export NCCL_IB_HCA={pair} on every node",
+                    id=G,
+                    status=Status.WARN,
+                    summary="NCCL_IB_HCA is unset while both halves of a ConnectX-7 port are Active "
+                    f"({pair}): NCCL may drive one half only, about half the port (dgx-spark-playbooks#102: "
+                    "~3 GB/s)",
+                    subject="NCCL_IB_HCA",
+                    evidence=(f"active: {', '.join(active)}",),
+                    fix=f"export NCCL_IB_HCA={pair} on every node",
                 )
             ]
         return [
             Finding(
-                G,
-                Status.INFO,
-                "NCCL_IB_HCA is unset: NCCL uses every Active RDMA device",
-                "NCCL_IB_HCA",
-                (f"active: {', '.join(active) or 'none'}",),
+                id=G,
+                status=Status.INFO,
+                summary="NCCL_IB_HCA is unset: NCCL uses every Active RDMA device",
+                subject="NCCL_IB_HCA",
+                evidence=(f"active: {', '.join(active) or 'none'}",),
             )
         ]
     value, source = hca
@@ -235,25 +246,25 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
     if unknown:
         return [
             Finding(
-                G,
-                Status.FAIL,
-                f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node (another "
-                "machine's names, or a leftover nccl.conf)",
-                "NCCL_IB_HCA",
-                evidence,
-                f"set NCCL_IB_HCA to this node's devices ({', '.join(active) or ', '.join(devices)})",
+                id=G,
+                status=Status.FAIL,
+                summary=f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node "
+                "(another machine's names, or a leftover nccl.conf)",
+                subject="NCCL_IB_HCA",
+                evidence=evidence,
+                fix=f"set NCCL_IB_HCA to this node's devices ({', '.join(active) or ', '.join(devices)})",
             )
         ]
     if not [d for d in chosen if d in active]:
         return [
             Finding(
-                G,
-                Status.FAIL,
-                f"NCCL_IB_HCA={value} selects only devices that are not Active "
+                id=G,
+                status=Status.FAIL,
+                summary=f"NCCL_IB_HCA={value} selects only devices that are not Active "
                 f"({', '.join(chosen) or 'none'})",
-                "NCCL_IB_HCA",
-                evidence,
-                f"name the Active devices: {', '.join(active) or 'none is Active'}",
+                subject="NCCL_IB_HCA",
+                evidence=evidence,
+                fix=f"name the Active devices: {', '.join(active) or 'none is Active'}",
             )
         ]
     half = [(a, b) for a, b in twins if (a in chosen) != (b in chosen)]
@@ -262,22 +273,22 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
         missing = b if a in chosen else a
         return [
             Finding(
-                G,
-                Status.WARN,
-                f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about half the "
-                "port's bandwidth",
-                "NCCL_IB_HCA",
-                evidence,
-                f"export NCCL_IB_HCA={a},{b}",
+                id=G,
+                status=Status.WARN,
+                summary=f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about "
+                "half the port's bandwidth",
+                subject="NCCL_IB_HCA",
+                evidence=evidence,
+                fix=f"export NCCL_IB_HCA={a},{b}",
             )
         ]
     return [
         Finding(
-            G,
-            Status.PASS,
-            f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}",
-            "NCCL_IB_HCA",
-            evidence,
+            id=G,
+            status=Status.PASS,
+            summary=f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}",
+            subject="NCCL_IB_HCA",
+            evidence=evidence,
         )
     ]
 
@@ -302,11 +313,11 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
         )
         return [
             Finding(
-                G,
-                Status.INFO,
-                "NCCL_IB_GID_INDEX is unset: NCCL picks the GID; RoCE v2 IPv4 GIDs here: "
+                id=G,
+                status=Status.INFO,
+                summary="NCCL_IB_GID_INDEX is unset: NCCL picks the GID; RoCE v2 IPv4 GIDs here: "
                 f"{', '.join(v2) or 'none'}",
-                "NCCL_IB_GID_INDEX",
+                subject="NCCL_IB_GID_INDEX",
             )
         ]
     value, source = gid
@@ -325,34 +336,35 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
     if bad:
         return [
             Finding(
-                G,
-                Status.FAIL,
-                f"NCCL_IB_GID_INDEX={value}: no GID at that index on {', '.join(bad)}: NCCL's connections "
-                "fail or hang",
-                "NCCL_IB_GID_INDEX",
-                evidence,
-                "pick the index of a RoCE v2 GID: grep . /sys/class/infiniband/*/ports/1/gid_attrs/types/*",
+                id=G,
+                status=Status.FAIL,
+                summary=f"NCCL_IB_GID_INDEX={value}: no GID at that index on {', '.join(bad)}: NCCL's "
+                "connections fail or hang",
+                subject="NCCL_IB_GID_INDEX",
+                evidence=evidence,
+                fix="pick the index of a RoCE v2 GID: grep . "
+                "/sys/class/infiniband/*/ports/1/gid_attrs/types/*",
             )
         ]
     if weak:
         return [
             Finding(
-                G,
-                Status.WARN,
-                f"NCCL_IB_GID_INDEX={value} is not a RoCE v2 GID on {', '.join(weak)}: "
+                id=G,
+                status=Status.WARN,
+                summary=f"NCCL_IB_GID_INDEX={value} is not a RoCE v2 GID on {', '.join(weak)}: "
                 "not routable across subnets",
-                "NCCL_IB_GID_INDEX",
-                evidence,
-                "pick the index of a RoCE v2 GID (public Spark setups use 3)",
+                subject="NCCL_IB_GID_INDEX",
+                evidence=evidence,
+                fix="pick the index of a RoCE v2 GID (public Spark setups use 3)",
             )
         ]
     return [
         Finding(
-            G,
-            Status.PASS,
-            f"NCCL_IB_GID_INDEX={value} is RoCE v2 on {', '.join(good)}",
-            "NCCL_IB_GID_INDEX",
-            evidence,
+            id=G,
+            status=Status.PASS,
+            summary=f"NCCL_IB_GID_INDEX={value} is RoCE v2 on {', '.join(good)}",
+            subject="NCCL_IB_GID_INDEX",
+            evidence=evidence,
         )
     ]
 
@@ -376,23 +388,23 @@ def _ifname(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) ->
         if fast and other:
             return [
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"NCCL_SOCKET_IFNAME is unset and {', '.join(other)} "
+                    id=G,
+                    status=Status.WARN,
+                    summary=f"NCCL_SOCKET_IFNAME is unset and {', '.join(other)} "
                     f"{'are' if len(other) > 1 else 'is'} up beside the link "
                     f"({', '.join(sorted(fast))}): NCCL's bootstrap may pick the wrong interface",
-                    "NCCL_SOCKET_IFNAME",
-                    (),
-                    f"export NCCL_SOCKET_IFNAME={preferred(link)} (the same name on every node)",
+                    subject="NCCL_SOCKET_IFNAME",
+                    evidence=(),
+                    fix=f"export NCCL_SOCKET_IFNAME={preferred(link)} (the same name on every node)",
                 )
             ]
         return [
             Finding(
-                G,
-                Status.INFO,
-                "NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up",
-                "NCCL_SOCKET_IFNAME",
-                tuple(f"up: {n}" for n in up),
+                id=G,
+                status=Status.INFO,
+                summary="NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up",
+                subject="NCCL_SOCKET_IFNAME",
+                evidence=tuple(f"up: {n}" for n in up),
             )
         ]
     value, source = setting
@@ -402,34 +414,34 @@ def _ifname(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) ->
     if not chosen:
         return [
             Finding(
-                G,
-                Status.FAIL,
-                f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL cannot "
-                "bootstrap",
-                "NCCL_SOCKET_IFNAME",
-                evidence,
-                f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
+                id=G,
+                status=Status.FAIL,
+                summary=f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL "
+                "cannot bootstrap",
+                subject="NCCL_SOCKET_IFNAME",
+                evidence=evidence,
+                fix=f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
             )
         ]
     slow = [n for n in chosen if is_slow(n, net)]
     if slow:
         return [
             Finding(
-                G,
-                Status.WARN,
-                f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
-                "NCCL_SOCKET_IFNAME",
-                evidence,
-                f"name the link: {', '.join(sorted(fast)) or '?'}",
+                id=G,
+                status=Status.WARN,
+                summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
+                subject="NCCL_SOCKET_IFNAME",
+                evidence=evidence,
+                fix=f"name the link: {', '.join(sorted(fast)) or '?'}",
             )
         ]
     return [
         Finding(
-            G,
-            Status.PASS,
-            f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
-            "NCCL_SOCKET_IFNAME",
-            evidence,
+            id=G,
+            status=Status.PASS,
+            summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
+            subject="NCCL_SOCKET_IFNAME",
+            evidence=evidence,
         )
     ]
 
@@ -471,24 +483,24 @@ def _advertised(
         except ValueError:
             out.append(
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"{s.source}: {s.value} does not resolve to an IPv4 address here",
-                    subject,
-                    (s.source,),
-                    "use the link interface's address",
+                    id=G,
+                    status=Status.WARN,
+                    summary=f"{s.source}: {s.value} does not resolve to an IPv4 address here",
+                    subject=subject,
+                    evidence=(s.source,),
+                    fix="use the link interface's address",
                 )
             )
             continue
         if ip.is_loopback or ip.is_unspecified:
             out.append(
                 Finding(
-                    G,
-                    Status.FAIL,
-                    f"{s.source}: {shown} cannot be reached from another node",
-                    subject,
-                    (s.source,),
-                    f"advertise this link's address ({hint or 'see ip -br addr'})",
+                    id=G,
+                    status=Status.FAIL,
+                    summary=f"{s.source}: {shown} cannot be reached from another node",
+                    subject=subject,
+                    evidence=(s.source,),
+                    fix=f"advertise this link's address ({hint or 'see ip -br addr'})",
                 )
             )
             continue
@@ -496,38 +508,47 @@ def _advertised(
         if iface is None:
             out.append(
                 Finding(
-                    G,
-                    Status.INFO,
-                    f"{s.source}: {shown} is not on a directly attached subnet (routed)",
-                    subject,
-                    (s.source,),
+                    id=G,
+                    status=Status.INFO,
+                    summary=f"{s.source}: {shown} is not on a directly attached subnet (routed)",
+                    subject=subject,
+                    evidence=(s.source,),
                 )
             )
         elif is_slow(iface, net):
             out.append(
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"{s.source}: {shown} is on {iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, "
-                    "not the link: the rendezvous and NCCL's bootstrap go over it",
-                    subject,
-                    (s.source,),
-                    f"advertise the link's address ({hint or ', '.join(sorted(fast))})",
+                    id=G,
+                    status=Status.WARN,
+                    summary=f"{s.source}: {shown} is on "
+                    f"{iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, not the link: the "
+                    "rendezvous and NCCL's bootstrap go over it",
+                    subject=subject,
+                    evidence=(s.source,),
+                    fix=f"advertise the link's address ({hint or ', '.join(sorted(fast))})",
                 )
             )
         elif fast and iface not in fast:
             out.append(
                 Finding(
-                    G,
-                    Status.WARN,
-                    f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
-                    subject,
-                    (s.source,),
-                    f"advertise the link's address ({hint or '?'})",
+                    id=G,
+                    status=Status.WARN,
+                    summary=f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
+                    subject=subject,
+                    evidence=(s.source,),
+                    fix=f"advertise the link's address ({hint or '?'})",
                 )
             )
         else:
-            out.append(Finding(G, Status.PASS, f"{s.source}: {shown} is on {iface}", subject, (s.source,)))
+            out.append(
+                Finding(
+                    id=G,
+                    status=Status.PASS,
+                    summary=f"{s.source}: {shown} is on {iface}",
+                    subject=subject,
+                    evidence=(s.source,),
+                )
+            )
     return out
 
 

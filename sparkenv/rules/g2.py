@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.patches.sdpa import mode_from_env
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major, unsloth
 from sparkenv.rules.cuda_major import Binding
 
@@ -57,26 +57,26 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
         ):
             return [
                 Finding(
-                    "G2",
-                    Status.PASS,
-                    f"{key} is provided by the base ({provider} "
+                    id=GotchaId.G2,
+                    status=Status.PASS,
+                    summary=f"{key} is provided by the base ({provider} "
                     f"{base_v or 'version not recorded'}, {profile.image}); "
                     "excluded from resolution, nothing compiles",
-                    key,
-                    ev,
+                    subject=key,
+                    evidence=ev,
                 )
             ]
         return [
             Finding(
-                "G2",
-                Status.FAIL,
-                f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
+                id=GotchaId.G2,
+                status=Status.FAIL,
+                summary=f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
                 f"{provider} {base_v}: "
                 "installing it replaces a working build with a from-source CUDA compile (1–1.5 h "
                 "that looks like a hang)",
-                key,
-                ev,
-                f"drop the requirement and use the base's {provider}, or require {key}=={base_v}",
+                subject=key,
+                evidence=ev,
+                fix=f"drop the requirement and use the base's {provider}, or require {key}=={base_v}",
             )
         ]
     if d.url and d.url.endswith(".whl"):
@@ -84,23 +84,23 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
     if profile.machine in wheel_cpus:
         return [
             Finding(
-                "G2",
-                Status.PASS,
-                f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
+                id=GotchaId.G2,
+                status=Status.PASS,
+                summary=f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
                 "one is chosen",
-                key,
-                ev,
+                subject=key,
+                evidence=ev,
             )
         ]
     return [
         Finding(
-            "G2",
-            Status.FAIL,
-            f"{key} ({d.where}) has no {profile.machine} wheel upstream: pip compiles its CUDA code from the "
-            f"sdist (1–1.5 h that looks like a hang) on {profile.name}",
-            key,
-            ev,
-            "use an NGC profile (flash-attn is built in), or drop it and use SDPA",
+            id=GotchaId.G2,
+            status=Status.FAIL,
+            summary=f"{key} ({d.where}) has no {profile.machine} wheel upstream: pip compiles its CUDA code "
+            f"from the sdist (1–1.5 h that looks like a hang) on {profile.name}",
+            subject=key,
+            evidence=ev,
+            fix="use an NGC profile (flash-attn is built in), or drop it and use SDPA",
         )
     ]
 
@@ -116,25 +116,25 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         if key in compiles:
             out.append(
                 Finding(
-                    "G2",
-                    Status.FAIL,
-                    f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing it "
-                    "compiles CUDA code (1–1.5 h that looks like a hang)",
-                    key,
-                    ev,
-                    "use an NGC profile that provides it, or drop it (SDPA instead of flash-attn)",
+                    id=GotchaId.G2,
+                    status=Status.FAIL,
+                    summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing "
+                    "it compiles CUDA code (1–1.5 h that looks like a hang)",
+                    subject=key,
+                    evidence=ev,
+                    fix="use an NGC profile that provides it, or drop it (SDPA instead of flash-attn)",
                 )
             )
         else:
             out.append(
                 Finding(
-                    "G2",
-                    Status.WARN,
-                    f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
+                    id=GotchaId.G2,
+                    status=Status.WARN,
+                    summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
                     "is built at install",
-                    key,
-                    ev,
-                    "prefer a version with a wheel for the target",
+                    subject=key,
+                    evidence=ev,
+                    fix="prefer a version with a wheel for the target",
                 )
             )
     return out
@@ -154,11 +154,11 @@ def installed(facts: AuditFacts) -> list[Finding]:
     if fa is None:
         findings.append(
             Finding(
-                "G2",
-                Status.INFO,
-                "flash-attn is not installed: attention uses SDPA "
+                id=GotchaId.G2,
+                status=Status.INFO,
+                summary="flash-attn is not installed: attention uses SDPA "
                 "(on a bare pip environment, keep it that way)",
-                "flash-attn",
+                subject="flash-attn",
             )
         )
     else:
@@ -215,29 +215,30 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
         troubles.append(f"built for CUDA {others[-1]}, target is CUDA {target}")
     if troubles:
         return Finding(
-            "G2",
-            Status.FAIL,
-            f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
-            "flash-attn",
-            tuple(evidence),
-            "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
+            id=GotchaId.G2,
+            status=Status.FAIL,
+            summary=f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
+            subject="flash-attn",
+            evidence=tuple(evidence),
+            fix="pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn "
             "(never pip install flash-attn on a Spark: it compiles for an hour)",
         ), False
     if not df.dist.files_known:
         return Finding(
-            "G2",
-            Status.WARN,
-            f"{who}: its files are not listed, fit not checked; origin: {where}",
-            "flash-attn",
-            tuple(evidence),
-            "reinstall it with pip so its RECORD lists the files",
+            id=GotchaId.G2,
+            status=Status.WARN,
+            summary=f"{who}: its files are not listed, fit not checked; origin: {where}",
+            subject="flash-attn",
+            evidence=tuple(evidence),
+            fix="reinstall it with pip so its RECORD lists the files",
         ), False
     return Finding(
-        "G2",
-        Status.PASS,
-        f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit {facts.target.machine}",
-        "flash-attn",
-        tuple(evidence),
+        id=GotchaId.G2,
+        status=Status.PASS,
+        summary=f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit "
+        f"{facts.target.machine}",
+        subject="flash-attn",
+        evidence=tuple(evidence),
     ), True
 
 
@@ -245,24 +246,25 @@ def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Fin
     who = f"{unsloth.dist.key} {unsloth.dist.version}"
     if facts.sdpa_override:
         return Finding(
-            "G2",
-            Status.PASS,
-            f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
-            unsloth.dist.key,
-            (f"override: {facts.sdpa_override}",),
+            id=GotchaId.G2,
+            status=Status.PASS,
+            summary=f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
+            subject=unsloth.dist.key,
+            evidence=(f"override: {facts.sdpa_override}",),
         )
     return Finding(
-        "G2",
-        Status.WARN,
-        f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA override: "
+        id=GotchaId.G2,
+        status=Status.WARN,
+        summary=f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA "
+        "override: "
         'Unsloth picks flash-attn and FastLanguageModel drops attn_implementation="sdpa"',
-        unsloth.dist.key,
-        (
+        subject=unsloth.dist.key,
+        evidence=(
             "unsloth sets HAS_FLASH_ATTENTION in each of its modules when flash_attn imports",
             f"no {packages().sdpa_override_pth} in the site folders",
         ),
-        "if you want SDPA: sparkenv patch sdpa --install (it sets the flag in every Unsloth module, not only "
-        f"unsloth.models._utils; {_EXPLAIN}); if flash-attn is what you want, nothing to do",
+        fix="if you want SDPA: sparkenv patch sdpa --install (it sets the flag in every Unsloth module, not "
+        f"only unsloth.models._utils; {_EXPLAIN}); if flash-attn is what you want, nothing to do",
     )
 
 
@@ -297,7 +299,9 @@ def live(f: GateFacts) -> list[Finding]:
 
 def _live_flash_attn(flash: dict | None, installed: bool, deep: bool = True) -> Finding:
     def finding(status: Status, summary: str, fix: str | None = None) -> Finding:
-        return Finding("G2", status, summary, "flash-attn", (), fix)
+        return Finding(
+            id=GotchaId.G2, status=status, summary=summary, subject="flash-attn", evidence=(), fix=fix
+        )
 
     drop = "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn"
     if not installed and (flash is None or not flash.get("importable")):
@@ -343,25 +347,33 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             if dispatch
             else " (Unsloth not imported: --import-unsloth checks its dispatch)"
         )
-        return Finding("G2", Status.PASS, f"{who}: the SDPA override is active{seen}", member, evidence)
+        return Finding(
+            id=GotchaId.G2,
+            status=Status.PASS,
+            summary=f"{who}: the SDPA override is active{seen}",
+            subject=member,
+            evidence=evidence,
+        )
     if wanted:
         why = f"Unsloth's dispatch picks {dispatch}" if dispatch else "Unsloth will train with flash-attn"
         return Finding(
-            "G2",
-            Status.FAIL,
-            f"{who}: SDPA is wanted but the override is not active: {why}",
-            member,
-            evidence,
-            "install sparkenv's SDPA override (sparkenv patch sdpa --install); keep SPARKENV_SDPA unset or 1",
+            id=GotchaId.G2,
+            status=Status.FAIL,
+            summary=f"{who}: SDPA is wanted but the override is not active: {why}",
+            subject=member,
+            evidence=evidence,
+            fix="install sparkenv's SDPA override (sparkenv patch sdpa --install); keep SPARKENV_SDPA unset "
+            "or 1",
         )
     off = " (SPARKENV_SDPA switches the override off)" if switched_off else ""
     return Finding(
-        "G2",
-        Status.INFO,
-        f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install the '
+        id=GotchaId.G2,
+        status=Status.INFO,
+        summary=f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install '
+        "the "
         "override (sparkenv patch sdpa --install)",
-        member,
-        evidence,
+        subject=member,
+        evidence=evidence,
     )
 
 
@@ -391,7 +403,7 @@ def override_outcome(f: OverrideFacts) -> Finding:
         evidence = (f"wrote {f.module}", f"wrote {f.pth}")
         if f.verified is None:
             return Finding(
-                id="G2",
+                id=GotchaId.G2,
                 status=Status.WARN,
                 summary=f"SDPA override installed in {f.site}; not verified: no interpreter found for it",
                 subject=f.pth,
@@ -401,14 +413,14 @@ def override_outcome(f: OverrideFacts) -> Finding:
         ok, why = f.verified
         if ok:
             return Finding(
-                id="G2",
+                id=GotchaId.G2,
                 status=Status.PASS,
                 summary=f"SDPA override installed in {f.site}: {why}; SPARKENV_SDPA=0 switches it off",
                 subject=f.pth,
                 evidence=(*evidence, why),
             )
         return Finding(
-            id="G2",
+            id=GotchaId.G2,
             status=Status.FAIL,
             summary=f"SDPA override written to {f.site} but not active: {why}",
             subject=f.pth,
@@ -423,38 +435,44 @@ def override_outcome(f: OverrideFacts) -> Finding:
             if f.removed
             else f"SDPA override was not installed in {f.site}: nothing to remove"
         )
-        return Finding("G2", Status.INFO, summary, f.pth, tuple(f"removed {p}" for p in f.removed))
+        return Finding(
+            id=GotchaId.G2,
+            status=Status.INFO,
+            summary=summary,
+            subject=f.pth,
+            evidence=tuple(f"removed {p}" for p in f.removed),
+        )
     if not f.present:
         return Finding(
-            "G2",
-            Status.INFO,
-            f"SDPA override not installed in {f.site} (sparkenv patch sdpa --install to add it)",
-            f.pth,
+            id=GotchaId.G2,
+            status=Status.INFO,
+            summary=f"SDPA override not installed in {f.site} (sparkenv patch sdpa --install to add it)",
+            subject=f.pth,
         )
     if not f.module_present:
         return Finding(
-            "G2",
-            Status.FAIL,
-            f"{pth_name} in {f.site} names {module_name}, which is missing: override off",
-            f.pth,
-            (f"missing {f.module}",),
-            f"sparkenv patch sdpa --install {f.target}",
+            id=GotchaId.G2,
+            status=Status.FAIL,
+            summary=f"{pth_name} in {f.site} names {module_name}, which is missing: override off",
+            subject=f.pth,
+            evidence=(f"missing {f.module}",),
+            fix=f"sparkenv patch sdpa --install {f.target}",
         )
     if not f.current:
         return Finding(
-            "G2",
-            Status.WARN,
-            f"SDPA override installed in {f.site}, from another sparkenv version",
-            f.pth,
-            (f"{f.module} differs from {f.source}",),
-            f"sparkenv patch sdpa --install {f.target} to refresh it",
+            id=GotchaId.G2,
+            status=Status.WARN,
+            summary=f"SDPA override installed in {f.site}, from another sparkenv version",
+            subject=f.pth,
+            evidence=(f"{f.module} differs from {f.source}",),
+            fix=f"sparkenv patch sdpa --install {f.target} to refresh it",
         )
     return Finding(
-        "G2",
-        Status.PASS,
-        f"SDPA override installed in {f.site}; SPARKENV_SDPA=0 switches it off",
-        f.pth,
-        (f.pth, f.module),
+        id=GotchaId.G2,
+        status=Status.PASS,
+        summary=f"SDPA override installed in {f.site}; SPARKENV_SDPA=0 switches it off",
+        subject=f.pth,
+        evidence=(f.pth, f.module),
     )
 
 

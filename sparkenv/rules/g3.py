@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -16,13 +16,20 @@ DROP = "between runs, as root: sync; echo 3 > /proc/sys/vm/drop_caches (sparkenv
 
 
 def live(f: GateFacts) -> list[Finding]:
-    err = f.error_finding("G3", "meminfo", "memory")
+    err = f.error_finding(GotchaId.G3, "meminfo", "memory")
     if err:
         return [err]
     m = f.section("meminfo") or {}
     total, avail = m.get("MemTotal"), m.get("MemAvailable")
     if not total or avail is None:
-        return [Finding("G3", Status.ERROR, "/proc/meminfo has no MemTotal/MemAvailable", "memory")]
+        return [
+            Finding(
+                id=GotchaId.G3,
+                status=Status.ERROR,
+                summary="/proc/meminfo has no MemTotal/MemAvailable",
+                subject="memory",
+            )
+        ]
     cache = m.get("Cached", 0) + m.get("Buffers", 0)
     limits = datafiles.load("gate")["memory"]
     evidence = [
@@ -41,26 +48,30 @@ def live(f: GateFacts) -> list[Finding]:
     if f.need_gb and avail / GIB < f.need_gb:
         return [
             Finding(
-                "G3",
-                Status.WARN,
-                f"{summary}: below the {f.need_gb:g} GiB this run needs",
-                "memory",
-                tuple(evidence),
-                f"free memory first: stop other jobs; {DROP}",
+                id=GotchaId.G3,
+                status=Status.WARN,
+                summary=f"{summary}: below the {f.need_gb:g} GiB this run needs",
+                subject="memory",
+                evidence=tuple(evidence),
+                fix=f"free memory first: stop other jobs; {DROP}",
             )
         ]
     if cache > limits["page_cache_warn_fraction"] * total:
         return [
             Finding(
-                "G3",
-                Status.WARN,
-                f"{summary}: the page cache holds memory the GPU may need",
-                "memory",
-                tuple(evidence),
-                DROP,
+                id=GotchaId.G3,
+                status=Status.WARN,
+                summary=f"{summary}: the page cache holds memory the GPU may need",
+                subject="memory",
+                evidence=tuple(evidence),
+                fix=DROP,
             )
         ]
-    return [Finding("G3", Status.INFO, summary, "memory", tuple(evidence))]
+    return [
+        Finding(
+            id=GotchaId.G3, status=Status.INFO, summary=summary, subject="memory", evidence=tuple(evidence)
+        )
+    ]
 
 
 RULES = (

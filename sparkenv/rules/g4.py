@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -23,14 +23,19 @@ COOL = "improve airflow and cooling, or shorten/checkpoint the run"
 
 
 def live(f: GateFacts) -> list[Finding]:
-    err = f.error_finding("G4", f.gpu_probe, "gpu0")
+    err = f.error_finding(GotchaId.G4, f.gpu_probe, "gpu0")
     if err:
         return [err]
     gpu = f.gpu0
     if gpu is None:
         readings = f.gpu_readings
         return [
-            Finding("G4", Status.SKIP, f"no GPU reading: {readings.get('error', 'no GPU reported')}", "gpu0")
+            Finding(
+                id=GotchaId.G4,
+                status=Status.SKIP,
+                summary=f"no GPU reading: {readings.get('error', 'no GPU reported')}",
+                subject="gpu0",
+            )
         ]
     limits = datafiles.load("gate")["power"]
     temp, power, cap = gpu.get("temperature.gpu"), gpu.get("power.draw"), gpu.get("enforced.power.limit")
@@ -64,16 +69,24 @@ def live(f: GateFacts) -> list[Finding]:
     if findings:
         return [
             Finding(
-                "G4",
-                Status.WARN,
-                f"{reading}; {'; '.join(findings)}",
-                "gpu0",
-                tuple(evidence),
-                COOL + "; a GB10 stuck near 30 W needs an RMA",
+                id=GotchaId.G4,
+                status=Status.WARN,
+                summary=f"{reading}; {'; '.join(findings)}",
+                subject="gpu0",
+                evidence=tuple(evidence),
+                fix=COOL + "; a GB10 stuck near 30 W needs an RMA",
             )
         ]
     note = "" if samples else " (one reading; --sample SECONDS watches for a plateau)"
-    return [Finding("G4", Status.INFO, reading + note, "gpu0", tuple(evidence))]
+    return [
+        Finding(
+            id=GotchaId.G4,
+            status=Status.INFO,
+            summary=reading + note,
+            subject="gpu0",
+            evidence=tuple(evidence),
+        )
+    ]
 
 
 def _window(samples: list[dict], limits: dict, gb10: bool) -> list[str]:

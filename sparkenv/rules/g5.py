@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -22,39 +22,51 @@ def live(f: GateFacts) -> list[Finding]:
         if f.is_gb10 and gbps < 0.9 * b["measured_low"]:
             return [
                 Finding(
-                    "G5",
-                    Status.WARN,
-                    f"measured {gbps:g} GB/s, below the {budget} a GB10 sustains",
-                    "bandwidth",
-                    evidence,
-                    "look for other GPU work (G6) or throttling (G4)",
+                    id=GotchaId.G5,
+                    status=Status.WARN,
+                    summary=f"measured {gbps:g} GB/s, below the {budget} a GB10 sustains",
+                    subject="bandwidth",
+                    evidence=evidence,
+                    fix="look for other GPU work (G6) or throttling (G4)",
                 )
             ]
         where = (
             f"GB10 budget {budget}" if f.is_gb10 else f"{f.gpu_name or 'this GPU'}; GB10 budget is {budget}"
         )
         return [
-            Finding("G5", Status.INFO, f"measured {gbps:g} GB/s device copy ({where})", "bandwidth", evidence)
+            Finding(
+                id=GotchaId.G5,
+                status=Status.INFO,
+                summary=f"measured {gbps:g} GB/s device copy ({where})",
+                subject="bandwidth",
+                evidence=evidence,
+            )
         ]
     if f.platform == "no-gpu":
         return [
-            Finding("G5", Status.SKIP, f"no GPU: nothing to measure (a GB10 sustains {budget})", "bandwidth")
+            Finding(
+                id=GotchaId.G5,
+                status=Status.SKIP,
+                summary=f"no GPU: nothing to measure (a GB10 sustains {budget})",
+                subject="bandwidth",
+            )
         ]
     if f.is_gb10:
         return [
             Finding(
-                "G5",
-                Status.INFO,
-                f"plan with {budget} sustained, not the {b['spec']:g} GB/s spec (--bandwidth measures it)",
-                "bandwidth",
+                id=GotchaId.G5,
+                status=Status.INFO,
+                summary=f"plan with {budget} sustained, not the {b['spec']:g} GB/s spec (--bandwidth "
+                "measures it)",
+                subject="bandwidth",
             )
         ]
     return [
         Finding(
-            "G5",
-            Status.INFO,
-            f"not a GB10: its budget is {budget}; --bandwidth measures this GPU",
-            "bandwidth",
+            id=GotchaId.G5,
+            status=Status.INFO,
+            summary=f"not a GB10: its budget is {budget}; --bandwidth measures this GPU",
+            subject="bandwidth",
         )
     ]
 

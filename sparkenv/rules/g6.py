@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from sparkenv import datafiles
 from sparkenv.gate import parsers
 from sparkenv.gate.servers import identify
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -30,10 +30,12 @@ def live(f: GateFacts) -> list[Finding]:
     out += _gpu_processes(f, seen, limits)
     out += _ray(f)
     if not out:
-        err = f.error_finding("G6", "processes", "gpu processes")
+        err = f.error_finding(GotchaId.G6, "processes", "gpu processes")
         if err:
             return [err]
-        out.append(Finding("G6", Status.PASS, _nothing_seen(f), "gpu processes"))
+        out.append(
+            Finding(id=GotchaId.G6, status=Status.PASS, summary=_nothing_seen(f), subject="gpu processes")
+        )
     return out
 
 
@@ -86,28 +88,33 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: dict[str, Any]) -> list
         if share is not None and share > warn_at:
             out.append(
                 Finding(
-                    "G6",
-                    Status.WARN,
-                    f"{text} ({share:.0%} {of})",
-                    f"pid {pid}",
-                    (),
-                    "stop or cap it before a large job: unified memory is one pool",
+                    id=GotchaId.G6,
+                    status=Status.WARN,
+                    summary=f"{text} ({share:.0%} {of})",
+                    subject=f"pid {pid}",
+                    evidence=(),
+                    fix="stop or cap it before a large job: unified memory is one pool",
                 )
             )
         else:
             out.append(
-                Finding("G6", Status.INFO, text + (f" ({share:.0%} {of})" if share else ""), f"pid {pid}")
+                Finding(
+                    id=GotchaId.G6,
+                    status=Status.INFO,
+                    summary=text + (f" ({share:.0%} {of})" if share else ""),
+                    subject=f"pid {pid}",
+                )
             )
     used_total = (f.gpu0 or {}).get("memory.used")
     unlisted = used_total - listed if isinstance(used_total, (int, float)) else 0
     if unlisted > datafiles.load("gate")["unified_memory"]["unaccounted_info_mib"]:
         out.append(
             Finding(
-                "G6",
-                Status.INFO,
-                f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: "
+                id=GotchaId.G6,
+                status=Status.INFO,
+                summary=f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: "
                 "processes this container cannot see (other containers, the host) or driver reservations",
-                "unlisted gpu memory",
+                subject="unlisted gpu memory",
             )
         )
     return out
@@ -125,18 +132,23 @@ def _ray(f: GateFacts) -> list[Finding]:
         return []
     if env.get("RAY_memory_monitor_refresh_ms", "").strip() == "0":
         return [
-            Finding("G6", Status.INFO, "Ray's memory monitor is off (RAY_memory_monitor_refresh_ms=0)", "ray")
+            Finding(
+                id=GotchaId.G6,
+                status=Status.INFO,
+                summary="Ray's memory monitor is off (RAY_memory_monitor_refresh_ms=0)",
+                subject="ray",
+            )
         ]
     threshold = env.get("RAY_memory_usage_threshold") or f"{spec['default_threshold']:g} (default)"
     return [
         Finding(
-            "G6",
-            Status.WARN,
-            f"Ray on unified memory: its memory monitor counts GPU allocations as node memory and kills "
-            f"workers past RAY_memory_usage_threshold {threshold}",
-            "ray",
-            (f"seen through {', '.join(by_env) or 'the workload arguments'}", spec["source"]),
-            "size the model for MemTotal x threshold, or raise RAY_memory_usage_threshold; "
+            id=GotchaId.G6,
+            status=Status.WARN,
+            summary="Ray on unified memory: its memory monitor counts GPU allocations as node memory and "
+            f"kills workers past RAY_memory_usage_threshold {threshold}",
+            subject="ray",
+            evidence=(f"seen through {', '.join(by_env) or 'the workload arguments'}", spec["source"]),
+            fix="size the model for MemTotal x threshold, or raise RAY_memory_usage_threshold; "
             "RAY_memory_monitor_refresh_ms=0 turns the monitor off (then the kernel OOM killer decides)",
         )
     ]
@@ -149,32 +161,41 @@ def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str,
     raw = parsers.option_value(argv, cap_args) if cap_args else None
     if not cap_args:
         return Finding(
-            "G6",
-            Status.WARN,
-            f"{name} server ({who}) has no memory cap to read: it can grow into the unified pool",
-            subject,
-            (" ".join(argv)[:300],),
-            "stop it before a large job, or limit its model/context size",
+            id=GotchaId.G6,
+            status=Status.WARN,
+            summary=f"{name} server ({who}) has no memory cap to read: it can grow into the unified pool",
+            subject=subject,
+            evidence=(" ".join(argv)[:300],),
+            fix="stop it before a large job, or limit its model/context size",
         )
     try:
         fraction = float(raw) if raw is not None else float(server["default_fraction"])
     except ValueError:
-        return Finding("G6", Status.WARN, f"{name} ({who}): cannot read {cap_args[0]}={raw!r}", subject)
+        return Finding(
+            id=GotchaId.G6,
+            status=Status.WARN,
+            summary=f"{name} ({who}): cannot read {cap_args[0]}={raw!r}",
+            subject=subject,
+        )
     how = f"{cap_args[0]} {raw}" if raw is not None else f"no {cap_args[0]} (default {fraction:g})"
     if fraction <= limits["safe_fraction"]:
         return Finding(
-            "G6", Status.PASS, f"{name} ({who}) capped at {how}: a small job can run beside it", subject
+            id=GotchaId.G6,
+            status=Status.PASS,
+            summary=f"{name} ({who}) capped at {how}: a small job can run beside it",
+            subject=subject,
         )
     extra = ""
     if gb10 and name == "vLLM" and fraction > limits["vllm_ceiling"]:
         extra = f"; above {limits['vllm_ceiling']:g} its start-up profiling can wedge a GB10 (vllm#46307)"
     return Finding(
-        "G6",
-        Status.WARN,
-        f"{name} ({who}) is near capacity with {how}{extra}",
-        subject,
-        (" ".join(argv)[:300],),
-        f"cap it at {cap_args[0]} {limits['safe_fraction']:g} to share the GPU, or run one big job at a time",
+        id=GotchaId.G6,
+        status=Status.WARN,
+        summary=f"{name} ({who}) is near capacity with {how}{extra}",
+        subject=subject,
+        evidence=(" ".join(argv)[:300],),
+        fix=f"cap it at {cap_args[0]} {limits['safe_fraction']:g} to share the GPU, or run one big job at a "
+        "time",
     )
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sparkenv import datafiles
 from sparkenv.cuda import coverage, toolchain
 from sparkenv.gate.intent import nvfp4_intent
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -29,7 +29,14 @@ if TYPE_CHECKING:
 def installed(facts: AuditFacts) -> list[Finding]:
     cap = facts.gpu
     if cap is None:
-        return [Finding("G7", Status.SKIP, "kernel coverage not checked (--gpu none)", "kernels")]
+        return [
+            Finding(
+                id=GotchaId.G7,
+                status=Status.SKIP,
+                summary="kernel coverage not checked (--gpu none)",
+                subject="kernels",
+            )
+        ]
     gpu = coverage.gpu_label(cap)
     out: list[Finding] = []
     objects = deep = 0
@@ -55,7 +62,13 @@ def _census(objects: int, carriers: int, deep: int, gpu: str) -> Finding:
         if objects
         else f"no installed distribution carries CUDA kernels; target {gpu}"
     )
-    return Finding("G7", Status.INFO, summary, "kernels", (f"rules: {coverage.kernels_source()}",))
+    return Finding(
+        id=GotchaId.G7,
+        status=Status.INFO,
+        summary=summary,
+        subject="kernels",
+        evidence=(f"rules: {coverage.kernels_source()}",),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -67,52 +80,65 @@ def live(f: GateFacts) -> list[Finding]:
     if cap is None:
         return [
             Finding(
-                "G7",
-                Status.SKIP,
-                "no GPU capability known (no GPU, or torch/nvidia-smi missing)",
-                "capability",
+                id=GotchaId.G7,
+                status=Status.SKIP,
+                summary="no GPU capability known (no GPU, or torch/nvidia-smi missing)",
+                subject="capability",
             )
         ]
     out = _live_coverage(f, cap)
     if not f.is_gb10:
-        return [Finding("G7", Status.SKIP, f"capability {cap} is not a GB10 (12, 1)", "capability"), *out]
+        return [
+            Finding(
+                id=GotchaId.G7,
+                status=Status.SKIP,
+                summary=f"capability {cap} is not a GB10 (12, 1)",
+                subject="capability",
+            ),
+            *out,
+        ]
     arch = (f.device or {}).get("arch_list")
     if arch is None:
         out.append(
-            Finding("G7", Status.PASS, f"capability {cap}: a GB10 (torch arch list not read)", "capability")
+            Finding(
+                id=GotchaId.G7,
+                status=Status.PASS,
+                summary=f"capability {cap}: a GB10 (torch arch list not read)",
+                subject="capability",
+            )
         )
     elif coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
         out.append(
             Finding(
-                "G7",
-                Status.PASS,
-                f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
+                id=GotchaId.G7,
+                status=Status.PASS,
+                summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
                 "SM121 (sm_120/compute_120)",
-                "capability",
+                subject="capability",
             )
         )
     elif coverage.judge(arch, cap).status is Status.WARN:
         out.append(
             Finding(
-                "G7",
-                Status.WARN,
-                f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
+                id=GotchaId.G7,
+                status=Status.WARN,
+                summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
                 f"{coverage.judge(arch, cap).reason}",
-                "capability",
-                tuple(arch),
-                "use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
+                subject="capability",
+                evidence=tuple(arch),
+                fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
             )
         )
     else:
         out.append(
             Finding(
-                "G7",
-                Status.FAIL,
-                f"capability {cap}: GB10, but torch was built for {', '.join(arch)}: "
+                id=GotchaId.G7,
+                status=Status.FAIL,
+                summary=f"capability {cap}: GB10, but torch was built for {', '.join(arch)}: "
                 "no sm_120/compute_120 code to run on SM121",
-                "capability",
-                tuple(arch),
-                "use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
+                subject="capability",
+                evidence=tuple(arch),
+                fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
             )
         )
     intent = nvfp4_intent(f.workload, f.env)
@@ -121,18 +147,18 @@ def live(f: GateFacts) -> list[Finding]:
     elif intent:
         out.append(
             Finding(
-                "G7",
-                Status.WARN,
-                f"NVFP4 is intended ({intent}): on SM121 it runs ~32% slower than FP8 unless the kernels "
-                "target sm_121a, and no installed NVFP4 kernel package was found to read "
+                id=GotchaId.G7,
+                status=Status.WARN,
+                summary=f"NVFP4 is intended ({intent}): on SM121 it runs ~32% slower than FP8 unless the "
+                "kernels target sm_121a, and no installed NVFP4 kernel package was found to read "
                 + (
                     "(none of gate.toml's nvfp4.kernel_packages)"
                     if f.section("kernels") is not None
                     else f"({f.probe_error('kernels') or 'kernels not in this snapshot'})"
                 ),
-                "nvfp4",
-                (intent,),
-                "stay on FP8 unless your kernels are built for sm_121a "
+                subject="nvfp4",
+                evidence=(intent,),
+                fix="stay on FP8 unless your kernels are built for sm_121a "
                 "(cuobjdump --list-elf on the kernel library shows sm_121a)",
             )
         )
@@ -149,11 +175,11 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
     if facts is not None and facts.get("packages") is None:
         out.append(
             Finding(
-                "G7",
-                Status.INFO,
-                "the kernels of every package are not read in the default mode: `--deep` reads them here; "
-                "`sparkenv audit` and `sparkenv build` judge them with the same rule",
-                "kernels",
+                id=GotchaId.G7,
+                status=Status.INFO,
+                summary="the kernels of every package are not read in the default mode: `--deep` reads them "
+                "here; `sparkenv audit` and `sparkenv build` judge them with the same rule",
+                subject="kernels",
             )
         )
     if facts is not None:
@@ -170,10 +196,10 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
     elif f.probe_error("kernel_coverage"):
         out.append(
             Finding(
-                "G7",
-                Status.ERROR,
-                f"kernel_coverage probe failed: {f.probe_error('kernel_coverage')}",
-                "kernels",
+                id=GotchaId.G7,
+                status=Status.ERROR,
+                summary=f"kernel_coverage probe failed: {f.probe_error('kernel_coverage')}",
+                subject="kernels",
             )
         )
     arch_list = toolchain.judge_arch_list(f.env.get("TORCH_CUDA_ARCH_LIST"), cap, "the gate's environment")
@@ -189,21 +215,21 @@ def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
     with_121a = sorted(n for n, k in seen.items() if good & set(k["targets"]))
     if with_121a:
         return Finding(
-            "G7",
-            Status.PASS,
-            f"NVFP4 is intended ({intent}) and {', '.join(with_121a)} kernels target sm_121a",
-            "nvfp4",
-            evidence,
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f"NVFP4 is intended ({intent}) and {', '.join(with_121a)} kernels target sm_121a",
+            subject="nvfp4",
+            evidence=evidence,
         )
     found = "; ".join(evidence) if evidence else "no CUDA kernels found in " + ", ".join(sorted(kernels))
     return Finding(
-        "G7",
-        Status.WARN,
-        f"NVFP4 is intended ({intent}) but no kernel targets sm_121a ({found}): "
+        id=GotchaId.G7,
+        status=Status.WARN,
+        summary=f"NVFP4 is intended ({intent}) but no kernel targets sm_121a ({found}): "
         "NVFP4 runs ~32% slower than FP8 on SM121 without it",
-        "nvfp4",
-        evidence,
-        "stay on FP8, or use kernels built for sm_121a",
+        subject="nvfp4",
+        evidence=evidence,
+        fix="stay on FP8, or use kernels built for sm_121a",
     )
 
 

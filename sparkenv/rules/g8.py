@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from sparkenv import datafiles
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -20,11 +20,11 @@ def live(f: GateFacts) -> list[Finding]:
     if f.section("dists") is None:
         return [
             Finding(
-                "G8",
-                Status.ERROR,
-                f"installed packages unknown ({f.probe_error('dists')}); known-issue "
+                id=GotchaId.G8,
+                status=Status.ERROR,
+                summary=f"installed packages unknown ({f.probe_error('dists')}); known-issue "
                 f"list of {as_of} not matched",
-                "playbooks",
+                subject="playbooks",
             )
         ]
     out = []
@@ -33,22 +33,22 @@ def live(f: GateFacts) -> list[Finding]:
             names = ", ".join(f"{n} {f.dists[n]}" for n, _ in issue["when"])
             out.append(
                 Finding(
-                    "G8",
-                    Status.INFO,
-                    f"{issue['id']} ({names}): {issue['title']} [list of {as_of}]",
-                    issue["id"],
-                    (repo,),
-                    issue["fix"],
+                    id=GotchaId.G8,
+                    status=Status.INFO,
+                    summary=f"{issue['id']} ({names}): {issue['title']} [list of {as_of}]",
+                    subject=issue["id"],
+                    evidence=(repo,),
+                    fix=issue["fix"],
                 )
             )
     if not out:
         out.append(
             Finding(
-                "G8",
-                Status.PASS,
-                f"no known playbook issue matches the installed packages "
+                id=GotchaId.G8,
+                status=Status.PASS,
+                summary=f"no known playbook issue matches the installed packages "
                 f"[list of {as_of}; check {repo} for newer ones]",
-                "playbooks",
+                subject="playbooks",
             )
         )
     return out

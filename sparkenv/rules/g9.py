@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from sparkenv import datafiles
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
-from sparkenv.report import Finding, Status
+from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, ngc, requirements, unsloth
 
 if TYPE_CHECKING:
@@ -51,18 +51,20 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
         if key in packages().drift_prone and provider is None and not staged:
             if d.exact:
                 pinned = f"{key} pinned exactly ({d.exact}, {d.where})"
-                out.append(Finding("G9", Status.PASS, pinned, key, ev))
+                out.append(
+                    Finding(id=GotchaId.G9, status=Status.PASS, summary=pinned, subject=key, evidence=ev)
+                )
             else:
                 out.append(
                     Finding(
-                        "G9",
-                        Status.WARN,
-                        f"{desc} ({d.where}) is not pinned exactly: {key} is drift-prone (torch, "
+                        id=GotchaId.G9,
+                        status=Status.WARN,
+                        summary=f"{desc} ({d.where}) is not pinned exactly: {key} is drift-prone (torch, "
                         "triton, xformers "
                         "and transformers must move together)",
-                        key,
-                        ev,
-                        f"pin {key}==<version>, or install from the lock `sparkenv lock` writes",
+                        subject=key,
+                        evidence=ev,
+                        fix=f"pin {key}==<version>, or install from the lock `sparkenv lock` writes",
                     )
                 )
         if unsloth.is_member(key):
@@ -79,45 +81,45 @@ def _base_provided(d: Declared, profile: Profile, provider: str) -> list[Finding
     if d.url:
         return [
             Finding(
-                "G9",
-                Status.FAIL,
-                f"{key} @ {d.url} ({d.where}) would replace the base's {name}",
-                key,
-                ev,
-                f"drop it: {profile.image} provides {provider}",
+                id=GotchaId.G9,
+                status=Status.FAIL,
+                summary=f"{key} @ {d.url} ({d.where}) would replace the base's {name}",
+                subject=key,
+                evidence=ev,
+                fix=f"drop it: {profile.image} provides {provider}",
             )
         ]
     if not str(d.specifier) or (base_v and d.specifier.contains(base_v, prereleases=True)):
         return [
             Finding(
-                "G9",
-                Status.PASS,
-                f"{key}{d.specifier} is provided by the base ({name}); excluded from resolution",
-                key,
-                ev,
+                id=GotchaId.G9,
+                status=Status.PASS,
+                summary=f"{key}{d.specifier} is provided by the base ({name}); excluded from resolution",
+                subject=key,
+                evidence=ev,
             )
         ]
     if not base_v:
         return [
             Finding(
-                "G9",
-                Status.WARN,
-                f"{key}{d.specifier} ({d.where}): the base provides {provider} but its version is "
+                id=GotchaId.G9,
+                status=Status.WARN,
+                summary=f"{key}{d.specifier} ({d.where}): the base provides {provider} but its version is "
                 "not recorded in "
                 f"{profile.path}; cannot tell whether it would be replaced",
-                key,
-                ev,
-                f"record provides.{provider} in the profile, or drop the pin",
+                subject=key,
+                evidence=ev,
+                fix=f"record provides.{provider} in the profile, or drop the pin",
             )
         ]
     return [
         Finding(
-            "G9",
-            Status.FAIL,
-            f"{key}{d.specifier} ({d.where}) would replace the base's {name}",
-            key,
-            ev,
-            f"drop the pin (the base's {provider} is kept out of resolution), or pick a profile "
+            id=GotchaId.G9,
+            status=Status.FAIL,
+            summary=f"{key}{d.specifier} ({d.where}) would replace the base's {name}",
+            subject=key,
+            evidence=ev,
+            fix=f"drop the pin (the base's {provider} is kept out of resolution), or pick a profile "
             "whose base has it",
         )
     ]
@@ -128,9 +130,21 @@ def _declared_unsloth(d: Declared, profile: Profile, staged: bool) -> Finding:
     assert key is not None
     ev = (d.where,)
     if staged:
-        return Finding("G9", Status.PASS, f"{key} goes into its own --no-deps stage after the rest", key, ev)
+        return Finding(
+            id=GotchaId.G9,
+            status=Status.PASS,
+            summary=f"{key} goes into its own --no-deps stage after the rest",
+            subject=key,
+            evidence=ev,
+        )
     if d.no_deps:
-        return Finding("G9", Status.PASS, f"{key} ({d.where}) is in a --no-deps stage", key, ev)
+        return Finding(
+            id=GotchaId.G9,
+            status=Status.PASS,
+            summary=f"{key} ({d.where}) is in a --no-deps stage",
+            subject=key,
+            evidence=ev,
+        )
     torch = profile.provider("torch")
     status = Status.FAIL if torch else Status.WARN
     why = (
@@ -140,12 +154,12 @@ def _declared_unsloth(d: Declared, profile: Profile, staged: bool) -> Finding:
         else "its dependencies move torch, triton and xformers"
     )
     return Finding(
-        "G9",
-        status,
-        f"{key} ({d.where}) is installed with its dependencies: {why}",
-        key,
-        ev,
-        "install the Unsloth family in a second stage with pip install --no-deps (mark that file "
+        id=GotchaId.G9,
+        status=status,
+        summary=f"{key} ({d.where}) is installed with its dependencies: {why}",
+        subject=key,
+        evidence=ev,
+        fix="install the Unsloth family in a second stage with pip install --no-deps (mark that file "
         "`# sparkenv: no-deps`), or install from the lock `sparkenv lock` writes",
     )
 
@@ -165,16 +179,24 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         if key in excluded:
             out.append(
                 Finding(
-                    "G9",
-                    Status.FAIL,
-                    f"{desc} would be installed beside or over the base's {profile.provider(key)}",
-                    key,
-                    ev,
-                    f"exclude {key}: the base provides it",
+                    id=GotchaId.G9,
+                    status=Status.FAIL,
+                    summary=f"{desc} would be installed beside or over the base's {profile.provider(key)}",
+                    subject=key,
+                    evidence=ev,
+                    fix=f"exclude {key}: the base provides it",
                 )
             )
         elif key in packages().drift_prone:
-            out.append(Finding("G9", Status.PASS, f"{key} pinned =={pkg.version} in the lock", key, ev))
+            out.append(
+                Finding(
+                    id=GotchaId.G9,
+                    status=Status.PASS,
+                    summary=f"{key} pinned =={pkg.version} in the lock",
+                    subject=key,
+                    evidence=ev,
+                )
+            )
     # What the base provides, and which requirement would have pulled it in; not said of a base package
     # some requirement conflicts with (resolved_base fails it).
     conflicted = {f.subject for f in resolved_base(facts)}
@@ -191,13 +213,13 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         prov = profile.provider(dep) or dep
         out.append(
             Finding(
-                "G9",
-                Status.PASS,
-                f"{'; '.join(sorted(paths)[:4])}{' …' if len(paths) > 4 else ''} excluded: "
+                id=GotchaId.G9,
+                status=Status.PASS,
+                summary=f"{'; '.join(sorted(paths)[:4])}{' …' if len(paths) > 4 else ''} excluded: "
                 "provided by the base "
                 f"({prov} {profile.provides.get(prov) or 'version not recorded'})",
-                dep,
-                tuple(sorted(paths)),
+                subject=dep,
+                evidence=tuple(sorted(paths)),
             )
         )
     if facts.no_deps_stage:
@@ -215,11 +237,12 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             if missing:
                 out.append(
                     Finding(
-                        "G9",
-                        Status.INFO,
-                        f"{key} {pkg.version} is installed --no-deps; not in the lock: {', '.join(missing)}",
-                        key,
-                        tuple(missing),
+                        id=GotchaId.G9,
+                        status=Status.INFO,
+                        summary=f"{key} {pkg.version} is installed --no-deps; not in the lock: "
+                        f"{', '.join(missing)}",
+                        subject=key,
+                        evidence=tuple(missing),
                     )
                 )
     # the base's real versions, a closed lock, old fallbacks: the same stage, judged below
@@ -285,14 +308,14 @@ def base_conflicts(
         shown = "; ".join(paths[:4]) + (f"; … ({len(paths) - 4} more)" if len(paths) > 4 else "")
         out.append(
             Finding(
-                "G9",
-                Status.FAIL,
-                f"{shown}: not met by the base's {provider} {base_v} ({where}, pre-releases count); "
+                id=GotchaId.G9,
+                status=Status.FAIL,
+                summary=f"{shown}: not met by the base's {provider} {base_v} ({where}, pre-releases count); "
                 f"installed with pip, {'this replaces' if len(paths) == 1 else 'these replace'} the base's "
                 f"{provider}",
-                provider,
-                (*paths, f"base: {provider} {base_v}"),
-                f"pin {'a release' if len(sources) == 1 else 'releases'} of {', '.join(sources)} that "
+                subject=provider,
+                evidence=(*paths, f"base: {provider} {base_v}"),
+                fix=f"pin {'a release' if len(sources) == 1 else 'releases'} of {', '.join(sources)} that "
                 f"accept{'s' if len(sources) == 1 else ''} {provider} {base_v}, choose another profile "
                 f"(`sparkenv profiles`), or replace the base's {provider} on purpose with --allow-replace "
                 f"{provider} (recorded in the lock)",
@@ -302,13 +325,14 @@ def base_conflicts(
         paths = sorted({path(e) for e in group}, key=len)
         out.append(
             Finding(
-                "G9",
-                Status.WARN,
-                f"{'; '.join(paths[:4])}: the base provides {provider} but {profile.path or profile.name} "
-                "does not record its version; cannot tell whether it would be replaced",
-                provider,
-                tuple(paths),
-                f"record provides.{provider} in the profile",
+                id=GotchaId.G9,
+                status=Status.WARN,
+                summary=f"{'; '.join(paths[:4])}: the base provides {provider} but "
+                f"{profile.path or profile.name} does not record its version; cannot tell whether it would "
+                "be replaced",
+                subject=provider,
+                evidence=tuple(paths),
+                fix=f"record provides.{provider} in the profile",
             )
         )
     return out
@@ -340,13 +364,13 @@ def unclosed(
                 continue
             out.append(
                 Finding(
-                    "G9",
-                    Status.FAIL,
-                    f"the lock is not closed: {src} (via {path}) requires {e.req} and {why}; "
+                    id=GotchaId.G9,
+                    status=Status.FAIL,
+                    summary=f"the lock is not closed: {src} (via {path}) requires {e.req} and {why}; "
                     f"`import {e.source.replace('-', '_')}` can fail",
-                    e.source,
-                    (f"via {path}", str(e.req)),
-                    f"add {_show(e)} to the inputs (or drop {e.source}), then lock again",
+                    subject=e.source,
+                    evidence=(f"via {path}", str(e.req)),
+                    fix=f"add {_show(e)} to the inputs (or drop {e.source}), then lock again",
                 )
             )
     return out
@@ -354,11 +378,11 @@ def unclosed(
 
 def closed_info(n_packages: int, n_edges: int) -> Finding:
     return Finding(
-        "G9",
-        Status.PASS,
-        f"the resolved set is closed: {n_edges} requirement(s) of {n_packages} package(s), markers evaluated "
-        "for the target and extras followed, are all met by the lock or the base",
-        "closure",
+        id=GotchaId.G9,
+        status=Status.PASS,
+        summary=f"the resolved set is closed: {n_edges} requirement(s) of {n_packages} package(s), markers "
+        "evaluated for the target and extras followed, are all met by the lock or the base",
+        subject="closure",
     )
 
 
@@ -407,13 +431,13 @@ def resolved_fallback(facts: ResolvedFacts) -> list[Finding]:
         via = " → ".join(facts.graph_chain.get(fb.key, [fb.key]))
         out.append(
             Finding(
-                "G9",
-                Status.WARN,
-                f"{fb.key} {fb.version} (via {via}) is a fallback: the newest release is {fb.newest}{age}; "
-                f"why: {why}",
-                fb.key,
-                (f"newest {fb.newest}", *fb.caps),
-                f"pin {fb.key} to the release you want, or choose a profile it has wheels for",
+                id=GotchaId.G9,
+                status=Status.WARN,
+                summary=f"{fb.key} {fb.version} (via {via}) is a fallback: the newest release is "
+                f"{fb.newest}{age}; why: {why}",
+                subject=fb.key,
+                evidence=(f"newest {fb.newest}", *fb.caps),
+                fix=f"pin {fb.key} to the release you want, or choose a profile it has wheels for",
             )
         )
     return out
@@ -440,23 +464,23 @@ def _requirements(facts: AuditFacts) -> list[Finding]:
     for u in unparsed:
         out.append(
             Finding(
-                "G9",
-                Status.WARN,
-                f"{u.requirer}: Requires-Dist {u.text!r} cannot be parsed ({u.reason}); not checked",
-                u.requirer,
-                (str(facts.dists[u.requirer].dist.meta_dir / "METADATA"),),
-                None,
+                id=GotchaId.G9,
+                status=Status.WARN,
+                summary=f"{u.requirer}: Requires-Dist {u.text!r} cannot be parsed ({u.reason}); not checked",
+                subject=u.requirer,
+                evidence=(str(facts.dists[u.requirer].dist.meta_dir / "METADATA"),),
+                fix=None,
             )
         )
     if not broken:
         out.append(
             Finding(
-                "G9",
-                Status.PASS,
-                f"requirements met: {checked} requirement(s) of {len(facts.dists)} distributions, markers "
-                f"for {facts.target.machine} Python {facts.target.python_version or '?'} (what pip check "
-                "checks, plus the extras asked for)",
-                "requirements",
+                id=GotchaId.G9,
+                status=Status.PASS,
+                summary=f"requirements met: {checked} requirement(s) of {len(facts.dists)} distributions, "
+                f"markers for {facts.target.machine} Python {facts.target.python_version or '?'} (what pip "
+                "check checks, plus the extras asked for)",
+                subject="requirements",
             )
         )
     return out
@@ -467,12 +491,12 @@ def _requirement_finding(requirer: str, b: requirements.Broken, from_base: bool)
     req = b.requirement
     if b.missing:
         return Finding(
-            "G9",
-            Status.WARN,
-            f"{who} requires {req}, which is not installed",
-            requirer,
-            (f"Requires-Dist: {req}",),
-            f"pip install '{req}' (or uninstall {requirer} if nothing uses it)",
+            id=GotchaId.G9,
+            status=Status.WARN,
+            summary=f"{who} requires {req}, which is not installed",
+            subject=requirer,
+            evidence=(f"Requires-Dist: {req}",),
+            fix=f"pip install '{req}' (or uninstall {requirer} if nothing uses it)",
         )
     fix = f"pip install '{req}', or a {requirer} version that accepts {b.required} {b.installed}"
     if from_base:  # replacing what the NGC image built with is the worse problem (G9): keep it
@@ -481,12 +505,12 @@ def _requirement_finding(requirer: str, b: requirements.Broken, from_base: bool)
             f"{requirer} version that accepts it, or --no-deps if {requirer} runs with it"
         )
     return Finding(
-        "G9",
-        Status.WARN,
-        f"{who} requires {req}, but {b.required} {b.installed} is installed",
-        requirer,
-        (f"Requires-Dist: {req}", f"installed: {b.required} {b.installed}"),
-        fix,
+        id=GotchaId.G9,
+        status=Status.WARN,
+        summary=f"{who} requires {req}, but {b.required} {b.installed} is installed",
+        subject=requirer,
+        evidence=(f"Requires-Dist: {req}", f"installed: {b.required} {b.installed}"),
+        fix=fix,
     )
 
 
@@ -494,16 +518,20 @@ def _container(facts: AuditFacts) -> Finding:
     c = facts.container
     if c.inside:
         return Finding(
-            "G9", Status.PASS, f"inside a container ({'; '.join(c.markers)})", "container", c.markers
+            id=GotchaId.G9,
+            status=Status.PASS,
+            summary=f"inside a container ({'; '.join(c.markers)})",
+            subject="container",
+            evidence=c.markers,
         )
     return Finding(
-        "G9",
-        Status.WARN,
-        "no container marker found: if this is a bare pip environment, torch, triton, xformers and "
+        id=GotchaId.G9,
+        status=Status.WARN,
+        summary="no container marker found: if this is a bare pip environment, torch, triton, xformers and "
         "transformers drift independently",
-        "container",
-        tuple(f"checked {p}" for p in c.checked),
-        "run inside an NGC PyTorch container (sparkenv build makes one); if bare pip is unavoidable, pin "
+        subject="container",
+        evidence=tuple(f"checked {p}" for p in c.checked),
+        fix="run inside an NGC PyTorch container (sparkenv build makes one); if bare pip is unavoidable, pin "
         "with a lock and install the Unsloth family with --no-deps",
     )
 
@@ -514,11 +542,15 @@ def ngc_torch(image: ngc.NgcFacts, torch_version: str) -> Finding:
     markers = tuple(image.markers())
     if rules.ngc_release(torch_version):
         return Finding(
-            "G9", Status.PASS, f"torch {torch_version} is the {image.describe()} build", "torch", markers
+            id=GotchaId.G9,
+            status=Status.PASS,
+            summary=f"torch {torch_version} is the {image.describe()} build",
+            subject="torch",
+            evidence=markers,
         )
     pinned = image.pins.get("torch")
     return Finding(
-        id="G9",
+        id=GotchaId.G9,
         status=Status.FAIL,
         summary=f"{image.describe()} detected but torch {torch_version} is not NGC's build: "
         "a pip install replaced it",
@@ -540,12 +572,12 @@ def _ngc(facts: AuditFacts) -> list[Finding]:
     if torch is None:
         out.append(
             Finding(
-                "G9",
-                Status.FAIL,
-                f"{image} detected but torch is not installed in the target",
-                "torch",
-                markers,
-                "audit the image's own environment, or rebuild from the image",
+                id=GotchaId.G9,
+                status=Status.FAIL,
+                summary=f"{image} detected but torch is not installed in the target",
+                subject="torch",
+                evidence=markers,
+                fix="audit the image's own environment, or rebuild from the image",
             )
         )
     else:
@@ -556,12 +588,12 @@ def _ngc(facts: AuditFacts) -> list[Finding]:
             continue
         out.append(
             Finding(
-                "G9",
-                Status.WARN,
-                f"{key} {df.dist.version} replaced the image's {key}=={pinned} ({n.constraint_file})",
-                key,
-                markers,
-                f"pip install --no-deps '{key}=={pinned}', or rebuild from the image",
+                id=GotchaId.G9,
+                status=Status.WARN,
+                summary=f"{key} {df.dist.version} replaced the image's {key}=={pinned} ({n.constraint_file})",
+                subject=key,
+                evidence=markers,
+                fix=f"pip install --no-deps '{key}=={pinned}', or rebuild from the image",
             )
         )
     return out
@@ -572,9 +604,15 @@ def _left_to_the_base(key: str, version: str, path: str, image: str | None, fact
     `sparkenv lock` gives, never "pin it in the lock"."""
     base = image or "the base image"
     if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
-        return Finding("G9", Status.PASS, f"{key} {version} is the base's, as {path} intends", key, (path,))
+        return Finding(
+            id=GotchaId.G9,
+            status=Status.PASS,
+            summary=f"{key} {version} is the base's, as {path} intends",
+            subject=key,
+            evidence=(path,),
+        )
     return Finding(
-        id="G9",
+        id=GotchaId.G9,
         status=Status.WARN,
         summary=f"{key} {version} is not the base's build: {path} leaves {key} to {base} on purpose",
         subject=key,
@@ -592,7 +630,12 @@ def _drift(facts: AuditFacts) -> list[Finding]:
         versions = ", ".join(f"{d.dist.key} {d.dist.version}" for d in installed)
         return [
             Finding(
-                "G9", Status.INFO, f"no --lock given: {versions} not compared with a lock", "lock", (), None
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary=f"no --lock given: {versions} not compared with a lock",
+                subject="lock",
+                evidence=(),
+                fix=None,
             )
         ]
     out: list[Finding] = []
@@ -607,22 +650,22 @@ def _drift(facts: AuditFacts) -> list[Finding]:
             if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
                 out.append(
                     Finding(
-                        "G9",
-                        Status.PASS,
-                        f"{key} {version} is provided by the NGC base, not the lock",
-                        key,
-                        (src,),
+                        id=GotchaId.G9,
+                        status=Status.PASS,
+                        summary=f"{key} {version} is provided by the NGC base, not the lock",
+                        subject=key,
+                        evidence=(src,),
                     )
                 )
             else:
                 out.append(
                     Finding(
-                        "G9",
-                        Status.WARN,
-                        f"{key} {version} is installed but not pinned in {lock.path}",
-                        key,
-                        (src,),
-                        f"pin {key}=={version} in the lock (sparkenv lock)",
+                        id=GotchaId.G9,
+                        status=Status.WARN,
+                        summary=f"{key} {version} is installed but not pinned in {lock.path}",
+                        subject=key,
+                        evidence=(src,),
+                        fix=f"pin {key}=={version} in the lock (sparkenv lock)",
                     )
                 )
             continue
@@ -630,27 +673,35 @@ def _drift(facts: AuditFacts) -> list[Finding]:
         if pinned is None:
             out.append(
                 Finding(
-                    "G9",
-                    Status.WARN,
-                    f"{key} {version}: {lock.path} lists it without an exact pin",
-                    key,
-                    (src,),
-                    f"pin {key}=={version} exactly",
+                    id=GotchaId.G9,
+                    status=Status.WARN,
+                    summary=f"{key} {version}: {lock.path} lists it without an exact pin",
+                    subject=key,
+                    evidence=(src,),
+                    fix=f"pin {key}=={version} exactly",
                 )
             )
         elif pinned != version:
             out.append(
                 Finding(
-                    "G9",
-                    Status.WARN,
-                    f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
-                    key,
-                    (src,),
-                    f"pip install --no-deps '{key}=={pinned}', or re-lock",
+                    id=GotchaId.G9,
+                    status=Status.WARN,
+                    summary=f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
+                    subject=key,
+                    evidence=(src,),
+                    fix=f"pip install --no-deps '{key}=={pinned}', or re-lock",
                 )
             )
         else:
-            out.append(Finding("G9", Status.PASS, f"{key} {version} matches {lock.path}", key, (src,)))
+            out.append(
+                Finding(
+                    id=GotchaId.G9,
+                    status=Status.PASS,
+                    summary=f"{key} {version} matches {lock.path}",
+                    subject=key,
+                    evidence=(src,),
+                )
+            )
     return out
 
 
@@ -660,7 +711,7 @@ def _drift(facts: AuditFacts) -> list[Finding]:
 
 def live(f: GateFacts) -> list[Finding]:
     out = []
-    err = f.error_finding("G9", "container", "container")
+    err = f.error_finding(GotchaId.G9, "container", "container")
     if err:
         out.append(err)
     else:
@@ -668,23 +719,23 @@ def live(f: GateFacts) -> list[Finding]:
         if markers:
             out.append(
                 Finding(
-                    "G9",
-                    Status.PASS,
-                    f"inside a container ({'; '.join(markers)})",
-                    "container",
-                    tuple(markers),
+                    id=GotchaId.G9,
+                    status=Status.PASS,
+                    summary=f"inside a container ({'; '.join(markers)})",
+                    subject="container",
+                    evidence=tuple(markers),
                 )
             )
         else:
             out.append(
                 Finding(
-                    "G9",
-                    Status.WARN,
-                    "no container marker found (unknown, not necessarily bare host): "
+                    id=GotchaId.G9,
+                    status=Status.WARN,
+                    summary="no container marker found (unknown, not necessarily bare host): "
                     "a bare pip environment drifts",
-                    "container",
-                    (),
-                    "run in an NGC PyTorch container (sparkenv build makes one)",
+                    subject="container",
+                    evidence=(),
+                    fix="run in an NGC PyTorch container (sparkenv build makes one)",
                 )
             )
     image = ngc.from_snapshot(f.env, (f.section("container") or {}).get("ngc"))
@@ -694,18 +745,25 @@ def live(f: GateFacts) -> list[Finding]:
     if any(k in f.dists for k in ("triton", "pytorch-triton")):
         ptxas = f.env.get("TRITON_PTXAS_PATH")
         if ptxas:
-            out.append(Finding("G9", Status.PASS, f"TRITON_PTXAS_PATH={ptxas}", "TRITON_PTXAS_PATH"))
+            out.append(
+                Finding(
+                    id=GotchaId.G9,
+                    status=Status.PASS,
+                    summary=f"TRITON_PTXAS_PATH={ptxas}",
+                    subject="TRITON_PTXAS_PATH",
+                )
+            )
         else:
             status = Status.WARN if f.is_gb10 else Status.INFO
             out.append(
                 Finding(
-                    "G9",
-                    status,
-                    "Triton is installed and TRITON_PTXAS_PATH is unset: its bundled ptxas "
+                    id=GotchaId.G9,
+                    status=status,
+                    summary="Triton is installed and TRITON_PTXAS_PATH is unset: its bundled ptxas "
                     "may predate CUDA 13 and reject sm_121a",
-                    "TRITON_PTXAS_PATH",
-                    (),
-                    "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (NGC images set it)",
+                    subject="TRITON_PTXAS_PATH",
+                    evidence=(),
+                    fix="export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (NGC images set it)",
                 )
             )
     return out
