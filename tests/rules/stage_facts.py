@@ -16,11 +16,13 @@ import gate_helpers
 from conftest import ElfFactory, Env, make_env
 from packaging.requirements import Requirement
 
+from sparkenv import profiles
 from sparkenv.audit import scan
 from sparkenv.cuda import coverage
-from sparkenv.environment import lockpins, target
+from sparkenv.environment import target
 from sparkenv.gate.view import GateFacts
-from sparkenv.resolve import graph, inputs, policy, profiles
+from sparkenv.lock import read as lockread
+from sparkenv.resolve import graph, inputs, policy
 from sparkenv.resolve import run as resolve_run
 
 
@@ -116,7 +118,7 @@ def installed(
 ) -> scan.AuditFacts:
     """The environment `ctx.env(arch)` as `sparkenv audit PREFIX --root ROOT` gathers it."""
     resolved_target = target.resolve(str(ctx.env(arch).prefix), None)
-    pins = lockpins.read(lock) if lock else None
+    pins = lockread.given(lock) if lock else None
     return scan.gather(resolved_target, pins, ctx.root, gpu, environ or {})
 
 
