@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import artifacts
 import build_helpers as bh
 import pytest
 
@@ -74,10 +75,10 @@ def test_profile_from_the_stand_in_image_round_trips_through_lock_and_build(tmp_
 
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    tiny = bh.make_wheel(wheels, "tinypkg", "1.0", requires=["torch>=2.0"])
+    tiny = artifacts.write_wheel(wheels, "tinypkg", "1.0", requires=["torch>=2.0"])
     (tmp_path / "requirements.txt").write_text("tinypkg==1.0\n")
     ref = "sparkenv-test/generated:1"
-    with bh.serve_index([tiny]) as index:
+    with artifacts.serve_index([tiny]) as index:
         lock = sparkenv(
             "lock",
             "requirements.txt",
