@@ -3,12 +3,15 @@ packages not pinned, the Unsloth family with its dependencies, NGC torch replace
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
+from sparkenv.build import base_facts
+from sparkenv.lock.status import Currency, LockFileFacts, Outcome
 from sparkenv.report import Status
 from sparkenv.resolve.fallbacks import FallbackFacts
 
@@ -29,6 +32,16 @@ def _audit(ctx, *dists, marker: str | None = None, constraint: str | None = None
         (ctx.root / "etc" / "pip").mkdir(parents=True)
         (ctx.root / "etc" / "pip" / "constraint.txt").write_text(constraint)
     return sf.installed(ctx, lock=lock)
+
+
+def _current(**problem) -> Currency:
+    return Currency("p.toml", "out", ("req.txt",), "ngc-25.11", "sha256:x", **problem)
+
+
+def _base_check(replaced: list[dict]):
+    """The facts line base_check.py prints inside the image, read back by the build's own reader."""
+    data = {"provided": ["torch", "pytorch-triton"], "replaced": replaced, "moved": []}
+    return base_facts.parse([base_facts.MARK + json.dumps(data)])
 
 
 def _fallback(gap_days: int):
@@ -150,6 +163,61 @@ ROWS = [
         "is a fallback: the newest release is 3.0",
     ),
     Row("g9.resolved", "a recent release is no fallback", lambda c: _fallback(30), "pyfoo", None),
+    # --- Stage.LOCKFILE ----------------------------------------------------------------------------
+    Row(
+        "g9.lockfile",
+        "written: nothing failed, every file read",
+        lambda c: LockFileFacts(outcome=Outcome("p.toml", "r.txt", packages=3, stages=2)),
+        "p.toml",
+        PASS,
+        None,
+        "wrote p.toml and r.txt: 3 packages",
+    ),
+    Row(
+        "g9.lockfile",
+        "a file whose metadata is unknown",
+        lambda c: LockFileFacts(outcome=Outcome("p.toml", "r.txt", unknown=2)),
+        "lock",
+        FAIL,
+        "make every file's metadata readable",
+    ),
+    Row(
+        "g9.lockfile",
+        "current with its inputs",
+        lambda c: LockFileFacts(checked=(_current(),)),
+        "p.toml",
+        PASS,
+        None,
+        "is current with req.txt",
+    ),
+    Row(
+        "g9.lockfile",
+        "inputs changed since",
+        lambda c: LockFileFacts(checked=(_current(inputs_changed=True),)),
+        "p.toml",
+        FAIL,
+        "run sparkenv lock req.txt --profile ngc-25.11 --output-dir out",
+        "is stale",
+    ),
+    # --- Stage.IMAGE -------------------------------------------------------------------------------
+    Row(
+        "g9.image",
+        "the base untouched",
+        lambda c: _base_check(replaced=[]),
+        "base",
+        PASS,
+        None,
+        "the base's 2 provided packages are untouched",
+    ),
+    Row(
+        "g9.image",
+        "a provided package replaced",
+        lambda c: _base_check(replaced=[{"name": "torch", "before": [NGC_TORCH], "after": ["2.9.1"]}]),
+        "torch",
+        FAIL,
+        "re-lock with `sparkenv lock` for this profile",
+        f"torch {NGC_TORCH} -> 2.9.1",
+    ),
     # --- Stage.INSTALLED ---------------------------------------------------------------------------
     Row(
         "g9.installed",
