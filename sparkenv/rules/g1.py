@@ -536,7 +536,7 @@ def live(f: GateFacts) -> list[Finding]:
 def _driver(f: GateFacts) -> list[Finding]:
     """The driver against the CUDA release torch was built for, by the one driver judgement
     (sparkenv.cuda.driver, NVIDIA's dated table); nothing when the driver or torch's CUDA is unknown."""
-    from sparkenv.cuda.driver import judge_driver
+    from sparkenv.rules.driver import judge_driver
 
     driver = f.driver_version
     if f.deep or f.section("torch") is not None:
