@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
-from sparkenv.cuda import coverage, toolchain
+from sparkenv.cuda import coverage
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage
+from sparkenv.rules import Rule, Stage, package_kernels, toolchain
 
 if TYPE_CHECKING:
     from sparkenv.audit.scan import AuditFacts
@@ -45,7 +45,7 @@ def installed(facts: AuditFacts) -> list[Finding]:
             continue
         objects += len(d.kernels)
         deep += sum(1 for o in d.kernels if set(o.sections) - {".nv_fatbin"})
-        finding = coverage.package_finding(key, d.dist.version, d.kernels, cap, gpu)
+        finding = package_kernels.package_finding(key, d.dist.version, d.kernels, cap, gpu)
         if finding is not None:
             out.append(finding)
     out.append(_census(objects, len(out), deep, gpu))
@@ -187,7 +187,7 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
             if not isinstance(pkg, dict):
                 continue
             objects = kernels.from_json(pkg.get("objects") or [])
-            finding = coverage.package_finding(key, str(pkg.get("version", "?")), objects, cap, gpu)
+            finding = package_kernels.package_finding(key, str(pkg.get("version", "?")), objects, cap, gpu)
             if finding is not None:
                 out.append(finding)
         triton = kernels.triton_from_json(facts.get("triton"))
