@@ -10,7 +10,7 @@ import pytest
 from sparkenv import datafiles
 from sparkenv.cuda import driver
 from sparkenv.report import Status
-from sparkenv.rules import driver as judged
+from sparkenv.rules import g1 as judged
 
 H200 = Path(__file__).parent / "fixtures" / "machines" / "h200"
 

@@ -10,7 +10,7 @@ from kernel_helpers import cuda_ptxas
 
 from sparkenv.cuda import toolchain
 from sparkenv.report import Status
-from sparkenv.rules import toolchain as judged
+from sparkenv.rules import g7 as judged
 
 GB10, H200 = (12, 1), (9, 0)
 RECORDED = Path(__file__).parent / "fixtures" / "machines" / "h200" / "ptxas-versions.txt"

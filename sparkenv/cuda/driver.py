@@ -3,7 +3,7 @@
 Pure: the caller reads `/proc/driver/nvidia/version` (or NVML), `CUDA_VERSION` / the environment's
 cudart and the `libcuda.so.<version>` files it sees; this module parses those texts and judges them
 against the dated table in data/drivers.toml (NVIDIA's CUDA toolkit release notes). The judgements
-over them, `judge_driver` / `judge_libcuda`, are sparkenv/rules/driver.py's: the gate, `build`
+over them, `judge_driver` / `judge_libcuda`, are sparkenv/rules/g1.py's: the gate, `build`
 (`--driver`) and anything else that needs the decision call those.
 """
 

@@ -2,7 +2,7 @@
 
 What the stages read (a ptxas release from its file or its --version, the arch list's parts) and the
 facts type they fill; data in data/toolchain.toml. The judgements over them are
-sparkenv/rules/toolchain.py's, called by the audit and the gate alike.
+sparkenv/rules/g7.py's, called by the audit and the gate alike.
 """
 
 from __future__ import annotations
