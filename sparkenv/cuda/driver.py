@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sparkenv import datafiles
+from sparkenv.knowledge.drivers import drivers
 from sparkenv.report import Finding, GotchaId, Status
 
 Version = tuple[int, ...]
@@ -56,12 +56,12 @@ def cuda_release(text: str) -> tuple[int, int, int | None] | None:
 
 @functools.cache
 def _table() -> dict[tuple[int, int, int], str]:
-    rows = datafiles.load("drivers")["toolkit"]
-    return {tuple(int(p) for p in k.split(".")): str(v) for k, v in rows.items()}  # type: ignore[misc]
+    rows = drivers().toolkit
+    return {tuple(int(p) for p in k.split(".")): v for k, v in rows.items()}  # type: ignore[misc]
 
 
 def reviewed() -> str:
-    return str(datafiles.load("drivers")["reviewed"])
+    return drivers().reviewed
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def requirement(cuda: str) -> Requirement | None:
         return None
     major, minor, update = rel
     table = _table()
-    floor_text = datafiles.load("drivers")["minor_compat"].get(str(major))
+    floor_text = drivers().minor_compat.get(str(major))
     floor = version(floor_text) if floor_text else None
     same_major = sorted(k for k in table if k[0] == major)
     if not same_major:
@@ -144,7 +144,7 @@ def judge_driver(
         )
     have = version(driver)
     need = req.minimum
-    source = datafiles.load("drivers")["source"]
+    source = drivers().source
     stale = (
         ""
         if req.known
@@ -169,7 +169,7 @@ def judge_driver(
         + (f", or use an image built for CUDA <= {fit}" if fit else "")
     )
     if compat_libcuda:
-        unsupported = datafiles.load("drivers")["forward_compat"].get("unsupported_gpus", [])
+        unsupported = drivers().forward_compat.unsupported_gpus
         on_unsupported = bool(gpu_name) and any(n.lower() in (gpu_name or "").lower() for n in unsupported)
         if version(compat_libcuda) >= version(need) and not on_unsupported:
             return Finding(
@@ -223,7 +223,7 @@ def judge_libcuda(kernel_module: str | None, libraries: Iterable[str]) -> Findin
     `forward_compat.dirs`) differ on purpose and are left to `judge_driver`. None when nothing to say."""
     if not kernel_module:
         return None
-    compat_dirs = tuple(datafiles.load("drivers")["forward_compat"]["dirs"])
+    compat_dirs = drivers().forward_compat.dirs
     mismatched = []
     for path in libraries:
         v = libcuda_version(path)

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage
+from sparkenv.knowledge.toolchain import toolchain
 from sparkenv.report import Finding, GotchaId, Status
 
 _RELEASE = re.compile(rb"Cuda compilation tools, release (\d+)\.(\d+)")
@@ -50,7 +50,7 @@ def _rel(text: str) -> tuple[int, int]:
 
 
 def min_ptxas(cap: coverage.Capability) -> str | None:
-    return datafiles.load("toolchain")["ptxas"]["min_release"].get(coverage.cap_text(cap))
+    return toolchain().ptxas.min_release.get(coverage.cap_text(cap))
 
 
 @dataclass(frozen=True)
@@ -68,14 +68,12 @@ def judge_triton_ptxas(tools: TritonTools, cap: coverage.Capability, live: bool)
     """G7: the ptxas Triton will run for this GPU accepts its arch-specific target. `live` (the gate):
     the environment is the workload's, so a ptxas that rejects the target is a FAIL; in the audit the
     variables may still be set at run time, so it is a WARN."""
-    spec = datafiles.load("toolchain")["triton"]
-    blackwell = cap[0] >= int(spec["blackwell_from_major"]) and spec["blackwell_tool"] in tools.bundled
+    spec = toolchain().triton
+    blackwell = cap[0] >= spec.blackwell_from_major and spec.blackwell_tool in tools.bundled
     tool, var = (
-        (spec["blackwell_tool"], spec["blackwell_env"])
-        if blackwell
-        else (spec["default_tool"], spec["default_env"])
+        (spec.blackwell_tool, spec.blackwell_env) if blackwell else (spec.default_tool, spec.default_env)
     )
-    other = spec["default_env"] if blackwell else spec["blackwell_env"]
+    other = spec.default_env if blackwell else spec.blackwell_env
     need = min_ptxas(cap)
     arch = f"sm_{cap[0]}{cap[1]}a"
     subject = "triton-ptxas"

@@ -9,14 +9,16 @@ libraries that embed fatbins as data).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage, fatbin, toolchain
+from sparkenv.knowledge.kernels import kernels
+from sparkenv.knowledge.toolchain import toolchain as toolchain_data
 from sparkenv.report import Status
 
 READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored
@@ -79,8 +81,13 @@ class ScanCache:
 
 
 def _reader_key() -> str:
-    data = datafiles.load("kernels")
-    return f"{READER} {json.dumps([data['sections'], data['limits'], data['sparse']], sort_keys=True)}"
+    data = kernels()
+    parts = [
+        dataclasses.asdict(data.sections),
+        dataclasses.asdict(data.limits),
+        dataclasses.asdict(data.sparse),
+    ]
+    return f"{READER} {json.dumps(parts, sort_keys=True)}"
 
 
 def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None) -> dict[str, Any]:
@@ -174,13 +181,13 @@ def from_json(items: Iterable[dict[str, Any]]) -> list[coverage.ObjectKernels]:
 def read_triton(site: str, name: str, version: str, env: Mapping[str, str]) -> toolchain.TritonTools:
     """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
     override them, as `env` sets them."""
-    spec = datafiles.load("toolchain")["triton"]
+    spec = toolchain_data().triton
     bundled = {}
-    for tool in (spec["default_tool"], spec["blackwell_tool"]):
-        path = os.path.join(site, spec["bundled_dir"], tool)
+    for tool in (spec.default_tool, spec.blackwell_tool):
+        path = os.path.join(site, spec.bundled_dir, tool)
         if os.path.isfile(path):
             bundled[tool] = toolchain.ptxas_release_of_file(path)
-    chosen = {v: env[v] for v in (spec["default_env"], spec["blackwell_env"]) if env.get(v)}
+    chosen = {v: env[v] for v in (spec.default_env, spec.blackwell_env) if env.get(v)}
     releases = {p: toolchain.ptxas_release_of_file(p) for p in chosen.values()}
     return toolchain.TritonTools(name, version, bundled, chosen, releases)
 

@@ -19,7 +19,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sparkenv import datafiles
 from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container
 from sparkenv.gate import deep_cache, ldcache, nvml, orchestrate, parsers, static_torch
@@ -27,7 +26,8 @@ from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
-from sparkenv.knowledge import packages
+from sparkenv.knowledge.gate import gate
+from sparkenv.knowledge.packages import packages
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 
@@ -347,7 +347,7 @@ def probe_kernels(python: str) -> dict[str, Any]:
     from sparkenv.environment.distributions import Distribution, iter_distributions
     from sparkenv.environment.target import resolve
 
-    wanted = set(datafiles.load("gate")["nvfp4"]["kernel_packages"])
+    wanted = set(gate().nvfp4.kernel_packages)
     out: dict[str, Any] = {}
     for site in resolve(python if python != sys.executable else None).site_dirs:
         for dist in iter_distributions(site):

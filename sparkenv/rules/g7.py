@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage, toolchain
 from sparkenv.gate.intent import nvfp4_intent
+from sparkenv.knowledge.gate import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
@@ -209,7 +209,7 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
 
 
 def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
-    good = set(datafiles.load("gate")["nvfp4"]["good_targets"])
+    good = set(gate().nvfp4.good_targets)
     seen = {name: k for name, k in kernels.items() if k.get("targets")}
     evidence = tuple(f"{n} {k.get('version')}: {', '.join(k['targets'])}" for n, k in sorted(seen.items()))
     with_121a = sorted(n for n, k in seen.items() if good & set(k["targets"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparkenv.knowledge import packages
+from sparkenv.knowledge.packages import packages
 
 
 def family() -> tuple[str, ...]:
