@@ -9,7 +9,6 @@ libraries that embed fatbins as data).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -82,11 +81,7 @@ class ScanCache:
 
 def _reader_key() -> str:
     data = kernels()
-    parts = [
-        dataclasses.asdict(data.sections),
-        dataclasses.asdict(data.limits),
-        dataclasses.asdict(data.sparse),
-    ]
+    parts = [part._asdict() for part in (data.sections, data.limits, data.sparse)]
     return f"{READER} {json.dumps(parts, sort_keys=True)}"
 
 

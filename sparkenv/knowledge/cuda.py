@@ -5,43 +5,48 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
-from sparkenv.knowledge.schema import DistName, build, key
+from sparkenv.knowledge.schema import DistName, build
 
 
-@dataclass(frozen=True)
-class Soname:
+class Soname(NamedTuple):
     pattern: str  # libcudart.so.N; `*` any run of name characters
     majors: Mapping[str, int]  # the .so number -> the CUDA major
 
 
-@dataclass(frozen=True)
-class NameRule:
+class NameRule(NamedTuple):
     regex: re.Pattern[str]  # over a canonical name; one group holds the major
     cuda13: str  # the CUDA 13 name to suggest, {N} the regex's groups
     library: bool = False  # a runtime-library wheel: residue when nothing installed requires it
 
 
-@dataclass(frozen=True)
-class PathRule:
+class PathRule(NamedTuple):
     contains: str
     major: int
 
 
-@dataclass(frozen=True)
-class Cuda:
+class Cuda(NamedTuple):
     reviewed: str
     target_major: int
     ambiguous: tuple[str, ...]  # sonames the same in CUDA 12 and 13: never evidence on their own
     versioned_names: tuple[DistName, ...]  # their version's major IS the CUDA major
-    sonames: tuple[Soname, ...] = key("soname")
-    names: tuple[NameRule, ...] = key("name")
-    paths: tuple[PathRule, ...] = key("path")
-    ngc: Mapping[str, int] = key("ngc")  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
+    sonames: tuple[Soname, ...]
+    names: tuple[NameRule, ...]
+    paths: tuple[PathRule, ...]
+    ngc: Mapping[str, int]  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
+    # field -> the TOML key it reads
+    _toml_keys = MappingProxyType({"sonames": "soname", "names": "name", "paths": "path"})
+
+
+def parse(data: dict[str, Any]) -> Cuda:
+    """A parsed cuda.toml as Cuda, or one KnowledgeError naming the file and the key."""
+    return build(Cuda, data, "cuda")
 
 
 @functools.cache
 def cuda() -> Cuda:
-    return build(Cuda, datafiles.load("cuda"), "cuda")
+    """sparkenv/data/cuda.toml, read once per process."""
+    return parse(datafiles.load("cuda"))

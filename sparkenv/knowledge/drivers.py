@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 
-@dataclass(frozen=True)
-class ForwardCompat:
+class ForwardCompat(NamedTuple):
     unsupported_gpus: tuple[str, ...]  # in the GPU's name: the compatibility package does not load there
     dirs: tuple[str, ...]  # where the package puts its libcuda
 
 
-@dataclass(frozen=True)
-class Drivers:
+class Drivers(NamedTuple):
     reviewed: str
     source: str
     toolkit: Mapping[str, str]  # CUDA release "13.0.2" -> its minimum driver
@@ -25,6 +23,12 @@ class Drivers:
     forward_compat: ForwardCompat
 
 
+def parse(data: dict[str, Any]) -> Drivers:
+    """A parsed drivers.toml as Drivers, or one KnowledgeError naming the file and the key."""
+    return build(Drivers, data, "drivers")
+
+
 @functools.cache
 def drivers() -> Drivers:
-    return build(Drivers, datafiles.load("drivers"), "drivers")
+    """sparkenv/data/drivers.toml, read once per process."""
+    return parse(datafiles.load("drivers"))

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import DistName, build
 
 
-@dataclass(frozen=True)
-class Gb10:
+class Gb10(NamedTuple):
     capability: tuple[int, int]
     name_contains: str  # in the name nvidia-smi and torch report
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(NamedTuple):
     page_cache_warn_fraction: float
     need_gb_default: float
 
 
-@dataclass(frozen=True)
-class Power:
+class Power(NamedTuple):
     normal_sustained_w: float
     fault_cap_w: float
     plateau_range_w: float
@@ -30,42 +27,36 @@ class Power:
     busy_utilization: int  # utilization.gpu (%) that counts as under load
 
 
-@dataclass(frozen=True)
-class Bandwidth:
+class Bandwidth(NamedTuple):
     spec: float  # GB/s
     measured_low: float
     measured_high: float
 
 
-@dataclass(frozen=True)
-class ServerCaps:
+class ServerCaps(NamedTuple):
     safe_fraction: float
     vllm_ceiling: float
 
 
-@dataclass(frozen=True)
-class Nvfp4:
+class Nvfp4(NamedTuple):
     kernel_packages: tuple[DistName, ...]
     words: tuple[str, ...]
     good_targets: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class UnifiedMemory:
+class UnifiedMemory(NamedTuple):
     other_processes_warn_fraction: float
     unaccounted_info_mib: int
 
 
-@dataclass(frozen=True)
-class Ray:
+class Ray(NamedTuple):
     source: str
     default_threshold: float
     signals_env: tuple[str, ...]
     workload_words: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Gate:
+class Gate(NamedTuple):
     reviewed: str
     gb10: Gb10
     memory: Memory
@@ -77,6 +68,12 @@ class Gate:
     ray: Ray
 
 
+def parse(data: dict[str, Any]) -> Gate:
+    """A parsed gate.toml as Gate, or one KnowledgeError naming the file and the key."""
+    return build(Gate, data, "gate")
+
+
 @functools.cache
 def gate() -> Gate:
-    return build(Gate, datafiles.load("gate"), "gate")
+    """sparkenv/data/gate.toml, read once per process."""
+    return parse(datafiles.load("gate"))

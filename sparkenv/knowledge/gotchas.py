@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import KnowledgeError, build
 from sparkenv.report import GotchaId
 
 
-@dataclass(frozen=True)
-class GotchaText:
+class GotchaText(NamedTuple):
     title: str
     symptom: str
     cause: str
     fix: str
 
 
-@functools.cache
-def gotchas() -> Mapping[GotchaId, GotchaText]:
-    """G1 … G10 in order; a gotcha missing from the file is a KnowledgeError, like a missing key."""
-    found = build(Mapping[GotchaId, GotchaText], datafiles.load("gotchas"), "gotchas")
+def parse(data: dict[str, Any]) -> Mapping[GotchaId, GotchaText]:
+    """G1 … G10 in order, or one KnowledgeError naming the file and the key (a missing gotcha too)."""
+    found = build(Mapping[GotchaId, GotchaText], data, "gotchas")
     missing = [g.value for g in GotchaId if g not in found]
     if missing:
         raise KnowledgeError(f"sparkenv/data/gotchas.toml: {missing[0]} is missing")
     return MappingProxyType({g: found[g] for g in GotchaId})
+
+
+@functools.cache
+def gotchas() -> Mapping[GotchaId, GotchaText]:
+    """sparkenv/data/gotchas.toml, read once per process."""
+    return parse(datafiles.load("gotchas"))

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
-from sparkenv.knowledge.schema import build, key
+from sparkenv.knowledge.schema import build
 from sparkenv.report import GotchaId, Status
 
 
-@dataclass(frozen=True)
-class HostIssue:
+class HostIssue(NamedTuple):
     id: str
     gotcha: GotchaId
     status: Status  # on one node
@@ -23,19 +22,23 @@ class HostIssue:
     fix: str
     source: str
     kernel: str = ""  # exact `uname -r`; "" matches any kernel
-    meminfo: Mapping[str, int] = field(
-        default_factory=lambda: MappingProxyType({})
-    )  # kB values /proc/meminfo must report
+    meminfo: Mapping[str, int] = MappingProxyType({})  # kB values /proc/meminfo must report
     driver_below: str | None = None
     cuda_at_least: str | None = None
 
 
-@dataclass(frozen=True)
-class Hosts:
+class Hosts(NamedTuple):
     reviewed: str
-    issues: tuple[HostIssue, ...] = key("issue", default=())
+    issues: tuple[HostIssue, ...] = ()
+    _toml_keys = MappingProxyType({"issues": "issue"})  # field -> the TOML key it reads
+
+
+def parse(data: dict[str, Any]) -> Hosts:
+    """A parsed hosts.toml as Hosts, or one KnowledgeError naming the file and the key."""
+    return build(Hosts, data, "hosts")
 
 
 @functools.cache
 def hosts() -> Hosts:
-    return build(Hosts, datafiles.load("hosts"), "hosts")
+    """sparkenv/data/hosts.toml, read once per process."""
+    return parse(datafiles.load("hosts"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
@@ -13,33 +12,28 @@ from sparkenv.knowledge.schema import build
 RunsOn = Literal["exact", "same-major", "at-least"]
 
 
-@dataclass(frozen=True)
-class Cost:
+class Cost(NamedTuple):
     ptx: str  # what a user pays when only PTX fits
     ptx_warn_bytes: int  # fitting PTX smaller than this JITs in well under a second
     lto: str
 
 
-@dataclass(frozen=True)
-class Sections:
+class Sections(NamedTuple):
     data: tuple[str, ...]  # sections besides .nv_fatbin that may hold fatbins
 
 
-@dataclass(frozen=True)
-class Sparse:
+class Sparse(NamedTuple):
     min_file_bytes: int
     max_fatbin_share: float
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     max_headers: int
     max_entries: int
     max_seconds: float
 
 
-@dataclass(frozen=True)
-class Kernels:
+class Kernels(NamedTuple):
     reviewed: str
     source: str
     runs_on: Mapping[str, Mapping[str, RunsOn]]  # kind (sm, compute, lto) -> suffix ("", a, f) -> rule
@@ -49,6 +43,12 @@ class Kernels:
     limits: Limits
 
 
+def parse(data: dict[str, Any]) -> Kernels:
+    """A parsed kernels.toml as Kernels, or one KnowledgeError naming the file and the key."""
+    return build(Kernels, data, "kernels")
+
+
 @functools.cache
 def kernels() -> Kernels:
-    return build(Kernels, datafiles.load("kernels"), "kernels")
+    """sparkenv/data/kernels.toml, read once per process."""
+    return parse(datafiles.load("kernels"))

@@ -3,50 +3,44 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 
-@dataclass(frozen=True)
-class Spark:
+class Spark(NamedTuple):
     rdma_vendor_part: str
     twins: tuple[tuple[str, ...], ...]  # the two RDMA devices of each QSFP port
     port_rate_gbps: int
     mtu: int
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     min_rate_gbps: int
     slow_interface_prefixes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Nccl:
+class Nccl(NamedTuple):
     settings: tuple[str, ...]
     conf_files: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Agreement:
+class Agreement(NamedTuple):
     fields: tuple[str, ...]
     nccl_settings: tuple[str, ...]
     port_offset: int
     default_master_port: int
 
 
-@dataclass(frozen=True)
-class LinkTest:
+class LinkTest(NamedTuple):
     buffer_mib: int
     max_iterations: int
     spark_busbw_gbs: float
     warn_below_fraction: float
 
 
-@dataclass(frozen=True)
-class Multinode:
+class Multinode(NamedTuple):
     reviewed: str
     spark: Spark
     link: Link
@@ -55,6 +49,12 @@ class Multinode:
     link_test: LinkTest
 
 
+def parse(data: dict[str, Any]) -> Multinode:
+    """A parsed multinode.toml as Multinode, or one KnowledgeError naming the file and the key."""
+    return build(Multinode, data, "multinode")
+
+
 @functools.cache
 def multinode() -> Multinode:
-    return build(Multinode, datafiles.load("multinode"), "multinode")
+    """sparkenv/data/multinode.toml, read once per process."""
+    return parse(datafiles.load("multinode"))

@@ -6,26 +6,23 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import DistName, build
 
 
-@dataclass(frozen=True)
-class Bitsandbytes:
+class Bitsandbytes(NamedTuple):
     library_regex: re.Pattern[str]  # one group: the CUDA digits of a libbitsandbytes_cudaXYZ.so
 
 
-@dataclass(frozen=True)
-class CudaCapable:
+class CudaCapable(NamedTuple):
     instead: str  # what to install for a CUDA 13 build
     cuda_files: tuple[str, ...] = ()  # files only its CUDA builds ship
     conclusive: bool = False  # a CUDA build always shows CUDA in its metadata: no evidence means CPU-only
 
 
-@dataclass(frozen=True)
-class Packages:
+class Packages(NamedTuple):
     reviewed: str
     drift_prone: tuple[DistName, ...]  # in the file's order
     unsloth_family: tuple[DistName, ...]
@@ -41,6 +38,12 @@ class Packages:
         return self.bitsandbytes.library_regex
 
 
+def parse(data: dict[str, Any]) -> Packages:
+    """A parsed packages.toml as Packages, or one KnowledgeError naming the file and the key."""
+    return build(Packages, data, "packages")
+
+
 @functools.cache
 def packages() -> Packages:
-    return build(Packages, datafiles.load("packages"), "packages")
+    """sparkenv/data/packages.toml, read once per process."""
+    return parse(datafiles.load("packages"))

@@ -3,27 +3,33 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
-from sparkenv.knowledge.schema import DistName, build, key
+from sparkenv.knowledge.schema import DistName, build
 
 
-@dataclass(frozen=True)
-class PlaybookIssue:
+class PlaybookIssue(NamedTuple):
     id: str
     title: str
     when: tuple[tuple[DistName, str], ...]  # installed distribution and PEP 440 specifier ("" any version)
     fix: str
 
 
-@dataclass(frozen=True)
-class PlaybookIssues:
+class PlaybookIssues(NamedTuple):
     as_of: str
     repository: str
-    issues: tuple[PlaybookIssue, ...] = key("issue")
+    issues: tuple[PlaybookIssue, ...]
+    _toml_keys = MappingProxyType({"issues": "issue"})  # field -> the TOML key it reads
+
+
+def parse(data: dict[str, Any]) -> PlaybookIssues:
+    """A parsed playbook_issues.toml as PlaybookIssues, or one KnowledgeError naming the file and the key."""
+    return build(PlaybookIssues, data, "playbook_issues")
 
 
 @functools.cache
 def playbook_issues() -> PlaybookIssues:
-    return build(PlaybookIssues, datafiles.load("playbook_issues"), "playbook_issues")
+    """sparkenv/data/playbook_issues.toml, read once per process."""
+    return parse(datafiles.load("playbook_issues"))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
-from sparkenv.knowledge.schema import KnowledgeError, build, key
+from sparkenv.knowledge.schema import KnowledgeError, build
 
 
-@dataclass(frozen=True)
-class Server:
+class Server(NamedTuple):
     name: str
     executables: tuple[str, ...]
     modules: tuple[str, ...]
@@ -19,16 +19,22 @@ class Server:
     default_fraction: float | None = None  # its memory share when no cap argument is given
 
 
-@dataclass(frozen=True)
-class Servers:
+class Servers(NamedTuple):
     reviewed: str
-    servers: tuple[Server, ...] = key("server")
+    servers: tuple[Server, ...]
+    _toml_keys = MappingProxyType({"servers": "server"})  # field -> the TOML key it reads
 
 
-@functools.cache
-def servers() -> Servers:
-    found = build(Servers, datafiles.load("servers"), "servers")
+def parse(data: dict[str, Any]) -> Servers:
+    """A parsed servers.toml as Servers, or one KnowledgeError naming the file and the key."""
+    found = build(Servers, data, "servers")
     for i, s in enumerate(found.servers):
         if s.cap_args and s.default_fraction is None:  # what it takes when started without the argument
             raise KnowledgeError(f"sparkenv/data/servers.toml: server[{i}].default_fraction is missing")
     return found
+
+
+@functools.cache
+def servers() -> Servers:
+    """sparkenv/data/servers.toml, read once per process."""
+    return parse(datafiles.load("servers"))

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 
-@dataclass(frozen=True)
-class Ptxas:
+class Ptxas(NamedTuple):
     min_release: Mapping[str, str]  # capability "12.1" -> the oldest CUDA release whose ptxas takes sm_121a
 
 
-@dataclass(frozen=True)
-class Triton:
+class Triton(NamedTuple):
     bundled_dir: str
     blackwell_tool: str
     blackwell_env: str
@@ -25,14 +23,19 @@ class Triton:
     blackwell_from_major: int
 
 
-@dataclass(frozen=True)
-class Toolchain:
+class Toolchain(NamedTuple):
     reviewed: str
     source: str
     ptxas: Ptxas
     triton: Triton
 
 
+def parse(data: dict[str, Any]) -> Toolchain:
+    """A parsed toolchain.toml as Toolchain, or one KnowledgeError naming the file and the key."""
+    return build(Toolchain, data, "toolchain")
+
+
 @functools.cache
 def toolchain() -> Toolchain:
-    return build(Toolchain, datafiles.load("toolchain"), "toolchain")
+    """sparkenv/data/toolchain.toml, read once per process."""
+    return parse(datafiles.load("toolchain"))
