@@ -22,8 +22,6 @@ import typing
 from collections.abc import Mapping
 from typing import Any, NewType, TypeVar
 
-from packaging.utils import canonicalize_name
-
 from sparkenv.errors import SparkenvError
 
 DistName = NewType("DistName", str)  # a distribution name, canonicalised at load
@@ -62,6 +60,8 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
+        from packaging.utils import canonicalize_name  # here: the gate may start without packaging
+
         return canonicalize_name(value)
     if tp in _KINDS:
         ok = isinstance(value, (int, float) if tp is float else tp) and (
