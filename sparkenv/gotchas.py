@@ -11,7 +11,7 @@ import textwrap
 from dataclasses import dataclass
 
 from sparkenv.errors import SparkenvError
-from sparkenv.knowledge.gotchas import gotchas
+from sparkenv.knowledge import gotchas
 from sparkenv.report import GotchaId
 
 FIELDS = ("symptom", "cause")
@@ -22,7 +22,7 @@ Where things are (for the next engineer):
   sparkenv/rules/*.py       one classifier per concept: cuda_major, markers, unsloth, ngc, pins
   sparkenv/<stage>/         resolve, audit, build, gate: gather facts, call rules.evaluate(stage, facts)
   sparkenv/render/          text, JSON, JUnit: presentation only
-  sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge.py
+  sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge/
 """
 
 

@@ -6,7 +6,8 @@ import pytest
 from kernel_helpers import Kernels
 
 from sparkenv.cuda import coverage, fatbin
-from sparkenv.knowledge.kernels import kernels as kernels_data
+from sparkenv.knowledge import kernels as kernels_data
+from sparkenv.knowledge.records.kernels import Limits
 from sparkenv.report import Status
 
 H200, GB10, B200 = (9, 0), (12, 1), (10, 0)
@@ -92,7 +93,7 @@ def test_header_flood_is_capped_and_never_a_fail(kernels):
 
 def test_time_cap(kernels):
     lib = kernels.with_section(kernels.so("sm75"), ".ldata", kernels.header_flood(100_000), "flood-t")
-    scan = fatbin.scan(str(lib), deep=True, limits=fatbin.Limits(10**7, 10**8, 0.0))
+    scan = fatbin.scan(str(lib), deep=True, limits=Limits(10**7, 10**8, 0.0))
     assert not scan.complete and "stopped after 0 s" in scan.problem
 
 

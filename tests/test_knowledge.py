@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from packaging.utils import canonicalize_name
 
-from sparkenv import datafiles
+from sparkenv import datafiles, knowledge
 from sparkenv.knowledge import KnowledgeError
 from sparkenv.knowledge.schema import DistName, is_record
 
@@ -30,16 +30,17 @@ DELETE = object()
 
 
 def _module(name: str) -> Any:
-    return importlib.import_module(f"sparkenv.knowledge.{name}")
+    return importlib.import_module(f"sparkenv.knowledge.records.{name}")
 
 
 def _loader(name: str) -> Any:
-    return getattr(_module(name), name)
+    return getattr(knowledge, name)
 
 
 def test_every_data_file_has_a_loader():
-    loaders = {p.stem for p in (PACKAGE / "knowledge").glob("*.py")} - {"__init__", "schema"}
-    assert sorted(loaders) == FILES
+    records = {p.stem for p in (PACKAGE / "knowledge" / "records").glob("*.py")} - {"__init__"}
+    assert sorted(records) == FILES == sorted(knowledge.FILES)
+    assert all(_loader(name).__name__ == name for name in FILES)
 
 
 def _same(tp: Any, loaded: Any, raw: Any, where: str) -> None:
@@ -85,7 +86,7 @@ def _same(tp: Any, loaded: Any, raw: Any, where: str) -> None:
 def test_the_shipped_file_loads_once_and_says_what_its_toml_says(name):
     loaded = _loader(name)()
     assert _loader(name)() is loaded  # cached: read once per process
-    tp = typing.get_type_hints(_loader(name))["return"]
+    tp = typing.get_type_hints(_module(name).parse)["return"]
     _same(tp, loaded, datafiles.load(name), name)
     if is_record(type(loaded)):
         with pytest.raises(AttributeError):

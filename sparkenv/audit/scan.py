@@ -12,7 +12,7 @@ from sparkenv.environment import container, kernels, ngc
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
 from sparkenv.environment.lockpins import LockPins
 from sparkenv.environment.target import Target
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 
 
 @dataclass(frozen=True)

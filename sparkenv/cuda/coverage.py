@@ -12,8 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sparkenv.cuda.fatbin import KernelTarget
-from sparkenv.knowledge.gate import gate
-from sparkenv.knowledge.kernels import kernels
+from sparkenv.knowledge import gate, kernels
 from sparkenv.report import Finding, GotchaId, Status
 
 Capability = tuple[int, int]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sparkenv.knowledge.drivers import drivers
+from sparkenv.knowledge import drivers
 from sparkenv.report import Finding, GotchaId, Status
 
 Version = tuple[int, ...]

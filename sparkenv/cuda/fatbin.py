@@ -18,9 +18,13 @@ import os
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sparkenv.cuda import elf
-from sparkenv.knowledge.kernels import Limits, kernels
+from sparkenv.knowledge import kernels
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.kernels import Limits
 
 FATBIN_MAGIC = 0xBA55ED50
 _MAGIC_BYTES = struct.pack("<I", FATBIN_MAGIC)

@@ -5,10 +5,14 @@ the driver. Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from sparkenv.cuda import driver as drv
-from sparkenv.knowledge.hosts import HostIssue, hosts
+from sparkenv.knowledge import hosts
 from sparkenv.report import Finding
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.hosts import HostIssue
 
 
 def reviewed() -> str:

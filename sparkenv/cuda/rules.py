@@ -9,7 +9,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sparkenv.knowledge.cuda import cuda
+from sparkenv.knowledge import cuda
 
 _VENDOR_HASH = re.compile(r"^(lib[\w+]+?)[.-][0-9a-f]{8}(\.so(?:\.[\w.]*)?)$")
 _CUDA_LABEL = re.compile(r"\+(?:.*[.+])?cu(\d{2,3})(?!\d)")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sparkenv.cuda import coverage
-from sparkenv.knowledge.toolchain import toolchain
+from sparkenv.knowledge import toolchain
 from sparkenv.report import Finding, GotchaId, Status
 
 _RELEASE = re.compile(rb"Cuda compilation tools, release (\d+)\.(\d+)")

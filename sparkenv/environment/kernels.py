@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.cuda import coverage, fatbin, toolchain
-from sparkenv.knowledge.kernels import kernels
-from sparkenv.knowledge.toolchain import toolchain as toolchain_data
+from sparkenv.knowledge import kernels
+from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Status
 
 READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparkenv.gate import parsers
-from sparkenv.knowledge.gate import gate
+from sparkenv.knowledge import gate
 
 
 def nvfp4_intent(workload: list[str], env: dict[str, str]) -> str | None:

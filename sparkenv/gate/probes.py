@@ -26,8 +26,7 @@ from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
-from sparkenv.knowledge.gate import gate
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import gate, packages
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 

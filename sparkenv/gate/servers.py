@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from sparkenv.knowledge.servers import Server
-from sparkenv.knowledge.servers import servers as _data
+from sparkenv.knowledge import servers as _data
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.servers import Server
 
 
 def servers() -> tuple[Server, ...]:

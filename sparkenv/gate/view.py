@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv.knowledge.gate import gate
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 
 

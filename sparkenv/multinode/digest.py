@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv.knowledge.multinode import multinode
+from sparkenv.knowledge import multinode
 
 IMAGE_LOCK = "/opt/sparkenv/pylock.toml"  # where `sparkenv build` puts the image's lock
 DRIVER_FILES = ("/sys/module/nvidia/version", "/proc/driver/nvidia/version")

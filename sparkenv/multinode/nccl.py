@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv.knowledge.multinode import multinode
+from sparkenv.knowledge import multinode
 
 
 def conf_paths(env: Mapping[str, str]) -> list[str]:

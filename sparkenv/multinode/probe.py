@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sparkenv.knowledge.multinode import multinode
+from sparkenv.knowledge import multinode
 from sparkenv.multinode import digest, launch, nccl, sysfs
 
 SYSFS_ROOT_ENV = "SPARKENV_SYSFS_ROOT"  # a recorded tree (tests, replaying a user's machine)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparkenv.errors import SparkenvError
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 
 SOURCE = Path(__file__).with_name("sdpa.py")
 

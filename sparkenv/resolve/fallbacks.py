@@ -30,7 +30,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 from sparkenv.resolve.graph import Edge
 from sparkenv.resolve.profiles import Profile
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 
 if TYPE_CHECKING:
     from sparkenv.resolve.graph import Edge

@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.cuda import rules
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sparkenv.knowledge.gate import gate
-from sparkenv.knowledge.multinode import multinode
+from sparkenv.knowledge import gate, multinode
 from sparkenv.multinode import digest
 from sparkenv.report import Finding, GotchaId, Status
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparkenv.knowledge.multinode import Multinode, multinode
+from sparkenv.knowledge import multinode
 from sparkenv.multinode.launch import Launch
 from sparkenv.multinode.nccl import DeviceList
 from sparkenv.report import Finding, GotchaId, Status
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.multinode import Multinode
 
 G = GotchaId.G10
 

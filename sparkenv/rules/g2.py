@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 from sparkenv.patches.sdpa import mode_from_env
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major, unsloth

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv.knowledge.gate import Power, gate
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.gate.view import GateFacts
+    from sparkenv.knowledge.records.gate import Power
 
 # nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.
 REASONS = {

@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING
 
 from sparkenv.gate import parsers
 from sparkenv.gate.servers import identify
-from sparkenv.knowledge.gate import ServerCaps, gate
-from sparkenv.knowledge.servers import Server
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.gate.view import GateFacts
+    from sparkenv.knowledge.records.gate import ServerCaps
+    from sparkenv.knowledge.records.servers import Server
 
 
 def live(f: GateFacts) -> list[Finding]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.cuda import coverage, toolchain
 from sparkenv.gate.intent import nvfp4_intent
-from sparkenv.knowledge.gate import gate
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 

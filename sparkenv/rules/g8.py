@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from sparkenv.knowledge.playbook_issues import playbook_issues
+from sparkenv.knowledge import playbook_issues
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, ngc, requirements, unsloth
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparkenv.knowledge.packages import packages
+from sparkenv.knowledge import packages
 
 
 def family() -> tuple[str, ...]:

@@ -1,12 +1,8 @@
 """data/toolchain.toml: which ptxas accepts which arch-specific target, and where Triton keeps its own."""
 
-from __future__ import annotations
-
-import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 
@@ -33,9 +29,3 @@ class Toolchain(NamedTuple):
 def parse(data: dict[str, Any]) -> Toolchain:
     """A parsed toolchain.toml as Toolchain, or one KnowledgeError naming the file and the key."""
     return build(Toolchain, data, "toolchain")
-
-
-@functools.cache
-def toolchain() -> Toolchain:
-    """sparkenv/data/toolchain.toml, read once per process."""
-    return parse(datafiles.load("toolchain"))

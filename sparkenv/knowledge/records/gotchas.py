@@ -1,13 +1,9 @@
 """data/gotchas.toml: the G1–G10 catalog that `sparkenv explain` prints (every one of the ten)."""
 
-from __future__ import annotations
-
-import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import KnowledgeError, build
 from sparkenv.report import GotchaId
 
@@ -26,9 +22,3 @@ def parse(data: dict[str, Any]) -> Mapping[GotchaId, GotchaText]:
     if missing:
         raise KnowledgeError(f"sparkenv/data/gotchas.toml: {missing[0]} is missing")
     return MappingProxyType({g: found[g] for g in GotchaId})
-
-
-@functools.cache
-def gotchas() -> Mapping[GotchaId, GotchaText]:
-    """sparkenv/data/gotchas.toml, read once per process."""
-    return parse(datafiles.load("gotchas"))

@@ -1,13 +1,9 @@
 """data/hosts.toml: host kernel builds, drivers and settings reported broken on DGX Spark."""
 
-from __future__ import annotations
-
-import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 from sparkenv.report import GotchaId, Status
 
@@ -36,9 +32,3 @@ class Hosts(NamedTuple):
 def parse(data: dict[str, Any]) -> Hosts:
     """A parsed hosts.toml as Hosts, or one KnowledgeError naming the file and the key."""
     return build(Hosts, data, "hosts")
-
-
-@functools.cache
-def hosts() -> Hosts:
-    """sparkenv/data/hosts.toml, read once per process."""
-    return parse(datafiles.load("hosts"))

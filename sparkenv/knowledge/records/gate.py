@@ -1,11 +1,7 @@
 """data/gate.toml: the platform figures and thresholds of the gate's checks (G3–G7, G10)."""
 
-from __future__ import annotations
-
-import functools
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import DistName, build
 
 
@@ -71,9 +67,3 @@ class Gate(NamedTuple):
 def parse(data: dict[str, Any]) -> Gate:
     """A parsed gate.toml as Gate, or one KnowledgeError naming the file and the key."""
     return build(Gate, data, "gate")
-
-
-@functools.cache
-def gate() -> Gate:
-    """sparkenv/data/gate.toml, read once per process."""
-    return parse(datafiles.load("gate"))

@@ -1,12 +1,8 @@
 """data/kernels.toml: which GPU code runs on which GPU (G7), and how the fatbin reader is bounded."""
 
-from __future__ import annotations
-
-import functools
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 RunsOn = Literal["exact", "same-major", "at-least"]
@@ -46,9 +42,3 @@ class Kernels(NamedTuple):
 def parse(data: dict[str, Any]) -> Kernels:
     """A parsed kernels.toml as Kernels, or one KnowledgeError naming the file and the key."""
     return build(Kernels, data, "kernels")
-
-
-@functools.cache
-def kernels() -> Kernels:
-    """sparkenv/data/kernels.toml, read once per process."""
-    return parse(datafiles.load("kernels"))

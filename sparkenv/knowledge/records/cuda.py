@@ -1,14 +1,10 @@
 """data/cuda.toml: what ties a Python distribution to a CUDA major (sonames, names, paths, NGC)."""
 
-from __future__ import annotations
-
-import functools
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import DistName, build
 
 
@@ -44,9 +40,3 @@ class Cuda(NamedTuple):
 def parse(data: dict[str, Any]) -> Cuda:
     """A parsed cuda.toml as Cuda, or one KnowledgeError naming the file and the key."""
     return build(Cuda, data, "cuda")
-
-
-@functools.cache
-def cuda() -> Cuda:
-    """sparkenv/data/cuda.toml, read once per process."""
-    return parse(datafiles.load("cuda"))

@@ -1,14 +1,10 @@
 """data/packages.toml: the distributions sparkenv treats specially (drift, the Unsloth family, CUDA
 builds, the SDPA override's file names)."""
 
-from __future__ import annotations
-
-import functools
 import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import DistName, build
 
 
@@ -41,9 +37,3 @@ class Packages(NamedTuple):
 def parse(data: dict[str, Any]) -> Packages:
     """A parsed packages.toml as Packages, or one KnowledgeError naming the file and the key."""
     return build(Packages, data, "packages")
-
-
-@functools.cache
-def packages() -> Packages:
-    """sparkenv/data/packages.toml, read once per process."""
-    return parse(datafiles.load("packages"))

@@ -1,11 +1,7 @@
 """data/multinode.toml: more than one Spark (G10): the link, NCCL settings, what nodes agree on."""
 
-from __future__ import annotations
-
-import functools
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 
@@ -52,9 +48,3 @@ class Multinode(NamedTuple):
 def parse(data: dict[str, Any]) -> Multinode:
     """A parsed multinode.toml as Multinode, or one KnowledgeError naming the file and the key."""
     return build(Multinode, data, "multinode")
-
-
-@functools.cache
-def multinode() -> Multinode:
-    """sparkenv/data/multinode.toml, read once per process."""
-    return parse(datafiles.load("multinode"))

@@ -1,12 +1,8 @@
 """data/servers.toml: the inference servers the gate recognises (G6, G10) and how each caps memory."""
 
-from __future__ import annotations
-
-import functools
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import KnowledgeError, build
 
 
@@ -32,9 +28,3 @@ def parse(data: dict[str, Any]) -> Servers:
         if s.cap_args and s.default_fraction is None:  # what it takes when started without the argument
             raise KnowledgeError(f"sparkenv/data/servers.toml: server[{i}].default_fraction is missing")
     return found
-
-
-@functools.cache
-def servers() -> Servers:
-    """sparkenv/data/servers.toml, read once per process."""
-    return parse(datafiles.load("servers"))

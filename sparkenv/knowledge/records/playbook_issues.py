@@ -1,12 +1,8 @@
 """data/playbook_issues.toml: known problems of the official DGX Spark playbooks (G8)."""
 
-from __future__ import annotations
-
-import functools
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import DistName, build
 
 
@@ -27,9 +23,3 @@ class PlaybookIssues(NamedTuple):
 def parse(data: dict[str, Any]) -> PlaybookIssues:
     """A parsed playbook_issues.toml as PlaybookIssues, or one KnowledgeError naming the file and the key."""
     return build(PlaybookIssues, data, "playbook_issues")
-
-
-@functools.cache
-def playbook_issues() -> PlaybookIssues:
-    """sparkenv/data/playbook_issues.toml, read once per process."""
-    return parse(datafiles.load("playbook_issues"))

@@ -1,12 +1,8 @@
 """data/drivers.toml: the minimum Linux driver of each CUDA release and CUDA's compatibility modes."""
 
-from __future__ import annotations
-
-import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from sparkenv import datafiles
 from sparkenv.knowledge.schema import build
 
 
@@ -26,9 +22,3 @@ class Drivers(NamedTuple):
 def parse(data: dict[str, Any]) -> Drivers:
     """A parsed drivers.toml as Drivers, or one KnowledgeError naming the file and the key."""
     return build(Drivers, data, "drivers")
-
-
-@functools.cache
-def drivers() -> Drivers:
-    """sparkenv/data/drivers.toml, read once per process."""
-    return parse(datafiles.load("drivers"))
