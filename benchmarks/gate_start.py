@@ -7,6 +7,10 @@ warm-up round; medians; ratios against the workload alone.
   python benchmarks/gate_start.py --no-torch            # a machine without GPU/torch: the gate alone
   python benchmarks/gate_start.py --preflight plugins/dgx-spark-ops/assets/preflight.sh --json
 
+Each run gets an empty sparkenv cache folder ($SPARKENV_CACHE_DIR), as a container started from an
+image has, except the row "gate (default, warm cache)", whose folder is kept from run to run (a
+restarted container, a cache volume, an image that holds the cache).
+
 Targets (issue 13): on the H200 machine the default gate in front of the workload ≤ 1.10 × the workload
 alone, the default gate alone ≤ 0.3 s, --deep ≤ 1.15 × a bare torch start; without a GPU ≤ 0.3 s on the
 2-core test machine. Standard library only; sparkenv must be importable by --python (PYTHONPATH works).
@@ -18,12 +22,17 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 WORKLOAD = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
+# A container started from an image has an empty sparkenv cache folder (unless a volume or the image
+# holds one): every run gets a fresh one, but the row named "warm cache", which keeps its folder.
+WARM = "warm cache"
 
 
 def commands(args: argparse.Namespace) -> dict[str, list[str]]:
@@ -33,6 +42,7 @@ def commands(args: argparse.Namespace) -> dict[str, list[str]]:
     if not args.no_torch:
         out["workload alone"] = [py, "-c", args.workload]
     out["gate (default)"] = gate
+    out["gate (default, warm cache)"] = gate
     if not args.no_torch:
         out["gate --deep"] = [*gate, "--deep"]
         if args.deep_cache:  # filled by the warm-up round: every timed run is a hit
@@ -64,14 +74,19 @@ def main() -> int:
     # measures the other jobs; CPU time is what the command itself costs.
     cpu: dict[str, list[float]] = {n: [] for n in names}
     codes: dict[str, set[int]] = {n: set() for n in names}
+    warm_cache = tempfile.mkdtemp(prefix="gate-start-warm-")
     for round_no in range(args.warmup + args.runs):
         shift = round_no % len(names)
         for name in names[shift:] + names[:shift]:  # rotated: drift in load hits all alike
+            cache = warm_cache if WARM in name else tempfile.mkdtemp(prefix="gate-start-cold-")
+            env = {**os.environ, "SPARKENV_CACHE_DIR": cache}
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            proc = subprocess.run(cmds[name], capture_output=True, timeout=600)
+            proc = subprocess.run(cmds[name], capture_output=True, timeout=600, env=env)
             took = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if cache != warm_cache:
+                shutil.rmtree(cache, ignore_errors=True)
             if round_no >= args.warmup:
                 times[name].append(took)
                 cpu[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -79,6 +94,7 @@ def main() -> int:
             if proc.returncode not in (0, 1):
                 tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
                 print(f"warning: {name} exited {proc.returncode}: {tail}", file=sys.stderr)
+    shutil.rmtree(warm_cache, ignore_errors=True)
     med = {n: statistics.median(t) for n, t in times.items()}
     cpu_med = {n: statistics.median(t) for n, t in cpu.items()}
     load = os.getloadavg()[0]

@@ -66,27 +66,24 @@ def worker(rank: int, port: int, backend: str, mib: int, iterations: int) -> Non
     dist.destroy_process_group()
 
 
-def plain(backend: str, mib: int, iterations: int, timeout: float = 120) -> dict:
+def two_ranks(
+    backend: str, mib: int, iterations: int, timeout: float, env: dict[str, str] | None = None
+) -> list[tuple[int, str, str]]:
+    """Both ranks of the plain reference (this file's --worker) at once: (exit, stdout, stderr) of each;
+    a rank still running after `timeout` is killed and says so on its stderr."""
     port = free_port()
     procs = [
         subprocess.Popen(
             [
                 sys.executable,
                 __file__,
-                "--worker",
-                str(r),
-                "--port",
-                str(port),
-                "--backend",
-                backend,
-                "--mib",
-                str(mib),
-                "--iterations",
-                str(iterations),
+                *("--worker", str(r), "--port", str(port), "--backend", backend),
+                *("--mib", str(mib), "--iterations", str(iterations)),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
         for r in (0, 1)
     ]
@@ -97,7 +94,14 @@ def plain(backend: str, mib: int, iterations: int, timeout: float = 120) -> dict
         except subprocess.TimeoutExpired:
             p.kill()
             o, e = p.communicate()
-            e += "\n(timed out)"
+            e += "\n(killed after the timeout)"
+        out.append((p.returncode, o, e))
+    return out
+
+
+def plain(backend: str, mib: int, iterations: int, timeout: float = 120) -> dict:
+    out = []
+    for _, o, e in two_ranks(backend, mib, iterations, timeout):
         lines = [ln for ln in o.splitlines() if ln.startswith("{")]
         out.append(json.loads(lines[-1]) if lines else {"error": _tail(e)})
     return {"backend": backend, "ranks": out}
@@ -154,45 +158,12 @@ def gates(extra_env: dict[int, dict[str, str]], args: list[str], deadline: float
 
 def duplicate_gpu(timeout: float = 40) -> dict:
     """NCCL, two ranks, both on cuda:0: NCCL normally refuses this; record exactly what it says."""
-    port = free_port()
-    env = {**os.environ, "NCCL_DEBUG": "WARN"}
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--worker",
-                str(r),
-                "--port",
-                str(port),
-                "--backend",
-                "nccl",
-                "--mib",
-                "16",
-                "--iterations",
-                "5",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for r in (0, 1)
-    ]
     out = []
-    for p in procs:
-        try:
-            o, e = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            o, e = p.communicate()
-            e += "\n(killed after the timeout)"
+    for code, o, e in two_ranks("nccl", 16, 5, timeout, env={**os.environ, "NCCL_DEBUG": "WARN"}):
         hits = [
             ln for ln in e.splitlines() if re.search(r"Duplicate GPU|NCCL (WARN|error)|Error|invalid", ln)
         ]
-        out.append(
-            {"exit": p.returncode, "stdout": o.strip()[-300:], "nccl_lines": hits[-8:], "tail": _tail(e)}
-        )
+        out.append({"exit": code, "stdout": o.strip()[-300:], "nccl_lines": hits[-8:], "tail": _tail(e)})
     return {"ranks": out}
 
 

@@ -1,8 +1,16 @@
-"""Options every report-producing command shares, so they read and behave the same everywhere."""
+"""Options every report-producing command shares, so they read and behave the same everywhere: one set of
+typer options, added to each command by `@reporting()`, which hands the command one ReportOptions."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Optional, TypeVar
+
 import typer
+
+from sparkenv.render.options import ReportOptions
 
 JSON = typer.Option("--json", help="Print the JSON report (schema sparkenv.report/1) instead of text lines.")
 REPORT = typer.Option("--report", metavar="FILE", help="Also write the JSON report to FILE.")
@@ -52,6 +60,84 @@ WAIVERS = typer.Option(
     "./.sparkenv-waivers.toml when it exists.",
 )
 
+# the environment `audit` and `patch sdpa` read (sparkenv.environment.target resolves it)
+ENVIRONMENT = typer.Argument(
+    metavar="TARGET",
+    help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, else the "
+    "environment sparkenv runs in.",
+    show_default=False,
+)
+
+
+def _shared(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _parameters(strict: inspect.Parameter, *alias: inspect.Parameter) -> tuple[inspect.Parameter, ...]:
+    # Optional, not `X | None`: typer reads these annotations at run time on Python 3.10 too
+    return (
+        _shared("json_out", Annotated[bool, JSON], False),
+        _shared("report", Annotated[Optional[str], REPORT], None),  # noqa: UP045
+        _shared("junit", Annotated[Optional[str], JUNIT], None),  # noqa: UP045
+        strict,
+        *alias,
+        _shared("quiet", Annotated[bool, QUIET], False),
+        _shared("select", Annotated[Optional[list[str]], SELECT], None),  # noqa: UP045
+        _shared("ignore", Annotated[Optional[list[str]], IGNORE], None),  # noqa: UP045
+        _shared("fmt", Annotated[Optional[str], FORMAT], None),  # noqa: UP045
+        _shared("sarif", Annotated[Optional[str], SARIF], None),  # noqa: UP045
+        _shared("waive", Annotated[Optional[list[str]], WAIVE], None),  # noqa: UP045
+        _shared("waivers_file", Annotated[Optional[str], WAIVERS], None),  # noqa: UP045
+    )
+
+
+PARAMETERS = _parameters(_shared("strict", Annotated[bool, STRICT], False))
+GATE_PARAMETERS = _parameters(
+    _shared("fail_on_warn", Annotated[bool, FAIL_ON_WARN], False),
+    _shared("strict", Annotated[bool, STRICT_ALIAS], False),
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reporting(*, gate: bool = False) -> Callable[[F], F]:
+    """Give a command the shared reporting options (after its own, in --help) and call it with
+    `reporting=ReportOptions(...)`, already checked: a bad --select or --format is exit 2 before any work.
+    The command declares `*, reporting: opts.ReportOptions` and passes it to `emit(report, reporting)`."""
+    shared = GATE_PARAMETERS if gate else PARAMETERS
+
+    def decorate(func: F) -> F:
+        own = [p for p in inspect.signature(func, eval_str=True).parameters.values() if p.name != "reporting"]
+
+        @functools.wraps(func)
+        def command(**values: Any) -> Any:
+            options = bundle({p.name: values.pop(p.name) for p in shared})
+            return func(**values, reporting=options.check())
+
+        params = [*own, *shared]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate
+
+
+def bundle(values: dict[str, Any]) -> ReportOptions:
+    """The shared options' values, as typer hands them to a command (None for a list not given)."""
+    return ReportOptions(
+        json_out=bool(values.get("json_out")),
+        report=values.get("report"),
+        junit=values.get("junit"),
+        sarif=values.get("sarif"),
+        fmt=values.get("fmt"),
+        strict=bool(values.get("strict") or values.get("fail_on_warn")),
+        quiet=bool(values.get("quiet")),
+        select=tuple(values.get("select") or ()),
+        ignore=tuple(values.get("ignore") or ()),
+        waive=tuple(values.get("waive") or ()),
+        waivers_file=values.get("waivers_file"),
+    )
+
 
 def positive_seconds(value: float | None) -> float | None:
     """A duration option: finite and above zero (`nan`, `inf`, 0 and negatives are usage errors, exit 2)."""
@@ -60,11 +146,3 @@ def positive_seconds(value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise typer.BadParameter(f"{value} is not a positive number of seconds")
     return value
-
-
-def check_selection(select: list[str] | None, ignore: list[str] | None) -> None:
-    """--select/--ignore checked before any work: a typo is exit 2 at once, not after a resolution."""
-    from sparkenv.report import parse_ids
-
-    parse_ids(select, "--select")
-    parse_ids(ignore, "--ignore")

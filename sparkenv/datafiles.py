@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from importlib import resources
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -14,10 +13,21 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
 @functools.cache
 def load(name: str) -> dict[str, Any]:
     """Parse sparkenv/data/<name>.toml once per process."""
-    text = resources.files("sparkenv").joinpath("data", f"{name}.toml").read_text(encoding="utf-8")
+    try:
+        # A plain read: importlib.resources imports zipfile, tempfile and a dozen more modules, which
+        # every gate start (the image entrypoint) would pay for.
+        with open(os.path.join(_DATA, f"{name}.toml"), encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:  # sparkenv imported from a zip archive: the data is only a resource there
+        from importlib import resources
+
+        text = resources.files("sparkenv").joinpath("data", f"{name}.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 

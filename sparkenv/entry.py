@@ -20,7 +20,7 @@ def _gate(argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option)."""
     from sparkenv import process_exit, signals
     from sparkenv.errors import SparkenvError
-    from sparkenv.gate import entry, fastpath
+    from sparkenv.gate import early, entry, fastpath, orchestrate
 
     process_exit.survive_any_encoding()
     signals.install()
@@ -28,11 +28,16 @@ def _gate(argv: list[str]) -> None:
         args = fastpath.parse(argv)
         if args is None:
             return
+        early.start(args)  # NVML and the --deep torch process run while the rest is imported
         entry.finish(entry.run(args))
     except SparkenvError as exc:
+        orchestrate.kill_children()  # a probe started early never outlives the gate
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         entry.finish(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the probes' own handler is in place (gate/entry.py)
+        if orchestrate.kill_children():
+            signals.cleaned("the gate's probes were killed")
         process_exit.stopped(signals.received())
     except Exception as exc:
+        orchestrate.kill_children()
         process_exit.internal_error(exc)

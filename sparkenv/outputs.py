@@ -17,7 +17,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -159,6 +158,8 @@ def write_all(
 
 
 def _write_temporary(p: _Planned, mode: int) -> str:
+    import tempfile  # here, not at the top: the gate imports this module at every start
+
     folder, name = os.path.split(os.path.abspath(p.dest))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{name[:200]}.", suffix=".tmp", dir=folder)

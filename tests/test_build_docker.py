@@ -219,12 +219,29 @@ def test_an_image_whose_audit_fails_stays_untagged(engine, wheels, index, tmp_pa
     import jsonschema
 
     schema = json.loads(resources.files("sparkenv").joinpath("data", "report.schema.json").read_text())
-    again = build(lock, ref, "-q", "--json", "--junit", str(tmp_path / "build.xml"))
+    files = {ext: tmp_path / f"build.{ext}" for ext in ("xml", "json", "sarif")}
+    again = build(
+        lock,
+        ref,
+        *("-q", "--json", "--junit", str(files["xml"]), "--report", str(files["json"])),
+        *("--sarif", str(files["sarif"])),
+    )
     assert again.returncode == 1 and f"NOT tagged {ref}" in again.stderr, again.stderr
     data = json.loads(again.stdout)
     jsonschema.validate(data, schema)
     assert data["command"] == "build" and data["context"]["tagged"] is False
-    assert "cupy-cuda12x" in (tmp_path / "build.xml").read_text()
+    assert json.loads(files["json"].read_text()) == data
+    assert "cupy-cuda12x" in files["xml"].read_text() and "cupy-cuda12x" in files["sarif"].read_text()
+    # a waived FAIL is shown as waived and the image is tagged: the tag follows the report as shown
+    waived = f"{ref}-g1-waived"
+    proc = build(lock, waived, "-q", "--json", "--waive", "G1:cupy-cuda12x")
+    try:
+        assert proc.returncode == 0 and f"tagged {waived}" in proc.stderr, proc.stderr
+        [cupy] = [f for f in json.loads(proc.stdout)["findings"] if f["subject"] == "cupy-cuda12x"]
+        assert cupy["status"] == "INFO" and cupy["summary"].startswith("waived FAIL:"), cupy
+    finally:
+        if tags(engine, waived):
+            engine.images.remove(waived, force=True)
     # --ignore takes G1 out of the verdict, so the image is tagged: the tag follows the exit code
     ignored = f"{ref}-g1-ignored"
     proc = build(lock, ignored, "-q", "--ignore", "G1")

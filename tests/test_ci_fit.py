@@ -225,25 +225,22 @@ def test_pre_commit_hooks_through_try_repo(tmp_path: Path) -> None:
     subprocess.run([*git, "add", "requirements.txt"], cwd=project, check=True, timeout=60)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
     env.pop("VIRTUAL_ENV", None)
-    bad = subprocess.run(
-        [pre_commit, "try-repo", str(REPO), "sparkenv-check", "--files", "requirements.txt"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
+
+    def try_repo() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [pre_commit, "try-repo", str(REPO), "sparkenv-check", "--files", "requirements.txt"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
+
+    bad = try_repo()
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "G1 FAIL: nvidia-cuda-runtime-cu12 (requirements.txt:2)" in bad.stdout
     (project / "requirements.txt").write_text("transformers==4.57.1\n")
-    good = subprocess.run(
-        [pre_commit, "try-repo", str(REPO), "sparkenv-check", "--files", "requirements.txt"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
+    good = try_repo()
     assert good.returncode == 0, good.stdout + good.stderr
     assert "Passed" in good.stdout
 

@@ -359,6 +359,41 @@ def test_the_fast_path_knows_every_option_the_typer_command_declares():
     assert declared - {"-h", "--help"} == set(fastpath.VALUED) | set(fastpath.FLAGS)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--strict", "--quiet"],  # the old spelling of --fail-on-warn
+        [
+            *("--json", "--report", "r.json", "--junit", "j.xml", "--sarif", "s.sarif"),
+            *("--fail-on-warn", "-q", "--select", "G1,G2", "--select", "G3", "--ignore", "G4"),
+            *("--format", "json"),
+            *("--waive", "G9:torch", "--waive", "G1:*", "--waivers", "w.toml", "--", "python", "train.py"),
+        ],
+    ],
+)
+def test_the_fast_path_builds_the_reporting_bundle_the_typer_command_builds(argv):
+    """Both parsers of `sparkenv gate` hand the same ReportOptions to the same emit."""
+    import typer.main
+
+    from sparkenv import cli_options
+    from sparkenv.cli import app
+    from sparkenv.gate import fastpath
+    from sparkenv.render.options import ReportOptions
+
+    command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "gate")
+    ctx = command.make_context("gate", list(argv))
+    shared = {p.name for p in cli_options.GATE_PARAMETERS}
+    from_typer = cli_options.bundle({k: v for k, v in ctx.params.items() if k in shared})
+    fast = fastpath.parse(list(argv))
+    assert fast is not None and fast.reporting == from_typer
+    assert set(ReportOptions._fields) == shared - {"fail_on_warn"}  # every field has its option
+    if len(argv) > 2:  # every field set, repeated options in order
+        assert all(getattr(fast.reporting, k) != v for k, v in ReportOptions._field_defaults.items())
+        assert fast.reporting.select == ("G1,G2", "G3") and fast.reporting.waive == ("G9:torch", "G1:*")
+        assert fast.workload == ["python", "train.py"]
+
+
 def test_the_gate_imports_neither_typer_nor_torch(tmp_path, elves):
     env = static_torch(tmp_path, elves, version="2.11.0+cu130", cuda="13.0", needs=("libcudart.so.13",))
     proc = subprocess.run(

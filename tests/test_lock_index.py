@@ -173,6 +173,35 @@ def test_cuda13_resolved_set_passes(lock, tmp_path):
     assert (tmp_path / "out" / "pylock.spark-bare.toml").is_file()
 
 
+def test_the_lock_and_its_report_files_are_written_together_as_shown(lock, tmp_path):
+    """--report, --junit and --sarif beside a written lock: the report as stdout shows it (--ignore
+    applied), valid against the shipped schema, in the lock's all-or-none write."""
+    import json
+    import xml.etree.ElementTree as ET
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("sparkenv").joinpath("data", "report.schema.json").read_text())
+    report, junit, sarif = (tmp_path / f"lock.{ext}" for ext in ("json", "xml", "sarif"))
+    r = lock(
+        "peft\ntorch==2.11.0\n",
+        *("--profile", "spark-bare", "--json", "--ignore", "G1"),
+        *("--report", str(report), "--junit", str(junit), "--sarif", str(sarif)),
+    )
+    assert r.code == 0, r.err
+    data = r.json()
+    jsonschema.validate(data, schema)
+    assert (
+        data["command"] == "lock" and data["findings"] and not any(f["id"] == "G1" for f in data["findings"])
+    )
+    assert json.loads(report.read_text()) == data
+    cases = [c.get("classname") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert len(cases) == len(data["findings"]) and not any(c.endswith(".G1") for c in cases)
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+    assert (tmp_path / "out" / "pylock.spark-bare.toml").is_file()
+
+
 def test_cuda12_name_pulled_in_by_another_package(lock):
     r = lock("cupy-user\n", "--json")
     g1 = _by(r)[("G1", "cupy-cuda12x")]

@@ -13,16 +13,9 @@ def register(app: typer.Typer) -> None:
     app.command()(audit)
 
 
+@opts.reporting()
 def audit(
-    target: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Argument(
-            metavar="TARGET",
-            help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, "
-            "else the environment sparkenv runs in.",
-            show_default=False,
-        ),
-    ] = None,
+    target: Annotated[Optional[str], opts.ENVIRONMENT] = None,  # noqa: UP045 - typer needs Optional on 3.10
     lock: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -57,17 +50,8 @@ def audit(
             "(H100/H200), 10.0 (B200) …; `none` skips the kernel check.",
         ),
     ] = "12.1",
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
-    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
-    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
-    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
-    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """Inspect an installed environment from outside — nothing is imported or run — for G1, G2, G7 and G9.
 
@@ -86,7 +70,6 @@ def audit(
 
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
-    opts.check_selection(select, ignore)
     from sparkenv.audit.run import audit as run_audit
     from sparkenv.cuda import coverage
     from sparkenv.errors import SparkenvError
@@ -96,19 +79,4 @@ def audit(
     if cap is None and gpu.strip().lower() != "none":
         raise SparkenvError(f"--gpu {gpu!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
     result = run_audit(target, lock=lock, machine=machine, root=root, gpu=cap)
-    raise typer.Exit(
-        emit(
-            result,
-            json_out=json_out,
-            report=report,
-            junit=junit,
-            strict=strict,
-            quiet=quiet,
-            select=select,
-            ignore=ignore,
-            fmt=fmt,
-            sarif=sarif,
-            waivers_file=waivers_file,
-            waive=waive,
-        )
-    )
+    raise typer.Exit(emit(result, reporting))

@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
     app.command("build")(build)
 
 
+@opts.reporting()
 def build(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer needs Optional on Python 3.10
@@ -105,13 +106,8 @@ def build(
             "one is a G1 WARN. Default: this machine's driver, when it has one.",
         ),
     ] = None,
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """Build an image from a lock on its NGC base and tag it only when its own audit has no FAIL.
 
@@ -148,10 +144,7 @@ def build(
             output_dir=output_dir,
             no_cache=no_cache,
             dry_run=dry_run,
-            quiet=quiet,
-            strict=strict,
-            select=tuple(select or ()),
-            ignore=tuple(ignore or ()),
+            reporting=reporting,
             gpu=gpu,
             driver=driver,
         )
@@ -160,8 +153,8 @@ def build(
         sys.stdout.write(outcome.dry_run)
         return
     # the tag line first, on stdout beside the text report; on stderr when stdout is JSON
-    print(outcome.message, file=sys.stderr if json_out else sys.stdout, flush=True)
-    emit(outcome.report, json_out=json_out, report=report, junit=junit, strict=strict, quiet=quiet)
+    print(outcome.message, file=sys.stderr if reporting.machine_stdout else sys.stdout, flush=True)
+    emit(outcome.report, reporting)
     if outcome.pinned:
         print(outcome.pinned, flush=True)  # the last line alone: REF=$(sparkenv build … --push … | tail -1)
     raise typer.Exit(outcome.code)

@@ -1,9 +1,9 @@
 """`sparkenv build`, behind its command line: lock (optionally), render, build, verify, tag.
 
 The CLI (build/commands.py) only parses options and prints; this module does the work and returns the
-image's audit as a report of command "build", so build has the same --json/--report/--junit/--strict/
--q/--select/--ignore as every other command. The image is tagged only when that report, as selected,
-exits 0: no FAIL (and under --strict no WARN or ERROR either).
+image's audit as a report of command "build", so build has the same reporting options as every other
+command (sparkenv.render.options). The image is tagged only when that report as shown (--select/--ignore
+and the waivers applied) exits 0: no FAIL (and under --strict no WARN or ERROR either).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkenv.report import Finding, Report, Status, parse_ids, selected
+from sparkenv.render.emit import Shown, shown
+from sparkenv.render.options import ReportOptions
+from sparkenv.report import Finding, Report, Status
 
 
 @dataclass(frozen=True)
@@ -32,17 +34,16 @@ class BuildRequest:
     output_dir: str = "lockfiles"
     no_cache: bool = False
     dry_run: bool = False
-    quiet: bool = False
-    strict: bool = False
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
+    # the tag follows the exit code of the report as shown
+    reporting: ReportOptions = field(default_factory=ReportOptions)
     gpu: str | None = None  # --gpu: what the image's extensions must run on (G7), default the GB10
     driver: str | None = None  # --driver: the host driver the image will run on (G1 WARN when too old)
 
 
 @dataclass
 class BuildOutcome:
-    report: Report | None = None  # the image's audit ("build"), or the lock's report when locking failed
+    # the image's audit ("build") as shown, or the lock's report when locking failed
+    report: Shown | Report | None = None
     message: str = ""  # what happened to the tag: one line, shown beside the report
     dry_run: str = ""  # the Dockerfile and the context's files, for --dry-run
     code: int = 0
@@ -72,7 +73,7 @@ def findings_of(audit: dict) -> list[Finding]:
 
 
 def build(req: BuildRequest) -> BuildOutcome:
-    select, ignore = parse_ids(list(req.select), "--select"), parse_ids(list(req.ignore), "--ignore")
+    req.reporting.check()
     from sparkenv.build import context, engine, runtime
     from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import write_atomic
@@ -148,9 +149,9 @@ def build(req: BuildRequest) -> BuildOutcome:
 
     client = engine.connect()
     signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
-    plan.base = _resolve_base(client, plan.base, prof, req.base, req.quiet)
-    progress = engine.Progress(req.quiet)
-    if not req.quiet:
+    plan.base = _resolve_base(client, plan.base, prof, req.base, req.reporting.quiet)
+    progress = engine.Progress(req.reporting.quiet)
+    if not req.reporting.quiet:
         _err(f"sparkenv build: {prof.name} + {locked.pylock.name} on {plan.base.ref}")
     docker_platform = profiles.DOCKER_SPELLING[machine]
     image_id = engine.build(
@@ -174,7 +175,8 @@ def build(req: BuildRequest) -> BuildOutcome:
             f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
         )
     report = Report("build", ref, findings_of(checked.report), profile=prof.name)
-    report = selected(report, select, ignore)
+    view = shown(report, req.reporting)  # --select/--ignore and the waivers: the tag follows what is shown
+    report = view.report
     report.context = {
         **report.context,
         "image": short,
@@ -185,14 +187,14 @@ def build(req: BuildRequest) -> BuildOutcome:
         "audit_report": str(locked.report_path),
         "seconds": round(took, 1),
     }
-    code = report.exit_code(req.strict)
+    code = report.exit_code(req.reporting.strict)
     if code:
         why = f"{report.count(Status.FAIL)} FAIL"
-        if req.strict and not report.count(Status.FAIL):
+        if req.reporting.strict and not report.count(Status.FAIL):
             why = f"{report.count(Status.WARN)} WARN and {report.count(Status.ERROR)} ERROR (--strict)"
         report.context["tagged"] = False
         return BuildOutcome(
-            report,
+            view,
             f"sparkenv build: image {short} NOT tagged {ref}: its audit found {why} "
             f"(report: {locked.report_path})",
             code=code,
@@ -211,11 +213,11 @@ def build(req: BuildRequest) -> BuildOutcome:
         if req.push != ref:
             engine.tag(client, image_id, req.push)
         signals.on_interrupt(f"push of {req.push} stopped: the registry holds no manifest for it")
-        digest = pushing.push(client, req.push, req.quiet)
+        digest = pushing.push(client, req.push, req.reporting.quiet)
         signals.forget(f"push of {req.push} stopped: the registry holds no manifest for it")
         pinned = f"{pushing.split(req.push)[0]}@{digest}"
         message += f"\nsparkenv build: pushed {req.push}; on every node: docker pull {pinned}"
-    return BuildOutcome(report, message, pinned=pinned)
+    return BuildOutcome(view, message, pinned=pinned)
 
 
 def _version() -> str:

@@ -17,7 +17,8 @@ from sparkenv.cuda import coverage
 from sparkenv.knowledge import toolchain
 from sparkenv.report import Finding, GotchaId, Status
 
-_RELEASE = re.compile(rb"Cuda compilation tools, release (\d+)\.(\d+)")
+_PREFIX = b"Cuda compilation tools, release "
+_RELEASE = re.compile(re.escape(_PREFIX) + rb"(\d+)\.(\d+)")
 _ARCH = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$", re.IGNORECASE)
 _MAX_TOOL_BYTES = 256 << 20
 
@@ -38,8 +39,15 @@ def ptxas_release_of_file(path: str) -> str | None:
             if not size or size > _MAX_TOOL_BYTES:
                 return None
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                m = _RELEASE.search(mm)
-                return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+                # The literal prefix by mmap.find (a third of a regex search's time over the 30-40 MB
+                # of a ptxas: the gate reads two at every start), the release matched where it stands.
+                at = mm.find(_PREFIX)
+                while at >= 0:
+                    m = _RELEASE.match(mm, at)
+                    if m:
+                        return f"{int(m.group(1))}.{int(m.group(2))}"
+                    at = mm.find(_PREFIX, at + 1)
+                return None
     except (OSError, ValueError):
         return None
 

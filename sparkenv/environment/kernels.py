@@ -8,7 +8,6 @@ libraries that embed fatbins as data).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -19,64 +18,22 @@ from sparkenv.cuda import coverage, fatbin, toolchain
 from sparkenv.knowledge import kernels
 from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Status
+from sparkenv.stat_cache import StatCache, stat_key
 
 READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored
 
 
-class ScanCache:
-    """Fatbin scans keyed by (path, size, mtime_ns, inode), kept in the cache folder
+class ScanCache(StatCache):
+    """Fatbin scans keyed by each file's stat (sparkenv/stat_cache.py), kept in the cache folder
     (sparkenv/cache.py) as kernels.json: an audit or gate re-reads only what changed. Never fatal: an
     unreadable or unusable cache is just not used."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path, self.entries, self.dirty = path, {}, False
-        if path is None:
-            return
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if isinstance(data, dict) and data.get("reader") == _reader_key():
-            entries = data.get("entries")
-            self.entries = entries if isinstance(entries, dict) else {}
+    def __init__(self, path: Path | None, reader: str | None = None) -> None:
+        super().__init__(path, reader or _reader_key())
 
-    @staticmethod
-    def default() -> ScanCache:
-        from sparkenv import cache
-        from sparkenv.errors import SparkenvError
-
-        try:
-            return ScanCache(cache.folder() / "kernels.json")
-        except SparkenvError:
-            return ScanCache(None)
-
-    def get(self, path: str, key: list[int], deep: bool) -> dict[str, Any] | None:
-        entry = self.entries.get(path)
-        if not isinstance(entry, dict) or entry.get("key") != key:
-            return None
-        found = entry.get("deep" if deep else "shallow")
-        return found if isinstance(found, dict) else None
-
-    def put(self, path: str, key: list[int], deep: bool, scan: dict[str, Any]) -> None:
-        entry = self.entries.get(path)
-        if not isinstance(entry, dict) or entry.get("key") != key:
-            entry = self.entries[path] = {"key": key}
-        entry["deep" if deep else "shallow"] = scan
-        self.dirty = True
-
-    def save(self) -> None:
-        if self.path is None or not self.dirty:
-            return
-        # entries of files that are gone (a removed venv, a test's temporary folder) are dropped
-        self.entries = {p: e for p, e in self.entries.items() if os.path.exists(p)}
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps({"reader": _reader_key(), "entries": self.entries}), encoding="utf-8")
-            os.replace(tmp, self.path)
-            self.dirty = False
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+    @classmethod
+    def default(cls) -> ScanCache:
+        return cls.in_cache_folder("kernels.json", _reader_key())
 
 
 def _reader_key() -> str:
@@ -86,9 +43,10 @@ def _reader_key() -> str:
 
 
 def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None) -> dict[str, Any]:
-    if cache is not None and key is not None:
-        hit = cache.get(path, key, deep)
-        if hit is not None:
+    slot = "deep" if deep else "shallow"
+    if cache is not None:
+        hit = cache.get(path, key, slot)
+        if isinstance(hit, dict):
             return hit
     scan = fatbin.scan(path, deep=deep)
     found = {
@@ -99,8 +57,8 @@ def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None)
         "payload": {t.name: n for t, n in scan.payload.items()},
         "nv_fatbin": scan.has_nv_fatbin,
     }
-    if cache is not None and key is not None:
-        cache.put(path, key, deep, found)
+    if cache is not None:
+        cache.put(path, key, slot, found)
     return found
 
 
@@ -108,11 +66,7 @@ def read_object(
     path: str, shown: str, cap: coverage.Capability, cache: ScanCache | None = None
 ) -> coverage.ObjectKernels | None:
     """Kernels of one shared object; None when it carries no GPU code (most objects of a venv)."""
-    try:
-        st = os.stat(path)
-        key: list[int] | None = [st.st_size, st.st_mtime_ns, st.st_ino]
-    except OSError:
-        key = None
+    key = stat_key(path)
     scan = _scan(path, False, key, cache)
     if not scan["nv_fatbin"]:
         return None  # not built by nvcc; a damaged or unreadable file is the ELF reader's to report
@@ -173,18 +127,42 @@ def from_json(items: Iterable[dict[str, Any]]) -> list[coverage.ObjectKernels]:
     return out
 
 
-def read_triton(site: str, name: str, version: str, env: Mapping[str, str]) -> toolchain.TritonTools:
+PTXAS_READER = "ptxas-release-1"  # bump when what is remembered of a ptxas binary changes
+TRITON_NAMES = ("triton", "pytorch-triton")  # canonical names a Triton install goes by
+
+
+def read_triton(
+    site: str, name: str, version: str, env: Mapping[str, str], cache: StatCache | None = None
+) -> toolchain.TritonTools:
     """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
-    override them, as `env` sets them."""
+    override them, as `env` sets them. With `cache`, a release read before from the very same file
+    (sparkenv/stat_cache.py) is not searched for again in its tens of megabytes."""
     spec = toolchain_data().triton
     bundled = {}
     for tool in (spec.default_tool, spec.blackwell_tool):
         path = os.path.join(site, spec.bundled_dir, tool)
         if os.path.isfile(path):
-            bundled[tool] = toolchain.ptxas_release_of_file(path)
+            bundled[tool] = _ptxas_release(path, cache)
     chosen = {v: env[v] for v in (spec.default_env, spec.blackwell_env) if env.get(v)}
-    releases = {p: toolchain.ptxas_release_of_file(p) for p in chosen.values()}
+    releases = {p: _ptxas_release(p, cache) for p in chosen.values()}
     return toolchain.TritonTools(name, version, bundled, chosen, releases)
+
+
+def _ptxas_release(path: str, cache: StatCache | None) -> str | None:
+    if cache is None:
+        return toolchain.ptxas_release_of_file(path)
+    key = stat_key(path)
+    hit = cache.get(path, key, "ptxas")
+    if isinstance(hit, dict) and (hit.get("release") is None or isinstance(hit.get("release"), str)):
+        return hit.get("release")
+    release = toolchain.ptxas_release_of_file(path)
+    # The key is taken before the read: a file changed during it gets a new key, so it is read again.
+    cache.put(path, key, "ptxas", {"release": release})
+    return release
+
+
+def ptxas_cache() -> StatCache:
+    return StatCache.in_cache_folder("ptxas.json", PTXAS_READER)
 
 
 def triton_to_json(tools: toolchain.TritonTools) -> dict[str, Any]:
@@ -209,15 +187,13 @@ def triton_from_json(data: Any) -> toolchain.TritonTools | None:
     )
 
 
-def gather(
-    site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str, str], *, read_kernels: bool = True
-) -> dict[str, Any]:
-    """The gate's G7 facts: every distribution's objects that carry GPU code, and Triton's ptxas.
-    The first distribution of a name on the path wins, as at import time. Without `read_kernels` only
-    Triton's ptxas is read (`packages` is None): the default gate's budget has no room for every fatbin."""
+def gather(site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str, str]) -> dict[str, Any]:
+    """The gate's G7 facts under --deep: every distribution's objects that carry GPU code, and Triton's
+    ptxas. The first distribution of a name on the path wins, as at import time."""
     from sparkenv.environment.distributions import Distribution, iter_distributions
 
     cache = ScanCache.default()
+    releases = ptxas_cache()
     packages: dict[str, Any] = {}
     seen: set[str] = set()
     triton = None
@@ -227,17 +203,34 @@ def gather(
             if not isinstance(dist, Distribution) or dist.key in seen:
                 continue
             seen.add(dist.key)
-            if read_kernels:
-                paths = dist.shared_object_paths()
-                objects += len(paths)
-                found = read_paths(str(site), paths, cap, cache)
-                if found:
-                    packages[dist.key] = {"version": dist.version, "objects": to_json(found)}
-            if triton is None and dist.key in ("triton", "pytorch-triton"):
-                triton = triton_to_json(read_triton(str(site), dist.name, dist.version, env))
+            paths = dist.shared_object_paths()
+            objects += len(paths)
+            found = read_paths(str(site), paths, cap, cache)
+            if found:
+                packages[dist.key] = {"version": dist.version, "objects": to_json(found)}
+            if triton is None and dist.key in TRITON_NAMES:
+                triton = triton_to_json(read_triton(str(site), dist.name, dist.version, env, releases))
+    cache.save()
+    releases.save()
     return {
         "read_for": coverage.cap_text(cap),
-        "shared_objects": objects if read_kernels else None,
-        "packages": packages if read_kernels else None,
+        "shared_objects": objects,
+        "packages": packages,
         "triton": triton,
     }
+
+
+def gather_triton(
+    installed: Mapping[str, tuple[str, str]], cap: coverage.Capability, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """The default gate's G7 facts: Triton's ptxas only (`packages` is None: the default gate's budget
+    has no room for every fatbin). `installed`: canonical name -> (version, site folder), the first
+    on the path of each name, in path order, as the folder listing gives it (no metadata is opened)."""
+    triton = None
+    found = next((n for n in installed if n in TRITON_NAMES), None)
+    if found is not None:
+        version, site = installed[found]
+        releases = ptxas_cache()
+        triton = triton_to_json(read_triton(site, found, version, env, releases))
+        releases.save()
+    return {"read_for": coverage.cap_text(cap), "shared_objects": None, "packages": None, "triton": triton}

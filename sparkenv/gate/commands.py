@@ -13,6 +13,7 @@ def register(app: typer.Typer) -> None:
     app.command(context_settings={"help_option_names": ["-h", "--help"]})(gate)
 
 
+@opts.reporting(gate=True)
 def gate(
     workload: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -106,14 +107,8 @@ def gate(
             "workload within it (+1 s) whatever a probe does.",
         ),
     ] = 25.0,
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    fail_on_warn: Annotated[bool, opts.FAIL_ON_WARN] = False,
-    strict: Annotated[bool, opts.STRICT_ALIAS] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """Check all ten failure modes on this machine, then start the workload.
 
@@ -152,13 +147,7 @@ def gate(
             facts=facts,
             python=python,
             deadline=deadline,
-            json_out=json_out,
-            report=report,
-            junit=junit,
-            strict=fail_on_warn or strict,
-            quiet=quiet,
-            select=list(select or []),
-            ignore=list(ignore or []),
+            reporting=reporting,
         )
     )
     entry.finish(code)

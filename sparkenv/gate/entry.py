@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from sparkenv.errors import SparkenvError
+from sparkenv.render.options import ReportOptions
 
 POLICIES = ("strict", "warn", "off")
 TRUE = ("1", "true", "yes", "on", "y", "t")
@@ -31,13 +32,7 @@ class GateArgs:
     facts: str | None = None
     python: str | None = None
     deadline: float = 25.0
-    json_out: bool = False
-    report: str | None = None
-    junit: str | None = None
-    strict: bool = False  # --fail-on-warn: WARN and ERROR count as failures
-    quiet: bool = False
-    select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
+    reporting: ReportOptions = field(default_factory=ReportOptions)  # strict: --fail-on-warn
 
 
 def env_flag(name: str) -> bool:
@@ -71,10 +66,10 @@ def validate(a: GateArgs) -> str:
 
 def run(a: GateArgs) -> int:
     """Returns the exit code; execs the workload instead of returning when it should start."""
-    from sparkenv.report import Status, parse_ids, selected
+    from sparkenv.report import Status
 
     chosen = validate(a)
-    select, ignore = parse_ids(a.select, "--select"), parse_ids(a.ignore, "--ignore")  # exit 2 before probes
+    a.reporting.check()  # a bad --select or --format: exit 2 before any probe
     if chosen == "off":
         if a.workload:
             exec_workload(a.workload)
@@ -82,7 +77,7 @@ def run(a: GateArgs) -> int:
     from sparkenv.gate import orchestrate
     from sparkenv.gate.probes import Options
     from sparkenv.gate.run import gate as run_gate
-    from sparkenv.render.emit import emit, write_atomic
+    from sparkenv.render.emit import emit, shown, write_atomic
 
     options = Options(
         python=a.python or sys.executable,
@@ -111,22 +106,13 @@ def run(a: GateArgs) -> int:
         import json
 
         write_atomic(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
-    # --select/--ignore before the verdict: a start is blocked only by what the user asked to see
-    result = selected(result, select, ignore)
-    stream = sys.stderr if a.workload else sys.stdout
-    code = emit(
-        result,
-        json_out=a.json_out,
-        report=a.report,
-        junit=a.junit,
-        strict=a.strict,
-        quiet=a.quiet,
-        stream=stream,
-    )
+    # --select/--ignore and the waivers before the verdict: a start is blocked only by what is shown
+    view = shown(result, a.reporting)
+    code = emit(view, a.reporting, stream=sys.stderr if a.workload else sys.stdout)
     if not a.workload:
         return code
-    fails = result.count(Status.FAIL)
-    warned = result.count(Status.WARN) + result.count(Status.ERROR) if a.strict else 0
+    fails = view.report.count(Status.FAIL)
+    warned = view.report.count(Status.WARN) + view.report.count(Status.ERROR) if a.reporting.strict else 0
     if chosen == "strict" and (fails or warned):
         why = f"{fails} FAIL" + (f", {warned} WARN/ERROR (--fail-on-warn)" if warned else "")
         print(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from typing import Any
 
 from sparkenv.errors import SparkenvError
@@ -21,6 +20,8 @@ LIMIT = 32 << 20  # a real snapshot is ~20 KiB; its dists of a 2,000-package ima
 @functools.cache
 def _validator() -> Any:
     # fastjsonschema: pure Python, no dependencies, compiles the schema once (~20 ms); only a replay pays.
+    from importlib import resources  # only to replay a snapshot: the gate's start does without it
+
     import fastjsonschema
 
     schema = json.loads(resources.files("sparkenv").joinpath("data", "facts.schema.json").read_text("utf-8"))

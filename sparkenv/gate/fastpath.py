@@ -9,6 +9,7 @@ import os
 
 from sparkenv.errors import SparkenvError
 from sparkenv.gate.entry import GateArgs, env_flag
+from sparkenv.render import options as reporting
 
 VALUED = {
     "--policy": "policy",
@@ -19,23 +20,17 @@ VALUED = {
     "--deep-cache": "deep_cache",
     "--python": "python",
     "--deadline": "deadline",
-    "--report": "report",
-    "--junit": "junit",
-    "--select": "select",
-    "--ignore": "ignore",
+    **reporting.VALUED,
 }
-REPEATED = {"select", "ignore"}  # lists: each occurrence adds to it
+REPEATED = reporting.REPEATED  # lists: each occurrence adds to it
 FLAGS = {
     "--bandwidth": "bandwidth",
     "--import-unsloth": "import_unsloth",
     "--deep": "deep",
     "--link-test": "link_test",
-    "--json": "json_out",
-    "--fail-on-warn": "strict",
-    "--strict": "strict",
-    "-q": "quiet",
-    "--quiet": "quiet",
+    **reporting.FLAGS,
 }
+REPORTING = frozenset({*reporting.VALUED.values(), *reporting.FLAGS.values()})  # ReportOptions' fields
 FLOATS = {"need_gb", "sample", "deadline"}
 
 
@@ -76,8 +71,11 @@ def parse(argv: list[str]) -> GateArgs | None:
             a.workload = argv[i:]  # like click: the first positional starts the workload
             break
         i += 1
+    shared = {k: tuple(v) if k in REPEATED else v for k, v in values.items() if k in REPORTING}
     for key, value in values.items():
-        setattr(a, key, value)
+        if key not in REPORTING:
+            setattr(a, key, value)
+    a.reporting = reporting.ReportOptions(**shared)  # type: ignore[arg-type]
     if a.policy is None and "SPARKENV_GATE" in os.environ:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # subprocess is imported where a child is started: the default gate starts none
+    import subprocess
 
 _children: set[subprocess.Popen[bytes]] = set()
 _lock = threading.Lock()
@@ -24,6 +26,8 @@ _lock = threading.Lock()
 
 def spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start a child in its own session (so killpg reaches its children too) and remember it."""
+    import subprocess
+
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -49,56 +53,76 @@ def forget(proc: subprocess.Popen[bytes]) -> None:
         _children.discard(proc)
 
 
-def kill_children() -> None:
-    """Kill every registered child's process group, reaping what can be reaped without waiting."""
+def kill_children() -> int:
+    """Kill every registered child's process group, reaping what can be reaped without waiting; how
+    many there were."""
     with _lock:
         procs = list(_children)
         _children.clear()
+    if not procs:
+        return 0
+    import subprocess
+
     for proc in procs:
         kill(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.05)
+    return len(procs)
 
 
 def bounded_run(argv: list[str], deadline: float, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run argv until it exits or the monotonic `deadline`; never wait on pipes after that.
+    """Run argv until it exits or the monotonic `deadline`; never wait on pipes after that."""
+    return Bounded(argv, env).finish(deadline)
+
+
+class Bounded:
+    """A child started now and finished (or killed) by `finish(deadline)`: the gate starts its slowest
+    probe, the --deep torch process, before it imports the rest of itself (gate/early.py).
 
     A child that forks a grandchild keeping stdout open (a --python wrapper script) makes
     communicate() wait forever; here the pipes are read by daemon threads that are simply left behind.
     """
-    started = time.monotonic()
-    proc = spawn(argv, env)
-    out: list[bytes] = []
-    err: list[bytes] = []
-    readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
-    ]
-    for r in readers:
-        r.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill(proc)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.2)
-    finally:
-        # The probe is done: anything it left in its session (a wrapper's background child) goes too.
-        kill(proc)
-        forget(proc)
-    # The pipes close when every holder exits; a holder outside our process group may never exit.
-    for r in readers:
-        r.join(timeout=max(0.0, min(0.2, deadline + 0.3 - time.monotonic())) if not timed_out else 0.1)
-    return {
-        "returncode": proc.returncode,
-        "timed_out": timed_out,
-        "pipes_held": any(r.is_alive() for r in readers),
-        "stdout": b"".join(out).decode("utf-8", "replace"),
-        "stderr": b"".join(err).decode("utf-8", "replace"),
-        "seconds": round(time.monotonic() - started, 3),
-    }
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.started = time.monotonic()
+        self.proc = spawn(argv, env)
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self.readers = [
+            threading.Thread(target=_drain, args=(self.proc.stdout, self.out), daemon=True),
+            threading.Thread(target=_drain, args=(self.proc.stderr, self.err), daemon=True),
+        ]
+        for r in self.readers:
+            r.start()
+
+    def finish(self, deadline: float) -> dict[str, Any]:
+        import subprocess
+
+        proc, readers = self.proc, self.readers
+        timed_out = False
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+        finally:
+            # The probe is done: anything it left in its session (a wrapper's background child) goes too.
+            kill(proc)
+            forget(proc)
+        # The pipes close when every holder exits; a holder outside our process group may never exit.
+        for r in readers:
+            r.join(timeout=max(0.0, min(0.2, deadline + 0.3 - time.monotonic())) if not timed_out else 0.1)
+        return {
+            "returncode": proc.returncode,
+            "timed_out": timed_out,
+            "pipes_held": any(r.is_alive() for r in readers),
+            "stdout": b"".join(self.out).decode("utf-8", "replace"),
+            "stderr": b"".join(self.err).decode("utf-8", "replace"),
+            "seconds": round(time.monotonic() - self.started, 3),
+        }
 
 
 def _drain(pipe: Any, into: list[bytes], cap: int = 4 << 20) -> None:

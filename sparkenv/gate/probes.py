@@ -10,23 +10,23 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container
-from sparkenv.gate import deep_cache, ldcache, nvml, orchestrate, parsers, static_torch
+from sparkenv.gate import early, ldcache, nvml, orchestrate, parsers, static_torch
 from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
-from sparkenv.knowledge import gate, packages
+from sparkenv.knowledge import gate
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 
@@ -92,14 +92,15 @@ def gather(opts: Options) -> dict[str, Any]:
     started = time.monotonic()
     deadline = started + opts.deadline_s
     deep = opts.deep or opts.bandwidth or opts.import_unsloth
+    installed = _Once(lambda: installed_dists(opts.python))  # one listing for the probes that need it
     probes: dict[str, Callable[[], Any]] = {
-        "gpu": lambda: nvml.probe(opts.sample_s, deadline),
+        "gpu": lambda: early.gpu(deadline) or nvml.probe(opts.sample_s, deadline),
         "driver": probe_driver,
         "meminfo": probe_meminfo,
         "processes": probe_processes,
         "container": probe_container,
         "loader": probe_loader,
-        "dists": lambda: probe_dists(opts.python),
+        "dists": lambda: {name: version for name, (version, _site) in installed().items()},
         "configs": lambda: probe_configs(opts.workload),
         "torch_static": lambda: probe_torch_static(opts.python),
         "multinode": lambda: probe_multinode(opts, deadline),
@@ -113,11 +114,11 @@ def gather(opts: Options) -> dict[str, Any]:
         probes["kernels"] = lambda: probe_kernels(opts.python)
     # Every package's fatbin headers take 0.6 s on a real CUDA 13 venv, twice the default gate's whole
     # budget (benchmarks/gate_start.py): read under --deep; audit and build judge them with the same rule.
-    probes["kernel_coverage"] = lambda: probe_kernel_coverage(opts.python, read_kernels=deep)
+    probes["kernel_coverage"] = lambda: probe_kernel_coverage(opts.python, installed, read_kernels=deep)
     facts: dict[str, Any] = {
         "schema": FACTS_SCHEMA,
         "mode": "deep" if deep else "static",
-        "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),  # datetime's isoformat, UTC
         "host": {"machine": platform.machine(), "kernel": platform.release(), "python": opts.python},
         "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
         "workload": list(opts.workload),
@@ -138,11 +139,34 @@ def gather(opts: Options) -> dict[str, Any]:
     return facts
 
 
+class _Once:
+    """A value computed once per gather, by whichever probe asks first; the others wait for it."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn, self._lock, self._done = fn, threading.Lock(), False
+        self._value: Any = None
+        self._error: Exception | None = None
+
+    def __call__(self) -> Any:
+        with self._lock:
+            if not self._done:
+                try:
+                    self._value = self._fn()
+                except Exception as exc:  # each probe that asked reports it as its own error
+                    self._error = exc
+                self._done = True
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def _deep_through_cache(
     opts: Options, facts: dict[str, Any], deadline: float
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The torch probe's section from the cache when this (image, driver, GPU) passed before; else run
     it now and remember a pass."""
+    from sparkenv.gate import deep_cache
+
     folder = str(opts.deep_cache)
     k = deep_cache.key(facts)
     record = deep_cache.load(folder, k) if k else None
@@ -163,19 +187,13 @@ def _deep_through_cache(
 
 
 def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
-    script = Path(__file__).with_name("torch_probe.py")
-    argv = [opts.python, "-X", "utf8", str(script), "--flash"]
-    if opts.bandwidth:
-        argv.append("--bandwidth")
-    if opts.import_unsloth:
-        argv.append("--import-unsloth")
-    pkgs = packages()
-    argv += [f"--sdpa-module={pkgs.sdpa_hook_module}", f"--sdpa-pth={pkgs.sdpa_override_pth}"]
+    argv = early.torch_argv(opts.python, opts.bandwidth, opts.import_unsloth)
     try:
-        # 0.3 s before the deadline: a killed probe's partial output still makes it into the report.
-        ran = orchestrate.bounded_run(argv, deadline - 0.3)
+        running = early.torch(argv) or orchestrate.Bounded(argv)
     except OSError as exc:
         return {"error": f"cannot run {opts.python}: {exc.strerror}"}
+    # 0.3 s before the deadline: a killed probe's partial output still makes it into the report.
+    ran = running.finish(deadline - 0.3)
     stages: dict[str, Any] = {}
     for line in ran["stdout"].splitlines():
         try:
@@ -279,15 +297,16 @@ def probe_loader() -> dict[str, Any]:
     return {"libcudart12": sorted(set(hits))}
 
 
-def probe_dists(python: str) -> dict[str, str]:
-    """name -> version of every installed distribution, first on the path wins (as importlib's does).
+def installed_dists(python: str) -> dict[str, tuple[str, str]]:
+    """canonical name -> (version, site folder) of every installed distribution, first on the path wins
+    (as importlib's does), in path order.
 
     Read from the .dist-info folder names (`{name}-{version}.dist-info`, PEP 427), which costs one
     directory listing per site folder; only names that cannot be split so (egg-info, odd installers)
     open their metadata, through the safe reader (a FIFO there is an error entry, not a hang)."""
     from sparkenv.environment.target import resolve
 
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str]] = {}
     for site in resolve(python if python != sys.executable else None).site_dirs:
         try:
             names = sorted(os.listdir(site))
@@ -295,20 +314,27 @@ def probe_dists(python: str) -> dict[str, str]:
             continue
         for name in names:
             ident = _dist_identity(str(site), name)
-            if ident:
-                out.setdefault(*ident)
+            if ident and ident[0] not in out:
+                out[ident[0]] = (ident[1], str(site))
     return out
 
 
-def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
-    from packaging.utils import canonicalize_name
+def _canonical(name: str) -> str:
+    """PEP 503's normalised name, as packaging.utils.canonicalize_name gives it (a test compares the two):
+    importing packaging.utils pulls packaging.tags, sysconfig and logging into every start."""
+    return _SEPARATORS.sub("-", name).lower()
 
+
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
     stem, dot, kind = folder.rpartition(".")
     if not dot or kind not in ("dist-info", "egg-info"):
         return None
     name, dash, version = stem.partition("-")
     if kind == "dist-info" and dash and version[:1].isdigit() and "-" not in version:
-        return canonicalize_name(name), version
+        return _canonical(name), version
     meta = "METADATA" if kind == "dist-info" else "PKG-INFO"
     path = (
         os.path.join(site, folder, meta)
@@ -325,19 +351,25 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         if sep
     )
     if fields.get("name") and fields.get("version"):
-        return canonicalize_name(fields["name"]), fields["version"]
+        return _canonical(fields["name"]), fields["version"]
     return None
 
 
-def probe_kernel_coverage(python: str, *, read_kernels: bool = True) -> dict[str, Any]:
-    """G7: the GPU code of every installed distribution's shared objects (fatbin headers only) and
-    Triton's ptxas; data sections are read where .nv_fatbin has no code for the GB10."""
+def probe_kernel_coverage(
+    python: str, installed: Callable[[], dict[str, tuple[str, str]]], *, read_kernels: bool = True
+) -> dict[str, Any]:
+    """G7: the GPU code of every installed distribution's shared objects (fatbin headers only; data
+    sections are read where .nv_fatbin has no code for the GB10) and Triton's ptxas. Without
+    `read_kernels` (the default mode) only Triton's ptxas, found in the folder listing."""
     from sparkenv.cuda import coverage
     from sparkenv.environment import kernels
+
+    if not read_kernels:
+        return kernels.gather_triton(installed(), coverage.gb10(), dict(os.environ))
     from sparkenv.environment.target import resolve
 
     sites = [str(s) for s in resolve(python if python != sys.executable else None).site_dirs]
-    return kernels.gather(sites, coverage.gb10(), dict(os.environ), read_kernels=read_kernels)
+    return kernels.gather(sites, coverage.gb10(), dict(os.environ))
 
 
 def probe_kernels(python: str) -> dict[str, Any]:
@@ -400,11 +432,15 @@ def _yaml(text: str) -> Any:
 
 def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
     """G10 for a multi-node launch: link facts, NCCL settings, agreement with the peers, link test."""
-    from sparkenv import __version__
-    from sparkenv.multinode import probe
+    from sparkenv.multinode import launch
 
     configs = probe_configs(opts.workload)
     env = dict(os.environ)
+    if not launch.read(opts.workload, env, configs).multi_node:
+        return {"multi_node": False}  # as probe.gather says it, without importing the link machinery
+    from sparkenv import __version__
+    from sparkenv.multinode import probe
+
     return probe.gather(opts.workload, env, configs, opts.python, deadline, __version__, opts.link_test)
 
 

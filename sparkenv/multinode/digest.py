@@ -3,7 +3,6 @@ torch, CUDA, NCCL, Python and the GPU), and the comparison of every node's diges
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 from collections.abc import Mapping
@@ -19,6 +18,8 @@ DRIVER_FILES = ("/sys/module/nvidia/version", "/proc/driver/nvidia/version")
 def lock_hash(env: Mapping[str, str]) -> str | None:
     """sha256 of the lock this environment was built from: $SPARKENV_LOCK, else the image's own lock.
     The same value `sparkenv build` writes into the io.sparkenv.lock-hash label."""
+    import hashlib  # here: the gate's checks import this module at every start, single-node too
+
     path = env.get("SPARKENV_LOCK") or IMAGE_LOCK
     try:
         with open(path, "rb") as fh:

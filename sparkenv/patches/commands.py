@@ -20,25 +20,13 @@ patch_app = typer.Typer(
 
 
 @patch_app.command("sdpa")
+@opts.reporting()
 def sdpa(
-    target: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Argument(
-            metavar="TARGET",
-            help="A venv folder, a site-packages folder or a Python interpreter. Default: $VIRTUAL_ENV, "
-            "else the environment sparkenv runs in.",
-            show_default=False,
-        ),
-    ] = None,
+    target: Annotated[Optional[str], opts.ENVIRONMENT] = None,  # noqa: UP045 - typer needs Optional on 3.10
     install: Annotated[bool, typer.Option("--install", help="Install the .pth activation.")] = False,
     uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove it.")] = False,
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """Make SDPA Unsloth's attention in TARGET without code changes, or say whether it is.
 
@@ -57,7 +45,6 @@ def sdpa(
 
       sparkenv patch sdpa --uninstall .venv
     """
-    opts.check_selection(select, ignore)
     from sparkenv.environment import target as targets
     from sparkenv.errors import SparkenvError
     from sparkenv.patches import install as inst
@@ -94,18 +81,7 @@ def sdpa(
     )
     findings = [override_outcome(facts)]
     result = Report("patch", resolved.description, findings, context={"patch": "sdpa"})
-    raise typer.Exit(
-        emit(
-            result,
-            json_out=json_out,
-            report=report,
-            junit=junit,
-            strict=strict,
-            quiet=quiet,
-            select=select,
-            ignore=ignore,
-        )
-    )
+    raise typer.Exit(emit(result, reporting))
 
 
 def register(app: typer.Typer) -> None:

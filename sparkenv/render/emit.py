@@ -1,80 +1,94 @@
-"""Hand a finished report to the user: the waivers applied, stdout in the chosen format (text, coloured
-on a terminal; JSON; GitHub annotations), the --report, --junit and --sarif files, the exit code."""
+"""Hand a finished report to the user: --select/--ignore and the waivers applied, stdout in the chosen
+format (text, coloured on a terminal; JSON; GitHub annotations), the --report, --junit and --sarif files,
+the exit code. Every command that reports calls `emit(report, options)` with its ReportOptions."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import TextIO
 
+from sparkenv.render.options import ReportOptions
 from sparkenv.report import Report
 
 
-def emit(
-    result: Report,
-    *,
-    json_out: bool,
-    report: str | None,
-    junit: str | None,
-    strict: bool,
-    quiet: bool,
-    select: list[str] | None = None,
-    ignore: list[str] | None = None,
-    stream: TextIO | None = None,
-    fmt: str | None = None,
-    sarif: str | None = None,
-    waivers_file: str | None = None,
-    waive: list[str] | None = None,
-) -> int:
-    """Select, apply the waivers, write the files, all or none (a failure there is exit 2 before anything
-    is printed), then stdout. `select`/`ignore`: the --select/--ignore values, applied first."""
-    from sparkenv import __version__, outputs, waivers
-    from sparkenv.render import json_report, text
+@dataclass(frozen=True)
+class Shown:
+    """A report as the user sees it: --select/--ignore and the waivers applied, once. Its exit code is the
+    command's; a command that decides something on it first (the gate's start, build's tag) hands it to
+    `emit` as it is, so what it decided on and what it prints cannot differ."""
+
+    report: Report
+
+
+def shown(result: Report | Shown, options: ReportOptions) -> Shown:
+    from sparkenv import waivers
     from sparkenv.report import parse_ids, selected
 
-    result = selected(result, parse_ids(select, "--select"), parse_ids(ignore, "--ignore"))
+    if isinstance(result, Shown):
+        return result
+    result = selected(result, parse_ids(options.select, "--select"), parse_ids(options.ignore, "--ignore"))
+    result = waivers.apply(result, waivers.load(options.waivers_file, list(options.waive)))
+    return Shown(result)
 
-    fmt = _format(fmt, json_out)
-    result = waivers.apply(result, waivers.load(waivers_file, waive))
-    files: list[tuple[str, str]] = []
-    if report:
-        files.append((report, json_report.render(result)))
-    if junit:
+
+def files(view: Shown, options: ReportOptions) -> list[tuple[str, str]]:
+    """(path, content) of --report, --junit and --sarif: for sparkenv.outputs, which writes all or none."""
+    from sparkenv import __version__
+    from sparkenv.render import json_report
+
+    out: list[tuple[str, str]] = []
+    if options.report:
+        out.append((options.report, json_report.render(view.report)))
+    if options.junit:
         from sparkenv.render import junit as junit_xml
 
-        files.append((junit, junit_xml.render(result, strict=strict)))
-    if sarif:
+        out.append((options.junit, junit_xml.render(view.report, strict=options.strict)))
+    if options.sarif:
         from sparkenv.render import sarif as sarif_doc
 
-        files.append((sarif, sarif_doc.render(result, __version__)))
-    outputs.write_all(files)
+        out.append((options.sarif, sarif_doc.render(view.report, __version__)))
+    return out
+
+
+def emit(result: Report | Shown, options: ReportOptions, *, stream: TextIO | None = None) -> int:
+    """Select, apply the waivers, write the files, all or none (a failure there is exit 2 before anything
+    is printed), then stdout (or `stream`: the gate's stderr in front of a workload). The exit code."""
+    from sparkenv import outputs
+    from sparkenv.render import json_report, text
+
+    fmt = output_format(options)
+    view = shown(result, options)
+    outputs.write_all(files(view, options))
     out = stream or sys.stdout
     if fmt == "json":
         # JSON stays lossless on a stream that cannot take every character (PYTHONIOENCODING=ascii)
-        out.write(json_report.render(result, ascii_only=not _takes_unicode(out)))
+        out.write(json_report.render(view.report, ascii_only=not _takes_unicode(out)))
     elif fmt == "github":
         from sparkenv.render import github
 
-        out.write(github.render(result, quiet=quiet, strict=strict))
+        out.write(github.render(view.report, quiet=options.quiet, strict=options.strict))
     else:
         from sparkenv.render import colour
 
-        body = text.render(result, quiet=quiet)
+        body = text.render(view.report, quiet=options.quiet)
         out.write(colour.paint(body) if colour.wanted(out) else body)
     out.flush()
-    return result.exit_code(strict)
+    return view.report.exit_code(options.strict)
 
 
 FORMATS = ("text", "json", "github")
 
 
-def _format(fmt: str | None, json_out: bool) -> str:
+def output_format(options: ReportOptions) -> str:
     from sparkenv.errors import SparkenvError
 
+    fmt = options.fmt
     if fmt is not None and fmt not in FORMATS:
         raise SparkenvError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
-    if json_out and fmt not in (None, "json"):
+    if options.json_out and fmt not in (None, "json"):
         raise SparkenvError(f"--json and --format {fmt} disagree: give one")
-    return "json" if json_out else fmt or "text"
+    return "json" if options.json_out else fmt or "text"
 
 
 def _takes_unicode(stream: TextIO) -> bool:

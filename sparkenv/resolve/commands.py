@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(_profiles_app(), name="profiles")
 
 
+@opts.reporting()
 def check(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help=_INPUTS_HELP, show_default=False)],
     profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045 - typer needs Optional on 3.10
@@ -45,17 +46,8 @@ def check(
             "pins every package: judge it as lock does, not as a file for `pip install -r`.",
         ),
     ] = False,
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
-    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
-    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
-    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
-    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """The policy on declared requirements, offline and fast (pre-commit, CI): G1, G2, G9.
 
@@ -72,29 +64,14 @@ def check(
 
       sparkenv check --lock-input lockfiles/inputs/playbook-unsloth.txt   # what `sparkenv lock` reads
     """
-    opts.check_selection(select, ignore)
     from sparkenv.render.emit import emit
     from sparkenv.resolve.run import check as run_check
 
     result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
-    raise typer.Exit(
-        emit(
-            result,
-            json_out=json_out,
-            report=report,
-            junit=junit,
-            strict=strict,
-            quiet=quiet,
-            select=select,
-            ignore=ignore,
-            fmt=fmt,
-            sarif=sarif,
-            waivers_file=waivers_file,
-            waive=waive,
-        )
-    )
+    raise typer.Exit(emit(result, reporting))
 
 
+@opts.reporting()
 def lock(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -152,17 +129,8 @@ def lock(
             callback=opts.positive_seconds,
         ),
     ] = 600.0,
-    json_out: Annotated[bool, opts.JSON] = False,
-    report: Annotated[Optional[str], opts.REPORT] = None,  # noqa: UP045
-    junit: Annotated[Optional[str], opts.JUNIT] = None,  # noqa: UP045
-    strict: Annotated[bool, opts.STRICT] = False,
-    quiet: Annotated[bool, opts.QUIET] = False,
-    select: Annotated[Optional[list[str]], opts.SELECT] = None,  # noqa: UP045
-    ignore: Annotated[Optional[list[str]], opts.IGNORE] = None,  # noqa: UP045
-    fmt: Annotated[Optional[str], opts.FORMAT] = None,  # noqa: UP045
-    sarif: Annotated[Optional[str], opts.SARIF] = None,  # noqa: UP045
-    waive: Annotated[Optional[list[str]], opts.WAIVE] = None,  # noqa: UP045
-    waivers_file: Annotated[Optional[str], opts.WAIVERS] = None,  # noqa: UP045
+    *,
+    reporting: opts.ReportOptions,
 ) -> None:
     """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
 
@@ -184,7 +152,6 @@ def lock(
 
       sparkenv lock vllm.txt --allow-replace torch        # replace the image's torch, on purpose
     """
-    opts.check_selection(select, ignore)
     from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import emit
     from sparkenv.resolve import run
@@ -197,11 +164,12 @@ def lock(
         import sys
         from pathlib import Path
 
+        from sparkenv.render.emit import files, shown
         from sparkenv.resolve import outputs as outputs_mod
 
-        progress = not (quiet or json_out) and sys.stderr.isatty()
+        progress = not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty()
         pending: dict[Path, str] = {}
-        outputs_mod.check_writable([p for p in (report, junit) if p])
+        outputs_mod.check_writable(list(reporting.files))
         result = run.lock(
             inputs,
             profile,
@@ -216,40 +184,11 @@ def lock(
             progress=progress,
             outputs=pending,
         )
-        # The lock, --report and --junit together: validated first, all written or none replaced.
-        outputs_mod.write_all(result, pending, report=report, junit=junit, strict=strict)
-        raise typer.Exit(
-            emit(
-                result,
-                json_out=json_out,
-                report=None,
-                junit=None,
-                strict=strict,
-                quiet=quiet,
-                select=select,
-                ignore=ignore,
-                fmt=fmt,
-                sarif=sarif,
-                waivers_file=waivers_file,
-                waive=waive,
-            )
-        )
-    raise typer.Exit(
-        emit(
-            result,
-            json_out=json_out,
-            report=report,
-            junit=junit,
-            strict=strict,
-            quiet=quiet,
-            select=select,
-            ignore=ignore,
-            fmt=fmt,
-            sarif=sarif,
-            waivers_file=waivers_file,
-            waive=waive,
-        )
-    )
+        # The lock and the report's files together: validated first, all written or none replaced.
+        view = shown(result, reporting)
+        outputs_mod.write_all(pending, files(view, reporting))
+        raise typer.Exit(emit(view, reporting._replace(report=None, junit=None, sarif=None)))
+    raise typer.Exit(emit(result, reporting))
 
 
 def _profiles_app() -> typer.Typer:

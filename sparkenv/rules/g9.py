@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage, ngc, requirements, unsloth
+from sparkenv.rules import Rule, Stage, ngc, unsloth
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from sparkenv.resolve.inputs import Declared
     from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
     from sparkenv.resolve.profiles import Profile
+    from sparkenv.rules import requirements
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -452,6 +453,10 @@ def installed(facts: AuditFacts) -> list[Finding]:
 
 def _requirements(facts: AuditFacts) -> list[Finding]:
     """Everything pip check reports (and the extras it skips), WARN: see rules/requirements.py."""
+    # Imported here: it pulls packaging.markers, .tags, sysconfig and logging, which the gate's start
+    # (the live rules of this module) never needs.
+    from sparkenv.rules import requirements
+
     broken, unparsed, checked = requirements.find(facts)
     out: list[Finding] = []
     by_requirer: dict[str, list[requirements.Broken]] = {}

@@ -1,0 +1,152 @@
+"""The gate's start-up shortcuts keep its verdicts: Triton found from the folder listing (no
+metadata read), its ptxas releases remembered per file (sparkenv/stat_cache.py) and read again whenever
+the file changed, names canonicalised as packaging does, the modules the start does without, and the
+--deep torch process started first and used once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gate_helpers as gh
+import pytest
+from conftest import Env, sparkenv
+from kernel_helpers import cuda_ptxas
+from packaging.utils import canonicalize_name
+
+from sparkenv.gate import probes
+
+BIN = "triton/backends/nvidia/bin"
+# No CUDA 12.8 toolkit here: the old ptxas is a stand-in holding the string ptxas carries in its bytes.
+OLD = b"\x7fELF stand-in\0Cuda compilation tools, release 12.8, V12.8.93\0"
+
+
+@pytest.fixture
+def venv(tmp_path) -> Env:
+    """A real venv (the gate resolves it through its interpreter) with Triton 3.6's layout: ptxas of
+    CUDA 12.8 and the real CUDA 13 ptxas of this machine's toolkit as ptxas-blackwell."""
+    prefix = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True, timeout=120)
+    env = Env(prefix, next(prefix.glob("lib/python3*/site-packages")), "x86_64")
+    old = tmp_path / "ptxas-12.8"
+    old.write_bytes(OLD)
+    env.add("triton", "3.6.0", files={f"{BIN}/ptxas": old, f"{BIN}/ptxas-blackwell": cuda_ptxas()})
+    return env
+
+
+def gate_facts(venv: Env, cache: Path, tmp_path: Path) -> dict:
+    dump = tmp_path / "facts.json"
+    r = sparkenv(
+        "gate", "--python", str(venv.prefix / "bin" / "python"), "--dump-facts", str(dump), "-q",
+        env={"SPARKENV_CACHE_DIR": str(cache), "TRITON_PTXAS_PATH": "", "TRITON_PTXAS_BLACKWELL_PATH": ""},
+    )  # fmt: skip
+    assert r.code in (0, 1), r.err
+    return json.loads(dump.read_text())
+
+
+def gb10_verdict(facts: dict, tmp_path: Path) -> str:
+    """The Triton line the same facts give on a GB10 (no GB10 here: its recorded snapshot)."""
+    replay = gh.with_changes(gh.gb10_from_reports(), kernel_coverage=facts["kernel_coverage"])
+    return sparkenv("gate", "--facts", gh.write(tmp_path, replay, "gb10.json")).line("G7", "triton 3.6.0")
+
+
+def test_default_gate_reads_triton_from_the_listing_and_remembers_its_ptxas(venv, tmp_path):
+    cache = tmp_path / "cache"
+    facts = gate_facts(venv, cache, tmp_path)
+    triton = facts["kernel_coverage"]["triton"]
+    assert (triton["name"], triton["version"]) == ("triton", "3.6.0")
+    assert triton["bundled"]["ptxas"] == "12.8" and triton["bundled"]["ptxas-blackwell"].startswith("13.")
+    assert facts["kernel_coverage"]["packages"] is None  # the default mode reads no fatbin
+    line = gb10_verdict(facts, tmp_path)
+    assert line.startswith("G7 PASS: triton 3.6.0 compiles with its bundled ptxas-blackwell (CUDA 13."), line
+    remembered = json.loads((cache / "ptxas.json").read_text())["entries"]
+    assert set(remembered) == {str(venv.site / BIN / "ptxas"), str(venv.site / BIN / "ptxas-blackwell")}
+    # The next start takes the release from the cache, not from the file: shown by an entry altered in
+    # place (same key), which the gate then reports.
+    doc = json.loads((cache / "ptxas.json").read_text())
+    doc["entries"][str(venv.site / BIN / "ptxas")]["ptxas"] = {"release": "12.7"}
+    (cache / "ptxas.json").write_text(json.dumps(doc))
+    assert gate_facts(venv, cache, tmp_path)["kernel_coverage"]["triton"]["bundled"]["ptxas"] == "12.7"
+
+
+def test_a_changed_ptxas_is_read_again_even_with_its_old_size_and_mtime(venv, tmp_path):
+    """ptxas-blackwell replaced in place by a CUDA 12.8 one of the same size, its mtime set back: the
+    cached 13.x must not be used, and the GB10 verdict turns to FAIL."""
+    cache = tmp_path / "cache"
+    assert gb10_verdict(gate_facts(venv, cache, tmp_path), tmp_path).startswith("G7 PASS")
+    tool = venv.site / BIN / "ptxas-blackwell"
+    before = os.stat(tool)
+    data = bytearray(tool.read_bytes())
+    at = data.index(b"Cuda compilation tools, release ")
+    data[at : at + len(OLD) - 14] = OLD[14:]  # the release string only: same size, same inode
+    with open(tool, "r+b") as fh:
+        fh.write(data)
+    os.utime(tool, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(tool)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+    facts = gate_facts(venv, cache, tmp_path)
+    assert facts["kernel_coverage"]["triton"]["bundled"]["ptxas-blackwell"] == "12.8"
+    line = gb10_verdict(facts, tmp_path)
+    assert line.startswith("G7 FAIL: triton 3.6.0 compiles with its bundled ptxas-blackwell (CUDA 12.8)"), (
+        line
+    )
+
+
+def test_an_unreadable_or_foreign_cache_is_not_used(venv, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "ptxas.json").write_text('{"reader": "someone else", "entries": {"x": 1}}')
+    assert gate_facts(venv, cache, tmp_path)["kernel_coverage"]["triton"]["bundled"]["ptxas"] == "12.8"
+    (cache / "ptxas.json").write_text("[" * 100_000)
+    assert gate_facts(venv, cache, tmp_path)["kernel_coverage"]["triton"]["bundled"]["ptxas"] == "12.8"
+
+
+def test_names_are_canonical_as_packaging_makes_them():
+    """The gate's listing canonicalises names without importing packaging.utils: the same result, on
+    every distribution of this environment and on the awkward spellings."""
+    names = ["Foo_Bar", "foo.bar", "FOO--bar__baz", "zope.interface", "typing_extensions", "A", "a-_-.b"]
+    for site in sys.path:
+        if site.endswith("site-packages") and os.path.isdir(site):
+            names += [n.split("-")[0] for n in os.listdir(site) if n.endswith(".dist-info")]
+    assert len(names) > 20
+    assert {n: probes._canonical(n) for n in names} == {n: canonicalize_name(n) for n in names}
+
+
+def test_the_default_start_does_without_these_modules(tmp_path):
+    """The image entrypoint's start stays lean: no process machinery (it starts none), no
+    importlib.resources with its zipfile and tempfile, no packaging.tags with sysconfig and logging,
+    no sockets (single node)."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sparkenv", "gate", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SPARKENV_CACHE_DIR": str(tmp_path)},
+    )
+    imported = {
+        ln.rsplit("|", 1)[-1].strip() for ln in proc.stderr.splitlines() if ln.startswith("import time:")
+    }
+    assert "sparkenv.gate.probes" in imported  # it did probe
+    avoided = {"subprocess", "importlib.resources", "zipfile", "tempfile", "socket", "hashlib"}
+    assert not imported & avoided, sorted(imported & avoided)
+
+
+def test_deep_starts_torch_once_before_the_rest_and_uses_that_process(tmp_path):
+    """--deep starts the torch process as soon as the arguments are read (gate/early.py); the probe
+    takes that very process: torch is imported once, and its result is the report's."""
+    site = tmp_path / "site" / "torch"
+    site.mkdir(parents=True)
+    starts = tmp_path / "starts"
+    (site / "__init__.py").write_text(
+        f"import os\nopen({str(starts)!r}, 'a').write(f'{{os.getpid()}}\\n')\nraise ImportError('no torch')\n"
+    )
+    r = sparkenv("gate", "--deep", env={"PYTHONPATH": str(tmp_path / "site")})
+    assert len(starts.read_text().split()) == 1
+    assert r.line("G1", "torch").startswith("G1 FAIL: import torch fails: ImportError: no torch"), r.out
