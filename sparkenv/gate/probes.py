@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import signal
 import sys
 import threading
@@ -27,6 +26,7 @@ from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
 from sparkenv.knowledge import gate
+from sparkenv.names import canonical as _canonical
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 
@@ -317,15 +317,6 @@ def installed_dists(python: str) -> dict[str, tuple[str, str]]:
             if ident and ident[0] not in out:
                 out[ident[0]] = (ident[1], str(site))
     return out
-
-
-def _canonical(name: str) -> str:
-    """PEP 503's normalised name, as packaging.utils.canonicalize_name gives it (a test compares the two):
-    importing packaging.utils pulls packaging.tags, sysconfig and logging into every start."""
-    return _SEPARATORS.sub("-", name).lower()
-
-
-_SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:

@@ -3,12 +3,12 @@
 One converter for every file of sparkenv/data, so each file's shape is written once, as the record its
 callers read: a missing key, an unknown key (a typo) or a value of the wrong type is one KnowledgeError
 naming the file and the key, at load, not a KeyError at the 28th lookup. Lists become tuples and tables
-read-only mappings; `DistName` fields are canonicalised with packaging's rule (PEP 503), so no caller
-compares a raw name from a data file.
+read-only mappings; `DistName` fields are canonicalised as packaging does (PEP 503, sparkenv.names), so
+no caller compares a raw name from a data file.
 
 Records are typing.NamedTuple classes: immutable, typed, with defaults, like a frozen dataclass, but a
 tenth of the cost to define (~35 us against ~330 us each, best of 30 on the 2-core machine), and the gate
-imports some forty of them on every start. `_toml_keys` maps a field to a TOML key of another name
+defines two dozen of them on every start. `_toml_keys` maps a field to a TOML key of another name
 (`[[server]]` -> servers).
 """
 
@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, NewType, TypeVar
 
 from sparkenv.errors import SparkenvError
+from sparkenv.names import canonical
 
 DistName = NewType("DistName", str)  # a distribution name, canonicalised at load
 T = TypeVar("T")
@@ -60,9 +61,7 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
-        from packaging.utils import canonicalize_name  # here: the gate may start without packaging
-
-        return canonicalize_name(value)
+        return canonical(value)
     if tp in _KINDS:
         ok = isinstance(value, (int, float) if tp is float else tp) and (
             tp is bool or type(value) is not bool
