@@ -153,6 +153,21 @@ def _expand(text: str, inputs: dict[str, str]) -> str:
     return re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: inputs[m.group(1)], text)
 
 
+def _run_step(
+    step: dict, inputs: dict[str, str], cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess:
+    """One step of the composite action, as the runner runs it: bash -e -o pipefail, its env expanded."""
+    step_env = {k: _expand(str(v), inputs) for k, v in (step.get("env") or {}).items()}
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", _expand(step["run"], inputs)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**env, **step_env},
+    )
+
+
 @pytest.mark.network
 def test_the_composite_action_runs_as_a_script(tmp_path: Path) -> None:
     """The action's steps, run by bash as the runner would (act-free): a fresh venv is the runner's
@@ -181,15 +196,7 @@ def test_the_composite_action_runs_as_a_script(tmp_path: Path) -> None:
     outputs = []
     for step in steps:
         assert step.get("shell") == "bash", step
-        step_env = {k: _expand(str(v), inputs) for k, v in (step.get("env") or {}).items()}
-        proc = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", _expand(step["run"], inputs)],
-            cwd=project,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**env, **step_env},
-        )
+        proc = _run_step(step, inputs, project, env)
         assert proc.returncode == 0, f"{step.get('name')}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}"
         outputs.append(proc.stdout)
     assert outputs[0].startswith("sparkenv 0.")  # installed from the action's checkout
@@ -201,15 +208,7 @@ def test_the_composite_action_runs_as_a_script(tmp_path: Path) -> None:
     # The same action on a project that breaks the policy fails its check step with an annotation.
     (project / "requirements.txt").write_text(CU12)
     check_step = next(s for s in steps if "sparkenv check" in s["run"])
-    step_env = {k: _expand(str(v), inputs) for k, v in (check_step.get("env") or {}).items()}
-    proc = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", _expand(check_step["run"], inputs)],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**env, **step_env},
-    )
+    proc = _run_step(check_step, inputs, project, env)
     assert proc.returncode == 1
     assert "::error file=requirements.txt,line=2," in proc.stdout
 

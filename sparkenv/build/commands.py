@@ -177,9 +177,11 @@ def _target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
 def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-untyped-def]
     """G1 at build time: the profile's CUDA against --driver, or against this machine's driver when it
     has one (building on the Spark). A driver too old is a WARN here: the image may run elsewhere."""
+    from dataclasses import replace
+
     from sparkenv.cuda import driver as drv
     from sparkenv.errors import SparkenvError
-    from sparkenv.report import Finding, Status
+    from sparkenv.report import Status
 
     where = "--driver"
     if driver is None:
@@ -196,13 +198,6 @@ def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-un
     cuda = getattr(prof, "cuda", None) or None
     found = drv.judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
     if found.status is Status.FAIL:
-        found = Finding(
-            id=found.id,
-            status=Status.WARN,
-            summary=found.summary,
-            subject=found.subject,
-            evidence=found.evidence,
-            fix=found.fix,
-        )
+        found = replace(found, status=Status.WARN)
     text = f"{found.id} {found.status.value}: {found.summary} ({where})"
     return text + (f"; fix: {found.fix}" if found.fix and found.status is not Status.PASS else "")
