@@ -47,7 +47,8 @@ def main() -> None:
     ap.add_argument("--cases", default="warm,cold,uv-warm", help="comma-separated: warm, cold, uv-warm")
     args = ap.parse_args()
 
-    from sparkenv.resolve import inputs, profiles, run, uvdriver
+    from sparkenv import profiles
+    from sparkenv.resolve import inputs, run, uvdriver
 
     prof = profiles.load(None)
     inp = inputs.read([args.input])

@@ -298,7 +298,7 @@ platform = "linux/amd64"
 
 def write_lock(folder: Path, index_url: str, stages: dict[str, list[Path]], image: str) -> Path:
     """pylock.standin.toml + requirements.standin.txt in sparkenv lock's format, and the stand-in profile."""
-    from sparkenv.resolve import lockfile
+    from sparkenv.lock import read, write
 
     provides = "\n".join(f'{k} = "{v}"' for k, v in PROVIDES.items())
     (folder / "standin.toml").write_text(STANDIN_PROFILE.format(image=image, provides=provides))
@@ -328,12 +328,11 @@ def write_lock(folder: Path, index_url: str, stages: dict[str, list[Path]], imag
         "stages": list(stages),
         "no-deps-stages": [s for s in stages if "unsloth" in s],
         "requirements": "requirements.standin.txt",
+        "index-url": index_url,
     }
     pylock = folder / "pylock.standin.toml"
-    pylock.write_text(lockfile.render_pylock(packages, tool, "==3.11.*", "sys_platform == 'linux'"))
-    (folder / "requirements.standin.txt").write_text(
-        lockfile.render_requirements(
-            packages, [(s, "unsloth" in s) for s in stages], ["test lock"], [f"--index-url {index_url}"]
-        )
-    )
+    text = write.render_pylock(packages, tool, "==3.11.*", "sys_platform == 'linux'")
+    pylock.write_text(text)
+    lock = read.from_text(text, pylock)
+    (folder / "requirements.standin.txt").write_text(write.render_requirements(lock, ["test lock"]))
     return pylock

@@ -283,9 +283,9 @@ def test_an_image_whose_kernels_cannot_run_on_the_gpu_stays_untagged(
 
 def test_a_broken_step_shows_the_step_and_its_log(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     lock = bh.write_lock(tmp_path, index, {"1-packages": [wheels["tinypkg"]]}, bh.STANDIN_TAG)
-    req = tmp_path / "requirements.standin.txt"
     good = bh.hashlib.sha256(wheels["tinypkg"].read_bytes()).hexdigest()
-    req.write_text(req.read_text().replace(good, "0" * 64))  # a hash that does not match the wheel
+    for part in (lock, tmp_path / "requirements.standin.txt"):  # both: the lock reader checks they agree
+        part.write_text(part.read_text().replace(good, "0" * 64))  # a hash that does not match the wheel
     proc = build(lock, "sparkenv-test/app:broken", "-q")
     assert proc.returncode == 1
     assert "build failed at step" in proc.stderr and "pip download" in proc.stderr

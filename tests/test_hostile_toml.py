@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sparkenv import profiles
 from sparkenv.datafiles import parse_toml
 from sparkenv.errors import SparkenvError
-from sparkenv.resolve import inputs, profiles
+from sparkenv.resolve import inputs
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED_PROFILE = REPO / "sparkenv" / "data" / "profiles" / "ngc-25.11.toml"

@@ -45,9 +45,9 @@ def test_every_file_downloads_for_the_target_with_hashes(tmp_path):
 def test_default_profile_resolves_the_playbook_stack_from_pypi(run, tmp_path):
     """Re-locked as of the date the shipped lock records, the playbook stack gives the shipped lock
     again: closed (the Unsloth family's own requirements locked too), nothing of the base replaced."""
-    from sparkenv.resolve import lockfile
+    from sparkenv.lock import read
 
-    as_of = str(lockfile.read_tool(LOCKS / "pylock.ngc-25-11.toml")["exclude-newer"])
+    as_of = read.pylock(LOCKS / "pylock.ngc-25-11.toml").exclude_newer
     r = run(
         "lock", str(LOCKS / "inputs" / "playbook-unsloth.txt"), "--output-dir", str(tmp_path), "--json",
         "--exclude-newer", as_of,

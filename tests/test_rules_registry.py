@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv import gotchas, rules
+from sparkenv import gotchas, profiles, rules
 from sparkenv.audit.run import audit
 from sparkenv.report import LINE_RE, Finding, Status
-from sparkenv.resolve import policy, profiles
+from sparkenv.resolve import policy
 from sparkenv.resolve.run import check
 
 # (distribution, version): evidence that only a name or a version carries, so every stage sees all of it.

@@ -8,7 +8,8 @@ from pathlib import Path
 from sparkenv import rules
 from sparkenv.audit import scan
 from sparkenv.cuda import coverage
-from sparkenv.environment import lockpins, target
+from sparkenv.environment import target
+from sparkenv.lock import read as lockread
 from sparkenv.report import Finding, Report
 from sparkenv.rules import requirements
 
@@ -23,7 +24,7 @@ def audit(
     """`gpu`: the capability kernels are judged for; "default" is the GB10; None skips G7 coverage."""
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
-    pins = lockpins.read(lock) if lock else None
+    pins = lockread.given(lock) if lock else None
     cap = coverage.gb10() if gpu == "default" else gpu
     facts = scan.gather(resolved, pins, Path(root) if root else Path("/"), cap)  # type: ignore[arg-type]
     report = Report("audit", resolved.description, evaluate(facts))

@@ -10,9 +10,9 @@ from pathlib import Path
 from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.environment import container, kernels, ngc
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
-from sparkenv.environment.lockpins import LockPins
 from sparkenv.environment.target import Target
 from sparkenv.knowledge import packages
+from sparkenv.lock.model import Lock
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class AuditFacts:
     metadata_problems: list[MetadataProblem]
     container: container.ContainerFacts
     ngc: ngc.NgcFacts
-    lock: LockPins | None
+    lock: Lock | None
     sdpa_override: str | None  # path of the override's .pth file when installed
     shared_object_count: int = 0
     gpu: coverage.Capability | None = None  # the GPU kernels are judged for (G7); None: not checked
@@ -54,7 +54,7 @@ class AuditFacts:
 
 def gather(
     target: Target,
-    lock: LockPins | None,
+    lock: Lock | None,
     root: Path = Path("/"),
     gpu: coverage.Capability | None = None,
     env: dict[str, str] | None = None,

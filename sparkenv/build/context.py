@@ -4,7 +4,6 @@ needed here."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -13,87 +12,26 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from sparkenv import confine, safe_read
+from sparkenv import confine, profiles, safe_read
 from sparkenv.errors import SparkenvError
-from sparkenv.resolve import lockfile, profiles
-from sparkenv.resolve.profiles import Profile
+from sparkenv.lock import write as lockwrite
+from sparkenv.lock.model import Lock
+from sparkenv.profiles import Profile
 
 TEMPLATE = "ngc.Dockerfile"
 PIP = "python3 -m pip"
 PIP_FLAGS = "--no-cache-dir --disable-pip-version-check --no-input"
-_STAGE_RE = re.compile(r"^# stage (\S+)")
 ARCH = {"aarch64": "arm64", "x86_64": "amd64"}
 
 
-@dataclass(frozen=True)
-class Lock:
-    pylock: Path
-    requirements: Path
-    tool: dict[str, object]
-    header: list[str]  # option lines (index URLs) that apply to every stage
-    stages: list[tuple[str, str]]  # (stage name, requirement lines)
-
-    @property
-    def stem(self) -> str:
-        return self.pylock.name.removeprefix("pylock.").removesuffix(".toml")
-
-    @property
-    def hash(self) -> str:
-        return "sha256:" + hashlib.sha256(self.pylock.read_bytes()).hexdigest()
-
-    def stage_file(self, stage: str) -> str:
-        return f"requirements.{stage}.txt"
-
-    def stage_text(self, stage: str, body: str) -> str:
-        return "\n".join([*self.header, f"# stage {stage}", body.strip(), ""])
-
-    @property
-    def report_path(self) -> Path:
-        """Where the image's own audit report is kept: next to the lock."""
-        return self.pylock.with_name(f"image-audit.{self.stem}.json")
+def stage_file(stage: str) -> str:
+    """The build context's requirements file of one lock stage."""
+    return f"requirements.{stage}.txt"
 
 
-def read_lock(path: Path) -> Lock:
-    """A pylock.<profile>.toml written by `sparkenv lock` (or its requirements.<profile>.txt)."""
-    if path.name.startswith("requirements.") and path.suffix == ".txt":
-        path = path.with_name(
-            "pylock." + path.name.removeprefix("requirements.").removesuffix(".txt") + ".toml"
-        )
-    if not path.is_file():
-        raise SparkenvError(f"{path}: no such lock (write one with `sparkenv lock INPUT…`)")
-    tool = lockfile.read_tool(path)
-    req_name = tool.get("requirements")
-    if not isinstance(req_name, str):
-        raise SparkenvError(f"{path}: [tool.sparkenv] names no requirements file")
-    # the lock may come from another repository: its requirements file lies beside it, nowhere else
-    where = f"{path}: [tool.sparkenv] requirements"
-    req = confine.inside(
-        confine.project_root(path.parent), confine.plain_name(req_name, where), path.parent, where
-    )
-    try:
-        text = safe_read.read_text(req, what="the lock's hashed requirements", limit=16 << 20)
-    except safe_read.UnreadableFile as exc:
-        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.reason}") from None
-    header: list[str] = []
-    stages: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        m = _STAGE_RE.match(line)
-        if m:
-            stages.append((m.group(1), []))
-        elif stages:
-            if line.strip() and not line.lstrip().startswith("#"):
-                stages[-1][1].append(line)
-        elif line.startswith("-"):
-            header.append(line)
-    if not any(body for _, body in stages):
-        raise SparkenvError(f"{req}: no `# stage` sections with requirements (not written by sparkenv lock?)")
-    for _, body in stages:
-        for line in body:
-            if line.startswith((" ", "\t")):
-                continue
-            if "==" not in line:
-                raise SparkenvError(f"{req}: {line.strip()!r} is not pinned with == (a lock pins everything)")
-    return Lock(path, req, tool, header, [(name, "\n".join(body)) for name, body in stages if body])
+def report_path(lock: Lock) -> Path:
+    """Where the image's own audit report is kept: next to the lock."""
+    return lock.file.with_name(f"image-audit.{lock.stem}.json")
 
 
 def template_text(name: str) -> str:
@@ -111,19 +49,19 @@ def template_text(name: str) -> str:
 def profile_for(lock: Lock, arg: str | None) -> Profile:
     """--profile as the user gave it (a file relative to the working directory, like every path on the
     command line), else the profile the lock names."""
-    named = str(lock.tool.get("profile") or "")
+    named = lock.profile
+    folder = lock.file.parent
     if not arg and named.endswith(".toml"):  # a profile file the lock names stays inside its project
-        root = confine.project_root(lock.pylock.parent)
-        confine.inside(root, named, lock.pylock.parent, f"{lock.pylock}: [tool.sparkenv] profile")
+        confine.inside(confine.project_root(folder), named, folder, f"{lock.path}: [tool.sparkenv] profile")
     elif not arg and named and named not in profiles.shipped():
         raise SparkenvError(
-            f"{lock.pylock}: locked for profile {named}, which is not a shipped one: pass the profile file "
+            f"{lock.path}: locked for profile {named}, which is not a shipped one: pass the profile file "
             f"it was locked with (--profile {named}.toml)"
         )
-    prof = profiles.load(arg) if arg else profiles.load(named or None, lock.pylock.parent)
+    prof = profiles.load(arg) if arg else profiles.load(named or None, folder)
     if named and prof.name != named:
         raise SparkenvError(
-            f"{lock.pylock}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
+            f"{lock.path}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
         )
     return prof
 
@@ -157,7 +95,7 @@ class Plan:
     def labels(self) -> dict[str, str]:
         return {
             "org.opencontainers.image.title": f"sparkenv {self.profile.name}",
-            "org.opencontainers.image.description": f"{self.profile.describe()} + {self.lock.pylock.name}",
+            "org.opencontainers.image.description": f"{self.profile.describe()} + {self.lock.file.name}",
             "org.opencontainers.image.version": self.lock.hash.removeprefix("sha256:")[:12],
             "org.opencontainers.image.base.name": self.base.name,
             "org.opencontainers.image.base.digest": self.base.digest,
@@ -174,9 +112,24 @@ class Plan:
         }
 
     @property
+    def stages(self) -> list[str]:
+        """The lock's install stages that install something, in order."""
+        return [s.name for s in self.lock.stages if s.packages]
+
+    def _pylock_bytes(self) -> bytes:
+        """The pylock as the image keeps it: the bytes whose hash the labels name."""
+        try:
+            data = safe_read.read_bytes(self.lock.file, what="a pylock.toml lock", limit=16 << 20)
+        except safe_read.UnreadableFile as exc:
+            raise SparkenvError(f"{self.lock.path}: cannot read the lock: {exc.reason}") from None
+        if Lock.digest_of(data) != self.lock.sha256:
+            raise SparkenvError(f"{self.lock.path}: changed while sparkenv build read it: build again")
+        return data
+
+    @property
     def allowed_replace(self) -> set[str]:
         """What the lock replaces of the base on purpose (`sparkenv lock --allow-replace`)."""
-        return {str(x) for x in self.lock.tool.get("allow-replace", []) or []}
+        return set(self.lock.allow_replace)
 
     def dockerfile(self) -> str:
         template = template_text(TEMPLATE)
@@ -184,8 +137,8 @@ class Plan:
         install: list[str] = []
         if self.ca_bundle:
             fetch += ["COPY ca/ca.pem /tmp/sparkenv-ca.pem", "ENV PIP_CERT=/tmp/sparkenv-ca.pem"]
-        for stage, _ in self.lock.stages:
-            req = self.lock.stage_file(stage)
+        for stage in self.stages:
+            req = stage_file(stage)
             fetch += [
                 f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
                 f"RUN {PIP} download --no-deps --require-hashes --only-binary=:all: {PIP_FLAGS} "
@@ -208,7 +161,7 @@ class Plan:
         labels = " \\\n      ".join(f"{k}={json.dumps(v)}" for k, v in self.labels().items())
         values = {
             "PROFILE": self.profile.name,
-            "LOCK": self.lock.pylock.name,
+            "LOCK": self.lock.file.name,
             "VERSION": self.version,
             "BASE": self.base.ref,
             "FETCH": "\n".join(fetch),
@@ -235,10 +188,12 @@ class Plan:
             "Dockerfile": (self.dockerfile().encode(), 0o644),
             "sparkenv/base_check.py": (pkg.joinpath("base_check.py").read_bytes(), 0o644),
             "sparkenv/sparkenv.sh": (pkg.joinpath("sparkenv.sh").read_bytes(), 0o755),
-            "lock/pylock.toml": (self.lock.pylock.read_bytes(), 0o644),
+            "lock/pylock.toml": (self._pylock_bytes(), 0o644),
         }
-        for stage, body in self.lock.stages:
-            out[f"lock/{self.lock.stage_file(stage)}"] = (self.lock.stage_text(stage, body).encode(), 0o644)
+        for stage in self.lock.stages:
+            if stage.packages:
+                text = lockwrite.stage_requirements(self.lock, stage)
+                out[f"lock/{stage_file(stage.name)}"] = (text.encode(), 0o644)
         for wheel in self.runtime:
             out[f"sparkenv/runtime/{wheel.name}"] = (wheel.read_bytes(), 0o644)
         out["sparkenv/runtime/requirements.txt"] = (

@@ -74,10 +74,10 @@ def findings_of(audit: dict) -> list[Finding]:
 
 def build(req: BuildRequest) -> BuildOutcome:
     req.reporting.check()
+    from sparkenv import profiles
     from sparkenv.build import context, engine, runtime
     from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import write_atomic
-    from sparkenv.resolve import profiles
 
     started = time.perf_counter()
     if req.tag is not None:
@@ -102,10 +102,12 @@ def build(req: BuildRequest) -> BuildOutcome:
         lock_path = Path(req.output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
     else:
         lock_path = Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml")
-    locked = context.read_lock(lock_path)
+    from sparkenv.lock import read as lockread
+
+    locked = lockread.sparkenv_lock(lock_path)
     prof = context.profile_for(locked, req.profile)
-    source = "--platform" if req.platform else f"{locked.pylock}: [tool.sparkenv] platform ="
-    platform = req.platform or str(locked.tool.get("platform") or prof.platform)
+    source = "--platform" if req.platform else f"{locked.path}: [tool.sparkenv] platform ="
+    platform = req.platform or locked.platform or prof.platform
     if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
         raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
     platform = profiles.canonical_platform(platform)
@@ -152,7 +154,7 @@ def build(req: BuildRequest) -> BuildOutcome:
     plan.base = _resolve_base(client, plan.base, prof, req.base, req.reporting.quiet)
     progress = engine.Progress(req.reporting.quiet)
     if not req.reporting.quiet:
-        _err(f"sparkenv build: {prof.name} + {locked.pylock.name} on {plan.base.ref}")
+        _err(f"sparkenv build: {prof.name} + {locked.file.name} on {plan.base.ref}")
     docker_platform = profiles.DOCKER_SPELLING[machine]
     image_id = engine.build(
         client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
@@ -166,7 +168,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         )
     checked = engine.verify(client, image_id, gpu=gpu_text)
     if checked.report is not None:
-        write_atomic(str(locked.report_path), checked.raw)
+        write_atomic(str(context.report_path(locked)), checked.raw)
     short = image_id.removeprefix("sha256:")[:12]
     took = time.perf_counter() - started
     if checked.report is None or checked.exit_code not in (0, 1):
@@ -184,7 +186,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         "architecture": arch,
         "steps": progress.total,
         "cached": progress.cached,
-        "audit_report": str(locked.report_path),
+        "audit_report": str(context.report_path(locked)),
         "seconds": round(took, 1),
     }
     code = report.exit_code(req.reporting.strict)
@@ -196,7 +198,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         return BuildOutcome(
             view,
             f"sparkenv build: image {short} NOT tagged {ref}: its audit found {why} "
-            f"(report: {locked.report_path})",
+            f"(report: {context.report_path(locked)})",
             code=code,
         )
     engine.tag(client, image_id, ref)
@@ -204,7 +206,7 @@ def build(req: BuildRequest) -> BuildOutcome:
     report.context["tagged"] = True
     message = (
         f"sparkenv build: tagged {ref} (image {short}, {arch}; {progress.total} steps, {progress.cached} "
-        f"cached; audit: {report.verdict.value}, report {locked.report_path}; {took:.1f} s)"
+        f"cached; audit: {report.verdict.value}, report {context.report_path(locked)}; {took:.1f} s)"
     )
     pinned = ""
     if req.push:

@@ -175,7 +175,7 @@ def _finish(
     if version is None and interpreter is not None:
         version = _version_from_name(interpreter.resolve().name)
     if machine:
-        from sparkenv.resolve.profiles import canonical_machine
+        from sparkenv.profiles import canonical_machine
 
         return Target(description, dirs, canonical_machine(machine), "--machine", version, interpreter)
     found = _interpreter_machine(interpreter)

@@ -214,7 +214,7 @@ def profiles_list(
     import json
     from dataclasses import asdict
 
-    from sparkenv.resolve import profiles
+    from sparkenv import profiles
 
     shipped = profiles.shipped()
     default = profiles.default_name()

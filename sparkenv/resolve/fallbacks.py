@@ -31,8 +31,8 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from sparkenv import datafiles
+from sparkenv.profiles import Profile
 from sparkenv.resolve.graph import Edge
-from sparkenv.resolve.profiles import Profile
 
 PYPI = "https://pypi.org/simple/"
 _JSON = "application/vnd.pypi.simple.v1+json"

@@ -11,12 +11,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from sparkenv import rules
+from sparkenv.profiles import Profile
 from sparkenv.report import Finding
 from sparkenv.resolve import graph
 from sparkenv.resolve.fallbacks import FallbackFacts
 from sparkenv.resolve.graph import Edge
 from sparkenv.resolve.inputs import Declared
-from sparkenv.resolve.profiles import Profile
 
 
 @dataclass(frozen=True)

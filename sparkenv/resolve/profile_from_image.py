@@ -187,7 +187,7 @@ def render(name: str, image: str, facts: dict[str, Any], today: datetime.date) -
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
-    from sparkenv.resolve import profiles
+    from sparkenv import profiles
 
     defaults = profiles.defaults()
     digest = facts["repo_digests"][0] if facts["repo_digests"] else ""
@@ -259,8 +259,8 @@ def write_profile(
 ) -> tuple[Path, str]:
     """Run IMAGE, write NAME's profile (default ./NAME.toml); the text is checked by sparkenv's own
     profile reader before anything is written, and written whole or not at all."""
+    from sparkenv import profiles
     from sparkenv.render.emit import write_atomic
-    from sparkenv.resolve import profiles
 
     if not profiles.NAME_RE.fullmatch(name):
         raise SparkenvError(f"{name!r}: not a profile name (a-z, 0-9, '.', '_' and '-': it names lock files)")
@@ -287,6 +287,6 @@ def summary(dest: Path, text: str) -> str:
 
 
 def _reparse(dest: Path, text: str):  # type: ignore[no-untyped-def]
-    from sparkenv.resolve import profiles
+    from sparkenv import profiles
 
     return profiles.parse(text, os.fspath(dest))

@@ -13,11 +13,14 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-from sparkenv import confine
+from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
+from sparkenv.lock import read as lockread
+from sparkenv.lock import write as lockwrite
+from sparkenv.lock.model import FORMAT
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import interrupt, lockfile, metadata, policy, profiles
+from sparkenv.resolve import interrupt, metadata, policy
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
@@ -324,7 +327,7 @@ def lock(
         f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} from "
         "caches)",
     )
-    pylock_path, req_path = lockfile.paths_for(Path(output_dir), profile)
+    pylock_path, req_path = lockwrite.paths_for(Path(output_dir), profile)
     blocked = any(f.status in (Status.FAIL, Status.ERROR) for f in findings)
     unknown = sum(1 for f in findings if f.status is Status.ERROR)
     if blocked and not any(f.status is Status.FAIL for f in findings):
@@ -355,7 +358,7 @@ def lock(
             extra_tool["exclude-newer"] = exclude_newer
         files = _render(pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded, extra_tool)
         if outputs is None:
-            lockfile.write_pair(files)
+            lockwrite.write_pair(files)
         else:
             outputs.update(files)
         what = f"{len(locked)} packages, every one pinned with hashes ({len(stages)} install stage(s))"
@@ -468,17 +471,13 @@ def _render(
     excluded: list[str],
     extra_tool: dict[str, Any],
 ) -> dict[Path, str]:
-    from packaging.pylock import Pylock, PylockValidationError
-
-    from sparkenv.datafiles import parse_toml
-
     out_dir = pylock_path.parent
     order = {s.name: i for i, s in enumerate(stages)}
     packages = sorted(raw.values(), key=lambda p: (order[p["tool"]["sparkenv"]["stage"]], p["name"]))
     tool: dict[str, Any] = {
-        "format": lockfile.FORMAT,
+        "format": FORMAT,
         "profile": profile.name,
-        "profile-hash": lockfile.profile_hash(profile),
+        "profile-hash": lockwrite.profile_hash(profile),
         "image": profile.image,
         "digest": profile.digest,
         "platform": profile.platform,
@@ -496,11 +495,8 @@ def _render(
     if index.extra_index_urls:
         tool["extra-index-urls"] = index.extra_index_urls
     env = f"sys_platform == 'linux' and platform_machine == '{profile.machine}'"
-    text = lockfile.render_pylock(packages, tool, f"=={profile.python_minor}.*", env)
-    try:
-        Pylock.from_dict(parse_toml(text))
-    except PylockValidationError as exc:  # pragma: no cover - a bug here, not the user's input
-        raise SparkenvError(f"refusing to write an invalid PEP 751 lock: {exc}") from None
+    text = lockwrite.render_pylock(packages, tool, f"=={profile.python_minor}.*", env)
+    written = lockread.from_text(text, pylock_path)  # read back as every reader will: the requirements follow
     base = f"{profile.image}@{profile.digest}" if profile.digest else (profile.image or "no base image")
     header = [
         f"Written by `sparkenv lock` for profile {profile.name} ({base}), {profile.python_platform}, "
@@ -511,13 +507,7 @@ def _render(
         f"Install: pip install --no-deps --require-hashes -r {req_path.name}",
         "(or one stage at a time, in order, each with --no-deps)",
     ]
-    index_lines = []
-    if index.index_url:
-        index_lines.append(f"--index-url {index.index_url}")
-    index_lines += [f"--extra-index-url {u}" for u in index.extra_index_urls]
-    req_text = lockfile.render_requirements(
-        packages, [(s.name, s.no_deps) for s in stages], header, index_lines
-    )
+    req_text = lockwrite.render_requirements(written, header)
     return {pylock_path: text, req_path: req_text}
 
 
@@ -536,7 +526,7 @@ def lock_check(
         inp = inputs_mod.read(paths, extras)
         profile = _profile(profile_arg, platform, inp)
         profile_name = profile.name
-        pylock_path, _ = lockfile.paths_for(out_dir, profile)
+        pylock_path, _ = lockwrite.paths_for(out_dir, profile)
         findings.append(_fresh(pylock_path, inp.digest(), profile, [_rel(Path(p), out_dir) for p in paths]))
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
@@ -544,8 +534,12 @@ def lock_check(
             raise SparkenvError(f"{output_dir}: no pylock.*.toml to check")
         root = confine.project_root(out_dir)
         for pylock_path in locks:
-            tool = lockfile.read_tool(pylock_path)
-            recorded = [str(p) for p in tool.get("inputs", [])]
+            try:
+                written = lockread.pylock(pylock_path)
+            except lockread.OtherFormat:  # its inputs cannot be read from it: stale as it stands
+                findings.append(_fresh(pylock_path, "", None, []))
+                continue
+            recorded = list(written.inputs)
             where = f"{pylock_path}: [tool.sparkenv] inputs"
             for p in recorded:  # a lock from another repository must not make sparkenv read outside it
                 confine.inside(root, p, out_dir, where)
@@ -563,19 +557,24 @@ def lock_check(
                 )
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
-            named = str(tool.get("profile"))
+            named = written.profile
             if named.endswith(".toml"):
                 confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
-            prof = profiles.load(named, out_dir).with_platform(str(tool.get("platform")))
+            prof = profiles.load(named, out_dir).with_platform(written.platform)
             findings.append(_fresh(pylock_path, inp.digest(), prof, recorded))
     # "lock", as the schema names the command; that it only checked is in the context
     findings = merge_by_subject(findings)
     return Report("lock", str(out_dir), findings, profile=profile_name, context={"check": True})
 
 
-def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]) -> Finding:
+def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile | None, inputs: list[str]) -> Finding:
+    """`profile` None: a lock of another format, whose inputs and profile this sparkenv cannot read."""
     subject = str(pylock_path)
-    regen = f"sparkenv lock {' '.join(inputs)} --profile {profile.name} --output-dir {pylock_path.parent}"
+    regen = (
+        f"sparkenv lock {' '.join(inputs)} --profile {profile.name} --output-dir {pylock_path.parent}"
+        if profile is not None
+        else "sparkenv lock INPUT… (this sparkenv's lock format)"
+    )
     if not pylock_path.is_file():
         return Finding(
             id=GotchaId.G9,
@@ -585,18 +584,20 @@ def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile, inputs: li
             evidence=(),
             fix=f"run {regen}",
         )
-    tool = lockfile.read_tool(pylock_path)
-    where = f"{pylock_path}: [tool.sparkenv] requirements"
-    req = pylock_path.parent / confine.plain_name(str(tool.get("requirements", "")), where)
     problems = []
-    if tool.get("input-hash") != digest:
-        problems.append(f"inputs changed since the lock ({', '.join(inputs)})")
-    if tool.get("profile-hash") != lockfile.profile_hash(profile):
-        problems.append(f"profile {profile.name} changed since the lock")
-    if tool.get("format") != lockfile.FORMAT:
+    try:
+        written = lockread.pylock(pylock_path)
+    except lockread.OtherFormat:
+        written = None
         problems.append("written by another sparkenv lock format")
-    if not req.is_file():
-        problems.append(f"{req} is missing")
+    if written is not None and profile is not None:
+        req = lockread.requirements_file(written)
+        if written.input_hash != digest:
+            problems.append(f"inputs changed since the lock ({', '.join(inputs)})")
+        if written.profile_hash != lockwrite.profile_hash(profile):
+            problems.append(f"profile {profile.name} changed since the lock")
+        if not req.is_file():
+            problems.append(f"{req} is missing")
     if problems:
         return Finding(
             id=GotchaId.G9,
@@ -606,6 +607,7 @@ def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile, inputs: li
             evidence=(),
             fix=f"run {regen}",
         )
+    assert profile is not None
     return Finding(
         id=GotchaId.G9,
         status=Status.PASS,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.profiles import Profile
 from sparkenv.resolve import interrupt
-from sparkenv.resolve.profiles import Profile
 
 DEFAULT_TIMEOUT = 600.0
 _UNREACHABLE = re.compile(

@@ -24,9 +24,9 @@ from sparkenv.rules.cuda_major import Binding, Evidence
 if TYPE_CHECKING:
     from sparkenv.audit.scan import AuditFacts, DistFacts
     from sparkenv.gate.view import GateFacts
+    from sparkenv.profiles import Profile
     from sparkenv.resolve.inputs import Declared
     from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
-    from sparkenv.resolve.profiles import Profile
 
 MAX_EVIDENCE = 12
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}

@@ -25,9 +25,9 @@ from sparkenv.rules.cuda_major import Binding
 if TYPE_CHECKING:
     from sparkenv.audit.scan import AuditFacts, DistFacts
     from sparkenv.gate.view import GateFacts
+    from sparkenv.profiles import Profile
     from sparkenv.resolve.inputs import Declared
     from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
-    from sparkenv.resolve.profiles import Profile
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
 _EXPLAIN = "see `sparkenv explain G2`"

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
     from sparkenv.audit.scan import AuditFacts
     from sparkenv.gate.view import GateFacts
+    from sparkenv.profiles import Profile
     from sparkenv.resolve.graph import Edge
     from sparkenv.resolve.inputs import Declared
     from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
-    from sparkenv.resolve.profiles import Profile
     from sparkenv.rules import requirements
 
 

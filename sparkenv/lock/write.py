@@ -1,34 +1,26 @@
-"""Write a PEP 751 pylock.<profile>.toml and the hashed requirements file beside it; read them back."""
+"""The one writer of locks (`sparkenv lock`): the PEP 751 pylock, and the hashed requirements rendered
+from the lock as read.py reads it back, so the two files cannot disagree. The build's per-stage files
+come from the same renderer."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparkenv.errors import SparkenvError
-from sparkenv.resolve.profiles import Profile
+from sparkenv.lock.model import Lock, LockStage
 
-FORMAT = 1
+if TYPE_CHECKING:
+    from sparkenv.profiles import Profile
 
 
 def profile_hash(profile: Profile) -> str:
-    data = {
-        k: getattr(profile, k)
-        for k in (
-            "name",
-            "image",
-            "digest",
-            "python",
-            "cuda",
-            "manylinux",
-            "platform",
-            "provides",
-            "satisfies",
-        )
-    }
+    """What of a profile a lock depends on: a change here makes the lock stale (`lock --check`)."""
+    keys = ("name", "image", "digest", "python", "cuda", "manylinux", "platform", "provides", "satisfies")
+    data = {k: getattr(profile, k) for k in keys}
     return "sha256:" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -84,28 +76,30 @@ def render_pylock(
     return "\n".join(lines) + "\n"
 
 
-def render_requirements(
-    packages: list[dict[str, Any]], stages: list[tuple[str, bool]], header: list[str], index_lines: list[str]
-) -> str:
+# ---- hashed requirements ---------------------------------------------------------------------------
+
+
+def render_requirements(lock: Lock, header: Sequence[str]) -> str:
     """One hashed requirements file in install order; every line installs with --no-deps."""
-    lines = ["# sparkenv: no-deps", *[f"# {h}" for h in header], *index_lines]
-    for stage, no_deps in stages:
-        members = [p for p in packages if p["tool"]["sparkenv"]["stage"] == stage]
-        if not members:
+    lines = ["# sparkenv: no-deps", *[f"# {h}" for h in header], *lock.index_lines()]
+    for stage in lock.stages:
+        if not stage.packages:
             continue
         lines.append("")
-        lines.append(
-            f"# stage {stage}"
-            + (" (its own pip install --no-deps, after the stages above)" if no_deps else "")
-        )
-        for p in members:
-            hashes = [w["hashes"]["sha256"] for w in p.get("wheels", [])]
-            if "sdist" in p:
-                hashes.append(p["sdist"]["hashes"]["sha256"])
-            marker = f" ; {p['marker']}" if p.get("marker") else ""
-            body = [f"{p['name']}=={p['version']}{marker}"] + [f"    --hash=sha256:{h}" for h in hashes]
-            lines.append(" \\\n".join(body))
+        lines.append(_stage_line(stage))
+        lines += [p.requirement() for p in stage.packages]
     return "\n".join(lines) + "\n"
+
+
+def stage_requirements(lock: Lock, stage: LockStage) -> str:
+    """One stage alone (the build installs stage by stage), with the lock's index options."""
+    lines = [*lock.index_lines(), f"# stage {stage.name}", *(p.requirement() for p in stage.packages)]
+    return "\n".join([*lines, ""])
+
+
+def _stage_line(stage: LockStage) -> str:
+    after = " (its own pip install --no-deps, after the stages above)" if stage.no_deps else ""
+    return f"# stage {stage.name}{after}"
 
 
 def write_pair(files: dict[Path, str]) -> None:
@@ -114,20 +108,3 @@ def write_pair(files: dict[Path, str]) -> None:
     from sparkenv import outputs
 
     outputs.write_all(files, make_parents=True)
-
-
-def read_tool(path: Path) -> dict[str, Any]:
-    """The [tool.sparkenv] table of a lock sparkenv wrote (validated as PEP 751 first)."""
-    from packaging.pylock import Pylock, PylockValidationError
-
-    from sparkenv.datafiles import read_user_toml
-
-    data = read_user_toml(path, "a pylock.toml lock")
-    try:
-        Pylock.from_dict(data)
-    except PylockValidationError as exc:
-        raise SparkenvError(f"{path}: not a valid PEP 751 lock: {exc}") from None
-    tool = data.get("tool", {}).get("sparkenv")
-    if not isinstance(tool, dict):
-        raise SparkenvError(f"{path}: no [tool.sparkenv] table: not written by sparkenv lock")
-    return tool
