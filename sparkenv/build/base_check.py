@@ -1,16 +1,22 @@
 """Runs inside the image during `sparkenv build` (standard library only, any Python >= 3.8).
 
     base_check.py snapshot FILE NAME...   record every installed distribution (NAMEs: the base provides)
-    base_check.py compare FILE            exit 1 when a provided distribution was replaced or removed since
+    base_check.py compare FILE            print what changed since, as one facts line; exit 1 when a
+                                          provided distribution changed, so the build stops at this layer
 
 The lock's stages install with --no-deps, but a stale or hand-edited lock can still carry a torch or a
-triton: this step stops the build at the first layer that replaced one (G9).
+triton. This script only reports facts: the line `sparkenv-base-check {json}` (provided, replaced,
+moved). What they mean, in words and with the fix, is rules/g9.py's (Stage.IMAGE): the build engine
+reads the line from the step's log (build/base_facts.py) and asks the registry. The exit status is only
+what stops the layer.
 """
 
 import json
 import re
 import sys
 from importlib import metadata
+
+MARK = "sparkenv-base-check "
 
 
 def _norm(name):
@@ -48,23 +54,12 @@ def compare(path):
     replaced, moved = [], []
     for name, versions in sorted(before["installed"].items()):
         after = now.get(name, [])
-        if after == versions:
-            continue
-        line = f"{name} {'/'.join(versions)} -> {'/'.join(after) or 'removed'}"
-        (replaced if name in before["provided"] else moved).append(line)
-    for line in moved:
-        print(f"sparkenv: note: a package of the base changed: {line}")
-    if replaced:
-        for line in replaced:
-            print(f"sparkenv: G9 FAIL: a package the base provides was replaced: {line}", file=sys.stderr)
-        print(
-            "sparkenv: the lock must not carry what the base provides: re-lock with `sparkenv lock` for this "
-            "profile, or drop these pins",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"sparkenv: the base's {len(before['provided'])} provided packages are untouched")
-    return 0
+        if after != versions:
+            change = {"name": name, "before": versions, "after": after}
+            (replaced if name in before["provided"] else moved).append(change)
+    facts = {"provided": before["provided"], "replaced": replaced, "moved": moved}
+    print(MARK + json.dumps(facts, sort_keys=True), flush=True)
+    return 1 if replaced else 0
 
 
 def main(argv):

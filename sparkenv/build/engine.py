@@ -215,10 +215,15 @@ def _failure(chunk: dict[str, Any], progress: Progress) -> str:
             f"{progress.step.split()[1] if progress.step.upper().startswith('FROM ') else 'IMAGE'}` "
             "where a registry is reachable, or pass --base IMAGE"
         )
-    tail = "\n".join(f"    | {t}" for t in progress.tail)
-    return (
-        f"build failed at {where}\n{tail}\n    {message}" if tail else f"build failed at {where}: {message}"
-    )
+    from sparkenv.build import base_facts
+
+    # the base check prints facts only; what they mean comes from the registry (rules/g9.py, Stage.IMAGE)
+    judged = base_facts.finding_lines(progress.tail)
+    tail = "\n".join(f"    | {t}" for t in progress.tail if not base_facts.is_facts(t))
+    text = f"build failed at {where}: {message}"
+    if tail:
+        text = f"build failed at {where}\n{tail}\n    {message}"
+    return "\n".join([text, *judged])
 
 
 def architecture(client: Any, image_id: str) -> str:

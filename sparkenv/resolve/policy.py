@@ -1,5 +1,6 @@
-"""The resolve stage's facts and its calls into the rules registry (sparkenv/rules/, Stage.DECLARED and
-Stage.RESOLVED). What is judged, and how, lives in rules/gN.py; this module only shapes the facts.
+"""The resolve stage's facts and its calls into the rules registry (sparkenv/rules/, Stage.DECLARED,
+Stage.RESOLVED and Stage.LOCKFILE). What is judged, and how, lives in rules/gN.py; this module only
+shapes the facts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from sparkenv import rules
+from sparkenv.lock.status import LockFileFacts
 from sparkenv.profiles import Profile
 from sparkenv.report import Finding
 from sparkenv.resolve import graph
@@ -31,6 +33,10 @@ class DeclaredFacts:
     profile: Profile
     index_urls: tuple[str, ...]
     staged: bool = False
+    offline: bool = False  # sparkenv check: nothing is resolved, and the report says what that leaves out
+    allow_replace: frozenset[str] = (
+        frozenset()
+    )  # sparkenv lock --allow-replace: base packages replaced on purpose
 
     @functools.cached_property
     def applicable(self) -> tuple[Declared, ...]:
@@ -52,9 +58,18 @@ def check_declared(
     profile: Profile,
     index_urls: list[str],
     staged: bool = False,
+    offline: bool = False,
+    allow_replace: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    facts = DeclaredFacts(tuple(declared), profile, tuple(index_urls), staged)
-    return rules.evaluate(rules.Stage.DECLARED, facts)
+    from sparkenv.rules import g9
+
+    facts = DeclaredFacts(tuple(declared), profile, tuple(index_urls), staged, offline, allow_replace)
+    return g9.replaced_on_purpose(rules.evaluate(rules.Stage.DECLARED, facts), facts.allow_replace)
+
+
+def check_lockfile(facts: LockFileFacts) -> list[Finding]:
+    """Stage.LOCKFILE: may the lock be written (`sparkenv lock`), is a written one current (`--check`)."""
+    return rules.evaluate(rules.Stage.LOCKFILE, facts)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
 from sparkenv.lock import read as lockread
+from sparkenv.lock import status as lockstatus
 from sparkenv.lock import write as lockwrite
 from sparkenv.lock.model import FORMAT
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
@@ -59,16 +61,8 @@ def check(
     inp = inputs_mod.read(paths, extras)
     profile = _profile(profile_arg, platform, inp)
     index = _index(inp, None, [])
-    findings = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=lock_input)
-    findings.append(
-        Finding(
-            id=GotchaId.G9,
-            status=Status.INFO,
-            summary="offline, check sees the declared requirements only: what their dependencies ask of the "
-            "base's versions, CPU-only builds, what a --no-deps stage misses and old fallbacks need the "
-            "index; `sparkenv lock` decides those",
-            subject="resolution",
-        )
+    findings = policy.check_declared(
+        inp.requirements, profile, _index_urls(inp, index), staged=lock_input, offline=True
     )
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
     report.context = {
@@ -171,23 +165,6 @@ def _excluded(profile: profiles.Profile, allowed: set[str]) -> list[str]:
     return [n for n in profile.excluded() if n not in allowed]
 
 
-def _allow_declared(findings: list[Finding], allowed: set[str]) -> list[Finding]:
-    """A declared pin on a base package named by --allow-replace replaces it on purpose: not a FAIL."""
-    out = []
-    for f in findings:
-        if f.subject in allowed and f.status is Status.FAIL and f.id in (GotchaId.G2, GotchaId.G9):
-            f = Finding(
-                id=f.id,
-                status=Status.INFO,
-                summary=f"{f.summary} — replaced on purpose (--allow-replace {f.subject}); resolved like any "
-                "package",
-                subject=f.subject,
-                evidence=f.evidence,
-            )
-        out.append(f)
-    return out
-
-
 def _root_extras(inp: inputs_mod.Inputs, env: dict[str, str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for d in inp.requirements:
@@ -266,19 +243,14 @@ def lock(
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
-    declared = policy.check_declared(inp.requirements, profile, _index_urls(inp, index), staged=True)
-    declared = _allow_declared(declared, allowed)
+    declared = policy.check_declared(
+        inp.requirements, profile, _index_urls(inp, index), staged=True, allow_replace=frozenset(allowed)
+    )
     target = f"{' '.join(paths)} → {profile.python_platform}"
+    pylock_path, req_path = lockwrite.paths_for(Path(output_dir), profile)
     if any(f.status is Status.FAIL for f in declared):
-        findings = [
-            *declared,
-            Finding(
-                id=GotchaId.G9,
-                status=Status.INFO,
-                summary="not resolved and no lock written: the inputs fail the policy",
-                subject="lock",
-            ),
-        ]
+        outcome = lockstatus.Outcome(str(pylock_path), str(req_path), inputs_fail=True)
+        findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
     if not any(d.key or d.url for d in inp.requirements if not d.constraint):
         raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
@@ -327,32 +299,16 @@ def lock(
         f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} from "
         "caches)",
     )
-    pylock_path, req_path = lockwrite.paths_for(Path(output_dir), profile)
-    blocked = any(f.status in (Status.FAIL, Status.ERROR) for f in findings)
-    unknown = sum(1 for f in findings if f.status is Status.ERROR)
-    if blocked and not any(f.status is Status.FAIL for f in findings):
-        # An unknown file's requirements cannot be checked: that is a failed lock, not a warning.
-        findings.append(
-            Finding(
-                id=GotchaId.G9,
-                status=Status.FAIL,
-                summary=f"{pylock_path} not written: {unknown} file(s) could not be checked (see the ERROR "
-                "lines)",
-                subject="lock",
-                evidence=(),
-                fix="make every file's metadata readable, then lock again",
-            )
-        )
-    elif blocked:
-        findings.append(
-            Finding(
-                id=GotchaId.G9,
-                status=Status.INFO,
-                summary=f"{pylock_path} not written: the resolved set fails the policy",
-                subject="lock",
-            )
-        )
-    else:
+    outcome = lockstatus.Outcome(
+        str(pylock_path),
+        str(req_path),
+        fails=sum(1 for f in findings if f.status is Status.FAIL),
+        unknown=sum(1 for f in findings if f.status is Status.ERROR),
+        packages=len(locked),
+        stages=len(stages),
+    )
+    verdict = policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))
+    if all(f.status is Status.PASS for f in verdict):  # the registry's go-ahead: write it
         extra_tool = {"allow-replace": sorted(allowed)} if allowed else {}
         if exclude_newer:
             extra_tool["exclude-newer"] = exclude_newer
@@ -361,18 +317,7 @@ def lock(
             lockwrite.write_pair(files)
         else:
             outputs.update(files)
-        what = f"{len(locked)} packages, every one pinned with hashes ({len(stages)} install stage(s))"
-        if not locked:
-            what = "nothing to lock beyond the base: every requirement is the base's"
-        findings.append(
-            Finding(
-                id=GotchaId.G9,
-                status=Status.PASS,
-                summary=f"wrote {pylock_path} and {req_path}: {what}",
-                subject=str(pylock_path),
-                evidence=(str(req_path),),
-            )
-        )
+    findings += verdict
     report = Report("lock", target, merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,
@@ -520,24 +465,25 @@ def lock_check(
 ) -> Report:
     """Is each lock current with its inputs? Offline: compares the recorded input and profile hashes."""
     out_dir = Path(output_dir)
-    findings: list[Finding] = []
+    checked: list[lockstatus.Currency] = []
     profile_name = None
     if paths:
         inp = inputs_mod.read(paths, extras)
         profile = _profile(profile_arg, platform, inp)
         profile_name = profile.name
         pylock_path, _ = lockwrite.paths_for(out_dir, profile)
-        findings.append(_fresh(pylock_path, inp.digest(), profile, [_rel(Path(p), out_dir) for p in paths]))
+        checked.append(_currency(pylock_path, inp.digest(), profile, [_rel(Path(p), out_dir) for p in paths]))
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks:
             raise SparkenvError(f"{output_dir}: no pylock.*.toml to check")
         root = confine.project_root(out_dir)
         for pylock_path in locks:
+            here = {"pylock": str(pylock_path), "output_dir": str(pylock_path.parent)}
             try:
                 written = lockread.pylock(pylock_path)
             except lockread.OtherFormat:  # its inputs cannot be read from it: stale as it stands
-                findings.append(_fresh(pylock_path, "", None, []))
+                checked.append(lockstatus.Currency(**here, other_format=True))
                 continue
             recorded = list(written.inputs)
             where = f"{pylock_path}: [tool.sparkenv] inputs"
@@ -545,73 +491,35 @@ def lock_check(
                 confine.inside(root, p, out_dir, where)
             missing = [p for p in recorded if not (out_dir / p).is_file()]
             if missing:
-                findings.append(
-                    Finding(
-                        id=GotchaId.G9,
-                        status=Status.FAIL,
-                        summary=f"{pylock_path} records input {missing[0]}, which no longer exists",
-                        subject=str(pylock_path),
-                        evidence=(),
-                        fix="run sparkenv lock again with the current inputs",
-                    )
-                )
+                checked.append(lockstatus.Currency(**here, missing_input=missing[0]))
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
             named = written.profile
             if named.endswith(".toml"):
                 confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
             prof = profiles.load(named, out_dir).with_platform(written.platform)
-            findings.append(_fresh(pylock_path, inp.digest(), prof, recorded))
+            checked.append(_currency(pylock_path, inp.digest(), prof, recorded))
+    findings = policy.check_lockfile(lockstatus.LockFileFacts(checked=tuple(checked)))
     # "lock", as the schema names the command; that it only checked is in the context
     findings = merge_by_subject(findings)
     return Report("lock", str(out_dir), findings, profile=profile_name, context={"check": True})
 
 
-def _fresh(pylock_path: Path, digest: str, profile: profiles.Profile | None, inputs: list[str]) -> Finding:
-    """`profile` None: a lock of another format, whose inputs and profile this sparkenv cannot read."""
-    subject = str(pylock_path)
-    regen = (
-        f"sparkenv lock {' '.join(inputs)} --profile {profile.name} --output-dir {pylock_path.parent}"
-        if profile is not None
-        else "sparkenv lock INPUT… (this sparkenv's lock format)"
-    )
+def _currency(
+    pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]
+) -> lockstatus.Currency:
+    """A written lock's recorded hashes against the inputs and profile as they are now: facts only."""
+    here = lockstatus.Currency(str(pylock_path), str(pylock_path.parent), tuple(inputs), profile.name, digest)
     if not pylock_path.is_file():
-        return Finding(
-            id=GotchaId.G9,
-            status=Status.FAIL,
-            summary=f"{pylock_path} does not exist",
-            subject=subject,
-            evidence=(),
-            fix=f"run {regen}",
-        )
-    problems = []
+        return replace(here, exists=False)
     try:
         written = lockread.pylock(pylock_path)
     except lockread.OtherFormat:
-        written = None
-        problems.append("written by another sparkenv lock format")
-    if written is not None and profile is not None:
-        req = lockread.requirements_file(written)
-        if written.input_hash != digest:
-            problems.append(f"inputs changed since the lock ({', '.join(inputs)})")
-        if written.profile_hash != lockwrite.profile_hash(profile):
-            problems.append(f"profile {profile.name} changed since the lock")
-        if not req.is_file():
-            problems.append(f"{req} is missing")
-    if problems:
-        return Finding(
-            id=GotchaId.G9,
-            status=Status.FAIL,
-            summary=f"{pylock_path} is stale: {'; '.join(problems)}",
-            subject=subject,
-            evidence=(),
-            fix=f"run {regen}",
-        )
-    assert profile is not None
-    return Finding(
-        id=GotchaId.G9,
-        status=Status.PASS,
-        summary=f"{pylock_path} is current with {', '.join(inputs)} ({profile.name})",
-        subject=subject,
-        evidence=(digest,),
+        return replace(here, other_format=True)
+    req = lockread.requirements_file(written)
+    return replace(
+        here,
+        inputs_changed=written.input_hash != digest,
+        profile_changed=written.profile_hash != lockwrite.profile_hash(profile),
+        requirements_missing="" if req.is_file() else str(req),
     )

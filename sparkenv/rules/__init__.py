@@ -16,8 +16,12 @@ Where things go (read this before adding a check):
 - Not judgements: `sparkenv/files.py` (atomic writes), `sparkenv/cache.py` (the cache folder,
   `$SPARKENV_CACHE_DIR`).
 - Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
-  Stage.RESOLVED), `audit/` (Stage.INSTALLED, also run inside every image `sparkenv build` makes),
-  `build/` (Stage.IMAGE), `gate/` (Stage.LIVE). They decide nothing themselves.
+  Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/lock/status.py`'s facts), `audit/`
+  (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `build/` (Stage.IMAGE: the
+  facts `base_check.py` prints inside the image, read by `build/base_facts.py`), `gate/` (Stage.LIVE).
+  They decide nothing themselves.
+- The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
+  a profile (type and loading) is `sparkenv/profiles.py`.
 - A rule that raises becomes one ERROR line naming it (`run_rule`), at every stage: never a traceback,
   never exit 70, never a hidden PASS.
 
@@ -43,6 +47,7 @@ class Stage(str, enum.Enum):
 
     DECLARED = "declared"  # sparkenv check, and the first step of sparkenv lock: the project's inputs
     RESOLVED = "resolved"  # sparkenv lock: every file of the resolved set, with its Requires-Dist
+    LOCKFILE = "lockfile"  # sparkenv lock: may the lock be written; lock --check: a lock against its inputs
     IMAGE = "image"  # sparkenv build: the image being built, before it is tagged
     INSTALLED = "installed"  # sparkenv audit, and build's self-audit of its image: read from outside
     LIVE = "live"  # sparkenv gate: the running machine, as the image's entrypoint
@@ -55,6 +60,7 @@ class Stage(str, enum.Enum):
 _COMMANDS = {
     Stage.DECLARED: "sparkenv check, sparkenv lock",
     Stage.RESOLVED: "sparkenv lock",
+    Stage.LOCKFILE: "sparkenv lock, sparkenv lock --check",
     Stage.IMAGE: "sparkenv build",
     Stage.INSTALLED: "sparkenv audit, sparkenv build (its image audits itself)",
     Stage.LIVE: "sparkenv gate",

@@ -3,7 +3,8 @@ the image's pins or the lock: every stage's judgement.
 
 declared: pins that would replace what the base provides, drift-prone packages not pinned exactly, the
 Unsloth family installed with its dependencies (check, lock); resolved: what the base provides kept out
-of the lock, drift-prone packages pinned, --no-deps stages (lock); image: the base's packages untouched
+of the lock, drift-prone packages pinned, --no-deps stages (lock); lockfile: whether the lock may be
+written, and a written lock against its inputs (lock, lock --check); image: the base's packages untouched
 by the lock's install steps (build); installed: container markers, NGC torch replaced, packages off the
 image's constraint file, drift against --lock, requirements unmet as pip check reports them (audit,
 build's self-audit); live: the same markers and
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
     from sparkenv.audit.scan import AuditFacts
+    from sparkenv.build.base_facts import BaseCheck
     from sparkenv.gate.view import GateFacts
+    from sparkenv.lock.status import Currency, LockFileFacts, Outcome
     from sparkenv.profiles import Profile
     from sparkenv.resolve.graph import Edge
     from sparkenv.resolve.inputs import Declared
@@ -70,6 +73,35 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
                 )
         if unsloth.is_member(key):
             out.append(_declared_unsloth(d, profile, staged))
+    if facts.offline:
+        out.append(
+            Finding(
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary="offline, check sees the declared requirements only: what their dependencies ask "
+                "of the base's versions, CPU-only builds, what a --no-deps stage misses and old fallbacks "
+                "need the index; `sparkenv lock` decides those",
+                subject="resolution",
+            )
+        )
+    return out
+
+
+def replaced_on_purpose(findings: list[Finding], allowed: frozenset[str]) -> list[Finding]:
+    """A declared pin on a base package named by `sparkenv lock --allow-replace` replaces it on purpose:
+    the FAIL of any declared rule that judged it replacing the base (G2's flash-attn, G9's pins) is INFO."""
+    out = []
+    for f in findings:
+        if f.subject in allowed and f.status is Status.FAIL and f.id in (GotchaId.G2, GotchaId.G9):
+            f = Finding(
+                id=f.id,
+                status=Status.INFO,
+                summary=f"{f.summary} — replaced on purpose (--allow-replace {f.subject}); resolved like any "
+                "package",
+                subject=f.subject,
+                evidence=f.evidence,
+            )
+        out.append(f)
     return out
 
 
@@ -445,6 +477,120 @@ def resolved_fallback(facts: ResolvedFacts) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------------------
+# Stage.LOCKFILE: the lock `sparkenv lock` writes (or not), and `sparkenv lock --check`
+
+
+def lockfile(facts: LockFileFacts) -> list[Finding]:
+    out = [_currency(c) for c in facts.checked]
+    if facts.outcome is not None:
+        out.append(_outcome(facts.outcome))
+    return out
+
+
+def _outcome(o: Outcome) -> Finding:
+    """Whether the lock may be written: only when nothing failed and every file could be checked. PASS is
+    the writer's go-ahead (resolve/run.py writes the files only then)."""
+    if o.inputs_fail:
+        summary = "not resolved and no lock written: the inputs fail the policy"
+        return Finding(id=GotchaId.G9, status=Status.INFO, summary=summary, subject="lock")
+    if o.unknown and not o.fails:
+        # A file whose metadata is unknown has unchecked requirements: a failed lock, not a warning.
+        return Finding(
+            id=GotchaId.G9,
+            status=Status.FAIL,
+            summary=f"{o.pylock} not written: {o.unknown} file(s) could not be checked (see the ERROR lines)",
+            subject="lock",
+            fix="make every file's metadata readable, then lock again",
+        )
+    if o.fails or o.unknown:
+        summary = f"{o.pylock} not written: the resolved set fails the policy"
+        return Finding(id=GotchaId.G9, status=Status.INFO, summary=summary, subject="lock")
+    what = f"{o.packages} packages, every one pinned with hashes ({o.stages} install stage(s))"
+    if not o.packages:
+        what = "nothing to lock beyond the base: every requirement is the base's"
+    return Finding(
+        id=GotchaId.G9,
+        status=Status.PASS,
+        summary=f"wrote {o.pylock} and {o.requirements}: {what}",
+        subject=o.pylock,
+        evidence=(o.requirements,),
+    )
+
+
+def _currency(c: Currency) -> Finding:
+    """Is a written lock current with its inputs and profile (recorded hashes against today's)?"""
+    if c.missing_input:
+        return Finding(
+            id=GotchaId.G9,
+            status=Status.FAIL,
+            summary=f"{c.pylock} records input {c.missing_input}, which no longer exists",
+            subject=c.pylock,
+            fix="run sparkenv lock again with the current inputs",
+        )
+    regen = (
+        f"run sparkenv lock {' '.join(c.inputs)} --profile {c.profile} --output-dir {c.output_dir}"
+        if c.profile
+        else "run sparkenv lock INPUT… (this sparkenv's lock format)"
+    )
+    if not c.exists:
+        summary = f"{c.pylock} does not exist"
+        return Finding(id=GotchaId.G9, status=Status.FAIL, summary=summary, subject=c.pylock, fix=regen)
+    problems = []
+    if c.other_format:
+        problems.append("written by another sparkenv lock format")
+    if c.inputs_changed:
+        problems.append(f"inputs changed since the lock ({', '.join(c.inputs)})")
+    if c.profile_changed:
+        problems.append(f"profile {c.profile} changed since the lock")
+    if c.requirements_missing:
+        problems.append(f"{c.requirements_missing} is missing")
+    if problems:
+        summary = f"{c.pylock} is stale: {'; '.join(problems)}"
+        return Finding(id=GotchaId.G9, status=Status.FAIL, summary=summary, subject=c.pylock, fix=regen)
+    return Finding(
+        id=GotchaId.G9,
+        status=Status.PASS,
+        summary=f"{c.pylock} is current with {', '.join(c.inputs)} ({c.profile})",
+        subject=c.pylock,
+        evidence=(c.digest,),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stage.IMAGE: the image being built, after the lock's install steps
+
+
+def image(facts: BaseCheck) -> list[Finding]:
+    """The base's packages against the lock's install steps (read inside the image by base_check.py)."""
+    out = []
+    for change in facts.moved:
+        out.append(
+            Finding(
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary=f"a package of the base changed: {change.describe()}",
+                subject=change.name,
+            )
+        )
+    for change in facts.replaced:
+        out.append(
+            Finding(
+                id=GotchaId.G9,
+                status=Status.FAIL,
+                summary=f"a package the base provides was replaced: {change.describe()}",
+                subject=change.name,
+                evidence=("/opt/sparkenv/base-packages.json",),
+                fix="the lock must not carry what the base provides: re-lock with `sparkenv lock` for this "
+                "profile, or drop these pins",
+            )
+        )
+    if not facts.replaced:
+        summary = f"the base's {len(facts.provided)} provided packages are untouched"
+        out.append(Finding(id=GotchaId.G9, status=Status.PASS, summary=summary, subject="base"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
 # Stage.INSTALLED: an environment read from outside (sparkenv audit)
 
 
@@ -788,6 +934,19 @@ RULES = (
         "Requires-Dist in the resolved graph (markers for the target, extras followed) against the base's "
         "exact versions and the locked ones (a closed lock); declared requirements not pinned exactly and "
         "sdist-only picks against the newest release on the index (fallbacks)",
+    ),
+    Rule(
+        Stage.LOCKFILE,
+        lockfile,
+        "the findings of the declared and resolved rules (the lock is written only when none fails and "
+        "every file's metadata was read); under --check, each written lock's recorded input and profile "
+        "hashes, format and hashed requirements file against the inputs and profile as they are now",
+    ),
+    Rule(
+        Stage.IMAGE,
+        image,
+        "every distribution of the base before and after the lock's install steps, read inside the "
+        "image (base_check.py): a package the profile says the base provides replaced or removed",
     ),
     Rule(
         Stage.INSTALLED,
