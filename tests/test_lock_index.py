@@ -208,6 +208,25 @@ def test_cuda12_name_pulled_in_by_another_package(lock):
     assert r.code == 1 and "cupy-user → cupy-cuda12x" in g1["summary"] and "cupy-cuda13x" in g1["fix"]
 
 
+def test_the_lock_is_written_exactly_when_the_shown_verdict_lets_it(lock, tmp_path):
+    """`verdict: ready` means a lock was written: a FAIL the user ignores or waives does not withhold the
+    lock (the write follows the report as shown), and one left in place still does."""
+    pylock = tmp_path / "out" / "pylock.ngc-25-11.toml"
+    r = lock("cupy-user\n", "--json")
+    assert r.code == 1 and _by(r)[("G1", "cupy-cuda12x")]["status"] == "FAIL" and not pylock.exists()
+    for how in (("--ignore", "G1"), ("--waive", "G1:cupy-cuda12x")):
+        r = lock("cupy-user\n", "--json", *how)
+        assert r.code == 0 and r.json()["verdict"] == "ready", (how, r.out, r.err)
+        assert pylock.is_file() and "cupy-cuda12x" in pylock.read_text(), how
+        assert any(
+            f["id"] == "G9" and f["status"] == "PASS" and "wrote" in f["summary"]
+            for f in r.json()["findings"]
+        )
+        pylock.unlink()
+    r = lock("cupy-user\n", "--json", "--ignore", "G2")  # ignoring something else changes nothing
+    assert r.code == 1 and not pylock.exists()
+
+
 def test_sdist_that_compiles_cuda_fails_base_provided_passes(lock):
     r = lock("needs-fa\n", "--profile", "spark-bare", "--json")
     g2 = _by(r)[("G2", "flash-attn")]

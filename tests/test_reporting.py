@@ -168,8 +168,9 @@ def test_gate_fail_on_warn_blocks_a_strict_start_and_says_so(run, tmp_path):
     [warn] = [
         f for f in run("gate", "--facts", str(path), "--json").json()["findings"] if f["status"] == "WARN"
     ]
-    waived = run(*argv, "--fail-on-warn", "--waive", f"G1:{warn['subject']}", "--", "true")
+    waived = run(*argv, "--fail-on-warn", "--waive", f"G1:{warn['subject']}", "--waive", "G5:x", "--", "true")
     assert waived.code == 0 and "G1 INFO: waived WARN:" in waived.err, waived.err
+    assert waived.err.count("matches no finding") == 1  # the waivers are applied once
     assert run("gate", "--facts", str(path), "--strict").code == 1  # the old spelling still works
 
 

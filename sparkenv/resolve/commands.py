@@ -137,8 +137,9 @@ def lock(
     The base's packages (torch, triton, flash-attn …) are excluded from resolution, and every requirement
     on them must accept the base's exact version (else G9 FAIL with the chain). The Unsloth family is
     resolved with its own requirements (the lock is closed) and installs in its own --no-deps stage.
-    Nothing is written when a FAIL or an unreadable file's metadata remains. On a terminal, one line per
-    phase goes to stderr (not under -q, --json or when stderr is not a terminal).
+    Nothing is written when a FAIL or an unreadable file's metadata remains in the report as shown (a FAIL
+    you --ignore or --waive does not withhold the lock: `verdict: ready` means it was written). On a
+    terminal, one line per phase goes to stderr (not under -q, --json or when stderr is not a terminal).
 
     Examples:
 
@@ -165,6 +166,7 @@ def lock(
         from pathlib import Path
 
         from sparkenv.render.emit import files, shown
+        from sparkenv.report import Report
         from sparkenv.resolve import outputs as outputs_mod
 
         progress = not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty()
@@ -183,6 +185,7 @@ def lock(
             exclude_newer=exclude_newer,
             progress=progress,
             outputs=pending,
+            binding=lambda found: shown(Report("lock", "", found), reporting).report.findings,
         )
         # The lock and the report's files together: validated first, all written or none replaced.
         view = shown(result, reporting)

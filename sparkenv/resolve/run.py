@@ -7,6 +7,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -232,10 +233,13 @@ def lock(
     exclude_newer: str | None = None,
     progress: bool = False,
     outputs: dict[Path, str] | None = None,
+    binding: Callable[[list[Finding]], list[Finding]] | None = None,
 ) -> Report:
     """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
     are put there instead of written, so the caller can write them together with its reports (all or
-    nothing)."""
+    nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
+    write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
+    ignored or waived does not withhold it."""
     from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
@@ -248,7 +252,8 @@ def lock(
     )
     target = f"{' '.join(paths)} → {profile.python_platform}"
     pylock_path, req_path = lockwrite.paths_for(Path(output_dir), profile)
-    if any(f.status is Status.FAIL for f in declared):
+    bind = binding or (lambda found: found)
+    if any(f.status is Status.FAIL for f in bind(declared)):
         outcome = lockstatus.Outcome(str(pylock_path), str(req_path), inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
@@ -302,8 +307,8 @@ def lock(
     outcome = lockstatus.Outcome(
         str(pylock_path),
         str(req_path),
-        fails=sum(1 for f in findings if f.status is Status.FAIL),
-        unknown=sum(1 for f in findings if f.status is Status.ERROR),
+        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL),
+        unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
         packages=len(locked),
         stages=len(stages),
     )
