@@ -10,6 +10,7 @@ import pytest
 from sparkenv import datafiles
 from sparkenv.cuda import driver
 from sparkenv.report import Status
+from sparkenv.rules import g1 as judged
 
 H200 = Path(__file__).parent / "fixtures" / "machines" / "h200"
 
@@ -59,7 +60,7 @@ def test_proc_version_forms(text, version):
 
 def test_recorded_h200_runs_its_image():
     """The H200 machine: kernel module 580.159.04, image CUDA_VERSION=13.0.2."""
-    f = driver.judge_driver(recorded_driver(), "13.0.2")
+    f = judged.judge_driver(recorded_driver(), "13.0.2")
     assert f.status is Status.PASS
     assert "needs >= 580.95.05" in f.summary
 
@@ -70,15 +71,15 @@ def test_recorded_compat_libcuda_is_not_a_mismatch():
     libs = recorded_libcuda()
     assert "/usr/local/cuda/compat/libcuda.so.580.95.05" in libs
     assert "/usr/local/nvidia/lib64/libcuda.so.580.159.04" in libs
-    assert driver.judge_libcuda(recorded_driver(), libs) is None
+    assert judged.judge_libcuda(recorded_driver(), libs) is None
 
 
 def test_userspace_library_of_another_driver_fails():
     libs = ["/usr/lib/aarch64-linux-gnu/libcuda.so.580.95.05"]
-    f = driver.judge_libcuda("580.126.09", libs)
+    f = judged.judge_libcuda("580.126.09", libs)
     assert f.status is Status.FAIL and "Driver/library version mismatch" in f.summary
     assert "reboot" not in f.fix.split(",")[0]  # an older user-space copy: the image ships its own
-    newer = driver.judge_libcuda("580.65.06", libs)
+    newer = judged.judge_libcuda("580.65.06", libs)
     assert newer.fix.startswith("reboot the host")
 
 
@@ -97,7 +98,7 @@ def test_userspace_library_of_another_driver_fails():
     ],
 )
 def test_driver_against_release(have, cuda, status):
-    f = driver.judge_driver(have, cuda)
+    f = judged.judge_driver(have, cuda)
     assert f.status is status, f
     assert f.subject == "driver"
     if status is not Status.PASS:
@@ -105,25 +106,25 @@ def test_driver_against_release(have, cuda, status):
 
 
 def test_fail_names_the_minimum_and_a_release_this_driver_runs():
-    f = driver.judge_driver("575.57.08", "13.0.2")
+    f = judged.judge_driver("575.57.08", "13.0.2")
     assert "needs >= 580.95.05" in f.summary and "at least 580" in f.summary
     assert "use an image built for CUDA <= 12.9.1" in f.fix
 
 
 def test_forward_compatibility_recognised():
     """A CUDA 13 image on a 575 host with cuda-compat 580: runs on data-center GPUs only; not on GB10."""
-    dc = driver.judge_driver("575.57.08", "13.0.2", compat_libcuda="580.95.05", gpu_name="NVIDIA H200")
+    dc = judged.judge_driver("575.57.08", "13.0.2", compat_libcuda="580.95.05", gpu_name="NVIDIA H200")
     assert dc.status is Status.WARN and "forward-compatibility libcuda 580.95.05" in dc.summary
-    spark = driver.judge_driver("575.57.08", "13.0.2", compat_libcuda="580.95.05", gpu_name="NVIDIA GB10")
+    spark = judged.judge_driver("575.57.08", "13.0.2", compat_libcuda="580.95.05", gpu_name="NVIDIA GB10")
     assert spark.status is Status.FAIL
-    old = driver.judge_driver("575.57.08", "13.0.2", compat_libcuda="575.57.08", gpu_name="NVIDIA H200")
+    old = judged.judge_driver("575.57.08", "13.0.2", compat_libcuda="575.57.08", gpu_name="NVIDIA H200")
     assert old.status is Status.FAIL  # a compat package older than the release needs changes nothing
 
 
 def test_unknown_inputs():
-    assert driver.judge_driver(None, "13.0.2").status is Status.SKIP
-    assert driver.judge_driver("580.95.05", None).status is Status.INFO
-    assert driver.judge_driver("580.95.05", "11.8.0").status is Status.WARN  # major not in the table
+    assert judged.judge_driver(None, "13.0.2").status is Status.SKIP
+    assert judged.judge_driver("580.95.05", None).status is Status.INFO
+    assert judged.judge_driver("580.95.05", "11.8.0").status is Status.WARN  # major not in the table
 
 
 def test_table_is_dated_sourced_and_monotonic():

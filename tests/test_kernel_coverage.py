@@ -7,6 +7,7 @@ from kernel_helpers import Kernels
 
 from sparkenv.cuda import coverage, fatbin
 from sparkenv.report import Status
+from sparkenv.rules import g7
 
 H200, GB10, B200 = (9, 0), (12, 1), (10, 0)
 
@@ -125,11 +126,12 @@ def test_package_finding_names_the_object_and_the_fix(kernels):
         coverage.ObjectKernels("pkg/_hopper.so", ("sm_90",)),
     ]
     # the union of a package's objects decides (libcufftw's sm_75 helper beside libcufft's kernels)
-    assert coverage.package_finding("pkg", "1.0", objs, GB10, "GB10 (12.1)").status is Status.PASS
-    f = coverage.package_finding("pkg", "1.0", objs[1:], GB10, "GB10 (12.1)")
+    assert g7.package_finding("pkg", "1.0", objs, GB10, "GB10 (12.1)").status is Status.PASS
+    f = g7.package_finding("pkg", "1.0", objs[1:], GB10, "GB10 (12.1)")
     assert f.status is Status.FAIL and f.subject == "pkg"
     assert "pkg 1.0 (pkg/_hopper.so) cannot run on GB10 (12.1)" in f.summary
     assert "no kernel image is available" in f.summary
     assert 'TORCH_CUDA_ARCH_LIST="12.1"' in f.fix
-    assert coverage.package_finding("pkg", "1.0", [objs[0]], GB10, "GB10").status is Status.PASS
-    assert coverage.package_finding("pkg", "1.0", [coverage.ObjectKernels("x.so", ())], GB10, "GB10") is None
+    assert g7.package_finding("pkg", "1.0", [objs[0]], GB10, "GB10").status is Status.PASS
+    empty = [coverage.ObjectKernels("x.so", ())]
+    assert g7.package_finding("pkg", "1.0", empty, GB10, "GB10") is None

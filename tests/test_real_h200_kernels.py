@@ -10,6 +10,7 @@ import pytest
 
 from sparkenv.cuda import coverage
 from sparkenv.report import Status
+from sparkenv.rules import g7
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CENSUS = FIXTURES / "machines" / "h200" / "kernel-census.json"
@@ -34,7 +35,7 @@ def verdicts(cap: coverage.Capability) -> dict[str, Status]:
             )
             for o in d["objects"]
         ]
-        out[d["dist"]] = coverage.package_finding(d["dist"], d["version"], objects, cap, "x").status
+        out[d["dist"]] = g7.package_finding(d["dist"], d["version"], objects, cap, "x").status
     return out
 
 

@@ -10,6 +10,7 @@ from kernel_helpers import cuda_ptxas
 
 from sparkenv.cuda import toolchain
 from sparkenv.report import Status
+from sparkenv.rules import g7 as judged
 
 GB10, H200 = (12, 1), (9, 0)
 RECORDED = Path(__file__).parent / "fixtures" / "machines" / "h200" / "ptxas-versions.txt"
@@ -38,26 +39,26 @@ def tools(bundled, env=None, releases=None, name="triton", version="3.6.0"):
 
 def test_live_gate_fails_on_a_ptxas_that_rejects_sm_121a():
     old = tools({"ptxas": "12.8"}, version="3.4.0")
-    assert toolchain.judge_triton_ptxas(old, GB10, live=True).status is Status.FAIL
-    assert toolchain.judge_triton_ptxas(old, GB10, live=False).status is Status.WARN
-    assert toolchain.judge_triton_ptxas(old, H200, live=True).status is Status.PASS
+    assert judged.judge_triton_ptxas(old, GB10, live=True).status is Status.FAIL
+    assert judged.judge_triton_ptxas(old, GB10, live=False).status is Status.WARN
+    assert judged.judge_triton_ptxas(old, H200, live=True).status is Status.PASS
     fixed = tools(
         {"ptxas": "12.8"},
         {"TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"},
         {"/usr/local/cuda/bin/ptxas": "13.0"},
     )
-    assert toolchain.judge_triton_ptxas(fixed, GB10, live=True).status is Status.PASS
+    assert judged.judge_triton_ptxas(fixed, GB10, live=True).status is Status.PASS
 
 
 def test_blackwell_tool_and_its_own_variable():
     """Triton 3.5+ compiles for 10.x/12.x with ptxas-blackwell; TRITON_PTXAS_PATH does not reach it."""
     t = tools({"ptxas": "12.8", "ptxas-blackwell": "12.8"}, {"TRITON_PTXAS_PATH": "/x"}, {"/x": "13.0"})
-    f = toolchain.judge_triton_ptxas(t, GB10, live=True)
+    f = judged.judge_triton_ptxas(t, GB10, live=True)
     assert f.status is Status.FAIL
     assert "TRITON_PTXAS_PATH is set but Triton uses TRITON_PTXAS_BLACKWELL_PATH" in f.summary
     assert f.fix.startswith("export TRITON_PTXAS_BLACKWELL_PATH=")
     gone = tools({"ptxas-blackwell": "13.0"}, {"TRITON_PTXAS_BLACKWELL_PATH": "/missing"}, {"/missing": None})
-    assert toolchain.judge_triton_ptxas(gone, GB10, live=True).status is Status.FAIL
+    assert judged.judge_triton_ptxas(gone, GB10, live=True).status is Status.FAIL
 
 
 @pytest.mark.parametrize(
@@ -73,11 +74,11 @@ def test_blackwell_tool_and_its_own_variable():
     ],
 )
 def test_arch_list(value, status):
-    f = toolchain.judge_arch_list(value, GB10, "the gate environment")
+    f = judged.judge_arch_list(value, GB10, "the gate environment")
     assert f.status is status, f.summary
     assert f.subject == "TORCH_CUDA_ARCH_LIST"
 
 
 def test_arch_list_unset_says_nothing():
-    assert toolchain.judge_arch_list(None, GB10, "x") is None
-    assert toolchain.judge_arch_list("9.0a", H200, "x").status is Status.PASS
+    assert judged.judge_arch_list(None, GB10, "x") is None
+    assert judged.judge_arch_list("9.0a", H200, "x").status is Status.PASS

@@ -196,7 +196,9 @@ def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-un
     elif drv.parse_proc_version(f"Kernel Module {driver}") != driver.strip():
         raise SparkenvError(f"--driver {driver!r}: not a driver version like 580.95.05")
     cuda = getattr(prof, "cuda", None) or None
-    found = drv.judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
+    from sparkenv.rules.g1 import judge_driver
+
+    found = judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
     if found.status is Status.FAIL:
         found = replace(found, status=Status.WARN)
     text = f"{found.id} {found.status.value}: {found.summary} ({where})"

@@ -10,7 +10,10 @@ Where things go (read this before adding a check):
 - `rules/<concept>.py` — one classifier per concept that several stages ask about:
   `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
   one precedence and one severity table), `markers.py` (the marker environment of a target),
-  `unsloth.py` (the Unsloth family), `ngc.py` (inside an NGC image), `pins.py` (exact-pin extraction).
+  `unsloth.py` (the Unsloth family), `ngc.py` (inside an NGC image), `pins.py` (exact-pin extraction),
+  `hosts.py` (known-bad host builds). The host driver against a CUDA release is in g1.py, a package's
+  GPU code, Triton's ptxas and TORCH_CUDA_ARCH_LIST in g7.py; what they read is parsed in
+  `sparkenv/cuda/`.
   The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
   override's .pth must read them without importing sparkenv; the rules call that one function.
 - Not judgements: `sparkenv/files.py` (atomic writes), `sparkenv/cache.py` (the cache folder,

@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from sparkenv import datafiles
+from sparkenv.cuda import driver as drv
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
@@ -512,6 +515,160 @@ def _cap(evidence: list[str]) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------
+# The host driver against a CUDA release (the gate's live rule above, and `sparkenv build --driver`):
+# the versions and the dated table are sparkenv/cuda/driver.py's
+
+
+def judge_driver(
+    driver: str | None,
+    cuda: str | None,
+    *,
+    compat_libcuda: str | None = None,
+    gpu_name: str | None = None,
+    where: str = "the image",
+) -> Finding:
+    """G1: the host's kernel-module driver against the CUDA release `where` was built for.
+
+    `compat_libcuda`: version of a forward-compatibility libcuda (cuda-compat, /usr/local/cuda/compat)
+    present in the image; `gpu_name`: the GPU, to tell whether forward compatibility can load on it.
+    """
+    if not driver:
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.SKIP,
+            summary="no NVIDIA driver found: nothing to compare the CUDA release with",
+            subject=drv.SUBJECT,
+        )
+    if not cuda:
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.INFO,
+            summary=f"driver {driver}; CUDA release of {where} unknown",
+            subject=drv.SUBJECT,
+        )
+    req = drv.requirement(cuda)
+    if req is None:
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"driver {driver}; CUDA {cuda} of {where} is not in sparkenv's driver table "
+            f"(data/drivers.toml, reviewed {drv.reviewed()})",
+            subject=drv.SUBJECT,
+            evidence=(f"CUDA {cuda}",),
+            fix="check NVIDIA's CUDA toolkit release notes for its minimum driver",
+        )
+    have = drv.version(driver)
+    need = req.minimum
+    source = datafiles.load("drivers")["source"]
+    stale = (
+        ""
+        if req.known
+        else f"; CUDA {req.release} is newer than the table (reviewed {drv.reviewed()}): judged by the "
+        f"newest {cuda.split('.')[0]}.x release in it"
+    )
+    evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {need} ({source})")
+    if have >= drv.version(need):
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.PASS if req.known else Status.WARN,
+            summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {need}){stale}",
+            subject=drv.SUBJECT,
+            evidence=evidence,
+            fix=None
+            if req.known
+            else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + source + ")",
+        )
+    fit = drv.newest_supported(have)
+    upgrade = (
+        f"update the host driver to >= {need} (DGX OS: sudo apt update && sudo apt full-upgrade, then reboot)"
+        + (f", or use an image built for CUDA <= {fit}" if fit else "")
+    )
+    if compat_libcuda:
+        unsupported = datafiles.load("drivers")["forward_compat"].get("unsupported_gpus", [])
+        on_unsupported = bool(gpu_name) and any(n.lower() in (gpu_name or "").lower() for n in unsupported)
+        if drv.version(compat_libcuda) >= drv.version(need) and not on_unsupported:
+            return Finding(
+                id=GotchaId.G1,
+                status=Status.WARN,
+                summary=f"driver {driver} is older than CUDA {req.release} needs (>= {need}); {where} runs "
+                f"only through its forward-compatibility libcuda {compat_libcuda}, which loads on "
+                "data-center GPUs only (cuInit error 804 elsewhere; NGC prints 'compatibility mode is "
+                "UNAVAILABLE')",
+                subject=drv.SUBJECT,
+                evidence=(*evidence, f"forward-compatibility libcuda {compat_libcuda}"),
+                fix=upgrade,
+            )
+        if on_unsupported:
+            evidence = (
+                *evidence,
+                f"forward-compatibility libcuda {compat_libcuda}: not supported on {gpu_name}",
+            )
+    if req.floor is not None and have >= req.floor:
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.WARN,
+            summary=f"driver {driver} is older than CUDA {req.release} of {where} needs (>= {need}): it runs "
+            "only under CUDA minor version compatibility — PTX from this toolkit cannot be JIT-compiled "
+            "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION) and newer APIs fail with cudaErrorCallRequiresNewerDriver; "
+            f"NGC's entrypoint reports 'built for NVIDIA Driver Release {drv.show(drv.version(need)[:2])} or "
+            "later'",
+            subject=drv.SUBJECT,
+            evidence=evidence,
+            fix=upgrade,
+        )
+    return Finding(
+        id=GotchaId.G1,
+        status=Status.FAIL,
+        summary=f"driver {driver} cannot run CUDA {req.release} of {where}: it needs >= {need}"
+        + (
+            f" (CUDA {cuda.split('.')[0]}.x needs at least {drv.show(req.floor)} even under minor version "
+            "compatibility)"
+            if req.floor
+            else ""
+        )
+        + stale,
+        subject=drv.SUBJECT,
+        evidence=evidence,
+        fix=upgrade,
+    )
+
+
+def judge_libcuda(kernel_module: str | None, libraries: Iterable[str]) -> Finding | None:
+    """G1: a user-space libcuda.so.<version> that is not the loaded kernel module's version fails every
+    CUDA call with 'Driver/library version mismatch'. Forward-compatibility copies (data/drivers.toml
+    `forward_compat.dirs`) differ on purpose and are left to `judge_driver`. None when nothing to say."""
+    if not kernel_module:
+        return None
+    compat_dirs = tuple(datafiles.load("drivers")["forward_compat"]["dirs"])
+    mismatched = []
+    for path in libraries:
+        v = drv.libcuda_version(path)
+        if v is None or path.rsplit("/", 1)[0] in compat_dirs:
+            continue
+        if drv.version(v) != drv.version(kernel_module):
+            mismatched.append((path, v))
+    if not mismatched:
+        return None
+    path, v = mismatched[0]
+    newer = drv.version(v) > drv.version(kernel_module)
+    fix = (
+        "reboot the host: the driver was upgraded but the old kernel module is still loaded"
+        if newer
+        else "remove the libcuda the image ships (a driver package installed in the image) so the NVIDIA "
+        "container runtime mounts the host's, or reboot the host if its driver was just downgraded"
+    )
+    return Finding(
+        id=GotchaId.G1,
+        status=Status.FAIL,
+        summary=f"user-space {path.rsplit('/', 1)[-1]} is not the loaded kernel module {kernel_module}: "
+        "every CUDA call fails with 'Driver/library version mismatch'",
+        subject="libcuda",
+        evidence=tuple(f"{p}: {ver}" for p, ver in mismatched),
+        fix=fix,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
 # Stage.LIVE: the running machine (sparkenv gate)
 
 LIVE_FIX = "reinstall torch from https://download.pytorch.org/whl/cu130 or use the NGC image"
@@ -536,8 +693,6 @@ def live(f: GateFacts) -> list[Finding]:
 def _driver(f: GateFacts) -> list[Finding]:
     """The driver against the CUDA release torch was built for, by the one driver judgement
     (sparkenv.cuda.driver, NVIDIA's dated table); nothing when the driver or torch's CUDA is unknown."""
-    from sparkenv.cuda.driver import judge_driver
-
     driver = f.driver_version
     if f.deep or f.section("torch") is not None:
         version, cuda = (f.torch or {}).get("version"), (f.torch or {}).get("cuda")

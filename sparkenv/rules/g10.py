@@ -101,7 +101,7 @@ def live_agreement(f: GateFacts) -> list[Finding]:
 def live_known_hosts(f: GateFacts) -> list[Finding]:
     """Kernel builds and settings users reported broken on DGX Spark that break the link between Sparks
     (data/hosts.toml): WARN on one node, FAIL when the workload spans nodes."""
-    from sparkenv.cuda import hosts
+    from sparkenv.rules import hosts
 
     nodes = _plan(f).nodes
     kernel = (f.raw.get("host") or {}).get("kernel")

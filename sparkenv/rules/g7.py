@@ -9,6 +9,7 @@ ptxas and TORCH_CUDA_ARCH_LIST as the workload will see them, NVFP4 intent (gate
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sparkenv import datafiles
@@ -45,12 +46,12 @@ def installed(facts: AuditFacts) -> list[Finding]:
             continue
         objects += len(d.kernels)
         deep += sum(1 for o in d.kernels if set(o.sections) - {".nv_fatbin"})
-        finding = coverage.package_finding(key, d.dist.version, d.kernels, cap, gpu)
+        finding = package_finding(key, d.dist.version, d.kernels, cap, gpu)
         if finding is not None:
             out.append(finding)
     out.append(_census(objects, len(out), deep, gpu))
     if facts.triton is not None:
-        out.append(toolchain.judge_triton_ptxas(facts.triton, cap, live=False))
+        out.append(judge_triton_ptxas(facts.triton, cap, live=False))
     return out
 
 
@@ -68,6 +69,197 @@ def _census(objects: int, carriers: int, deep: int, gpu: str) -> Finding:
         summary=summary,
         subject="kernels",
         evidence=(f"rules: {coverage.kernels_source()}",),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Shared by the installed and live rules: a package's GPU code, Triton's ptxas, TORCH_CUDA_ARCH_LIST
+# (what they read is parsed in sparkenv/cuda/coverage.py and sparkenv/cuda/toolchain.py)
+
+
+def package_finding(
+    key: str, version: str, objects: Iterable[coverage.ObjectKernels], cap: coverage.Capability, gpu: str
+) -> Finding | None:
+    """One G7 finding for a package, judged on the union of its objects' targets (a package's kernels
+    are spread over its objects: libcufftw.so.12 carries one sm_75 helper cubin while libcufft.so.12
+    holds cuFFT's kernels for every GPU). None when none of its objects carries GPU code."""
+    objects = [o for o in objects if o.targets or not o.complete]
+    if not objects:
+        return None
+    targets = sorted({t for o in objects for t in o.targets})
+    payload: dict[str, int] = {}
+    for o in objects:
+        for name, n in (o.payload or {}).items():
+            payload[name] = payload.get(name, 0) + n
+    sized = all(o.payload is not None for o in objects)
+    complete = all(o.complete for o in objects)
+    got = coverage.judge(targets, cap, complete, payload if sized else None)
+    evidence = tuple(
+        f"{o.path}: {', '.join(o.targets) or 'nothing read'}"
+        + (f" [in {', '.join(o.sections)}]" if o.sections and tuple(o.sections) != (".nv_fatbin",) else "")
+        + (f" ({o.problem})" if o.problem else "")
+        for o in sorted(objects, key=lambda o: o.path)
+    )
+    name = f"{key} {version}"
+    n = len(objects)
+    where = f"{n} object{'s' if n != 1 else ''} with kernels"
+    if got.status is Status.PASS:
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f"{name}: {where}; runs on {gpu} ({got.reason})",
+            subject=key,
+            evidence=evidence,
+        )
+    shown = ", ".join(o.path for o in objects[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    if got.status is Status.FAIL:
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.FAIL,
+            summary=f"{name} ({shown}) cannot run on {gpu}: {got.reason} — fails with 'no kernel image is "
+            f"available for execution on the device'",
+            subject=key,
+            evidence=evidence,
+            fix=f"install a build of {key} with kernels for {coverage.cap_text(cap)} (sm_{cap[0]}{cap[1]}, "
+            f"or sm_{cap[0]}0/sm_{cap[0]}0f which run on the whole {cap[0]}.x family; not an 'a' build for "
+            f"another capability), e.g. the CUDA 13 wheel or the NGC image's build; or rebuild it with "
+            f'TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
+        )
+    if got.status is Status.WARN:
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.WARN,
+            summary=f"{name} ({shown}): {got.reason}",
+            subject=key,
+            evidence=evidence,
+            fix=f"prefer a build of {key} with sm_{cap[0]}{cap[1]} (or sm_{cap[0]}0) cubins, or run it once "
+            "while building the image so the JIT cache ships warm",
+        )
+    problems = "; ".join(f"{o.path}: {o.problem}" for o in objects if o.problem)
+    return Finding(
+        id=GotchaId.G7,
+        status=Status.INFO,
+        summary=f"{name} ({shown}): {got.reason}" + (f" — {problems}" if problems else ""),
+        subject=key,
+        evidence=evidence,
+    )
+
+
+def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, live: bool) -> Finding:
+    """G7: the ptxas Triton will run for this GPU accepts its arch-specific target. `live` (the gate):
+    the environment is the workload's, so a ptxas that rejects the target is a FAIL; in the audit the
+    variables may still be set at run time, so it is a WARN."""
+    spec = datafiles.load("toolchain")["triton"]
+    blackwell = cap[0] >= int(spec["blackwell_from_major"]) and spec["blackwell_tool"] in tools.bundled
+    tool, var = (
+        (spec["blackwell_tool"], spec["blackwell_env"])
+        if blackwell
+        else (spec["default_tool"], spec["default_env"])
+    )
+    other = spec["default_env"] if blackwell else spec["blackwell_env"]
+    need = toolchain.min_ptxas(cap)
+    arch = f"sm_{cap[0]}{cap[1]}a"
+    subject = "triton-ptxas"
+    name = f"{tools.name} {tools.version}"
+    path = tools.env.get(var)
+    if path:
+        release = tools.env_release.get(path)
+        source = f"{var}={path}"
+        if release is None:
+            return Finding(
+                id=GotchaId.G7,
+                status=Status.FAIL if live else Status.WARN,
+                summary=f"{name}: {source} is not a readable ptxas: Triton cannot compile kernels for {arch}",
+                subject=subject,
+                evidence=(source,),
+                fix=f"point {var} at a CUDA 13 ptxas (/usr/local/cuda/bin/ptxas) or unset it",
+            )
+    else:
+        release = tools.bundled.get(tool)
+        source = f"its bundled {tool}"
+        if tool not in tools.bundled:
+            return Finding(
+                id=GotchaId.G7,
+                status=Status.INFO,
+                summary=f"{name}: no bundled {tool} found",
+                subject=subject,
+            )
+    note = ""
+    if tools.env.get(other) and not path:
+        note = f"; {other} is set but Triton uses {var} for capability {coverage.cap_text(cap)}"
+    evidence = tuple(f"{t}: CUDA {r or '?'}" for t, r in sorted(tools.bundled.items())) + tuple(
+        f"{k}={v}" for k, v in sorted(tools.env.items())
+    )
+    if need is None or release is None:
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.INFO,
+            summary=f"{name} compiles with {source} (CUDA {release or 'release not read'}); no known minimum "
+            f"for {arch}{note}",
+            subject=subject,
+            evidence=evidence,
+        )
+    if toolchain.release_tuple(release) >= toolchain.release_tuple(need):
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f"{name} compiles with {source} (CUDA {release}), which accepts {arch} "
+            f"(needs CUDA >= {need}){note}",
+            subject=subject,
+            evidence=evidence,
+        )
+    return Finding(
+        id=GotchaId.G7,
+        status=Status.FAIL if live else Status.WARN,
+        summary=f"{name} compiles with {source} (CUDA {release}), which rejects {arch} (needs CUDA >= "
+        f"{need}): torch.compile and every Triton kernel fail with \"Value '{arch}' is not defined for "
+        f"option 'gpu-name'\"{note}",
+        subject=subject,
+        evidence=evidence,
+        fix=f"export {var}=/usr/local/cuda/bin/ptxas (a CUDA 13 ptxas; NGC images ship one)",
+    )
+
+
+def judge_arch_list(value: str | None, cap: coverage.Capability, where: str) -> Finding | None:
+    """G7: extensions compiled under this TORCH_CUDA_ARCH_LIST run on `cap`. None when unset (then
+    torch compiles for the GPU it sees, or for its own arch list without one)."""
+    if value is None:
+        return None
+    subject = "TORCH_CUDA_ARCH_LIST"
+    targets = toolchain.parse_arch_list(value)
+    if targets is None or not targets:
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.WARN,
+            summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) is not a list of capabilities like "12.0 '
+            '12.1+PTX"',
+            subject=subject,
+            evidence=(value,),
+            fix=f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
+        )
+    got = coverage.judge(targets, cap)
+    gpu = coverage.gpu_label(cap)
+    if got.status is Status.PASS:
+        return Finding(
+            id=GotchaId.G7,
+            status=Status.PASS,
+            summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) builds extensions that run on {gpu} '
+            f"({got.reason})",
+            subject=subject,
+        )
+    status = Status.WARN if got.status in (Status.WARN, Status.INFO) else Status.FAIL
+    return Finding(
+        id=GotchaId.G7,
+        status=status,
+        summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}): extensions compiled under it '
+        + (
+            f"cannot run on {gpu} ({got.reason})"
+            if status is Status.FAIL
+            else f"run on {gpu} only after a JIT ({got.reason})"
+        ),
+        subject=subject,
+        evidence=(value,),
+        fix=f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}" (or add it) before anything is compiled',
     )
 
 
@@ -187,12 +379,12 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
             if not isinstance(pkg, dict):
                 continue
             objects = kernels.from_json(pkg.get("objects") or [])
-            finding = coverage.package_finding(key, str(pkg.get("version", "?")), objects, cap, gpu)
+            finding = package_finding(key, str(pkg.get("version", "?")), objects, cap, gpu)
             if finding is not None:
                 out.append(finding)
         triton = kernels.triton_from_json(facts.get("triton"))
         if triton is not None:
-            out.append(toolchain.judge_triton_ptxas(triton, cap, live=True))
+            out.append(judge_triton_ptxas(triton, cap, live=True))
     elif f.probe_error("kernel_coverage"):
         out.append(
             Finding(
@@ -202,7 +394,7 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
                 subject="kernels",
             )
         )
-    arch_list = toolchain.judge_arch_list(f.env.get("TORCH_CUDA_ARCH_LIST"), cap, "the gate's environment")
+    arch_list = judge_arch_list(f.env.get("TORCH_CUDA_ARCH_LIST"), cap, "the gate's environment")
     if arch_list is not None:
         out.append(arch_list)
     return out
