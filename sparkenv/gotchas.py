@@ -10,8 +10,9 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from sparkenv import datafiles
 from sparkenv.errors import SparkenvError
+from sparkenv.knowledge import gotchas
+from sparkenv.report import GotchaId
 
 FIELDS = ("symptom", "cause")
 
@@ -21,13 +22,13 @@ Where things are (for the next engineer):
   sparkenv/rules/*.py       one classifier per concept: cuda_major, markers, unsloth, ngc, pins
   sparkenv/<stage>/         resolve, audit, build, gate: gather facts, call rules.evaluate(stage, facts)
   sparkenv/render/          text, JSON, JUnit: presentation only
-  sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge.py
+  sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge/
 """
 
 
 @dataclass(frozen=True)
 class Gotcha:
-    id: str
+    id: GotchaId
     title: str
     symptom: str
     cause: str
@@ -43,9 +44,7 @@ class Gotcha:
 
 
 def catalog() -> list[Gotcha]:
-    data = datafiles.load("gotchas")
-    items = [Gotcha(k, v["title"], v["symptom"], v["cause"], v["fix"]) for k, v in data.items()]
-    return sorted(items, key=lambda g: int(g.id[1:]))
+    return [Gotcha(g, t.title, t.symptom, t.cause, t.fix) for g, t in gotchas().items()]  # G1 … G10
 
 
 def lookup(ident: str) -> Gotcha:

@@ -6,6 +6,8 @@ import pytest
 from kernel_helpers import Kernels
 
 from sparkenv.cuda import coverage, fatbin
+from sparkenv.knowledge import kernels as kernels_data
+from sparkenv.knowledge.records.kernels import Limits
 from sparkenv.report import Status
 from sparkenv.rules import g7
 
@@ -86,13 +88,13 @@ def test_header_flood_is_capped_and_never_a_fail(kernels):
     scan = fatbin.scan(str(lib), deep=True)
     assert not scan.complete
     assert "fatbin headers" in scan.problem
-    assert scan.headers <= fatbin.Limits.from_data().max_headers + 1
+    assert scan.headers <= kernels_data().limits.max_headers + 1
     assert verdict(lib, GB10).status is Status.INFO
 
 
 def test_time_cap(kernels):
     lib = kernels.with_section(kernels.so("sm75"), ".ldata", kernels.header_flood(100_000), "flood-t")
-    scan = fatbin.scan(str(lib), deep=True, limits=fatbin.Limits(10**7, 10**8, 0.0))
+    scan = fatbin.scan(str(lib), deep=True, limits=Limits(10**7, 10**8, 0.0))
     assert not scan.complete and "stopped after 0 s" in scan.problem
 
 

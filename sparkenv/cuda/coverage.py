@@ -7,13 +7,12 @@ the gate the same plus torch's `get_arch_list()`. Which suffix runs where is dat
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sparkenv import datafiles
 from sparkenv.cuda.fatbin import KernelTarget
+from sparkenv.knowledge import gate, kernels
 from sparkenv.report import Status
 
 Capability = tuple[int, int]
@@ -44,14 +43,9 @@ def parse_target(name: str | KernelTarget) -> KernelTarget | None:
     return KernelTarget(m.group(1), int(m.group(2)), m.group(3)) if m else None
 
 
-@functools.cache
-def _rules() -> dict[str, dict[str, str]]:
-    return datafiles.load("kernels")["runs_on"]
-
-
 def runs_on(target: KernelTarget, cap: Capability) -> bool:
     """Whether code built for `target` can execute on a GPU of capability `cap` (data/kernels.toml)."""
-    rule = _rules().get(target.kind, {}).get(target.variant)
+    rule = kernels().runs_on.get(target.kind, {}).get(target.variant)
     built = (target.arch // 10, target.arch % 10)
     if rule == "exact":
         return built == cap
@@ -63,7 +57,7 @@ def runs_on(target: KernelTarget, cap: Capability) -> bool:
 
 
 def kernels_source() -> str:
-    return str(datafiles.load("kernels")["source"])
+    return kernels().source
 
 
 @dataclass(frozen=True)
@@ -95,10 +89,10 @@ def judge(
     want = cap_text(cap)
     if native:
         return Coverage(Status.PASS, native, jit, lto, names, f"{', '.join(native)} runs on {want}")
-    cost = datafiles.load("kernels")["cost"]
+    cost = kernels().cost
     if jit:
         size = sum((payload or {}).get(j, 0) for j in jit) if payload is not None else None
-        if size is not None and size < int(cost["ptx_warn_bytes"]):
+        if size is not None and size < cost.ptx_warn_bytes:
             return Coverage(
                 Status.INFO,
                 native,
@@ -109,11 +103,11 @@ def judge(
                 "small enough to take well under a second",
             )
         return Coverage(
-            Status.WARN, native, jit, lto, names, f"only PTX fits {want} ({', '.join(jit)}): {cost['ptx']}"
+            Status.WARN, native, jit, lto, names, f"only PTX fits {want} ({', '.join(jit)}): {cost.ptx}"
         )
     if lto:
         return Coverage(
-            Status.WARN, native, jit, lto, names, f"only LTO-IR fits {want} ({', '.join(lto)}): {cost['lto']}"
+            Status.WARN, native, jit, lto, names, f"only LTO-IR fits {want} ({', '.join(lto)}): {cost.lto}"
         )
     if not parsed:
         return Coverage(Status.INFO, (), (), (), (), "no CUDA kernels read")
@@ -149,8 +143,7 @@ class ObjectKernels:
 
 
 def gb10() -> Capability:
-    cap = datafiles.load("gate")["gb10"]["capability"]
-    return int(cap[0]), int(cap[1])
+    return gate().gb10.capability
 
 
 def gpu_label(cap: Capability) -> str:

@@ -13,7 +13,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sparkenv import datafiles
+from sparkenv.knowledge import drivers
 
 Version = tuple[int, ...]
 _PROC = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
@@ -55,12 +55,12 @@ def cuda_release(text: str) -> tuple[int, int, int | None] | None:
 
 @functools.cache
 def _table() -> dict[tuple[int, int, int], str]:
-    rows = datafiles.load("drivers")["toolkit"]
-    return {tuple(int(p) for p in k.split(".")): str(v) for k, v in rows.items()}  # type: ignore[misc]
+    rows = drivers().toolkit
+    return {tuple(int(p) for p in k.split(".")): v for k, v in rows.items()}  # type: ignore[misc]
 
 
 def reviewed() -> str:
-    return str(datafiles.load("drivers")["reviewed"])
+    return drivers().reviewed
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def requirement(cuda: str) -> Requirement | None:
         return None
     major, minor, update = rel
     table = _table()
-    floor_text = datafiles.load("drivers")["minor_compat"].get(str(major))
+    floor_text = drivers().minor_compat.get(str(major))
     floor = version(floor_text) if floor_text else None
     same_major = sorted(k for k in table if k[0] == major)
     if not same_major:

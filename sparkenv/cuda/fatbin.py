@@ -18,9 +18,13 @@ import os
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
 from sparkenv.cuda import elf
+from sparkenv.knowledge import kernels
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.kernels import Limits
 
 FATBIN_MAGIC = 0xBA55ED50
 _MAGIC_BYTES = struct.pack("<I", FATBIN_MAGIC)
@@ -56,18 +60,6 @@ class KernelScan:
     complete: bool = True
     problem: str | None = None  # why not complete, or why nothing could be read
     has_nv_fatbin: bool = False
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_headers: int
-    max_entries: int
-    max_seconds: float
-
-    @staticmethod
-    def from_data() -> Limits:
-        lim = datafiles.load("kernels")["limits"]
-        return Limits(int(lim["max_headers"]), int(lim["max_entries"]), float(lim["max_seconds"]))
 
 
 def read_targets(path: str) -> list[KernelTarget] | str:
@@ -106,7 +98,7 @@ def scan(path: str, deep: bool = False, limits: Limits | None = None) -> KernelS
 
 
 def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = None) -> KernelScan:
-    limits = limits or Limits.from_data()
+    limits = limits or kernels().limits
     out = KernelScan()
     sections = elf.list_sections(read)
     if isinstance(sections, str):
@@ -115,7 +107,7 @@ def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = No
     wanted = [s for s in sections if s.name == ".nv_fatbin" and s.type != elf.SHT_NOBITS]
     out.has_nv_fatbin = bool(wanted)
     if deep:
-        names = datafiles.load("kernels")["sections"]["data"]
+        names = kernels().sections.data
         wanted += [s for s in sections if s.name in names and s.type == elf.SHT_PROGBITS]
     budget = _Budget(limits)
     window = _Window(read)
@@ -140,8 +132,8 @@ def _sparse_fatbins(found: KernelScan, file_size: int) -> None:
     """A large library whose fatbins span almost none of it keeps its kernels where this reader does not
     look (libcufft.so.12 12.0.0.61: one 672-byte fatbin in 286 MB): what was read is then not proof that
     a target is missing. Thresholds in data/kernels.toml [sparse]."""
-    rule = datafiles.load("kernels")["sparse"]
-    if file_size >= rule["min_file_bytes"] and found.fatbin_bytes < rule["max_fatbin_share"] * file_size:
+    rule = kernels().sparse
+    if file_size >= rule.min_file_bytes and found.fatbin_bytes < rule.max_fatbin_share * file_size:
         found.complete = False
         found.problem = (
             f"its fatbins span {found.fatbin_bytes} bytes of {file_size / 1e6:.0f} MB: the library keeps its "

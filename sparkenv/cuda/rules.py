@@ -9,20 +9,13 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sparkenv import datafiles
+from sparkenv.knowledge import cuda
 
 _VENDOR_HASH = re.compile(r"^(lib[\w+]+?)[.-][0-9a-f]{8}(\.so(?:\.[\w.]*)?)$")
 _CUDA_LABEL = re.compile(r"\+(?:.*[.+])?cu(\d{2,3})(?!\d)")
 _CPU_LABEL = re.compile(r"\+(?:.*\.)?cpu(?:\.|$)")
 _NGC_LABEL = re.compile(r"\+.*?\bnv(\d\d\.\d\d)\b")
 _NAME_PREFIX = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-
-
-@dataclass(frozen=True)
-class NameRule:
-    regex: re.Pattern[str]
-    cuda13: str
-    library: bool
 
 
 @dataclass(frozen=True)
@@ -33,20 +26,20 @@ class NameMatch:
 
 
 def target_major() -> int:
-    return int(datafiles.load("cuda")["target_major"])
+    return cuda().target_major
 
 
 def reviewed() -> str:
-    return str(datafiles.load("cuda")["reviewed"])
+    return cuda().reviewed
 
 
 @functools.cache
 def _soname_rules() -> tuple[tuple[re.Pattern[str], dict[str, int]], ...]:
     rules = []
-    for entry in datafiles.load("cuda")["soname"]:
-        prefix = entry["pattern"].removesuffix(".so.N")
+    for entry in cuda().sonames:
+        prefix = entry.pattern.removesuffix(".so.N")
         body = re.escape(prefix).replace(r"\*", r"[A-Za-z0-9_]*")
-        rules.append((re.compile(rf"^{body}\.so\.(\d+)(?:\.\d+)*$"), dict(entry["majors"])))
+        rules.append((re.compile(rf"^{body}\.so\.(\d+)(?:\.\d+)*$"), dict(entry.majors)))
     return tuple(rules)
 
 
@@ -67,17 +60,9 @@ def soname_major(soname: str) -> int | None:
 
 
 @functools.cache
-def _name_rules() -> tuple[NameRule, ...]:
-    return tuple(
-        NameRule(re.compile(e["regex"]), e["cuda13"], bool(e.get("library", False)))
-        for e in datafiles.load("cuda")["name"]
-    )
-
-
-@functools.cache
 def name_match(key: str) -> NameMatch | None:
     """CUDA major carried by a normalized distribution name (nvidia-cublas-cu12 -> 12)."""
-    for rule in _name_rules():
+    for rule in cuda().names:
         m = rule.regex.match(key)
         if m:
             groups = [m.group(0), *m.groups()]
@@ -88,7 +73,7 @@ def name_match(key: str) -> NameMatch | None:
 
 @functools.cache
 def versioned_names() -> frozenset[str]:
-    return frozenset(datafiles.load("cuda")["versioned_names"])
+    return frozenset(cuda().versioned_names)
 
 
 def is_cuda_relevant(key: str) -> bool:
@@ -120,13 +105,12 @@ def ngc_release(version: str) -> str | None:
 
 
 def ngc_cuda_major(release: str) -> int | None:
-    value = datafiles.load("cuda")["ngc"].get(release)
-    return int(value) if value is not None else None
+    return cuda().ngc.get(release)
 
 
 def layout_paths() -> list[tuple[str, int]]:
     """(path fragment, CUDA major) pairs: folders only one CUDA major's wheels install into."""
-    return [(e["contains"], int(e["major"])) for e in datafiles.load("cuda")["path"]]
+    return [(e.contains, e.major) for e in cuda().paths]
 
 
 def requirement_name(line: str) -> str | None:

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage
+from sparkenv.knowledge import toolchain
 
 _PREFIX = b"Cuda compilation tools, release "
 _RELEASE = re.compile(re.escape(_PREFIX) + rb"(\d+)\.(\d+)")
@@ -57,7 +57,7 @@ def release_tuple(text: str) -> tuple[int, int]:
 
 
 def min_ptxas(cap: coverage.Capability) -> str | None:
-    return datafiles.load("toolchain")["ptxas"]["min_release"].get(coverage.cap_text(cap))
+    return toolchain().ptxas.min_release.get(coverage.cap_text(cap))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage, fatbin, toolchain
+from sparkenv.knowledge import kernels
+from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Status
 from sparkenv.stat_cache import StatCache, stat_key
 
@@ -36,8 +37,9 @@ class ScanCache(StatCache):
 
 
 def _reader_key() -> str:
-    data = datafiles.load("kernels")
-    return f"{READER} {json.dumps([data['sections'], data['limits'], data['sparse']], sort_keys=True)}"
+    data = kernels()
+    parts = [part._asdict() for part in (data.sections, data.limits, data.sparse)]
+    return f"{READER} {json.dumps(parts, sort_keys=True)}"
 
 
 def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None) -> dict[str, Any]:
@@ -135,13 +137,13 @@ def read_triton(
     """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
     override them, as `env` sets them. With `cache`, a release read before from the very same file
     (sparkenv/stat_cache.py) is not searched for again in its tens of megabytes."""
-    spec = datafiles.load("toolchain")["triton"]
+    spec = toolchain_data().triton
     bundled = {}
-    for tool in (spec["default_tool"], spec["blackwell_tool"]):
-        path = os.path.join(site, spec["bundled_dir"], tool)
+    for tool in (spec.default_tool, spec.blackwell_tool):
+        path = os.path.join(site, spec.bundled_dir, tool)
         if os.path.isfile(path):
             bundled[tool] = _ptxas_release(path, cache)
-    chosen = {v: env[v] for v in (spec["default_env"], spec["blackwell_env"]) if env.get(v)}
+    chosen = {v: env[v] for v in (spec.default_env, spec.blackwell_env) if env.get(v)}
     releases = {p: _ptxas_release(p, cache) for p in chosen.values()}
     return toolchain.TritonTools(name, version, bundled, chosen, releases)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sparkenv import datafiles
 from sparkenv.gate import parsers
+from sparkenv.knowledge import gate
 
 
 def nvfp4_intent(workload: list[str], env: dict[str, str]) -> str | None:
     """Why we think NVFP4 is intended, or None."""
-    words = datafiles.load("gate")["nvfp4"]["words"]
+    words = gate().nvfp4.words
     quant = parsers.option_value(workload, ("--quantization", "--quant", "--dtype", "--kv-cache-dtype"))
     if quant and any(w in quant.lower() for w in words):
         return f"workload argument {quant}"

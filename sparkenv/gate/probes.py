@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import signal
 import sys
 import threading
@@ -19,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv import datafiles
 from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container
 from sparkenv.gate import early, ldcache, nvml, orchestrate, parsers, static_torch
@@ -27,6 +25,8 @@ from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.gate.servers import identify, prefilter_words
+from sparkenv.knowledge import gate
+from sparkenv.names import canonical as _canonical
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 
@@ -319,15 +319,6 @@ def installed_dists(python: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _canonical(name: str) -> str:
-    """PEP 503's normalised name, as packaging.utils.canonicalize_name gives it (a test compares the two):
-    importing packaging.utils pulls packaging.tags, sysconfig and logging into every start."""
-    return _SEPARATORS.sub("-", name).lower()
-
-
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
 def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
     stem, dot, kind = folder.rpartition(".")
     if not dot or kind not in ("dist-info", "egg-info"):
@@ -378,7 +369,7 @@ def probe_kernels(python: str) -> dict[str, Any]:
     from sparkenv.environment.distributions import Distribution, iter_distributions
     from sparkenv.environment.target import resolve
 
-    wanted = set(datafiles.load("gate")["nvfp4"]["kernel_packages"])
+    wanted = set(gate().nvfp4.kernel_packages)
     out: dict[str, Any] = {}
     for site in resolve(python if python != sys.executable else None).site_dirs:
         for dist in iter_distributions(site):

@@ -3,35 +3,38 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
+from sparkenv.knowledge import servers as _data
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.servers import Server
 
 
-def servers() -> list[dict[str, Any]]:
-    return datafiles.load("servers")["server"]
+def servers() -> tuple[Server, ...]:
+    return _data().servers
 
 
 def prefilter_words() -> tuple[str, ...]:
     """Cheap substrings for the /proc scan; `identify` decides."""
     words = []
     for s in servers():
-        words += s.get("executables", [])
-        words += [m.split(".")[0] for m in s.get("modules", [])]
+        words += s.executables
+        words += [m.split(".")[0] for m in s.modules]
     return tuple(dict.fromkeys(words))
 
 
-def identify(argv: list[str]) -> dict[str, Any] | None:
+def identify(argv: list[str]) -> Server | None:
     if not argv:
         return None
     exe = os.path.basename(argv[0])
     second = argv[1] if len(argv) > 1 else ""
     module = _python_module(argv) if exe.startswith("python") else None
     for s in servers():
-        subs = s.get("subcommands")
-        if exe in s.get("executables", []) and (not subs or second in subs):
+        subs = s.subcommands
+        if exe in s.executables and (not subs or second in subs):
             return s
-        if module and any(f".{m}." in f".{module}." for m in s.get("modules", [])):
+        if module and any(f".{m}." in f".{module}." for m in s.modules):
             return s
     return None
 

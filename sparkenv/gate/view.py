@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv import datafiles
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 
 
@@ -102,8 +102,8 @@ class GateFacts:
 
     @property
     def is_gb10(self) -> bool:
-        spec = datafiles.load("gate")["gb10"]
-        return self.capability == tuple(spec["capability"]) or spec["name_contains"] in (self.gpu_name or "")
+        spec = gate().gb10
+        return self.capability == spec.capability or spec.name_contains in (self.gpu_name or "")
 
     @property
     def platform(self) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv import datafiles
+from sparkenv.knowledge import multinode
 
 IMAGE_LOCK = "/opt/sparkenv/pylock.toml"  # where `sparkenv build` puts the image's lock
 DRIVER_FILES = ("/sys/module/nvidia/version", "/proc/driver/nvidia/version")
@@ -43,7 +43,7 @@ def driver_version() -> str | None:
 
 
 def own(env: Mapping[str, str], nccl_settings: Mapping[str, tuple[str, str]], version: str) -> dict[str, Any]:
-    keys = datafiles.load("multinode")["agreement"]["nccl_settings"]
+    keys = multinode().agreement.nccl_settings
     return {
         "sparkenv": version,
         # The image's digest is not visible from inside a container: the two-node recipe passes it
@@ -69,9 +69,9 @@ def label(peer: Mapping[str, Any]) -> str:
 
 
 def _flat(digest: Mapping[str, Any]) -> dict[str, Any]:
-    fields = datafiles.load("multinode")["agreement"]["fields"]
+    fields = multinode().agreement.fields
     flat = {f: digest.get(f) for f in fields}
-    for key in datafiles.load("multinode")["agreement"]["nccl_settings"]:
+    for key in multinode().agreement.nccl_settings:
         flat[key] = (digest.get("nccl_settings") or {}).get(key)
     return flat
 

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv import datafiles
+from sparkenv.knowledge import multinode
 
 
 def conf_paths(env: Mapping[str, str]) -> list[str]:
     """Where NCCL looks for settings files: $NCCL_CONF_FILE, else ~/.nccl.conf; then /etc/nccl.conf."""
-    files = datafiles.load("multinode")["nccl"]["conf_files"]
+    files = multinode().nccl.conf_files
     first = env.get("NCCL_CONF_FILE")
     paths = [first] if first else [os.path.expanduser(files[0])]
     return [*paths, *files[1:]]

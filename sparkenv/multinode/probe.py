@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sparkenv import datafiles
+from sparkenv.knowledge import multinode
 from sparkenv.multinode import digest, launch, nccl, sysfs
 
 SYSFS_ROOT_ENV = "SPARKENV_SYSFS_ROOT"  # a recorded tree (tests, replaying a user's machine)
@@ -33,10 +33,10 @@ def resolve(hosts: list[str], timeout: float) -> dict[str, str | None]:
 
 
 def store_port(plan: launch.Launch, env: Mapping[str, str]) -> int:
-    data = datafiles.load("multinode")["agreement"]
+    data = multinode().agreement
     if env.get("SPARKENV_AGREE_PORT", "").isdigit():
         return int(env["SPARKENV_AGREE_PORT"])
-    return (plan.master_port or int(data["default_master_port"])) + int(data["port_offset"])
+    return (plan.master_port or data.default_master_port) + data.port_offset
 
 
 def is_local(address: str, link: Mapping[str, Any]) -> bool:
@@ -107,10 +107,10 @@ def _agree(
         "link_test": None,
     }
     if link_test:
-        data = datafiles.load("multinode")["link_test"]
+        test = multinode().link_test
         cfg["link_test"] = {
-            "buffer_mib": data["buffer_mib"],
-            "max_iterations": data["max_iterations"],
+            "buffer_mib": test.buffer_mib,
+            "max_iterations": test.max_iterations,
             "budget_s": cfg["timeout_s"],
             # auto: NCCL where CUDA is available, else gloo; `gloo` measures the socket path on GPU nodes
             "backend": env.get("SPARKENV_LINK_BACKEND") or None,

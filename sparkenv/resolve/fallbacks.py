@@ -30,7 +30,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from sparkenv import datafiles
+from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
 from sparkenv.resolve.graph import Edge
 
@@ -48,7 +48,7 @@ class Release:
 
 
 def fallback_days() -> int:
-    return int(datafiles.load("packages").get("fallback_days", 365))
+    return packages().fallback_days
 
 
 class _Links(html.parser.HTMLParser):

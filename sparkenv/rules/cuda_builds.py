@@ -16,10 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
-
-from sparkenv import datafiles
 from sparkenv.cuda import rules
+from sparkenv.knowledge import packages
 
 if TYPE_CHECKING:
     from sparkenv.resolve.graph import Edge
@@ -35,16 +33,7 @@ class Family:
 
 @functools.cache
 def families() -> dict[str, Family]:
-    data = datafiles.load("packages").get("cuda_capable", {})
-    return {
-        canonicalize_name(k): Family(
-            canonicalize_name(k),
-            tuple(v.get("cuda_files", ())),
-            str(v["instead"]),
-            bool(v.get("conclusive", False)),
-        )
-        for k, v in data.items()
-    }
+    return {k: Family(k, v.cuda_files, v.instead, v.conclusive) for k, v in packages().cuda_capable.items()}
 
 
 def _label_evidence(version: str) -> str | None:

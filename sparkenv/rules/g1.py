@@ -16,10 +16,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import datafiles
 from sparkenv.cuda import driver as drv
 from sparkenv.cuda import rules
-from sparkenv.knowledge import packages
+from sparkenv.knowledge import drivers, packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
@@ -559,7 +558,7 @@ def judge_driver(
         )
     have = drv.version(driver)
     need = req.minimum
-    source = datafiles.load("drivers")["source"]
+    source = drivers().source
     stale = (
         ""
         if req.known
@@ -584,7 +583,7 @@ def judge_driver(
         + (f", or use an image built for CUDA <= {fit}" if fit else "")
     )
     if compat_libcuda:
-        unsupported = datafiles.load("drivers")["forward_compat"].get("unsupported_gpus", [])
+        unsupported = drivers().forward_compat.unsupported_gpus
         on_unsupported = bool(gpu_name) and any(n.lower() in (gpu_name or "").lower() for n in unsupported)
         if drv.version(compat_libcuda) >= drv.version(need) and not on_unsupported:
             return Finding(
@@ -639,7 +638,7 @@ def judge_libcuda(kernel_module: str | None, libraries: Iterable[str]) -> Findin
     `forward_compat.dirs`) differ on purpose and are left to `judge_driver`. None when nothing to say."""
     if not kernel_module:
         return None
-    compat_dirs = tuple(datafiles.load("drivers")["forward_compat"]["dirs"])
+    compat_dirs = drivers().forward_compat.dirs
     mismatched = []
     for path in libraries:
         v = drv.libcuda_version(path)

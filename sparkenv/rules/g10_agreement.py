@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sparkenv import datafiles
+from sparkenv.knowledge import gate, multinode
 from sparkenv.multinode import digest
 from sparkenv.report import Finding, GotchaId, Status
 
@@ -81,7 +81,7 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
             )
         )
     elif not diffs:
-        fields = datafiles.load("multinode")["agreement"]["fields"]
+        fields = multinode().agreement.fields
         unknown = [f for f in fields if (ref.get("digest") or {}).get(f) is None]
         note = f" ({', '.join(unknown)} unknown on all)" if unknown else ""
         out.append(
@@ -99,7 +99,7 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
 
 
 def _all_spark(peers: Mapping[str, Any]) -> bool:
-    name = datafiles.load("gate")["gb10"]["name_contains"]
+    name = gate().gb10.name_contains
     gpus = [str((p.get("digest") or {}).get("gpu") or "") for p in peers.values()]
     return bool(gpus) and all(name in g for g in gpus)
 
@@ -117,7 +117,7 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
                 subject=subject,
             )
         ]
-    data = datafiles.load("multinode")["link_test"]
+    data = multinode().link_test
     figure = (
         f"{result['backend']} all-reduce of {result['buffer_mib']} MiB across {result['world']} nodes: "
         f"{result['busbw_gbs']:g} GB/s bus bandwidth (median of {result['iterations']}, "
@@ -144,13 +144,13 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
                 evidence=evidence,
             )
         ]
-    expected = float(data["spark_busbw_gbs"])
-    if result["busbw_gbs"] < expected * float(data["warn_below_fraction"]):
+    expected = data.spark_busbw_gbs
+    if result["busbw_gbs"] < expected * data.warn_below_fraction:
         return [
             Finding(
                 id=G,
                 status=Status.WARN,
-                summary=f"{figure}: below {expected * data['warn_below_fraction']:g} GB/s (a healthy Spark "
+                summary=f"{figure}: below {expected * data.warn_below_fraction:g} GB/s (a healthy Spark "
                 f"pair reaches ~{expected:g})",
                 subject=subject,
                 evidence=evidence,

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparkenv import datafiles
+from sparkenv.knowledge import multinode
 from sparkenv.multinode.launch import Launch
 from sparkenv.multinode.nccl import DeviceList
 from sparkenv.report import Finding, GotchaId, Status
 
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.multinode import Multinode
+
 G = GotchaId.G10
 
 
-def _data() -> dict[str, Any]:
-    return datafiles.load("multinode")
+def _data() -> Multinode:
+    return multinode()
 
 
 def _ports(link: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -40,7 +43,7 @@ def link_interfaces(link: Mapping[str, Any]) -> set[str]:
 
 def preferred(link: Mapping[str, Any]) -> str | None:
     """The link interface to name in a fix: the first Active twin's netdev (the playbooks' choice)."""
-    order = [d for pair in _data()["spark"]["twins"] for d in pair]
+    order = [d for pair in _data().spark.twins for d in pair]
     active = sorted(active_devices(link), key=lambda d: (order.index(d) if d in order else len(order), d))
     for dev in active:
         for name in link["rdma"][dev].get("netdevs") or []:
@@ -50,7 +53,7 @@ def preferred(link: Mapping[str, Any]) -> str | None:
 
 
 def is_slow(name: str, net: Mapping[str, Any]) -> bool:
-    prefixes = _data()["link"]["slow_interface_prefixes"]
+    prefixes = _data().link.slow_interface_prefixes
     return bool((net.get(name) or {}).get("wireless")) or name.startswith(tuple(prefixes))
 
 
@@ -88,7 +91,7 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
             )
         ]
     out = []
-    expected = data["spark"]["port_rate_gbps"] if spark else data["link"]["min_rate_gbps"]
+    expected = data.spark.port_rate_gbps if spark else data.link.min_rate_gbps
     active = active_devices(link)
     for dev, port, p in _ports(link):
         where = f"{dev} port {port}"
@@ -131,18 +134,17 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
             )
             continue
         mtus = [(n, (link["net"].get(n) or {}).get("mtu")) for n in netdevs]
-        low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < data["spark"]["mtu"]]
+        low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < data.spark.mtu]
         if low:
             out.append(
                 Finding(
                     id=G,
                     status=Status.WARN,
                     summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
-                    f"{data['spark']['mtu']} the Spark playbooks use, NCCL's throughput drops",
+                    f"{data.spark.mtu} the Spark playbooks use, NCCL's throughput drops",
                     subject=f"rdma:{dev}",
                     evidence=evidence,
-                    fix=f"ip link set {netdevs[0]} mtu {data['spark']['mtu']} on both nodes (and on the "
-                    "switch)",
+                    fix=f"ip link set {netdevs[0]} mtu {data.spark.mtu} on both nodes (and on the switch)",
                 )
             )
             continue
@@ -204,7 +206,7 @@ def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]])
 
 def _twins_up(link: Mapping[str, Any]) -> list[tuple[str, str]]:
     active = set(active_devices(link))
-    return [(a, b) for a, b in _data()["spark"]["twins"] if a in active and b in active]
+    return [(a, b) for a, b in _data().spark.twins if a in active and b in active]
 
 
 def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark: bool) -> list[Finding]:

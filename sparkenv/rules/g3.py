@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
@@ -31,7 +31,7 @@ def live(f: GateFacts) -> list[Finding]:
             )
         ]
     cache = m.get("Cached", 0) + m.get("Buffers", 0)
-    limits = datafiles.load("gate")["memory"]
+    limits = gate().memory
     evidence = [
         f"MemTotal {total / GIB:.1f} GiB",
         f"MemAvailable {avail / GIB:.1f} GiB",
@@ -56,7 +56,7 @@ def live(f: GateFacts) -> list[Finding]:
                 fix=f"free memory first: stop other jobs; {DROP}",
             )
         ]
-    if cache > limits["page_cache_warn_fraction"] * total:
+    if cache > limits.page_cache_warn_fraction * total:
         return [
             Finding(
                 id=GotchaId.G3,

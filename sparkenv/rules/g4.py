@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.gate.view import GateFacts
+    from sparkenv.knowledge.records.gate import Power
 
 # nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.
 REASONS = {
@@ -37,7 +38,7 @@ def live(f: GateFacts) -> list[Finding]:
                 subject="gpu0",
             )
         ]
-    limits = datafiles.load("gate")["power"]
+    limits = gate().power
     temp, power, cap = gpu.get("temperature.gpu"), gpu.get("power.draw"), gpu.get("enforced.power.limit")
     reading = f"{_fmt(temp, '°C')}, {_fmt(power, ' W')} drawn, limit {_fmt(cap, ' W')}"
     evidence = [
@@ -57,9 +58,9 @@ def live(f: GateFacts) -> list[Finding]:
     active = _reasons(gpu.get("clocks_event_reasons.active"))
     if active:
         findings.append(f"throttling now: {', '.join(active)}")
-    if f.is_gb10 and isinstance(cap, (int, float)) and cap < limits["fault_cap_w"]:
+    if f.is_gb10 and isinstance(cap, (int, float)) and cap < limits.fault_cap_w:
         findings.append(
-            f"power limit {cap:g} W is far below the ~{limits['normal_sustained_w']:g} W a GB10 sustains "
+            f"power limit {cap:g} W is far below the ~{limits.normal_sustained_w:g} W a GB10 sustains "
             "(power-controller fault?)"
         )
     samples = f.gpu_readings.get("samples") or []
@@ -89,24 +90,24 @@ def live(f: GateFacts) -> list[Finding]:
     ]
 
 
-def _window(samples: list[dict], limits: dict, gb10: bool) -> list[str]:
+def _window(samples: list[dict], limits: Power, gb10: bool) -> list[str]:
     powers = [s["power.draw"] for s in samples if isinstance(s.get("power.draw"), (int, float))]
     temps = [s["temperature.gpu"] for s in samples if isinstance(s.get("temperature.gpu"), (int, float))]
     utils = [s["utilization.gpu"] for s in samples if isinstance(s.get("utilization.gpu"), (int, float))]
     out = []
     if len(powers) >= 3 and len(temps) >= 3:
-        flat = max(powers) - min(powers) <= limits["plateau_range_w"]
-        rising = temps[-1] - temps[0] >= limits["temperature_rise_c"]
+        flat = max(powers) - min(powers) <= limits.plateau_range_w
+        rising = temps[-1] - temps[0] >= limits.temperature_rise_c
         if flat and rising:
             out.append(
                 f"power flat at ~{sum(powers) / len(powers):.0f} W while temperature rose "
                 f"{temps[0]}→{temps[-1]} °C: thermal throttling"
             )
-    busy = [u for u in utils if u >= limits["busy_utilization"]]
-    if gb10 and powers and busy and len(busy) >= len(utils) / 2 and max(powers) < limits["fault_cap_w"]:
+    busy = [u for u in utils if u >= limits.busy_utilization]
+    if gb10 and powers and busy and len(busy) >= len(utils) / 2 and max(powers) < limits.fault_cap_w:
         out.append(
             f"under load the draw never passed {max(powers):.0f} W (a healthy GB10 reaches "
-            f"~{limits['normal_sustained_w']:g} W): power-controller fault?"
+            f"~{limits.normal_sustained_w:g} W): power-controller fault?"
         )
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
@@ -13,13 +13,13 @@ if TYPE_CHECKING:
 
 
 def live(f: GateFacts) -> list[Finding]:
-    b = datafiles.load("gate")["bandwidth"]
-    budget = f"{b['measured_low']:g}–{b['measured_high']:g} GB/s"
+    b = gate().bandwidth
+    budget = f"{b.measured_low:g}–{b.measured_high:g} GB/s"
     measured = f.torch_stages.get("bandwidth")
     if measured and measured.get("gb_per_s"):
         gbps = float(measured["gb_per_s"])
         evidence = (f"device copy of {measured['bytes'] / 2**20:.0f} MiB, median of {measured['iters']}",)
-        if f.is_gb10 and gbps < 0.9 * b["measured_low"]:
+        if f.is_gb10 and gbps < 0.9 * b.measured_low:
             return [
                 Finding(
                     id=GotchaId.G5,
@@ -56,7 +56,7 @@ def live(f: GateFacts) -> list[Finding]:
             Finding(
                 id=GotchaId.G5,
                 status=Status.INFO,
-                summary=f"plan with {budget} sustained, not the {b['spec']:g} GB/s spec (--bandwidth "
+                summary=f"plan with {budget} sustained, not the {b.spec:g} GB/s spec (--bandwidth "
                 "measures it)",
                 subject="bandwidth",
             )

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
 from sparkenv.gate import parsers
 from sparkenv.gate.servers import identify
+from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.gate.view import GateFacts
+    from sparkenv.knowledge.records.gate import ServerCaps
+    from sparkenv.knowledge.records.servers import Server
 
 
 def live(f: GateFacts) -> list[Finding]:
     out: list[Finding] = []
-    limits = datafiles.load("gate")["servers"]
+    limits = gate().servers
     seen: set[int] = set()
     for proc in (f.section("processes") or {}).get("servers", []):
         server = identify(proc["argv"])
@@ -55,19 +57,19 @@ def _in_container(f: GateFacts) -> bool:
     return bool((f.section("container") or {}).get("markers"))
 
 
-def _gpu_processes(f: GateFacts, seen: set[int], limits: dict[str, Any]) -> list[Finding]:
+def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Finding]:
     """Every process NVML lists, with its memory, judged against the GPU's total, or on a GPU that
     reports none (GB10: unified memory) against MemTotal."""
     out: list[Finding] = []
     apps = f.gpu_readings.get("apps") or []
     gpu_total = (f.gpu0 or {}).get("memory.total")
     total, of = (gpu_total, "of the GPU") if isinstance(gpu_total, (int, float)) and gpu_total else (None, "")
-    warn_at = limits["safe_fraction"]
+    warn_at = limits.safe_fraction
     if total is None:
         mem_total_kb = (f.section("meminfo") or {}).get("MemTotal")
         if isinstance(mem_total_kb, int) and mem_total_kb:
             total, of = mem_total_kb / 1024, "of unified memory (MemTotal)"
-            warn_at = datafiles.load("gate")["unified_memory"]["other_processes_warn_fraction"]
+            warn_at = gate().unified_memory.other_processes_warn_fraction
     listed = 0.0
     for app in apps:
         pid = app.get("pid")
@@ -107,7 +109,7 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: dict[str, Any]) -> list
             )
     used_total = (f.gpu0 or {}).get("memory.used")
     unlisted = used_total - listed if isinstance(used_total, (int, float)) else 0
-    if unlisted > datafiles.load("gate")["unified_memory"]["unaccounted_info_mib"]:
+    if unlisted > gate().unified_memory.unaccounted_info_mib:
         out.append(
             Finding(
                 id=GotchaId.G6,
@@ -122,10 +124,10 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: dict[str, Any]) -> list
 
 def _ray(f: GateFacts) -> list[Finding]:
     """On unified memory the GPU's allocations are node memory to Ray's memory monitor."""
-    spec = datafiles.load("gate")["ray"]
+    spec = gate().ray
     env = f.env
-    by_env = [k for k in spec["signals_env"] if k in env]
-    by_workload = any(w in f.workload for w in spec["workload_words"]) or any(
+    by_env = [k for k in spec.signals_env if k in env]
+    by_workload = any(w in f.workload for w in spec.workload_words) or any(
         a.endswith("/ray") or a == "ray" for a in f.workload[:3]
     )
     if not f.is_gb10 or not (by_env or by_workload):
@@ -139,7 +141,7 @@ def _ray(f: GateFacts) -> list[Finding]:
                 subject="ray",
             )
         ]
-    threshold = env.get("RAY_memory_usage_threshold") or f"{spec['default_threshold']:g} (default)"
+    threshold = env.get("RAY_memory_usage_threshold") or f"{spec.default_threshold:g} (default)"
     return [
         Finding(
             id=GotchaId.G6,
@@ -147,17 +149,17 @@ def _ray(f: GateFacts) -> list[Finding]:
             summary="Ray on unified memory: its memory monitor counts GPU allocations as node memory and "
             f"kills workers past RAY_memory_usage_threshold {threshold}",
             subject="ray",
-            evidence=(f"seen through {', '.join(by_env) or 'the workload arguments'}", spec["source"]),
+            evidence=(f"seen through {', '.join(by_env) or 'the workload arguments'}", spec.source),
             fix="size the model for MemTotal x threshold, or raise RAY_memory_usage_threshold; "
             "RAY_memory_monitor_refresh_ms=0 turns the monitor off (then the kernel OOM killer decides)",
         )
     ]
 
 
-def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str, Any], gb10: bool) -> Finding:
-    name = server["name"]
+def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10: bool) -> Finding:
+    name = server.name
     subject = f"{who} ({name})" if who.startswith("pid") else "workload"
-    cap_args = tuple(server.get("cap_args") or ())
+    cap_args = server.cap_args
     raw = parsers.option_value(argv, cap_args) if cap_args else None
     if not cap_args:
         return Finding(
@@ -169,7 +171,8 @@ def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str,
             fix="stop it before a large job, or limit its model/context size",
         )
     try:
-        fraction = float(raw) if raw is not None else float(server["default_fraction"])
+        # a server with cap_args has a default_fraction: the loader checks it
+        fraction = float(raw) if raw is not None else float(server.default_fraction)  # type: ignore[arg-type]
     except ValueError:
         return Finding(
             id=GotchaId.G6,
@@ -178,7 +181,7 @@ def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str,
             subject=subject,
         )
     how = f"{cap_args[0]} {raw}" if raw is not None else f"no {cap_args[0]} (default {fraction:g})"
-    if fraction <= limits["safe_fraction"]:
+    if fraction <= limits.safe_fraction:
         return Finding(
             id=GotchaId.G6,
             status=Status.PASS,
@@ -186,15 +189,15 @@ def _server(who: str, server: dict[str, Any], argv: list[str], limits: dict[str,
             subject=subject,
         )
     extra = ""
-    if gb10 and name == "vLLM" and fraction > limits["vllm_ceiling"]:
-        extra = f"; above {limits['vllm_ceiling']:g} its start-up profiling can wedge a GB10 (vllm#46307)"
+    if gb10 and name == "vLLM" and fraction > limits.vllm_ceiling:
+        extra = f"; above {limits.vllm_ceiling:g} its start-up profiling can wedge a GB10 (vllm#46307)"
     return Finding(
         id=GotchaId.G6,
         status=Status.WARN,
         summary=f"{name} ({who}) is near capacity with {how}{extra}",
         subject=subject,
         evidence=(" ".join(argv)[:300],),
-        fix=f"cap it at {cap_args[0]} {limits['safe_fraction']:g} to share the GPU, or run one big job at a "
+        fix=f"cap it at {cap_args[0]} {limits.safe_fraction:g} to share the GPU, or run one big job at a "
         "time",
     )
 

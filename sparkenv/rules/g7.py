@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
 from sparkenv.cuda import coverage, toolchain
 from sparkenv.gate.intent import nvfp4_intent
+from sparkenv.knowledge import gate
+from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
@@ -149,14 +150,12 @@ def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, l
     """G7: the ptxas Triton will run for this GPU accepts its arch-specific target. `live` (the gate):
     the environment is the workload's, so a ptxas that rejects the target is a FAIL; in the audit the
     variables may still be set at run time, so it is a WARN."""
-    spec = datafiles.load("toolchain")["triton"]
-    blackwell = cap[0] >= int(spec["blackwell_from_major"]) and spec["blackwell_tool"] in tools.bundled
+    spec = toolchain_data().triton
+    blackwell = cap[0] >= spec.blackwell_from_major and spec.blackwell_tool in tools.bundled
     tool, var = (
-        (spec["blackwell_tool"], spec["blackwell_env"])
-        if blackwell
-        else (spec["default_tool"], spec["default_env"])
+        (spec.blackwell_tool, spec.blackwell_env) if blackwell else (spec.default_tool, spec.default_env)
     )
-    other = spec["default_env"] if blackwell else spec["blackwell_env"]
+    other = spec.default_env if blackwell else spec.blackwell_env
     need = toolchain.min_ptxas(cap)
     arch = f"sm_{cap[0]}{cap[1]}a"
     subject = "triton-ptxas"
@@ -401,7 +400,7 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
 
 
 def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
-    good = set(datafiles.load("gate")["nvfp4"]["good_targets"])
+    good = set(gate().nvfp4.good_targets)
     seen = {name: k for name, k in kernels.items() if k.get("targets")}
     evidence = tuple(f"{n} {k.get('version')}: {', '.join(k['targets'])}" for n, k in sorted(seen.items()))
     with_121a = sorted(n for n, k in seen.items() if good & set(k["targets"]))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from sparkenv import datafiles
+from sparkenv.knowledge import playbook_issues
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def live(f: GateFacts) -> list[Finding]:
-    data = datafiles.load("playbook_issues")
-    as_of, repo = data["as_of"], data["repository"]
+    data = playbook_issues()
+    as_of, repo = data.as_of, data.repository
     if f.section("dists") is None:
         return [
             Finding(
@@ -28,17 +28,17 @@ def live(f: GateFacts) -> list[Finding]:
             )
         ]
     out = []
-    for issue in data["issue"]:
-        if issue["when"] and all(_installed(f.dists, name, spec) for name, spec in issue["when"]):
-            names = ", ".join(f"{n} {f.dists[n]}" for n, _ in issue["when"])
+    for issue in data.issues:
+        if issue.when and all(_installed(f.dists, name, spec) for name, spec in issue.when):
+            names = ", ".join(f"{n} {f.dists[n]}" for n, _ in issue.when)
             out.append(
                 Finding(
                     id=GotchaId.G8,
                     status=Status.INFO,
-                    summary=f"{issue['id']} ({names}): {issue['title']} [list of {as_of}]",
-                    subject=issue["id"],
+                    summary=f"{issue.id} ({names}): {issue.title} [list of {as_of}]",
+                    subject=issue.id,
                     evidence=(repo,),
-                    fix=issue["fix"],
+                    fix=issue.fix,
                 )
             )
     if not out:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
@@ -451,7 +450,7 @@ def is_fallback(gap_days: int | None, newer_minor: bool, limit: int) -> bool:
 def resolved_fallback(facts: ResolvedFacts) -> list[Finding]:
     """A declared requirement not pinned exactly, or an sdist-only pick, far older than its newest release."""
     out = []
-    limit = int(datafiles.load("packages").get("fallback_days", 365))
+    limit = packages().fallback_days
     for fb in facts.fallbacks:
         if fb.user_capped or not is_fallback(fb.gap_days, fb.newer_minor, limit):
             continue

@@ -5,14 +5,18 @@ the driver. Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from sparkenv import datafiles
 from sparkenv.cuda import driver as drv
-from sparkenv.report import Finding, Status
+from sparkenv.knowledge import hosts
+from sparkenv.report import Finding
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.hosts import HostIssue
 
 
 def reviewed() -> str:
-    return str(datafiles.load("hosts")["reviewed"])
+    return hosts().reviewed
 
 
 def judge(
@@ -24,39 +28,37 @@ def judge(
 ) -> list[Finding]:
     """One finding per known issue that matches; nothing when none does."""
     out = []
-    for issue in datafiles.load("hosts")["issue"]:
+    for issue in hosts().issues:
         if not _matches(issue, kernel, meminfo or {}, driver, cuda):
             continue
-        status = Status(issue["multi_node_status"] if multi_node else issue["status"])
-        seen = [f"kernel {kernel}" if issue.get("kernel") else None, f"driver {driver}" if driver else None]
-        seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.get("meminfo", {})]
+        status = issue.multi_node_status if multi_node else issue.status
+        seen = [f"kernel {kernel}" if issue.kernel else None, f"driver {driver}" if driver else None]
+        seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.meminfo]
         out.append(
             Finding(
-                id=issue["gotcha"],
+                id=issue.gotcha,
                 status=status,
-                summary=f"known host problem ({issue['id']}, fixed in {issue['fixed']}): {issue['problem']}",
-                subject=f"host:{issue['id']}",
-                evidence=(*(s for s in seen if s), issue["source"]),
-                fix=issue["fix"],
+                summary=f"known host problem ({issue.id}, fixed in {issue.fixed}): {issue.problem}",
+                subject=f"host:{issue.id}",
+                evidence=(*(s for s in seen if s), issue.source),
+                fix=issue.fix,
             )
         )
     return out
 
 
 def _matches(
-    issue: dict, kernel: str | None, meminfo: Mapping[str, int], driver: str | None, cuda: str | None
+    issue: HostIssue, kernel: str | None, meminfo: Mapping[str, int], driver: str | None, cuda: str | None
 ) -> bool:
-    if issue.get("kernel") and issue["kernel"] != (kernel or ""):
+    if issue.kernel and issue.kernel != (kernel or ""):
         return False
-    for key, value in (issue.get("meminfo") or {}).items():
+    for key, value in issue.meminfo.items():
         if meminfo.get(key) != value:
             return False
-    if issue.get("driver_below") and (
-        not driver or drv.version(driver) >= drv.version(issue["driver_below"])
-    ):
+    if issue.driver_below and (not driver or drv.version(driver) >= drv.version(issue.driver_below)):
         return False
-    if issue.get("cuda_at_least"):
+    if issue.cuda_at_least:
         rel = drv.cuda_release(cuda or "")
-        if rel is None or rel[:2] < tuple(int(p) for p in issue["cuda_at_least"].split(".")[:2]):
+        if rel is None or rel[:2] < tuple(int(p) for p in issue.cuda_at_least.split(".")[:2]):
             return False
     return True

@@ -1,0 +1,76 @@
+"""The knowledge files of sparkenv/data, each loaded once into frozen, validated records.
+
+`knowledge.gate()` is data/gate.toml, `knowledge.cuda()` data/cuda.toml, and so on: one cached loader
+per file. Each file's shape is written once, as typed records in `knowledge/records/<file>.py` with a
+`parse(data)` built on `knowledge.schema.build`: a missing, unknown or mistyped key fails at load with
+the file and key named (KnowledgeError: exit 2, or the ERROR line of the rule that read it), names of
+distributions are canonicalised (PEP 503), lists are tuples and tables read-only mappings. Callers read
+attributes, never raw keys.
+
+A file's records module is imported the first time the file is read, not when a caller is imported:
+the gate imports most of sparkenv on every start but reads only a few files.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sparkenv import datafiles
+from sparkenv.knowledge.schema import KnowledgeError
+
+if TYPE_CHECKING:
+    from sparkenv.knowledge.records.cuda import Cuda
+    from sparkenv.knowledge.records.drivers import Drivers
+    from sparkenv.knowledge.records.gate import Gate
+    from sparkenv.knowledge.records.gotchas import GotchaText
+    from sparkenv.knowledge.records.hosts import Hosts
+    from sparkenv.knowledge.records.kernels import Kernels
+    from sparkenv.knowledge.records.multinode import Multinode
+    from sparkenv.knowledge.records.packages import Packages
+    from sparkenv.knowledge.records.playbook_issues import PlaybookIssues
+    from sparkenv.knowledge.records.servers import Servers
+    from sparkenv.knowledge.records.toolchain import Toolchain
+    from sparkenv.report import GotchaId
+
+__all__ = ["FILES", "KnowledgeError"]
+
+FILES = (
+    "cuda",
+    "drivers",
+    "gate",
+    "gotchas",
+    "hosts",
+    "kernels",
+    "multinode",
+    "packages",
+    "playbook_issues",
+    "servers",
+    "toolchain",
+)  # sparkenv/data/<name>.toml, each with a loader below
+
+
+def _loader(name: str) -> Callable[[], Any]:
+    @functools.cache
+    def load() -> Any:
+        records = importlib.import_module(f"sparkenv.knowledge.records.{name}")
+        return records.parse(datafiles.load(name))
+
+    load.__name__ = load.__qualname__ = name
+    load.__doc__ = f"sparkenv/data/{name}.toml as records, read once per process."
+    return load
+
+
+cuda: Callable[[], Cuda] = _loader("cuda")
+drivers: Callable[[], Drivers] = _loader("drivers")
+gate: Callable[[], Gate] = _loader("gate")
+gotchas: Callable[[], Mapping[GotchaId, GotchaText]] = _loader("gotchas")
+hosts: Callable[[], Hosts] = _loader("hosts")
+kernels: Callable[[], Kernels] = _loader("kernels")
+multinode: Callable[[], Multinode] = _loader("multinode")
+packages: Callable[[], Packages] = _loader("packages")
+playbook_issues: Callable[[], PlaybookIssues] = _loader("playbook_issues")
+servers: Callable[[], Servers] = _loader("servers")
+toolchain: Callable[[], Toolchain] = _loader("toolchain")
