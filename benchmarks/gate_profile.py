@@ -47,9 +47,9 @@ raw = probes.gather(probes.Options(deep=%(deep)r))
 t_gather = time.perf_counter()
 findings, facts = evaluate(raw)
 t_eval = time.perf_counter()
+from sparkenv.render.options import ReportOptions
 from sparkenv.report import Report
-emit(Report("gate", "x", findings), json_out=False, report=None, junit=None, strict=False, quiet=True,
-     stream=io.StringIO())
+emit(Report("gate", "x", findings), ReportOptions(quiet=True), stream=io.StringIO())
 t_emit = time.perf_counter()
 print(json.dumps({"imports": t_imports - t0, "gather": t_gather - t_imports, "gather_s": raw["gather_s"],
                   "checks": t_eval - t_gather, "report": t_emit - t_eval, "probes": took,

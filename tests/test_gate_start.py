@@ -150,3 +150,15 @@ def test_deep_starts_torch_once_before_the_rest_and_uses_that_process(tmp_path):
     r = sparkenv("gate", "--deep", env={"PYTHONPATH": str(tmp_path / "site")})
     assert len(starts.read_text().split()) == 1
     assert r.line("G1", "torch").startswith("G1 FAIL: import torch fails: ImportError: no torch"), r.out
+
+
+@pytest.mark.parametrize("bad", [("--select", "G99"), ("--deadline", "0"), ("--policy", "loud")])
+def test_a_bad_argument_starts_no_early_probe(tmp_path, bad):
+    """The early start validates first: exit 2, and no torch process was ever started."""
+    site = tmp_path / "site" / "torch"
+    site.mkdir(parents=True)
+    starts = tmp_path / "starts"
+    (site / "__init__.py").write_text(f"open({str(starts)!r}, 'a').write('started\\n')\n")
+    r = sparkenv("gate", "--deep", *bad, env={"PYTHONPATH": str(tmp_path / "site")})
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert not starts.exists()

@@ -45,6 +45,7 @@ def start(a: GateArgs) -> None:
     global _gpu, _torch
     try:
         policy = validate(a)
+        a.reporting.check()
     except SparkenvError:
         return  # the run says it, with exit 2; nothing was started
     if a.facts or policy == "off":
