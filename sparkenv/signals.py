@@ -46,6 +46,13 @@ def install() -> None:
         signal.signal(sig, _handler)
 
 
+def record(signum: int) -> None:
+    """A handler of its own stopped the run on `signum` (the gate's, while it probes): received() says so."""
+    global _received
+    if _received is None:
+        _received = signum
+
+
 def received() -> int | None:
     """The signal that stopped the run (SIGTERM, SIGHUP), or None (Ctrl-C, or none)."""
     return _received

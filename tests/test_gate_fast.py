@@ -481,3 +481,26 @@ def test_deep_cache_pays_once_per_image_driver_and_gpu(run, tmp_path, elves, nvm
     )
     other_driver = run("gate", "--deep", "--deep-cache", str(cache), env={**env, "STUB_NVML": "old-driver"})
     assert other_driver.line("G1", "torch").startswith("G1 FAIL")  # a new key: the probe ran again
+
+
+def test_a_signal_inside_a_rules_crash_wrapper_still_stops_the_gate():
+    """The gate's probe-time handler raises a KeyboardInterrupt, not an Exception: a SIGTERM that lands
+    while a rule runs inside the one crash wrapper (`except Exception`) ends the gate with 128 + signal; it
+    never becomes the rule's ERROR line, nor an internal error if it lands outside entry.run's handler."""
+    from sparkenv import rules, signals
+    from sparkenv.gate import orchestrate
+    from sparkenv.report import GotchaId
+
+    def stopped_mid_rule(_facts):
+        os.kill(os.getpid(), signal.SIGTERM)  # a real signal to this process, handled by the real handler
+        time.sleep(5)
+        return []
+
+    restore = orchestrate.on_signals_kill_children()
+    try:
+        with pytest.raises(orchestrate.Interrupted) as caught:
+            rules.run_rule(GotchaId.G1, rules.Rule(rules.Stage.LIVE, stopped_mid_rule, "nothing"), None)
+    finally:
+        restore()
+        signals._received = None  # this test process goes on
+    assert isinstance(caught.value, KeyboardInterrupt) and caught.value.signum == signal.SIGTERM

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sparkenv import signals
+
 if TYPE_CHECKING:  # subprocess is imported where a child is started: the default gate starts none
     import subprocess
 
@@ -171,10 +173,10 @@ def run_all(probes: dict[str, Callable[[], Any]], deadline: float) -> tuple[dict
     return results, {**errors, **{name: "" for name in late}}
 
 
-class Interrupted(Exception):
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
+class Interrupted(signals.Terminated):
+    """A KeyboardInterrupt, not an Exception: a signal that lands while a rule's or a probe's
+    `except Exception` runs must still end the gate (128 + signal), never become an ERROR line or,
+    landing just outside entry.run's handler, an internal error (exit 70)."""
 
 
 def on_signals_kill_children() -> Callable[[], None]:
@@ -184,6 +186,7 @@ def on_signals_kill_children() -> Callable[[], None]:
 
     def handler(signum: int, _frame: Any) -> None:
         kill_children()
+        signals.record(signum)
         raise Interrupted(signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
