@@ -365,6 +365,9 @@ def build_stuck_in_a_step(
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": "", **(env or {})},
+            # the build starts as from a terminal: a pytest run under nohup, or as a background job,
+            # would hand it SIGHUP/SIGINT ignored, which sparkenv keeps ignored on purpose (signals.py)
+            preexec_fn=_default_dispositions,
         )
         seen = ""
         deadline = time.monotonic() + 300
@@ -390,6 +393,11 @@ def no_container_left(engine, before: set[str]) -> bool:  # type: ignore[no-unty
             return True
         time.sleep(1)
     return False
+
+
+def _default_dispositions() -> None:
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize(
