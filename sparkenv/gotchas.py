@@ -19,9 +19,13 @@ FIELDS = ("symptom", "cause")
 WHERE_THINGS_ARE = """\
 Where things are (for the next engineer):
   sparkenv/rules/gN.py      every judgement of gotcha N, one pure function per stage (RULES at the end)
-  sparkenv/rules/*.py       one classifier per concept: cuda_major, markers, unsloth, ngc, pins
+  sparkenv/rules/*.py       one classifier per concept: cuda_major, markers, unsloth, ngc, pins, hosts
   sparkenv/<stage>/         resolve, audit, build, gate: gather facts, call rules.evaluate(stage, facts)
-  sparkenv/render/          text, JSON, JUnit: presentation only
+  sparkenv/lock/            the lock's one reader and one writer (pylock + hashed requirements)
+  sparkenv/profiles.py      Profile and the profile files, shared by every stage
+  sparkenv/report.py        Finding (ids: the GotchaId enum), Report, the verdict
+  sparkenv/render/          ReportOptions and emit(report, options): text, JSON, JUnit, SARIF, GitHub
+  sparkenv/outputs.py       every file sparkenv writes, atomic and all or nothing; cache.py the cache dir
   sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge/
 """
 

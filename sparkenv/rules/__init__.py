@@ -16,8 +16,8 @@ Where things go (read this before adding a check):
   `sparkenv/cuda/`.
   The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
   override's .pth must read them without importing sparkenv; the rules call that one function.
-- Not judgements: `sparkenv/files.py` (atomic writes), `sparkenv/cache.py` (the cache folder,
-  `$SPARKENV_CACHE_DIR`).
+- Not judgements: `sparkenv/outputs.py` (atomic, all-or-nothing writes), `sparkenv/cache.py` (the
+  cache folder, `$SPARKENV_CACHE_DIR`).
 - Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
   Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/lock/status.py`'s facts), `audit/`
   (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `build/` (Stage.IMAGE: the
