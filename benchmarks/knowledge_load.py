@@ -16,19 +16,8 @@ import subprocess
 import sys
 import time
 
-NAMES = (
-    "cuda",
-    "drivers",
-    "gate",
-    "gotchas",
-    "hosts",
-    "kernels",
-    "multinode",
-    "packages",
-    "playbook_issues",
-    "servers",
-    "toolchain",
-)
+from sparkenv.knowledge import FILES as NAMES  # every data file, as the package lists them
+
 # Both import what every command imports anyway (the report: Finding, Status, GotchaId), so the
 # difference is the records alone.
 COMMON = "import sparkenv.report\n"
