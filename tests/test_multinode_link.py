@@ -4,10 +4,10 @@ judgement, and the gate's CLI replaying what it recorded."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
+import multinode_helpers
 import pytest
 
 from sparkenv.multinode import launch, nccl, sysfs
@@ -55,8 +55,7 @@ def test_reader_sees_the_spark_as_ibstat_and_ibdev2netdev_show_it():
 
 def test_live_addresses_agree_with_ip_json(tmp_path):
     """The live reader (ioctls, no `ip` needed) and a recording by record.sh (`ip -j addr`) agree here."""
-    if shutil.which("ip") is None:
-        pytest.skip("iproute2 is not installed")
+    multinode_helpers.require_iproute2()
     subprocess.run(["bash", str(SYS / "record.sh"), str(tmp_path / "rec")], check=True, capture_output=True)
     live = sysfs.read_link("/")
     recorded = sysfs.read_link(str(tmp_path / "rec"))

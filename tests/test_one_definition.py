@@ -181,16 +181,9 @@ GUARDS = [
     Guard("TOML loading (tomllib, tomli on 3.10)", ("datafiles.py",), _toml_loader, "import tomllib\n"),
     Guard("lock reading (pylock)", ("lock/",), _pylock_reading, "from packaging.pylock import Pylock\n"),
 ]
-# Second copies known today, each with the change that removes it: its guard is xfail (strict) until then.
-PENDING: dict[str, str] = {}
 
 
-def _marks(g: Guard) -> list:
-    reason = PENDING.get(g.concept)
-    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-
-
-@pytest.mark.parametrize("guard", [pytest.param(g, id=g.concept, marks=_marks(g)) for g in GUARDS])
+@pytest.mark.parametrize("guard", [pytest.param(g, id=g.concept) for g in GUARDS])
 def test_one_definition(guard):
     assert guard.offenders(ROOT) == [], f"{guard.concept} has a second definition"
 

@@ -176,9 +176,8 @@ def _target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
 
 def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-untyped-def]
     """G1 at build time: the profile's CUDA against --driver, or against this machine's driver when it
-    has one (building on the Spark). A driver too old is a WARN here: the image may run elsewhere."""
-    from dataclasses import replace
-
+    has one (building on the Spark); rules/g1.driver_for_image judges it (a WARN: the image may run
+    elsewhere)."""
     from sparkenv.cuda import driver as drv
     from sparkenv.errors import SparkenvError
     from sparkenv.report import Status
@@ -196,10 +195,8 @@ def _driver_check(driver: str | None, prof) -> str | None:  # type: ignore[no-un
     elif drv.parse_proc_version(f"Kernel Module {driver}") != driver.strip():
         raise SparkenvError(f"--driver {driver!r}: not a driver version like 580.95.05")
     cuda = getattr(prof, "cuda", None) or None
-    from sparkenv.rules.g1 import judge_driver
+    from sparkenv.rules.g1 import driver_for_image
 
-    found = judge_driver(driver.strip(), cuda, where=f"profile {prof.name}")
-    if found.status is Status.FAIL:
-        found = replace(found, status=Status.WARN)
+    found = driver_for_image(driver.strip(), cuda, where=f"profile {prof.name}")
     text = f"{found.id} {found.status.value}: {found.summary} ({where})"
     return text + (f"; fix: {found.fix}" if found.fix and found.status is not Status.PASS else "")

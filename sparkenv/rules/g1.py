@@ -631,6 +631,18 @@ def judge_driver(
     )
 
 
+def driver_for_image(driver: str, cuda: str | None, where: str) -> Finding:
+    """`sparkenv build --driver` (or the build machine's own driver): the profile's CUDA against the driver
+    the image will meet. Too old is a WARN at build time, not a FAIL: the image is built here but may run on
+    a host with a newer driver; the gate on that host makes the same judgement a FAIL (`judge_driver`)."""
+    found = judge_driver(driver, cuda, where=where)
+    if found.status is Status.FAIL:
+        from dataclasses import replace
+
+        found = replace(found, status=Status.WARN)
+    return found
+
+
 def judge_libcuda(kernel_module: str | None, libraries: Iterable[str]) -> Finding | None:
     """G1: a user-space libcuda.so.<version> that is not the loaded kernel module's version fails every
     CUDA call with 'Driver/library version mismatch'. Forward-compatibility copies (data/drivers.toml
