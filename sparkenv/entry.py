@@ -1,6 +1,7 @@
-"""The `sparkenv` command's first stop: `sparkenv gate` takes a fast path that never imports typer
-(the gate runs before every workload; see sparkenv/gate/fastpath.py); every other command goes to the
-typer app in sparkenv.cli. Both end the same way (sparkenv/process_exit.py)."""
+"""The `sparkenv` command's first stop: `sparkenv gate` and `sparkenv check` take a fast path that never
+imports typer (the gate runs before every workload, check on every commit; see sparkenv/fastargs.py);
+every other command goes to the typer app in sparkenv.cli. All end the same way
+(sparkenv/process_exit.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["gate"]:
         _gate(argv[1:])
+    elif argv[:1] == ["check"]:
+        _check(argv[1:])
     from sparkenv.cli import main as cli_main
 
     cli_main()
@@ -41,3 +44,31 @@ def _gate(argv: list[str]) -> None:
     except Exception as exc:
         orchestrate.kill_children()
         process_exit.internal_error(exc)
+
+
+def _check(argv: list[str]) -> None:
+    """Returns only when the typer command should answer instead (--help, an unknown option, no INPUT)."""
+    from sparkenv import process_exit, signals
+    from sparkenv.errors import SparkenvError
+    from sparkenv.resolve import check_args
+
+    process_exit.survive_any_encoding()
+    signals.install()
+    try:
+        args = check_args.parse(argv)
+        if args is None:
+            return
+        from sparkenv.render.emit import emit
+        from sparkenv.resolve.check import check
+
+        options = args.reporting.check()
+        report = check(args.inputs, args.profile, args.platform, args.extra, lock_input=args.lock_input)
+        code = emit(report, options)
+    except SparkenvError as exc:
+        print(f"sparkenv: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        process_exit.stopped(signals.received())
+    except Exception as exc:
+        process_exit.internal_error(exc)
+    sys.exit(code)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from sparkenv import fastargs
 from sparkenv.errors import SparkenvError
 from sparkenv.gate.entry import GateArgs, env_flag
 from sparkenv.render import options as reporting
@@ -36,42 +37,20 @@ FLOATS = {"need_gb", "sample", "deadline"}
 
 def parse(argv: list[str]) -> GateArgs | None:
     """argv after `gate`."""
+    parsed = fastargs.parse(argv, VALUED, FLAGS, REPEATED, interspersed=False)
+    if parsed is None:
+        return None
+    values, workload = parsed
     a = GateArgs()
-    values: dict[str, object] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            a.workload = argv[i + 1 :]
-            break
-        name, eq, inline = arg.partition("=")
-        if name in VALUED:
-            if eq:
-                raw = inline
-            elif i + 1 < len(argv):
-                i += 1
-                raw = argv[i]
-            else:
-                return None
-            key = VALUED[name]
-            if key in FLOATS:
-                try:
-                    values[key] = float(raw)
-                except ValueError:
-                    raise SparkenvError(f"{name}: {raw!r} is not a number") from None
-            elif key in REPEATED:
-                values.setdefault(key, []).append(raw)
-            else:
-                values[key] = raw
-        elif arg in FLAGS and not eq:
-            values[FLAGS[arg]] = True
-        elif arg.startswith("-"):
-            return None  # --help and anything unknown: typer says it properly
-        else:
-            a.workload = argv[i:]  # like click: the first positional starts the workload
-            break
-        i += 1
-    shared = {k: tuple(v) if k in REPEATED else v for k, v in values.items() if k in REPORTING}
+    if workload:
+        a.workload = workload  # like click: the first positional (or `--`) starts the workload
+    for key in FLOATS & values.keys():
+        try:
+            values[key] = float(values[key])  # type: ignore[arg-type]
+        except ValueError:
+            name = next(k for k, v in VALUED.items() if v == key)
+            raise SparkenvError(f"{name}: {values[key]!r} is not a number") from None
+    shared = {k: tuple(v) if k in REPEATED else v for k, v in values.items() if k in REPORTING}  # type: ignore[call-overload]
     for key, value in values.items():
         if key not in REPORTING:
             setattr(a, key, value)

@@ -25,19 +25,13 @@ from sparkenv.lock import write as lockwrite
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import interrupt, metadata, policy
+from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
+from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
 STAGE_UNSLOTH = "2-unsloth"
 CACHED = ("cache", "uv's cache")
-
-
-def _profile(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | None) -> profiles.Profile:
-    base_dir = None
-    if not arg and inp is not None:
-        arg = inp.settings.get("profile") or inp.settings.get("profile-file")
-        base_dir = inp.files[0].parent if inp.files else None
-    return profiles.load(arg, base_dir).with_platform(platform)
 
 
 def _index_urls(inp: inputs_mod.Inputs, index: IndexOptions) -> list[str]:
@@ -50,30 +44,6 @@ def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> I
         [*inp.extra_index_urls, *(u for u in extra if u not in inp.extra_index_urls)],
         list(inp.find_links),
     )
-
-
-def check(
-    paths: list[str],
-    profile_arg: str | None,
-    platform: str | None,
-    extras: list[str] | None = None,
-    lock_input: bool = False,
-) -> Report:
-    started = time.perf_counter()
-    inp = inputs_mod.read(paths, extras)
-    profile = _profile(profile_arg, platform, inp)
-    index = _index(inp, None, [])
-    findings = policy.check_declared(
-        inp.requirements, profile, _index_urls(inp, index), staged=lock_input, offline=True
-    )
-    report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
-    report.context = {
-        "python_platform": profile.python_platform,
-        "python": profile.python_minor,
-        "requirements": len(inp.requirements),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    return report
 
 
 def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | None, list[Stage]]:
