@@ -1,4 +1,4 @@
-"""The `sparkenv` command's first stop: `sparkenv gate` and `sparkenv check` take a fast path that never
+"""The `sparkenv` command's first stop: `sparkenv gate`, `check` and `audit` take a fast path that never
 imports typer (the gate runs before every workload, check on every commit; see sparkenv/fastargs.py);
 every other command goes to the typer app in sparkenv.cli. All end the same way
 (sparkenv/process_exit.py)."""
@@ -12,8 +12,8 @@ def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["gate"]:
         _gate(argv[1:])
-    elif argv[:1] == ["check"]:
-        _check(argv[1:])
+    elif argv[:1] and argv[0] in LEAN:
+        _lean(LEAN[argv[0]], argv[1:])
     from sparkenv.cli import main as cli_main
 
     cli_main()
@@ -46,24 +46,25 @@ def _gate(argv: list[str]) -> None:
         process_exit.internal_error(exc)
 
 
-def _check(argv: list[str]) -> None:
-    """Returns only when the typer command should answer instead (--help, an unknown option, no INPUT)."""
+# Commands with a parser of their own (sparkenv/fastargs.py): module with parse(argv) and run(args)
+LEAN = {"check": "sparkenv.resolve.check_args", "audit": "sparkenv.audit.audit_args"}
+
+
+def _lean(module_name: str, argv: list[str]) -> None:
+    """Returns only when the typer command should answer instead (--help, an unknown option …)."""
+    import importlib
+
     from sparkenv import process_exit, signals
     from sparkenv.errors import SparkenvError
-    from sparkenv.resolve import check_args
 
     process_exit.survive_any_encoding()
     signals.install()
     try:
-        args = check_args.parse(argv)
+        module = importlib.import_module(module_name)
+        args = module.parse(argv)
         if args is None:
             return
-        from sparkenv.render.emit import emit
-        from sparkenv.resolve.check import check
-
-        options = args.reporting.check()
-        report = check(args.inputs, args.profile, args.platform, args.extra, lock_input=args.lock_input)
-        code = emit(report, options)
+        code = module.run(args)
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

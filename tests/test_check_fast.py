@@ -113,3 +113,29 @@ def test_check_imports_only_what_it_uses(tmp_path):
         "sparkenv.rules.g10",
     }
     assert not imported & unused, sorted(imported & unused)
+
+
+def test_the_audit_fast_path_matches_the_typer_command():
+    import typer.main
+
+    from sparkenv import cli_options
+    from sparkenv.audit import audit_args
+    from sparkenv.cli import app
+
+    command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "audit")
+    declared = {o for p in command.params for o in p.opts if o.startswith("-")}
+    assert declared - {"-h", "--help"} == set(audit_args.VALUED) | set(audit_args.FLAGS)
+    argv = ["venv", "--lock", "l.toml", "--gpu=9.0", "--root", "/mnt", "--machine", "aarch64", "-q", "--json"]
+    params = command.make_context("audit", list(argv)).params
+    fast = audit_args.parse(argv)
+    assert fast is not None
+    shared = {p.name for p in cli_options.PARAMETERS}
+    assert fast.reporting == cli_options.bundle({k: v for k, v in params.items() if k in shared})
+    assert (fast.target, fast.lock, fast.gpu, fast.root, fast.machine) == (
+        params["target"],
+        params["lock"],
+        params["gpu"],
+        params["root"],
+        params["machine"],
+    )
+    assert audit_args.parse(["a", "b"]) is None and audit_args.parse(["--help"]) is None

@@ -40,3 +40,12 @@ def parse(argv: list[str]) -> CheckArgs | None:
         bool(values.get("lock_input")),
         reporting.ReportOptions(**shared),  # type: ignore[arg-type]
     )
+
+
+def run(args: CheckArgs) -> int:
+    from sparkenv.render.emit import emit
+    from sparkenv.resolve.check import check
+
+    options = args.reporting.check()
+    report = check(args.inputs, args.profile, args.platform, args.extra, lock_input=args.lock_input)
+    return emit(report, options)
