@@ -122,7 +122,7 @@ def test_a_new_and_a_removed_distribution_are_seen(cached, elves):
         "12.8.90",
         files={"nvidia/cuda_runtime/lib/libcudart.so.12": elves.stub("libcudart.so.12")},
     )
-    code, report = audit()
+    _, report = audit()
     assert report["context"]["cache"] == "miss" and report["context"]["distributions"] == 3
     assert any(
         f["subject"] == "nvidia-cuda-runtime-cu12" and f["status"] != "PASS" for f in report["findings"]
