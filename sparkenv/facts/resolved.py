@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.environment.markers import holds
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
 from sparkenv.profiles import Profile
@@ -43,7 +44,7 @@ def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> 
     for key, pkg in locked.items():
         deps = []
         for req in pkg.requires or []:
-            if req.marker is None or req.marker.evaluate(env):
+            if req.marker is None or holds(req.marker, env):
                 deps.append(canonicalize_name(req.name))
         graph[key] = deps
     found: dict[str, list[str]] = {r: [r] for r in roots}
@@ -119,4 +120,4 @@ class ResolvedFacts:
 
     def applicable_requires(self, key: str) -> list[Requirement]:
         """Requires-Dist of `key` whose markers hold on the target."""
-        return [r for r in self.locked[key].requires or [] if r.marker is None or r.marker.evaluate(self.env)]
+        return [r for r in self.locked[key].requires or [] if r.marker is None or holds(r.marker, self.env)]

@@ -156,6 +156,8 @@ def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, st
     from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
     from packaging.utils import canonicalize_name
 
+    from sparkenv.environment.markers import holds
+
     head = rules.requirement_name(raw)
     if head is None or not rules.is_cuda_relevant(canonicalize_name(head)):
         return None  # the common case: parse nothing else
@@ -163,7 +165,7 @@ def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, st
     if req is None:
         return None
     try:
-        if req.marker is not None and not req.marker.evaluate(env):
+        if req.marker is not None and not holds(req.marker, env):
             return None
     except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
         return None
