@@ -244,6 +244,7 @@ def lock(
 
         # index pages of the declared names (for old fallbacks) are read while uv resolves
         prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
+        _head_start()
         try:
             with interrupt.raising():
                 jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
@@ -303,6 +304,30 @@ def lock(
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report
+
+
+def _head_start() -> None:
+    """While uv resolves (seconds, mostly waiting on the index; this process only waits on it), a thread
+    imports what will judge its answer — the rules of the resolved set and the lock, the graph, the
+    lock's reader and writer — and loads the data files they read. Only a head start: the same imports
+    and loaders run again where they are needed (then at no cost), so a failure here changes nothing."""
+    import threading
+
+    def warm() -> None:
+        import contextlib
+        import importlib
+
+        with contextlib.suppress(Exception):  # the main thread meets any real error itself
+            from sparkenv import knowledge, rules
+
+            for gid in sorted(rules.HAS_STAGE[rules.Stage.RESOLVED] | rules.HAS_STAGE[rules.Stage.LOCKFILE]):
+                rules.module(gid)
+            for name in ("sparkenv.facts.graph", "sparkenv.lock.read", "sparkenv.lock.write", "tomllib"):
+                importlib.import_module(name)
+            for load in (knowledge.cuda, knowledge.drivers, knowledge.hosts, knowledge.packages):
+                load()
+
+    threading.Thread(target=warm, name="sparkenv-head-start", daemon=True).start()
 
 
 def _resolved_findings(
