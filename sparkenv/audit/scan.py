@@ -138,7 +138,7 @@ def ptxas_paths(facts: AuditFacts) -> list[str]:
     spec = toolchain_data().triton
     site = str(triton.dist.site_dir)
     found = [os.path.join(site, spec.bundled_dir, t) for t in (spec.default_tool, spec.blackwell_tool)]
-    return found + (list(facts.triton.chosen.values()) if facts.triton else [])
+    return found + (list(facts.triton.env.values()) if facts.triton else [])
 
 
 def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
