@@ -8,8 +8,8 @@ Two levels, each keyed by everything that can change it:
   inode) of every site folder, every .dist-info/.egg-info folder and every file in it, every shared
   object its RECORD lists, Triton's ptxas binaries, the SDPA override's .pth, pyvenv.cfg and the lock;
   the names in each site folder; and the header: sparkenv's version and the stat of its own modules,
-  the interpreter running it, the data files' hashes, the target, --lock, --root and its markers, --gpu
-  and the TRITON_ variables. Any difference and the rules run again;
+  the interpreter running it, the data files' hashes, the target, --lock (its stat), --root and its
+  markers, --gpu and the TRITON_ variables. Any difference and the rules run again;
 - per distribution (its metadata folder's stat and its files' stats) and per shared object (its stat):
   what was read from them. What changed is read again; the rest comes from here.
 
@@ -70,18 +70,15 @@ def _code_and_data() -> list[Any]:
 def header(target: Any, lock: str | None, root: Path, gpu: Any, markers: Any) -> str:
     """What the whole cache depends on besides the environment's files (see the module's text)."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("TRITON_"))
-    lock_hash = None
-    if lock:
-        try:
-            lock_hash = hashlib.sha256(Path(lock).read_bytes()).hexdigest()
-        except OSError:
-            lock_hash = "unreadable"
+    # the lock by its stat, never read here: a FIFO or a device named by --lock is refused by the lock
+    # reader on the miss that must come first, with its one-line error
+    lock_key = stat_key(lock) if lock else None
     parts = [
         READER,
         _code_and_data(),
         [target.description, target.machine, target.python_version, str(target.interpreter)],
         [str(d) for d in target.site_dirs],
-        [lock, lock_hash, str(root), repr(markers), repr(gpu), env],
+        [lock, lock_key, str(root), repr(markers), repr(gpu), env],
     ]
     return _digest(json.dumps(parts, default=str))
 
