@@ -145,18 +145,29 @@ def test_a_fail_stays_a_fail_from_the_cache(cached, elves):
     assert _fails(again) == _fails(first) and "G1 torch" in _fails(again)
 
 
-def _cache_file(cache):  # type: ignore[no-untyped-def]
-    (path,) = cache.glob("audit-*.json")
+def _cache_file(cache, facts: bool = False):  # type: ignore[no-untyped-def]
+    """The report's file, or the file of what was read per distribution and shared object."""
+    (path,) = [p for p in cache.glob("audit-*.json") if p.name.endswith(".facts.json") == facts]
     return path
 
 
-def test_a_damaged_cache_is_ignored_and_rewritten(cached):
-    audit, _, cache = cached
-    path = _cache_file(cache)
+@pytest.mark.parametrize("facts", [False, True], ids=["report", "facts"])
+def test_a_damaged_cache_is_ignored_and_rewritten(cached, elves, facts):
+    audit, env, cache = cached
+    path = _cache_file(cache, facts)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # cut short
     code, report = audit()
-    assert code == 0 and report["context"]["cache"] == "miss"
-    assert audit()[1]["context"]["cache"] == "hit"  # rewritten whole
+    assert code == 0 and report["context"]["cache"] == ("hit" if facts else "miss")
+    assert audit()[1]["context"]["cache"] == "hit"
+    so = env.site / "torch" / "lib" / "libtorch_cuda.so"  # and a change is still seen
+    so.unlink()
+    shutil.copyfile(elves.linked(("libcudart.so.12",)), so)
+    path = _cache_file(cache, facts)
+    path.write_bytes(path.read_bytes()[:100])
+    code, report = audit()
+    assert code == 1 and "G1 torch" in _fails(report)
+    body, _, check = _cache_file(cache, facts).read_text().rpartition("\n")  # rewritten whole
+    assert hashlib.sha256(body.encode()).hexdigest() == check and json.loads(body)["reader"]
 
 
 def test_a_forged_pass_is_not_trusted(cached, elves):

@@ -108,16 +108,22 @@ def _site_key(site: str) -> list[Any]:
 
 
 class Memo:
-    """One environment's remembered audit. `load` never raises; `save` never raises."""
+    """One environment's remembered audit, in two files: the report (all an unchanged environment's
+    audit reads) and the facts per distribution and per shared object (read only when something
+    changed). Neither `load` nor `save` ever raises."""
 
     def __init__(self, path: Path | None, header_digest: str) -> None:
         self.path, self.header = path, header_digest
         self.report: dict[str, Any] | None = None  # {"fingerprint", "findings", "context", "paths"}
-        self.dists: dict[str, dict[str, Any]] = {}
-        self.elf: dict[str, dict[str, Any]] = {}
-        self.loaded = False
+        self._dists: dict[str, dict[str, Any]] | None = None  # loaded on first use (a miss)
+        self._elf: dict[str, dict[str, Any]] = {}
         self.used: set[str] = set()  # entries read or written this run: only these are kept
-        self._load()
+        # the stats taken before each file was read this run: what the remembered report was made from
+        self.sites: list[Any] = []
+        self.taken: dict[str, Any] = {}
+        data = self._read(path)
+        report = data.get("report") if data else None
+        self.report = report if isinstance(report, dict) else None
 
     @classmethod
     def for_target(cls, header_digest: str, site_dirs: Iterable[Path]) -> Memo:
@@ -130,38 +136,50 @@ class Memo:
         except SparkenvError:
             return cls(None, header_digest)
 
-    def _load(self) -> None:
-        if self.path is None:
-            return
+    @property
+    def _facts_path(self) -> Path | None:
+        return None if self.path is None else self.path.with_suffix(".facts.json")
+
+    def _read(self, path: Path | None) -> dict[str, Any] | None:
+        """The file's data when its checksum, reader and header match, else None (ignored whole)."""
+        if path is None:
+            return None
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = path.read_text(encoding="utf-8")
             body, _, check = raw.rpartition("\n")
             if _digest(body) != check:
-                return  # truncated, edited or damaged: ignored as a whole
+                return None  # truncated, edited or damaged
             data = json.loads(body)
         except (OSError, ValueError, RecursionError):
-            return
+            return None
         if not isinstance(data, dict) or data.get("reader") != READER or data.get("header") != self.header:
-            return
-        dists, elf, report = data.get("dists"), data.get("elf"), data.get("report")
-        if not isinstance(dists, dict) or not isinstance(elf, dict):
-            return
-        self.dists, self.elf = dists, elf
-        self.report = report if isinstance(report, dict) else None
-        self.loaded = True
+            return None
+        return data
+
+    def _load_facts(self) -> dict[str, dict[str, Any]]:
+        if self._dists is None:
+            data = self._read(self._facts_path) or {}
+            dists, elf = data.get("dists"), data.get("elf")
+            ok = isinstance(dists, dict) and isinstance(elf, dict)
+            self._dists = dists if ok else {}  # type: ignore[assignment]
+            self._elf = elf if ok else {}  # type: ignore[assignment]
+        return self._dists  # type: ignore[return-value]
 
     # -- the report ---------------------------------------------------------------------------------
 
-    def fingerprint(self, site_dirs: Iterable[Path], paths: dict[str, Any]) -> str:
-        """The digest of every stat the report depends on; `paths` as `remember` stored them."""
-        parts: list[Any] = [_site_key(str(d)) for d in site_dirs]
-        parts += [[m, meta_key(m)] for m in paths.get("metas", [])]
-        parts += [[p, stat_key(p)] for p in paths.get("files", [])]
-        return _digest(json.dumps(parts))
+    @staticmethod
+    def _fingerprint(sites: list[Any], metas: dict[str, Any], files: dict[str, Any]) -> str:
+        return _digest(json.dumps({"sites": sites, "metas": metas, "files": files}, sort_keys=True))
+
+    def start(self, site_dirs: Iterable[Path]) -> list[Any]:
+        """The site folders' keys, taken before anything is listed or read."""
+        self.sites = [_site_key(str(d)) for d in site_dirs]
+        return self.sites
 
     def report_if_unchanged(self, site_dirs: list[Path]) -> dict[str, Any] | None:
         """The remembered findings and context when nothing they depend on changed, else None."""
         report = self.report
+        sites = self.start(site_dirs)
         if report is None:
             return None
         paths = report.get("paths")
@@ -170,24 +188,30 @@ class Memo:
             for k in ("metas", "files")
         ):
             return None
-        if report.get("fingerprint") != self.fingerprint(site_dirs, paths):
+        now = self._fingerprint(
+            sites,
+            {m: meta_key(m) for m in paths["metas"]},
+            {p: stat_key(p) for p in paths["files"]},
+        )
+        if report.get("fingerprint") != now:
             return None
         if not isinstance(report.get("findings"), list) or not isinstance(report.get("context"), dict):
             return None
         return report
 
     def remember(
-        self,
-        site_dirs: list[Path],
-        metas: list[str],
-        files: list[str],
-        findings: list[dict[str, Any]],
-        context: dict[str, Any],
+        self, metas: list[str], files: list[str], findings: list[dict[str, Any]], context: dict[str, Any]
     ) -> None:
-        paths = {"metas": metas, "files": files}
+        """Keep the report under the stats taken before its files were read (a file changed during
+        the audit then differs next time), and the stat now of what was not read through here."""
+        fingerprint = self._fingerprint(
+            self.sites,
+            {m: self.taken[m] if m in self.taken else meta_key(m) for m in metas},
+            {p: self.taken[p] if p in self.taken else stat_key(p) for p in files},
+        )
         self.report = {
-            "fingerprint": self.fingerprint(site_dirs, paths),
-            "paths": paths,
+            "fingerprint": fingerprint,
+            "paths": {"metas": metas, "files": files},
             "findings": findings,
             "context": context,
         }
@@ -195,7 +219,8 @@ class Memo:
     # -- per distribution and per shared object ---------------------------------------------------------
 
     def dist(self, meta_dir: str, key: list[Any] | None) -> dict[str, Any] | None:
-        entry = self.dists.get(meta_dir)
+        self.taken[meta_dir] = key
+        entry = self._load_facts().get(meta_dir)
         if key is None or not isinstance(entry, dict) or entry.get("key") != key:
             return None
         self.used.add(meta_dir)
@@ -203,11 +228,13 @@ class Memo:
 
     def put_dist(self, meta_dir: str, key: list[Any] | None, value: dict[str, Any]) -> None:
         if key is not None:
-            self.dists[meta_dir] = {**value, "key": key}
+            self._load_facts()[meta_dir] = {**value, "key": key}
             self.used.add(meta_dir)
 
     def elf_info(self, path: str, key: list[int] | None) -> Any:
-        entry = self.elf.get(path)
+        self.taken[path] = key
+        self._load_facts()
+        entry = self._elf.get(path)
         if key is None or not isinstance(entry, dict) or entry.get("key") != key or "info" not in entry:
             return None
         self.used.add(path)
@@ -215,21 +242,28 @@ class Memo:
 
     def put_elf(self, path: str, key: list[int] | None, info: Any) -> None:
         if key is not None:
-            self.elf[path] = {"key": key, "info": info}
+            self._load_facts()
+            self._elf[path] = {"key": key, "info": info}
             self.used.add(path)
 
     def save(self) -> None:
         if self.path is None:
             return
+        dists = self._load_facts()
+        self._write(self.path, {"report": self.report})
+        self._write(
+            self._facts_path,
+            {
+                "dists": {k: v for k, v in dists.items() if k in self.used},
+                "elf": {k: v for k, v in self._elf.items() if k in self.used},
+            },
+        )
+
+    def _write(self, path: Path | None, data: dict[str, Any]) -> None:
         from sparkenv import outputs
 
-        data = {
-            "reader": READER,
-            "header": self.header,
-            "report": self.report,
-            "dists": {k: v for k, v in self.dists.items() if k in self.used},
-            "elf": {k: v for k, v in self.elf.items() if k in self.used},
-        }
-        body = json.dumps(data, separators=(",", ":"))
+        if path is None:
+            return
+        body = json.dumps({"reader": READER, "header": self.header, **data}, separators=(",", ":"))
         with contextlib.suppress(OSError, outputs.OutputError):  # never fatal: then it is just not kept
-            outputs.write_one(self.path, f"{body}\n{_digest(body)}")
+            outputs.write_one(path, f"{body}\n{_digest(body)}")

@@ -108,7 +108,7 @@ def _remember(memo: memo_mod.Memo, resolved: target.Target, facts: AuditFacts, r
         for f in report.findings
     ]
     context = {k: v for k, v in report.context.items() if k != "seconds"}
-    memo.remember(site_dirs, metas, files, findings, context)
+    memo.remember(metas, files, findings, context)
     memo.save()
 
 
