@@ -32,13 +32,18 @@ sys.path.insert(0, str(ROOT))
 AS_OF = "2026-11-30T00:00:00Z"  # the index as of a date: every run resolves the same set
 
 
+NEUTRAL = tempfile.mkdtemp(prefix="lockbench-cwd-")
 CPU: list[float] = []  # the CPU time (user + system) of the last _time's command
 
 
 def _time(cmd: list[str], env: dict[str, str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, **env})
+    # from an empty folder: `python -m sparkenv` puts the working folder first on sys.path, and a
+    # checkout there would shadow the one --before names
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=900, env={**os.environ, **env}, cwd=NEUTRAL
+    )
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU[:] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
@@ -52,6 +57,7 @@ def _line(label: str, xs: list[float]) -> str:
 
 
 def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | None) -> None:
+    path = str(Path(path).resolve())
     from sparkenv import profiles
     from sparkenv.resolve import inputs, run, uvdriver
 

@@ -58,6 +58,9 @@ def main() -> int:
     times: dict[int, list[float]] = {i: [] for i in range(len(args.commands))}
     cpu: dict[int, list[float]] = {i: [] for i in range(len(args.commands))}
     kept = tempfile.mkdtemp(prefix="side-by-side-cache-")
+    # from an empty folder: `python -m` puts the working folder first on sys.path, where a checkout
+    # would shadow the one a command's PYTHONPATH names
+    neutral = tempfile.mkdtemp(prefix="side-by-side-cwd-")
     for round_no in range(args.warmup + args.runs):
         order = list(range(len(args.commands)))
         shift = round_no % len(order)
@@ -68,7 +71,7 @@ def main() -> int:
             env = {**os.environ, "SPARKENV_CACHE_DIR": cache, **own}
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            proc = subprocess.run(words, capture_output=True, timeout=600, env=env)
+            proc = subprocess.run(words, capture_output=True, timeout=600, env=env, cwd=neutral)
             took = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if fresh:
@@ -81,6 +84,7 @@ def main() -> int:
                     f"warning: {args.commands[i]!r} exited {proc.returncode}: {proc.stderr.decode()[-300:]}"
                 )
     shutil.rmtree(kept, ignore_errors=True)
+    shutil.rmtree(neutral, ignore_errors=True)
     med = {i: statistics.median(t) for i, t in times.items()}
     load = os.getloadavg()[0]
     print(f"{'median s':>9}  {'min s':>7}  {'CPU s':>7}  command ({args.runs} runs; load {load:.1f})")
