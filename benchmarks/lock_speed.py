@@ -101,6 +101,10 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             else:  # uv-warm
                 envs = (warm, fresh(keep_uv=True), fresh(keep_uv=True))
             t_bare.append(bare_run(envs[0]))
+            if before and len(t_bare) % 2 == 0:  # every other round before first: no order favoured
+                t_before.append(_time(sparkenv, {**envs[2], **before}))
+                t_lock.append(_time(sparkenv, envs[1]))
+                continue
             t_lock.append(_time(sparkenv, envs[1]))
             if before:
                 t_before.append(_time(sparkenv, {**envs[2], **before}))
