@@ -80,7 +80,12 @@ class Rule:
 
     @property
     def name(self) -> str:
+        # A gotcha's rules may live in several files (rules/g1_installed.py …): the name says the gotcha
+        # (`g1.installed`), as RULES in rules/g1.py lists it, not the file that holds the function.
         module = self.check.__module__.rsplit(".", 1)[-1]
+        gotcha, _, part = module.partition("_")
+        if part and gotcha[:1] == "g" and gotcha[1:].isdigit():
+            module = gotcha
         return f"{module}.{self.check.__name__}"
 
 
