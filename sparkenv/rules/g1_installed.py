@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -44,33 +45,61 @@ def installed(facts: AuditFacts) -> list[Finding]:
     return findings
 
 
+@dataclass
+class _Verdict:
+    """One distribution's evidence added up step by step: the worst status so far, the problems in
+    words with their fixes, and the evidence lines the finding shows."""
+
+    status: Status
+    evidence: list[str]
+    problems: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+
+    def add(self, status: Status, problem: str, fix: str) -> None:
+        self.status = status
+        self.problems.append(problem)
+        self.fixes.append(fix)
+
+
 def _dist_finding(
     df: DistFacts, b: Binding, target: int, required_by: list[str], has_target: bool, facts: AuditFacts
 ) -> Finding | None:
+    v = _Verdict(Status.PASS, [e.text for e in b.evidence])
+    _wrong_cpu(df, facts.target.machine, v)
+    if df.dist.key == "bitsandbytes":
+        return _bitsandbytes(df, target, v)
+    _cpu_only(df, b, v)
+    _other_major(df, b, target, required_by, has_target, v)
+    if not v.problems:
+        return _no_problem(df, b, target, v.evidence)
+    return _finding(
+        status=v.status,
+        summary=f"{df.dist.key} {df.dist.version} {'; '.join(v.problems)}",
+        subject=df.dist.key,
+        evidence=_cap(v.evidence),
+        fix="; ".join(dict.fromkeys(v.fixes)),
+    )
+
+
+def _wrong_cpu(df: DistFacts, machine: str, v: _Verdict) -> None:
+    """Shared objects built for another CPU than the environment's."""
+    wrong_arch = [so for so in df.shared_objects if so.info.machine != machine]
+    if not wrong_arch:
+        return
+    machines = sorted({so.info.machine for so in wrong_arch})
+    v.add(
+        Status.FAIL,
+        f"ships {len(wrong_arch)} {'/'.join(machines)} shared object(s) in a {machine} environment "
+        f"({wrong_arch[0].relpath})",
+        f"reinstall it for {machine} (a wheel copied from another machine, or installed with the wrong "
+        "--platform)",
+    )
+    v.evidence[:0] = [f"{so.relpath} is {so.info.machine}" for so in wrong_arch]
+
+
+def _cpu_only(df: DistFacts, b: Binding, v: _Verdict) -> None:
+    """A CPU-only build: a +cpu label, or a torch whose files hold no libtorch_cuda."""
     dist = df.dist
-    who = f"{dist.key} {dist.version}"
-    wrong_arch = [so for so in df.shared_objects if so.info.machine != facts.target.machine]
-    problems: list[str] = []
-    fixes: list[str] = []
-    evidence = [e.text for e in b.evidence]
-    status = Status.PASS
-
-    if wrong_arch:
-        status = Status.FAIL
-        machines = sorted({so.info.machine for so in wrong_arch})
-        problems.append(
-            f"ships {len(wrong_arch)} {'/'.join(machines)} shared object(s) in a "
-            f"{facts.target.machine} environment ({wrong_arch[0].relpath})"
-        )
-        fixes.append(
-            f"reinstall it for {facts.target.machine} (a wheel copied from another machine, or "
-            "installed with the wrong --platform)"
-        )
-        evidence = [f"{so.relpath} is {so.info.machine}" for so in wrong_arch] + evidence
-
-    if dist.key == "bitsandbytes":
-        return _bitsandbytes(df, target, status, problems, fixes, evidence, facts)
-
     cpu = [e for e in b.evidence if e.kind == "cpu"]
     if (
         dist.key == "torch"
@@ -79,62 +108,68 @@ def _dist_finding(
         and not any(os.path.basename(f).startswith("libtorch_cuda") for f in df.so_paths)
     ):
         cpu = [Evidence(None, "cpu", "no libtorch_cuda.so among its files")]
-        evidence.append(cpu[0].text)
+        v.evidence.append(cpu[0].text)
     if cpu:  # the same status for every package and stage: see cuda_major.CPU_ONLY for why
-        status = cuda_major.CPU_ONLY
-        problems.append(f"is a CPU-only build ({cpu[0].text})")
-        fixes.append(fix_for(dist.key, "cpu"))
+        v.add(cuda_major.CPU_ONLY, f"is a CPU-only build ({cpu[0].text})", fix_for(dist.key, "cpu"))
 
+
+def _other_major(
+    df: DistFacts, b: Binding, target: int, required_by: list[str], has_target: bool, v: _Verdict
+) -> None:
+    """Bound to another CUDA major: a FAIL, or a WARN for a CUDA library nothing installed requires."""
+    key = df.dist.key
+    other = sorted(m for m in _binding_majors(b) if m != target)
+    if not other:
+        return
+    major = other[-1]
+    strongest = next(e for e in b.evidence if e.major == major)
+    name = rules.name_match(key)
+    also = f"; also CUDA {target} evidence" if target in b.majors else ""
+    if name and name.library and not required_by and v.status is not Status.FAIL:
+        v.add(
+            Status.WARN,
+            f"is CUDA {major} residue nobody installed requires ({_short(strongest)}{also})"
+            + (f" next to CUDA {target} packages" if has_target else ""),
+            f"pip uninstall {key}",
+        )
+        return
+    chain = f", required by {', '.join(required_by)}" if required_by else ""
+    v.add(
+        Status.FAIL,
+        f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}",
+        _fix_for(key, required_by, strongest.kind),
+    )
+
+
+def _binding_majors(b: Binding) -> set[int]:
     # Shipping a CUDA 12 library is not needing one: triton bundles libcupti.so.12 for its profiler and
     # nothing links it. Only what the loader will resolve (and names, labels, requirements) binds.
-    binding = {e.major for e in b.evidence if e.major is not None and e.kind != "provides"}
-    other = sorted(m for m in binding if m != target)
+    return {e.major for e in b.evidence if e.major is not None and e.kind != "provides"}
+
+
+def _no_problem(df: DistFacts, b: Binding, target: int, evidence: list[str]) -> Finding | None:
+    """Nothing wrong: a bundled library of another major nothing links (INFO), the target's (PASS), or
+    nothing CUDA at all (no finding)."""
+    who = f"{df.dist.key} {df.dist.version}"
+    binding = _binding_majors(b)
     bundled = [e for e in b.evidence if e.kind == "provides" and e.major not in binding and e.major != target]
-    if other:
-        major = other[-1]
-        strongest = next(e for e in b.evidence if e.major == major)
-        name = rules.name_match(dist.key)
-        is_library = bool(name and name.library)
-        also = f"; also CUDA {target} evidence" if target in b.majors else ""
-        if is_library and not required_by and status is not Status.FAIL:
-            status = Status.WARN
-            problems.append(
-                f"is CUDA {major} residue nobody installed requires ({_short(strongest)}{also})"
-                + (f" next to CUDA {target} packages" if has_target else "")
-            )
-            fixes.append(f"pip uninstall {dist.key}")
-        else:
-            status = Status.FAIL
-            chain = f", required by {', '.join(required_by)}" if required_by else ""
-            problems.append(f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}")
-            fixes.append(_fix_for(dist.key, required_by, strongest.kind))
-    elif not problems and bundled:
+    if bundled:
         names = ", ".join(sorted({e.soname or e.text for e in bundled}))
         return _finding(
             status=Status.INFO,
             summary=f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
             "loaded on demand if at all (e.g. by a profiler), not a binding",
-            subject=dist.key,
+            subject=df.dist.key,
             evidence=_cap(evidence),
         )
-    elif not problems and b.majors:
-        strongest = b.evidence[0]
+    if b.majors:
         return _finding(
             status=Status.PASS,
-            summary=f"{who} needs CUDA {target}: {_short(strongest)}",
-            subject=dist.key,
+            summary=f"{who} needs CUDA {target}: {_short(b.evidence[0])}",
+            subject=df.dist.key,
             evidence=_cap(evidence),
         )
-    elif not problems:
-        return None
-    fix = "; ".join(dict.fromkeys(fixes))
-    return _finding(
-        status=status,
-        summary=f"{who} {'; '.join(problems)}",
-        subject=dist.key,
-        evidence=_cap(evidence),
-        fix=fix,
-    )
+    return None
 
 
 def _fix_for(key: str, required_by: list[str], kind: str) -> str:
@@ -143,24 +178,17 @@ def _fix_for(key: str, required_by: list[str], kind: str) -> str:
     return fix_for(key, kind)
 
 
-def _bitsandbytes(
-    df: DistFacts,
-    target: int,
-    status: Status,
-    problems: list[str],
-    fixes: list[str],
-    evidence: list[str],
-    facts: AuditFacts,
-) -> Finding:
+def _bitsandbytes(df: DistFacts, target: int, v: _Verdict) -> Finding:
+    """bitsandbytes picks its library by torch.version.cuda: it needs one for the target's major."""
     regex = packages().bitsandbytes_library
     libs: dict[int, str] = {}
     for rel in df.so_paths:
         m = regex.search(os.path.basename(rel))
         if m:
             libs.setdefault(rules.cuda_digits_major(m.group(1)), os.path.basename(rel))
-    evidence = evidence + [f"carries {name}" for _, name in sorted(libs.items())]
+    evidence = v.evidence + [f"carries {name}" for _, name in sorted(libs.items())]
     who = f"{df.dist.key} {df.dist.version}"
-    if target in libs and status is Status.PASS:
+    if target in libs and v.status is Status.PASS:
         return _finding(
             status=Status.PASS,
             summary=f"{who} carries a CUDA {target} library ({libs[target]})",
@@ -169,14 +197,17 @@ def _bitsandbytes(
         )
     if target not in libs:
         found = ", ".join(sorted(libs.values())) or "no CUDA library at all"
-        problems.append(f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda")
-        fixes.append("upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130")
+        v.add(
+            Status.FAIL,
+            f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda",
+            "upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130",
+        )
     return _finding(
         status=Status.FAIL,
-        summary=f"{who} {'; '.join(problems)}",
+        summary=f"{who} {'; '.join(v.problems)}",
         subject=df.dist.key,
         evidence=_cap(evidence),
-        fix="; ".join(fixes),
+        fix="; ".join(v.fixes),
     )
 
 

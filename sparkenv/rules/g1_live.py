@@ -48,23 +48,20 @@ def _driver(f: GateFacts) -> list[Finding]:
 
 
 def _static(f: GateFacts) -> Finding:
+    """torch's CUDA build read from its files, without importing it: each step a finding or None."""
     s = f.section("torch_static") or {}
+    version = s.get("version") or "(version unknown)"
     if not s.get("found"):
         return _finding(
-            status=Status.SKIP,
-            summary="torch is not installed: nothing CUDA to check",
-            subject="torch",
+            status=Status.SKIP, summary="torch is not installed: nothing CUDA to check", subject="torch"
         )
-    version = s.get("version") or "(version unknown)"
     if s.get("error"):
         return _finding(
             status=Status.ERROR,
             summary=f"torch {version}: cannot read its files: {s['error']}",
             subject="torch",
         )
-    needed: list[dict[str, Any]] = s.get("needed") or []
-    lib = s.get("library")
-    cuda = s.get("cuda")
+    lib, cuda = s.get("library"), s.get("cuda")
     if not lib:
         how = "torch/version.py says cuda = None" if not cuda else f"torch/version.py says CUDA {cuda}"
         return _finding(
@@ -73,27 +70,51 @@ def _static(f: GateFacts) -> Finding:
             subject="torch",
             fix=LIVE_FIX,
         )
-    target = rules.target_major()
+    needed: list[dict[str, Any]] = s.get("needed") or []
     evidence = tuple(
         f"{lib} → {n['soname']}: " + (f"{n['found']} ({n['how']})" if n.get("found") else str(n.get("how")))
         for n in needed
     )
+    return (
+        _static_other_major(version, lib, cuda, needed, evidence)
+        or _static_unloadable(s, version, lib, needed, evidence)
+        or _static_built(f, version, lib, cuda, needed, evidence)
+    )
+
+
+def _label_major(cuda: Any) -> int | None:
+    head = str(cuda).split(".")[0] if cuda else ""
+    return int(head) if head.isdigit() else None
+
+
+def _static_other_major(
+    version: str, lib: str, cuda: Any, needed: list[dict[str, Any]], evidence: tuple[str, ...]
+) -> Finding | None:
+    """libtorch_cuda links another major's libraries, or torch/version.py names another major."""
+    target = rules.target_major()
     wrong = [n for n in needed if n.get("major") is not None and n["major"] != target]
-    label_major = int(str(cuda).split(".")[0]) if cuda and str(cuda).split(".")[0].isdigit() else None
-    if wrong or (label_major is not None and label_major != target):
-        what = (
-            f"{lib} links {', '.join(n['soname'] for n in wrong)} (CUDA {wrong[0]['major']})"
-            if wrong
-            else f"torch/version.py says CUDA {cuda}"
-        )
-        return _finding(
-            status=Status.FAIL,
-            summary=f"torch {version} needs CUDA {wrong[0]['major'] if wrong else label_major}: {what} "
-            f"— target is CUDA {target}",
-            subject="torch",
-            evidence=evidence,
-            fix=LIVE_FIX,
-        )
+    label_major = _label_major(cuda)
+    if not wrong and (label_major is None or label_major == target):
+        return None
+    what = (
+        f"{lib} links {', '.join(n['soname'] for n in wrong)} (CUDA {wrong[0]['major']})"
+        if wrong
+        else f"torch/version.py says CUDA {cuda}"
+    )
+    return _finding(
+        status=Status.FAIL,
+        summary=f"torch {version} needs CUDA {wrong[0]['major'] if wrong else label_major}: {what} "
+        f"— target is CUDA {target}",
+        subject="torch",
+        evidence=evidence,
+        fix=LIVE_FIX,
+    )
+
+
+def _static_unloadable(
+    s: dict[str, Any], version: str, lib: str, needed: list[dict[str, Any]], evidence: tuple[str, ...]
+) -> Finding | None:
+    """A library libtorch_cuda needs that the loader will not find, or one built for another CPU."""
     missing = [n for n in needed if not n.get("found")]
     if missing:
         first = missing[0]
@@ -116,7 +137,14 @@ def _static(f: GateFacts) -> Finding:
             evidence=evidence,
             fix=LIVE_FIX,
         )
-    major = label_major or target
+    return None
+
+
+def _static_built(
+    f: GateFacts, version: str, lib: str, cuda: Any, needed: list[dict[str, Any]], evidence: tuple[str, ...]
+) -> Finding:
+    """A CUDA build for the target whose libraries all load: PASS, or WARN when no GPU is visible."""
+    major = _label_major(cuda) or rules.target_major()
     proof = next((n for n in needed if n["soname"].startswith("libcudart")), needed[0] if needed else None)
     how = (
         f"{lib.rsplit('/', 1)[-1]} → {proof['soname']} found at {proof['found']}" if proof else f"{lib} read"
@@ -143,9 +171,23 @@ def _static(f: GateFacts) -> Finding:
 
 
 def _torch(f: GateFacts) -> Finding:
+    """--deep: torch imported in an isolated process and the first CUDA operation run."""
+    stopped = _torch_stopped(f)
+    if stopped:
+        return stopped
+    t = f.torch
+    if t is None:
+        tail = ((f.section("torch") or {}).get("stderr_tail") or ["no output"])[-1]
+        return _finding(
+            status=Status.ERROR, summary=f"the torch probe gave no answer: {tail}", subject="torch"
+        )
+    return _torch_built(t) or _torch_ran(f, t)
+
+
+def _torch_stopped(f: GateFacts) -> Finding | None:
+    """The probe stopped short: torch absent, its import failing, or the probe killed."""
     probe = f.section("torch") or {}
     stages = f.torch_stages
-    target = rules.target_major()
     if "import_error" in stages:
         error = stages["import_error"]["error"]
         if error.startswith("ModuleNotFoundError") and "'torch'" in error:
@@ -178,14 +220,12 @@ def _torch(f: GateFacts) -> Finding:
             evidence=tuple(probe.get("stderr_tail") or ()),
             fix=LIVE_FIX,
         )
-    t = f.torch
-    if t is None:
-        tail = (probe.get("stderr_tail") or ["no output"])[-1]
-        return _finding(
-            status=Status.ERROR,
-            summary=f"the torch probe gave no answer: {tail}",
-            subject="torch",
-        )
+    return None
+
+
+def _torch_built(t: dict[str, Any]) -> Finding | None:
+    """torch.version.cuda: none (CPU-only) or another major than the target's."""
+    target = rules.target_major()
     version, cuda = t.get("version"), t.get("cuda")
     if not cuda:
         return _finding(
@@ -194,15 +234,21 @@ def _torch(f: GateFacts) -> Finding:
             subject="torch",
             fix=LIVE_FIX,
         )
-    major = int(str(cuda).split(".")[0])
-    label = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
-    if major != target:
+    if int(str(cuda).split(".")[0]) != target:
         return _finding(
             status=Status.FAIL,
             summary=f"torch {version} is built for CUDA {cuda} — target is CUDA {target}",
             subject="torch",
             fix=LIVE_FIX,
         )
+    return None
+
+
+def _torch_ran(f: GateFacts, t: dict[str, Any]) -> Finding:
+    """The first CUDA operation: its error, no GPU visible, or the time it took."""
+    stages = f.torch_stages
+    version, cuda = t.get("version"), t.get("cuda")
+    label = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
     if "cuda_error" in stages or "first_op_error" in stages:
         error = (stages.get("cuda_error") or stages.get("first_op_error"))["error"]
         return _finding(
