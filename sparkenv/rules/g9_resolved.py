@@ -4,6 +4,7 @@ to old releases."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,6 @@ from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
-    from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
 
     from sparkenv.facts.graph import Edge
@@ -22,18 +22,28 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 
 def resolved(facts: ResolvedFacts) -> list[Finding]:
-    from packaging.utils import canonicalize_name
+    # the base's real versions, a closed lock, old fallbacks: the same stage, judged below
+    return [
+        *_locked(facts),
+        *_provided_by_base(facts),
+        *_no_deps_missing(facts),
+        *resolved_base(facts),
+        *resolved_closure(facts),
+        *resolved_fallback(facts),
+    ]
 
-    profile = facts.profile
-    excluded = facts.excluded
+
+def _locked(facts: ResolvedFacts) -> list[Finding]:
+    """What the lock pins: nothing the base provides, drift-prone packages exactly."""
     out: list[Finding] = []
     for key, pkg in sorted(facts.locked.items()):
         ev, desc = facts.evidence(key), facts.describe(key)
-        if key in excluded:
+        if key in facts.excluded:
             out.append(
                 _finding(
                     status=Status.FAIL,
-                    summary=f"{desc} would be installed beside or over the base's {profile.provider(key)}",
+                    summary=f"{desc} would be installed beside or over the base's "
+                    f"{facts.profile.provider(key)}",
                     subject=key,
                     evidence=ev,
                     fix=f"exclude {key}: the base provides it",
@@ -48,8 +58,15 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                     evidence=ev,
                 )
             )
-    # What the base provides, and which requirement would have pulled it in; not said of a base package
-    # some requirement conflicts with (resolved_base fails it).
+    return out
+
+
+def _provided_by_base(facts: ResolvedFacts) -> list[Finding]:
+    """What the base provides, and which requirement would have pulled it in; not said of a base package
+    some requirement conflicts with (resolved_base fails it)."""
+    from packaging.utils import canonicalize_name
+
+    profile, excluded = facts.profile, facts.excluded
     conflicted = {f.subject for f in resolved_base(facts)}
     wanted: dict[str, list[str]] = {}
     for key in facts.locked:
@@ -57,9 +74,10 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             dep = canonicalize_name(req.name)
             if dep in excluded and (profile.provider(dep) or dep) not in conflicted:
                 base_v = profile.provides.get(profile.provider(dep) or dep, "")
-                if req.url or (base_v and not _accepts(req, base_v)):
+                if req.url or (base_v and not accepts(req.specifier, base_v)):
                     continue  # a conflict with the base: resolve/closure.py reports it as a FAIL
                 wanted.setdefault(dep, []).append(f"{facts.chain(key)} → {dep}")
+    out: list[Finding] = []
     for dep, paths in sorted(wanted.items()):
         prov = profile.provider(dep) or dep
         out.append(
@@ -72,39 +90,32 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                 evidence=tuple(sorted(paths)),
             )
         )
-    if facts.no_deps_stage:
-        for key, pkg in sorted(facts.locked.items()):
-            if pkg.stage != facts.no_deps_stage or not pkg.requires:
-                continue
-            missing = sorted(
-                {
-                    canonicalize_name(r.name)
-                    for r in facts.applicable_requires(key)
-                    if canonicalize_name(r.name) not in facts.locked
-                    and canonicalize_name(r.name) not in excluded
-                }
-            )
-            if missing:
-                out.append(
-                    _finding(
-                        status=Status.INFO,
-                        summary=f"{key} {pkg.version} is installed --no-deps; not in the lock: "
-                        f"{', '.join(missing)}",
-                        subject=key,
-                        evidence=tuple(missing),
-                    )
+    return out
+
+
+def _no_deps_missing(facts: ResolvedFacts) -> list[Finding]:
+    """The --no-deps stage's packages: what they require that the lock does not carry."""
+    from packaging.utils import canonicalize_name
+
+    if not facts.no_deps_stage:
+        return []
+    out: list[Finding] = []
+    for key, pkg in sorted(facts.locked.items()):
+        if pkg.stage != facts.no_deps_stage or not pkg.requires:
+            continue
+        required = {canonicalize_name(r.name) for r in facts.applicable_requires(key)}
+        missing = sorted(required - set(facts.locked) - set(facts.excluded))
+        if missing:
+            out.append(
+                _finding(
+                    status=Status.INFO,
+                    summary=f"{key} {pkg.version} is installed --no-deps; not in the lock: "
+                    f"{', '.join(missing)}",
+                    subject=key,
+                    evidence=tuple(missing),
                 )
-    # the base's real versions, a closed lock, old fallbacks: the same stage, judged below
-    return [*out, *resolved_base(facts), *resolved_closure(facts), *resolved_fallback(facts)]
-
-
-def _accepts(req: Requirement, version: str) -> bool:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return req.specifier.contains(Version(version), prereleases=True)
-    except InvalidVersion:
-        return False
+            )
+    return out
 
 
 def accepts(req_specifier: SpecifierSet, version: str) -> bool:
@@ -130,45 +141,14 @@ def base_conflicts(
 ) -> list[Finding]:
     """G9 for requirements on what the base provides, one finding per provided package listing every
     chain that asks for another version. `versions`: locked name -> version."""
-    bad: dict[str, list[Edge]] = {}
-    unknown: dict[str, list[Edge]] = {}
-    for dep, group in _by_target(graph_edges):
-        provider = profile.provider(dep)
-        if provider is None or provider in allow_replace or dep in allow_replace:
-            continue
-        base_v = profile.provides.get(provider, "")
-        for e in group:
-            if e.req.url or (base_v and not accepts(e.req.specifier, base_v)):
-                bad.setdefault(provider, []).append(e)
-            elif not base_v and str(e.req.specifier):
-                unknown.setdefault(provider, []).append(e)
+    bad, unknown = _on_the_base(graph_edges, profile, allow_replace)
 
     def path(e: Edge) -> str:
         return " → ".join(
             [*chain.get(e.source, [e.source]), f"{e.target} @ {e.req.url}" if e.req.url else _show(e)]
         )
 
-    out: list[Finding] = []
-    where = profile.image or profile.name
-    for provider, group in sorted(bad.items()):
-        base_v = profile.provides.get(provider, "")
-        paths = sorted({path(e) for e in group}, key=len)
-        sources = sorted({e.source for e in group})
-        shown = "; ".join(paths[:4]) + (f"; … ({len(paths) - 4} more)" if len(paths) > 4 else "")
-        out.append(
-            _finding(
-                status=Status.FAIL,
-                summary=f"{shown}: not met by the base's {provider} {base_v} ({where}, pre-releases count); "
-                f"installed with pip, {'this replaces' if len(paths) == 1 else 'these replace'} the base's "
-                f"{provider}",
-                subject=provider,
-                evidence=(*paths, f"base: {provider} {base_v}"),
-                fix=f"pin {'a release' if len(sources) == 1 else 'releases'} of {', '.join(sources)} that "
-                f"accept{'s' if len(sources) == 1 else ''} {provider} {base_v}, choose another profile "
-                f"(`sparkenv profiles`), or replace the base's {provider} on purpose with --allow-replace "
-                f"{provider} (recorded in the lock)",
-            )
-        )
+    out = [_replaces_base(provider, group, path, profile) for provider, group in sorted(bad.items())]
     for provider, group in sorted(unknown.items()):
         paths = sorted({path(e) for e in group}, key=len)
         out.append(
@@ -183,6 +163,48 @@ def base_conflicts(
             )
         )
     return out
+
+
+def _on_the_base(
+    graph_edges: list[Edge], profile: Profile, allow_replace: set[str] | frozenset[str]
+) -> tuple[dict[str, list[Edge]], dict[str, list[Edge]]]:
+    """Requirements on what the base provides, by provider: those its version does not meet, and those
+    on a provider whose version the profile does not record."""
+    bad: dict[str, list[Edge]] = {}
+    unknown: dict[str, list[Edge]] = {}
+    for dep, group in _by_target(graph_edges):
+        provider = profile.provider(dep)
+        if provider is None or provider in allow_replace or dep in allow_replace:
+            continue
+        base_v = profile.provides.get(provider, "")
+        for e in group:
+            if e.req.url or (base_v and not accepts(e.req.specifier, base_v)):
+                bad.setdefault(provider, []).append(e)
+            elif not base_v and str(e.req.specifier):
+                unknown.setdefault(provider, []).append(e)
+    return bad, unknown
+
+
+def _replaces_base(
+    provider: str, group: list[Edge], path: Callable[[Edge], str], profile: Profile
+) -> Finding:
+    base_v = profile.provides.get(provider, "")
+    paths = sorted({path(e) for e in group}, key=len)
+    sources = sorted({e.source for e in group})
+    shown = "; ".join(paths[:4]) + (f"; … ({len(paths) - 4} more)" if len(paths) > 4 else "")
+    one = len(sources) == 1
+    return _finding(
+        status=Status.FAIL,
+        summary=f"{shown}: not met by the base's {provider} {base_v} ({profile.image or profile.name}, "
+        f"pre-releases count); installed with pip, {'this replaces' if len(paths) == 1 else 'these replace'} "
+        f"the base's {provider}",
+        subject=provider,
+        evidence=(*paths, f"base: {provider} {base_v}"),
+        fix=f"pin {'a release' if one else 'releases'} of {', '.join(sources)} that "
+        f"accept{'s' if one else ''} {provider} {base_v}, choose another profile "
+        f"(`sparkenv profiles`), or replace the base's {provider} on purpose with --allow-replace "
+        f"{provider} (recorded in the lock)",
+    )
 
 
 def unclosed(
