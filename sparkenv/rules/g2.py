@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
     from sparkenv.facts.resolved import ResolvedFacts
     from sparkenv.profiles import Profile
+
+_finding = partial(Finding, GotchaId.G2)  # every finding of this module is G2's
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
 _EXPLAIN = "see `sparkenv explain G2`"
@@ -56,8 +59,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             not str(d.specifier) or (base_v and d.specifier.contains(base_v, prereleases=True))
         ):
             return [
-                Finding(
-                    id=GotchaId.G2,
+                _finding(
                     status=Status.PASS,
                     summary=f"{key} is provided by the base ({provider} "
                     f"{base_v or 'version not recorded'}, {profile.image}); "
@@ -67,8 +69,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
                 )
             ]
         return [
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.FAIL,
                 summary=f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
                 f"{provider} {base_v}: "
@@ -83,8 +84,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
         return []  # a prebuilt wheel: judged by its tags and labels
     if profile.machine in wheel_cpus:
         return [
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.PASS,
                 summary=f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
                 "one is chosen",
@@ -93,8 +93,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             )
         ]
     return [
-        Finding(
-            id=GotchaId.G2,
+        _finding(
             status=Status.FAIL,
             summary=f"{key} ({d.where}) has no {profile.machine} wheel upstream: pip compiles its CUDA code "
             f"from the sdist (1–1.5 h that looks like a hang) on {profile.name}",
@@ -115,8 +114,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         ev, desc = facts.evidence(key), facts.describe(key)
         if key in compiles:
             out.append(
-                Finding(
-                    id=GotchaId.G2,
+                _finding(
                     status=Status.FAIL,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing "
                     "it compiles CUDA code (1–1.5 h that looks like a hang)",
@@ -127,8 +125,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             )
         else:
             out.append(
-                Finding(
-                    id=GotchaId.G2,
+                _finding(
                     status=Status.WARN,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
                     "is built at install",
@@ -153,8 +150,7 @@ def installed(facts: AuditFacts) -> list[Finding]:
     working = False
     if fa is None:
         findings.append(
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.INFO,
                 summary="flash-attn is not installed: attention uses SDPA "
                 "(on a bare pip environment, keep it that way)",
@@ -214,8 +210,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     if others:
         troubles.append(f"built for CUDA {others[-1]}, target is CUDA {target}")
     if troubles:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.FAIL,
             summary=f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
             subject="flash-attn",
@@ -224,16 +219,14 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
             "(never pip install flash-attn on a Spark: it compiles for an hour)",
         ), False
     if not df.dist.files_known:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.WARN,
             summary=f"{who}: its files are not listed, fit not checked; origin: {where}",
             subject="flash-attn",
             evidence=tuple(evidence),
             fix="reinstall it with pip so its RECORD lists the files",
         ), False
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.PASS,
         summary=f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit "
         f"{facts.target.machine}",
@@ -245,15 +238,13 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
 def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Finding:
     who = f"{unsloth.dist.key} {unsloth.dist.version}"
     if facts.sdpa_override:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.PASS,
             summary=f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
             subject=unsloth.dist.key,
             evidence=(f"override: {facts.sdpa_override}",),
         )
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.WARN,
         summary=f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA "
         "override: "
@@ -347,8 +338,7 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             if dispatch
             else " (Unsloth not imported: --import-unsloth checks its dispatch)"
         )
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.PASS,
             summary=f"{who}: the SDPA override is active{seen}",
             subject=member,
@@ -356,8 +346,7 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
         )
     if wanted:
         why = f"Unsloth's dispatch picks {dispatch}" if dispatch else "Unsloth will train with flash-attn"
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.FAIL,
             summary=f"{who}: SDPA is wanted but the override is not active: {why}",
             subject=member,
@@ -366,8 +355,7 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             "or 1",
         )
     off = " (SPARKENV_SDPA switches the override off)" if switched_off else ""
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.INFO,
         summary=f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install '
         "the "
@@ -402,8 +390,7 @@ def override_outcome(f: OverrideFacts) -> Finding:
     if f.action == "install":
         evidence = (f"wrote {f.module}", f"wrote {f.pth}")
         if f.verified is None:
-            return Finding(
-                id=GotchaId.G2,
+            return _finding(
                 status=Status.WARN,
                 summary=f"SDPA override installed in {f.site}; not verified: no interpreter found for it",
                 subject=f.pth,
@@ -412,15 +399,13 @@ def override_outcome(f: OverrideFacts) -> Finding:
             )
         ok, why = f.verified
         if ok:
-            return Finding(
-                id=GotchaId.G2,
+            return _finding(
                 status=Status.PASS,
                 summary=f"SDPA override installed in {f.site}: {why}; SPARKENV_SDPA=0 switches it off",
                 subject=f.pth,
                 evidence=(*evidence, why),
             )
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.FAIL,
             summary=f"SDPA override written to {f.site} but not active: {why}",
             subject=f.pth,
@@ -435,23 +420,20 @@ def override_outcome(f: OverrideFacts) -> Finding:
             if f.removed
             else f"SDPA override was not installed in {f.site}: nothing to remove"
         )
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.INFO,
             summary=summary,
             subject=f.pth,
             evidence=tuple(f"removed {p}" for p in f.removed),
         )
     if not f.present:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.INFO,
             summary=f"SDPA override not installed in {f.site} (sparkenv patch sdpa --install to add it)",
             subject=f.pth,
         )
     if not f.module_present:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.FAIL,
             summary=f"{pth_name} in {f.site} names {module_name}, which is missing: override off",
             subject=f.pth,
@@ -459,16 +441,14 @@ def override_outcome(f: OverrideFacts) -> Finding:
             fix=f"sparkenv patch sdpa --install {f.target}",
         )
     if not f.current:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.WARN,
             summary=f"SDPA override installed in {f.site}, from another sparkenv version",
             subject=f.pth,
             evidence=(f"{f.module} differs from {f.source}",),
             fix=f"sparkenv patch sdpa --install {f.target} to refresh it",
         )
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.PASS,
         summary=f"SDPA override installed in {f.site}; SPARKENV_SDPA=0 switches it off",
         subject=f.pth,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.environment import parsers
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
     from sparkenv.knowledge.records.gate import ServerCaps
     from sparkenv.knowledge.records.servers import Server
+
+_finding = partial(Finding, GotchaId.G6)  # every finding of this module is G6's
 
 
 def live(f: GateFacts) -> list[Finding]:
@@ -35,9 +38,7 @@ def live(f: GateFacts) -> list[Finding]:
         err = f.error_finding(GotchaId.G6, "processes", "gpu processes")
         if err:
             return [err]
-        out.append(
-            Finding(id=GotchaId.G6, status=Status.PASS, summary=_nothing_seen(f), subject="gpu processes")
-        )
+        out.append(_finding(status=Status.PASS, summary=_nothing_seen(f), subject="gpu processes"))
     return out
 
 
@@ -89,19 +90,16 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Fin
         text = f"{who} holds {held} of GPU memory"
         if share is not None and share > warn_at:
             out.append(
-                Finding(
-                    id=GotchaId.G6,
+                _finding(
                     status=Status.WARN,
                     summary=f"{text} ({share:.0%} {of})",
                     subject=f"pid {pid}",
-                    evidence=(),
                     fix="stop or cap it before a large job: unified memory is one pool",
                 )
             )
         else:
             out.append(
-                Finding(
-                    id=GotchaId.G6,
+                _finding(
                     status=Status.INFO,
                     summary=text + (f" ({share:.0%} {of})" if share else ""),
                     subject=f"pid {pid}",
@@ -111,8 +109,7 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Fin
     unlisted = used_total - listed if isinstance(used_total, (int, float)) else 0
     if unlisted > gate().unified_memory.unaccounted_info_mib:
         out.append(
-            Finding(
-                id=GotchaId.G6,
+            _finding(
                 status=Status.INFO,
                 summary=f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: "
                 "processes this container cannot see (other containers, the host) or driver reservations",
@@ -134,8 +131,7 @@ def _ray(f: GateFacts) -> list[Finding]:
         return []
     if env.get("RAY_memory_monitor_refresh_ms", "").strip() == "0":
         return [
-            Finding(
-                id=GotchaId.G6,
+            _finding(
                 status=Status.INFO,
                 summary="Ray's memory monitor is off (RAY_memory_monitor_refresh_ms=0)",
                 subject="ray",
@@ -143,8 +139,7 @@ def _ray(f: GateFacts) -> list[Finding]:
         ]
     threshold = env.get("RAY_memory_usage_threshold") or f"{spec.default_threshold:g} (default)"
     return [
-        Finding(
-            id=GotchaId.G6,
+        _finding(
             status=Status.WARN,
             summary="Ray on unified memory: its memory monitor counts GPU allocations as node memory and "
             f"kills workers past RAY_memory_usage_threshold {threshold}",
@@ -162,8 +157,7 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
     cap_args = server.cap_args
     raw = parsers.option_value(argv, cap_args) if cap_args else None
     if not cap_args:
-        return Finding(
-            id=GotchaId.G6,
+        return _finding(
             status=Status.WARN,
             summary=f"{name} server ({who}) has no memory cap to read: it can grow into the unified pool",
             subject=subject,
@@ -174,16 +168,14 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
         # a server with cap_args has a default_fraction: the loader checks it
         fraction = float(raw) if raw is not None else float(server.default_fraction)  # type: ignore[arg-type]
     except ValueError:
-        return Finding(
-            id=GotchaId.G6,
+        return _finding(
             status=Status.WARN,
             summary=f"{name} ({who}): cannot read {cap_args[0]}={raw!r}",
             subject=subject,
         )
     how = f"{cap_args[0]} {raw}" if raw is not None else f"no {cap_args[0]} (default {fraction:g})"
     if fraction <= limits.safe_fraction:
-        return Finding(
-            id=GotchaId.G6,
+        return _finding(
             status=Status.PASS,
             summary=f"{name} ({who}) capped at {how}: a small job can run beside it",
             subject=subject,
@@ -191,8 +183,7 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
     extra = ""
     if gb10 and name == "vLLM" and fraction > limits.vllm_ceiling:
         extra = f"; above {limits.vllm_ceiling:g} its start-up profiling can wedge a GB10 (vllm#46307)"
-    return Finding(
-        id=GotchaId.G6,
+    return _finding(
         status=Status.WARN,
         summary=f"{name} ({who}) is near capacity with {how}{extra}",
         subject=subject,
