@@ -115,9 +115,8 @@ def build(req: BuildRequest) -> BuildOutcome:
     from sparkenv.image.target import driver_check, target_gpu
 
     gpu_text = target_gpu(req.gpu, prof)
-    driver_line = driver_check(req.driver, prof)
-    if driver_line:
-        print(driver_line, flush=True)
+    driver = driver_check(req.driver, prof)  # a finding of the build's report
+    driver_findings = [driver] if driver else []
     ca = req.ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None
     if ca_path is not None and not ca_path.is_file():
@@ -138,7 +137,10 @@ def build(req: BuildRequest) -> BuildOutcome:
 
     if req.dry_run:
         files = plan.files()
-        lines = [files["Dockerfile"][0].decode().rstrip("\n"), f"# context ({len(files)} files):"]
+        from sparkenv.render.text import finding_line
+
+        lines = [finding_line(f) for f in driver_findings]
+        lines += [files["Dockerfile"][0].decode().rstrip("\n"), f"# context ({len(files)} files):"]
         lines += [f"#   {name} ({len(data)} bytes)" for name, (data, _) in sorted(files.items())]
         lines.append(
             f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL"
@@ -176,7 +178,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         raise engine.BuildFailed(
             f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
         )
-    report = Report("build", ref, findings_of(checked.report), profile=prof.name)
+    report = Report("build", ref, [*driver_findings, *findings_of(checked.report)], profile=prof.name)
     view = shown(report, req.reporting)  # --select/--ignore and the waivers: the tag follows what is shown
     report = view.report
     report.context = {

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import cuda_major
+from sparkenv.rules import cuda_major, wrong_cpu
 from sparkenv.rules.cuda_major import Binding, Evidence
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def _dist_finding(
 
 def _wrong_cpu(df: DistFacts, machine: str, v: _Verdict) -> None:
     """Shared objects built for another CPU than the environment's."""
-    wrong_arch = [so for so in df.shared_objects if so.info.machine != machine]
+    wrong_arch = wrong_cpu.shared_objects(df, machine)
     if not wrong_arch:
         return
     machines = sorted({so.info.machine for so in wrong_arch})

@@ -61,50 +61,16 @@ def _in_container(f: GateFacts) -> bool:
 def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Finding]:
     """Every process NVML lists, with its memory, judged against the GPU's total, or on a GPU that
     reports none (GB10: unified memory) against MemTotal."""
+    total, of, warn_at = _memory_total(f, limits)
     out: list[Finding] = []
-    apps = f.gpu_readings.get("apps") or []
-    gpu_total = (f.gpu0 or {}).get("memory.total")
-    total, of = (gpu_total, "of the GPU") if isinstance(gpu_total, (int, float)) and gpu_total else (None, "")
-    warn_at = limits.safe_fraction
-    if total is None:
-        mem_total_kb = (f.section("meminfo") or {}).get("MemTotal")
-        if isinstance(mem_total_kb, int) and mem_total_kb:
-            total, of = mem_total_kb / 1024, "of unified memory (MemTotal)"
-            warn_at = gate().unified_memory.other_processes_warn_fraction
     listed = 0.0
-    for app in apps:
-        pid = app.get("pid")
-        if pid in seen:
+    for app in f.gpu_readings.get("apps") or []:
+        if app.get("pid") in seen:
             continue
         used = app.get("used_gpu_memory", app.get("used_memory"))
         if isinstance(used, (int, float)):
             listed += used
-        share = used / total if isinstance(used, (int, float)) and total else None
-        held = f"{used:.0f} MiB" if isinstance(used, (int, float)) else "an unknown amount"
-        if app.get("process_name"):
-            who = f"{app['process_name']} (pid {pid})"
-        elif app.get("host_pid_visible") is False:
-            who = f"host pid {pid} (another container's or the host's process: its name is not visible here)"
-        else:
-            who = f"pid {pid} (name unknown)"
-        text = f"{who} holds {held} of GPU memory"
-        if share is not None and share > warn_at:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{text} ({share:.0%} {of})",
-                    subject=f"pid {pid}",
-                    fix="stop or cap it before a large job: unified memory is one pool",
-                )
-            )
-        else:
-            out.append(
-                _finding(
-                    status=Status.INFO,
-                    summary=text + (f" ({share:.0%} {of})" if share else ""),
-                    subject=f"pid {pid}",
-                )
-            )
+        out.append(_gpu_process(app, used, total, of, warn_at))
     used_total = (f.gpu0 or {}).get("memory.used")
     unlisted = used_total - listed if isinstance(used_total, (int, float)) else 0
     if unlisted > gate().unified_memory.unaccounted_info_mib:
@@ -117,6 +83,45 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Fin
             )
         )
     return out
+
+
+def _memory_total(f: GateFacts, limits: ServerCaps) -> tuple[float | None, str, float]:
+    """(MiB a process's share is taken of, the words for it, the share that warns): the GPU's memory, or
+    on a GPU that reports none (GB10: unified memory) MemTotal, with its own threshold."""
+    gpu_total = (f.gpu0 or {}).get("memory.total")
+    if isinstance(gpu_total, (int, float)) and gpu_total:
+        return gpu_total, "of the GPU", limits.safe_fraction
+    mem_total_kb = (f.section("meminfo") or {}).get("MemTotal")
+    if isinstance(mem_total_kb, int) and mem_total_kb:
+        return (
+            mem_total_kb / 1024,
+            "of unified memory (MemTotal)",
+            gate().unified_memory.other_processes_warn_fraction,
+        )
+    return None, "", limits.safe_fraction
+
+
+def _gpu_process(app: dict, used: object, total: float | None, of: str, warn_at: float) -> Finding:
+    pid = app.get("pid")
+    share = used / total if isinstance(used, (int, float)) and total else None
+    held = f"{used:.0f} MiB" if isinstance(used, (int, float)) else "an unknown amount"
+    if app.get("process_name"):
+        who = f"{app['process_name']} (pid {pid})"
+    elif app.get("host_pid_visible") is False:
+        who = f"host pid {pid} (another container's or the host's process: its name is not visible here)"
+    else:
+        who = f"pid {pid} (name unknown)"
+    text = f"{who} holds {held} of GPU memory"
+    if share is not None and share > warn_at:
+        return _finding(
+            status=Status.WARN,
+            summary=f"{text} ({share:.0%} {of})",
+            subject=f"pid {pid}",
+            fix="stop or cap it before a large job: unified memory is one pool",
+        )
+    return _finding(
+        status=Status.INFO, summary=text + (f" ({share:.0%} {of})" if share else ""), subject=f"pid {pid}"
+    )
 
 
 def _ray(f: GateFacts) -> list[Finding]:

@@ -18,7 +18,7 @@ from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.knowledge import gate
 from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage
+from sparkenv.rules import Rule, Stage, g7_coverage
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
@@ -88,20 +88,8 @@ def package_finding(
     objects = [o for o in objects if o.targets or not o.complete]
     if not objects:
         return None
-    targets = sorted({t for o in objects for t in o.targets})
-    payload: dict[str, int] = {}
-    for o in objects:
-        for name, n in (o.payload or {}).items():
-            payload[name] = payload.get(name, 0) + n
-    sized = all(o.payload is not None for o in objects)
-    complete = all(o.complete for o in objects)
-    got = coverage.judge(targets, cap, complete, payload if sized else None)
-    evidence = tuple(
-        f"{o.path}: {', '.join(o.targets) or 'nothing read'}"
-        + (f" [in {', '.join(o.sections)}]" if o.sections and tuple(o.sections) != (".nv_fatbin",) else "")
-        + (f" ({o.problem})" if o.problem else "")
-        for o in sorted(objects, key=lambda o: o.path)
-    )
+    got = _package_coverage(objects, cap)
+    evidence = tuple(_object_evidence(o) for o in sorted(objects, key=lambda o: o.path))
     name = f"{key} {version}"
     n = len(objects)
     where = f"{n} object{'s' if n != 1 else ''} with kernels"
@@ -140,6 +128,27 @@ def package_finding(
         summary=f"{name} ({shown}): {got.reason}" + (f" — {problems}" if problems else ""),
         subject=key,
         evidence=evidence,
+    )
+
+
+def _package_coverage(
+    objects: list[coverage.ObjectKernels], cap: coverage.Capability
+) -> g7_coverage.Coverage:
+    """The coverage verdict on the union of the objects' targets, payload sizes summed when all known."""
+    targets = sorted({t for o in objects for t in o.targets})
+    payload: dict[str, int] = {}
+    for o in objects:
+        for name, n in (o.payload or {}).items():
+            payload[name] = payload.get(name, 0) + n
+    sized = all(o.payload is not None for o in objects)
+    complete = all(o.complete for o in objects)
+    return g7_coverage.judge(targets, cap, complete, payload if sized else None)
+
+
+def _object_evidence(o: coverage.ObjectKernels) -> str:
+    sections = f" [in {', '.join(o.sections)}]" if o.sections and tuple(o.sections) != (".nv_fatbin",) else ""
+    return f"{o.path}: {', '.join(o.targets) or 'nothing read'}{sections}" + (
+        f" ({o.problem})" if o.problem else ""
     )
 
 
@@ -227,7 +236,7 @@ def judge_arch_list(value: str | None, cap: coverage.Capability, where: str) -> 
             evidence=(value,),
             fix=f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
         )
-    got = coverage.judge(targets, cap)
+    got = g7_coverage.judge(targets, cap)
     gpu = coverage.gpu_label(cap)
     if got.status is Status.PASS:
         return _finding(
@@ -284,7 +293,7 @@ def live(f: GateFacts) -> list[Finding]:
                 subject="capability",
             )
         )
-    elif coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
+    elif g7_coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
         out.append(
             _finding(
                 status=Status.PASS,
@@ -293,12 +302,12 @@ def live(f: GateFacts) -> list[Finding]:
                 subject="capability",
             )
         )
-    elif coverage.judge(arch, cap).status is Status.WARN:
+    elif g7_coverage.judge(arch, cap).status is Status.WARN:
         out.append(
             _finding(
                 status=Status.WARN,
                 summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
-                f"{coverage.judge(arch, cap).reason}",
+                f"{g7_coverage.judge(arch, cap).reason}",
                 subject="capability",
                 evidence=tuple(arch),
                 fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",

@@ -14,11 +14,12 @@ NGC torch on the running machine (gate).
 from __future__ import annotations
 
 from sparkenv.rules import Rule, Stage
-from sparkenv.rules.g9_declared import declared, replaced_on_purpose
+from sparkenv.rules.g9_declared import declared
 from sparkenv.rules.g9_installed import NO_CONTAINER_FIX, installed, ngc_torch
 from sparkenv.rules.g9_live import live
 from sparkenv.rules.g9_lock_and_image import image, lockfile
 from sparkenv.rules.g9_resolved import accepts, is_fallback, resolved
+from sparkenv.rules.replaced import replaced_on_purpose
 
 __all__ = [
     "NO_CONTAINER_FIX",

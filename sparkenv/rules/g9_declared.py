@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import unsloth
+from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
@@ -19,6 +20,10 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 
 def declared(facts: DeclaredFacts) -> list[Finding]:
+    return replaced_on_purpose(_declared(facts), facts.allow_replace)
+
+
+def _declared(facts: DeclaredFacts) -> list[Finding]:
     profile, staged = facts.profile, facts.staged
     compiles = packages().compiles_cuda
     out: list[Finding] = []
@@ -58,24 +63,6 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
                 subject="resolution",
             )
         )
-    return out
-
-
-def replaced_on_purpose(findings: list[Finding], allowed: frozenset[str]) -> list[Finding]:
-    """A declared pin on a base package named by `sparkenv lock --allow-replace` replaces it on purpose:
-    the FAIL of any declared rule that judged it replacing the base (G2's flash-attn, G9's pins) is INFO."""
-    out = []
-    for f in findings:
-        if f.subject in allowed and f.status is Status.FAIL and f.id in (GotchaId.G2, GotchaId.G9):
-            f = Finding(
-                id=f.id,
-                status=Status.INFO,
-                summary=f"{f.summary} — replaced on purpose (--allow-replace {f.subject}); resolved like any "
-                "package",
-                subject=f.subject,
-                evidence=f.evidence,
-            )
-        out.append(f)
     return out
 
 

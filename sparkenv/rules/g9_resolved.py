@@ -24,6 +24,7 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 def resolved(facts: ResolvedFacts) -> list[Finding]:
     # the base's real versions, a closed lock, old fallbacks: the same stage, judged below
     return [
+        *_metadata_problems(facts),
         *_locked(facts),
         *_provided_by_base(facts),
         *_no_deps_missing(facts),
@@ -31,6 +32,33 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         *resolved_closure(facts),
         *resolved_fallback(facts),
     ]
+
+
+def _metadata_problems(facts: ResolvedFacts) -> list[Finding]:
+    """Files whose requirements cannot be checked: an ERROR each, so no lock is written."""
+    out: list[Finding] = []
+    for p in facts.metadata_problems:
+        if p.reason is not None:
+            out.append(
+                _finding(
+                    status=Status.ERROR,
+                    summary=f"cannot read the metadata of {p.file} ({p.key} {p.version}): {p.reason}; its "
+                    "requirements cannot be checked, so no lock is written",
+                    subject=p.key,
+                    evidence=(p.file,),
+                    fix="make the index serve the file (or its PEP 658 .metadata), then lock again",
+                )
+            )
+        out.extend(
+            _finding(
+                status=Status.ERROR,
+                summary=f"{p.file}: Requires-Dist {bad!r} is not a valid requirement",
+                subject=p.key,
+                evidence=(p.file,),
+            )
+            for bad in p.invalid
+        )
+    return out
 
 
 def _locked(facts: ResolvedFacts) -> list[Finding]:
