@@ -5,7 +5,6 @@ optional link test (rules/g10_agreement.py). The launch itself is read once, as 
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.environment import launch, nccl
@@ -15,8 +14,6 @@ from sparkenv.rules import Rule, Stage, g10_agreement, g10_link
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
-
-_finding = partial(Finding, GotchaId.G10)  # every finding of this module is G10's
 
 
 def _plan(f: GateFacts) -> launch.Launch:
@@ -40,7 +37,8 @@ def live_parallelism(f: GateFacts) -> list[Finding]:
     for which, entry in sorted((f.section("configs") or {}).items()):
         if isinstance(entry, dict) and entry.get("error"):
             findings.append(
-                _finding(
+                Finding(
+                    id=GotchaId.G10,
                     status=Status.WARN,
                     summary=f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node "
                     "count and tensor-parallel size were not read",
@@ -60,7 +58,8 @@ def _section(f: GateFacts, plan: launch.Launch) -> tuple[dict | None, list[Findi
     section = f.section("multinode") or {}
     if not section.get("multi_node"):
         return None, [
-            _finding(
+            Finding(
+                id=GotchaId.G10,
                 status=Status.INFO,
                 summary="link and agreement not checked: the snapshot has no link facts",
                 subject="link",
@@ -80,7 +79,8 @@ def live_link(f: GateFacts) -> list[Finding]:
         keys = sorted(conf.get("settings") or {})
         if keys:
             out.append(
-                _finding(
+                Finding(
+                    id=GotchaId.G10,
                     status=Status.INFO,
                     summary=f"{conf['path']} sets {', '.join(keys)} (the environment overrides it)",
                     subject=f"nccl.conf:{conf['path']}",
@@ -123,7 +123,8 @@ def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
         ]
     if tp <= 1:
         return [
-            _finding(
+            Finding(
+                id=GotchaId.G10,
                 status=Status.PASS,
                 summary=f"{nodes} nodes without tensor parallelism (DDP/FSDP): fits ConnectX-7",
                 subject="parallelism",
@@ -133,7 +134,8 @@ def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
     text = f"{kind} with tensor parallel size {tp} across {nodes} nodes"
     if inference:
         return [
-            _finding(
+            Finding(
+                id=GotchaId.G10,
                 status=Status.WARN,
                 summary=f"{text}: NVIDIA's serving playbooks do it, but expect it to be slow",
                 subject="parallelism",
@@ -142,7 +144,8 @@ def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
             )
         ]
     return [
-        _finding(
+        Finding(
+            id=GotchaId.G10,
             status=Status.FAIL,
             summary=f"{text}: TP traffic is too fine-grained for the link, runs hang or crawl",
             subject="parallelism",

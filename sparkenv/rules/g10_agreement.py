@@ -6,15 +6,13 @@ differences."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from sparkenv.environment import digest
 from sparkenv.knowledge import gate, multinode
 from sparkenv.report import Finding, GotchaId, Status
 
-_finding = partial(Finding, GotchaId.G10)  # every finding of this module is G10's
-
+G = GotchaId.G10
 SUBJECT = "agreement"
 
 
@@ -28,7 +26,8 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
         return []
     if "skipped" in agreement:
         return [
-            _finding(
+            Finding(
+                id=G,
                 status=Status.INFO,
                 summary=f"agreement between nodes not checked: {agreement['skipped']}",
                 subject=SUBJECT,
@@ -37,7 +36,8 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
     store = agreement.get("store", "?")
     if agreement.get("error"):
         return [
-            _finding(
+            Finding(
+                id=G,
                 status=Status.ERROR,
                 summary=f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
                 subject=SUBJECT,
@@ -57,7 +57,8 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
     for field, items in sorted(by_field.items()):
         text = "; ".join(f"{d.node} has {_short(d.theirs)}" for d in items)
         out.append(
-            _finding(
+            Finding(
+                id=G,
                 status=Status.FAIL,
                 summary=f"nodes disagree on {field}: {digest.label(ref)} has {_short(items[0].mine)}, {text}",
                 subject=f"{SUBJECT}:{field}",
@@ -68,7 +69,8 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
     seen = ", ".join(digest.label(peers[k]) for k in sorted(peers, key=int))
     if missing:
         out.append(
-            _finding(
+            Finding(
+                id=G,
                 status=Status.ERROR,
                 summary=f"node(s) {', '.join(str(m) for m in missing)} of {nodes} did not publish within "
                 f"{agreement.get('waited_s', '?')} s; seen: {seen or 'none'}",
@@ -83,7 +85,8 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
         unknown = [f for f in fields if (ref.get("digest") or {}).get(f) is None]
         note = f" ({', '.join(unknown)} unknown on all)" if unknown else ""
         out.append(
-            _finding(
+            Finding(
+                id=G,
                 status=Status.PASS,
                 summary=f"{len(peers)} nodes agree on {', '.join(f for f in fields if f not in unknown)} and "
                 f"NCCL settings{note}",
@@ -107,7 +110,8 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
     subject = "link-test"
     if result.get("error"):
         return [
-            _finding(
+            Finding(
+                id=G,
                 status=Status.ERROR,
                 summary=f"link test ({result.get('backend')}) failed: {result['error']}",
                 subject=subject,
@@ -122,7 +126,8 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
     evidence = (f"algbw {result['algbw_gbs']:g} GB/s", f"set-up {result.get('setup_s')} s")
     if not result.get("correct", True):
         return [
-            _finding(
+            Finding(
+                id=G,
                 status=Status.FAIL,
                 summary=f"{figure}: the sum is wrong",
                 subject=subject,
@@ -131,7 +136,8 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
         ]
     if result["backend"] != "nccl" or not spark:
         return [
-            _finding(
+            Finding(
+                id=G,
                 status=Status.INFO,
                 summary=f"{figure}; no expectation for this pair in the data",
                 subject=subject,
@@ -141,7 +147,8 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
     expected = data.spark_busbw_gbs
     if result["busbw_gbs"] < expected * data.warn_below_fraction:
         return [
-            _finding(
+            Finding(
+                id=G,
                 status=Status.WARN,
                 summary=f"{figure}: below {expected * data.warn_below_fraction:g} GB/s (a healthy Spark "
                 f"pair reaches ~{expected:g})",
@@ -152,7 +159,8 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
             )
         ]
     return [
-        _finding(
+        Finding(
+            id=G,
             status=Status.PASS,
             summary=f"{figure}: at or above the expected ~{expected:g} GB/s",
             subject=subject,

@@ -90,69 +90,9 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
                 "on the host: the mlx5 driver and rdma-core",
             )
         ]
-    out = []
     expected = data.spark.port_rate_gbps if spark else data.link.min_rate_gbps
     active = active_devices(link)
-    for dev, port, p in _ports(link):
-        where = f"{dev} port {port}"
-        netdevs = link["rdma"][dev].get("netdevs") or []
-        evidence = tuple(
-            x
-            for x in (
-                f"state {p.get('state')}, {p.get('phys_state')}",
-                f"rate {p.get('rate')}" if p.get("rate") else None,
-                f"link layer {p.get('link_layer')}" if p.get("link_layer") else None,
-                f"netdev {', '.join(netdevs)}" if netdevs else None,
-            )
-            if x
-        )
-        if p.get("state") != "ACTIVE":
-            out.append(
-                _finding(
-                    status=Status.INFO,
-                    summary=f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in "
-                    "use)",
-                    subject=f"rdma:{dev}",
-                    evidence=evidence,
-                )
-            )
-            continue
-        rate = p.get("rate_gbps")
-        if rate is not None and rate < expected:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
-                    "(NCCL will crawl and large collectives can stall)",
-                    subject=f"rdma:{dev}",
-                    evidence=evidence,
-                    fix="reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
-                    "check-connectx-bandwidth (dgx-spark-playbooks#108) measures the rail",
-                )
-            )
-            continue
-        mtus = [(n, (link["net"].get(n) or {}).get("mtu")) for n in netdevs]
-        low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < data.spark.mtu]
-        if low:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
-                    f"{data.spark.mtu} the Spark playbooks use, NCCL's throughput drops",
-                    subject=f"rdma:{dev}",
-                    evidence=evidence,
-                    fix=f"ip link set {netdevs[0]} mtu {data.spark.mtu} on both nodes (and on the switch)",
-                )
-            )
-            continue
-        out.append(
-            _finding(
-                status=Status.PASS,
-                summary=f"{where} is Active at {rate:g} Gb/s",
-                subject=f"rdma:{dev}",
-                evidence=evidence,
-            )
-        )
+    out = [_port(link, dev, port, p, spark, expected) for dev, port, p in _ports(link)]
     if not active:
         out.append(
             _finding(
@@ -165,6 +105,66 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
             )
         )
     return out
+
+
+def _port(
+    link: Mapping[str, Any],
+    dev: str,
+    port: str,
+    p: Mapping[str, Any],
+    spark: bool,
+    expected: float,
+) -> Finding:
+    """One RDMA port: not Active (INFO), Active below the expected rate or the Spark's MTU (WARN), or
+    Active as expected (PASS)."""
+    spark_data = _data().spark
+    where = f"{dev} port {port}"
+    netdevs = link["rdma"][dev].get("netdevs") or []
+    evidence = tuple(
+        x
+        for x in (
+            f"state {p.get('state')}, {p.get('phys_state')}",
+            f"rate {p.get('rate')}" if p.get("rate") else None,
+            f"link layer {p.get('link_layer')}" if p.get("link_layer") else None,
+            f"netdev {', '.join(netdevs)}" if netdevs else None,
+        )
+        if x
+    )
+    if p.get("state") != "ACTIVE":
+        return _finding(
+            status=Status.INFO,
+            summary=f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in use)",
+            subject=f"rdma:{dev}",
+            evidence=evidence,
+        )
+    rate = p.get("rate_gbps")
+    if rate is not None and rate < expected:
+        return _finding(
+            status=Status.WARN,
+            summary=f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
+            "(NCCL will crawl and large collectives can stall)",
+            subject=f"rdma:{dev}",
+            evidence=evidence,
+            fix="reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
+            "check-connectx-bandwidth (dgx-spark-playbooks#108) measures the rail",
+        )
+    mtus = [(n, (link["net"].get(n) or {}).get("mtu")) for n in netdevs]
+    low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < spark_data.mtu]
+    if low:
+        return _finding(
+            status=Status.WARN,
+            summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
+            f"{spark_data.mtu} the Spark playbooks use, NCCL's throughput drops",
+            subject=f"rdma:{dev}",
+            evidence=evidence,
+            fix=f"ip link set {netdevs[0]} mtu {spark_data.mtu} on both nodes (and on the switch)",
+        )
+    return _finding(
+        status=Status.PASS,
+        summary=f"{where} is Active at {rate:g} Gb/s",
+        subject=f"rdma:{dev}",
+        evidence=evidence,
+    )
 
 
 def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
@@ -363,65 +363,65 @@ def _ifname(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) ->
     fast = link_interfaces(link)
     setting = settings.get("NCCL_SOCKET_IFNAME")
     if setting is None:
-        up = [
-            n
-            for n in names
-            if _up(net, n) and net[n]["addresses"] and not n.startswith(("docker", "veth", "br-"))
-        ]
-        other = [n for n in up if n not in fast]
-        if fast and other:
-            return [
-                _finding(
-                    status=Status.WARN,
-                    summary=f"NCCL_SOCKET_IFNAME is unset and {', '.join(other)} "
-                    f"{'are' if len(other) > 1 else 'is'} up beside the link "
-                    f"({', '.join(sorted(fast))}): NCCL's bootstrap may pick the wrong interface",
-                    subject="NCCL_SOCKET_IFNAME",
-                    fix=f"export NCCL_SOCKET_IFNAME={preferred(link)} (the same name on every node)",
-                )
-            ]
-        return [
-            _finding(
-                status=Status.INFO,
-                summary="NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up",
-                subject="NCCL_SOCKET_IFNAME",
-                evidence=tuple(f"up: {n}" for n in up),
-            )
-        ]
-    value, source = setting
+        return [_ifname_unset(link, names, fast)]
+    return [_ifname_set(net, names, fast, *setting)]
+
+
+def _ifname_unset(link: Mapping[str, Any], names: list[str], fast: set[str]) -> Finding:
+    """No NCCL_SOCKET_IFNAME: NCCL takes the first interface up, which may not be the link."""
+    net = link["net"]
+    up = [
+        n
+        for n in names
+        if _up(net, n) and net[n]["addresses"] and not n.startswith(("docker", "veth", "br-"))
+    ]
+    other = [n for n in up if n not in fast]
+    if fast and other:
+        return _finding(
+            status=Status.WARN,
+            summary=f"NCCL_SOCKET_IFNAME is unset and {', '.join(other)} "
+            f"{'are' if len(other) > 1 else 'is'} up beside the link "
+            f"({', '.join(sorted(fast))}): NCCL's bootstrap may pick the wrong interface",
+            subject="NCCL_SOCKET_IFNAME",
+            fix=f"export NCCL_SOCKET_IFNAME={preferred(link)} (the same name on every node)",
+        )
+    return _finding(
+        status=Status.INFO,
+        summary="NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up",
+        subject="NCCL_SOCKET_IFNAME",
+        evidence=tuple(f"up: {n}" for n in up),
+    )
+
+
+def _ifname_set(net: Mapping[str, Any], names: list[str], fast: Any, value: str, source: str) -> Finding:
+    """NCCL_SOCKET_IFNAME set: it must select an interface that is up, and the fast link."""
     lst = DeviceList.parse(value)
     chosen = [n for n in lst.select(names) if _up(net, n)]
     evidence = (f"{value} from {source}", f"interfaces here: {', '.join(names)}")
     if not chosen:
-        return [
-            _finding(
-                status=Status.FAIL,
-                summary=f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL "
-                "cannot bootstrap",
-                subject="NCCL_SOCKET_IFNAME",
-                evidence=evidence,
-                fix=f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
-            )
-        ]
-    slow = [n for n in chosen if is_slow(n, net)]
-    if slow:
-        return [
-            _finding(
-                status=Status.WARN,
-                summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
-                subject="NCCL_SOCKET_IFNAME",
-                evidence=evidence,
-                fix=f"name the link: {', '.join(sorted(fast)) or '?'}",
-            )
-        ]
-    return [
-        _finding(
-            status=Status.PASS,
-            summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
+        return _finding(
+            status=Status.FAIL,
+            summary=f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL "
+            "cannot bootstrap",
             subject="NCCL_SOCKET_IFNAME",
             evidence=evidence,
+            fix=f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
         )
-    ]
+    slow = [n for n in chosen if is_slow(n, net)]
+    if slow:
+        return _finding(
+            status=Status.WARN,
+            summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
+            subject="NCCL_SOCKET_IFNAME",
+            evidence=evidence,
+            fix=f"name the link: {', '.join(sorted(fast)) or '?'}",
+        )
+    return _finding(
+        status=Status.PASS,
+        summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
+        subject="NCCL_SOCKET_IFNAME",
+        evidence=evidence,
+    )
 
 
 def _iface_of(address: str, net: Mapping[str, Any]) -> tuple[str | None, bool]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
     from sparkenv.facts.override import OverrideFacts
     from sparkenv.facts.resolved import ResolvedFacts
     from sparkenv.profiles import Profile
-
-_finding = partial(Finding, GotchaId.G2)  # every finding of this module is G2's
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
 _EXPLAIN = "see `sparkenv explain G2`"
@@ -64,7 +61,8 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             not str(d.specifier) or (base_v and d.specifier.contains(base_v, prereleases=True))
         ):
             return [
-                _finding(
+                Finding(
+                    id=GotchaId.G2,
                     status=Status.PASS,
                     summary=f"{key} is provided by the base ({provider} "
                     f"{base_v or 'version not recorded'}, {profile.image}); "
@@ -74,7 +72,8 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
                 )
             ]
         return [
-            _finding(
+            Finding(
+                id=GotchaId.G2,
                 status=Status.FAIL,
                 summary=f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
                 f"{provider} {base_v}: "
@@ -89,7 +88,8 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
         return []  # a prebuilt wheel: judged by its tags and labels
     if profile.machine in wheel_cpus:
         return [
-            _finding(
+            Finding(
+                id=GotchaId.G2,
                 status=Status.PASS,
                 summary=f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
                 "one is chosen",
@@ -98,7 +98,8 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             )
         ]
     return [
-        _finding(
+        Finding(
+            id=GotchaId.G2,
             status=Status.FAIL,
             summary=f"{key} ({d.where}) has no {profile.machine} wheel upstream: pip compiles its CUDA code "
             f"from the sdist (1–1.5 h that looks like a hang) on {profile.name}",
@@ -119,7 +120,8 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         ev, desc = facts.evidence(key), facts.describe(key)
         if key in compiles:
             out.append(
-                _finding(
+                Finding(
+                    id=GotchaId.G2,
                     status=Status.FAIL,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing "
                     "it compiles CUDA code (1–1.5 h that looks like a hang)",
@@ -130,7 +132,8 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             )
         else:
             out.append(
-                _finding(
+                Finding(
+                    id=GotchaId.G2,
                     status=Status.WARN,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
                     "is built at install",
@@ -155,7 +158,8 @@ def installed(facts: AuditFacts) -> list[Finding]:
     working = False
     if fa is None:
         findings.append(
-            _finding(
+            Finding(
+                id=GotchaId.G2,
                 status=Status.INFO,
                 summary="flash-attn is not installed: attention uses SDPA "
                 "(on a bare pip environment, keep it that way)",
@@ -215,7 +219,8 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     if others:
         troubles.append(f"built for CUDA {others[-1]}, target is CUDA {target}")
     if troubles:
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.FAIL,
             summary=f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
             subject="flash-attn",
@@ -224,14 +229,16 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
             "(never pip install flash-attn on a Spark: it compiles for an hour)",
         ), False
     if not df.dist.files_known:
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.WARN,
             summary=f"{who}: its files are not listed, fit not checked; origin: {where}",
             subject="flash-attn",
             evidence=tuple(evidence),
             fix="reinstall it with pip so its RECORD lists the files",
         ), False
-    return _finding(
+    return Finding(
+        id=GotchaId.G2,
         status=Status.PASS,
         summary=f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit "
         f"{facts.target.machine}",
@@ -243,13 +250,15 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
 def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Finding:
     who = f"{unsloth.dist.key} {unsloth.dist.version}"
     if facts.sdpa_override:
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.PASS,
             summary=f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
             subject=unsloth.dist.key,
             evidence=(f"override: {facts.sdpa_override}",),
         )
-    return _finding(
+    return Finding(
+        id=GotchaId.G2,
         status=Status.WARN,
         summary=f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA "
         "override: "
@@ -343,7 +352,8 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             if dispatch
             else " (Unsloth not imported: --import-unsloth checks its dispatch)"
         )
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.PASS,
             summary=f"{who}: the SDPA override is active{seen}",
             subject=member,
@@ -351,7 +361,8 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
         )
     if wanted:
         why = f"Unsloth's dispatch picks {dispatch}" if dispatch else "Unsloth will train with flash-attn"
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.FAIL,
             summary=f"{who}: SDPA is wanted but the override is not active: {why}",
             subject=member,
@@ -360,7 +371,8 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             "or 1",
         )
     off = " (SPARKENV_SDPA switches the override off)" if switched_off else ""
-    return _finding(
+    return Finding(
+        id=GotchaId.G2,
         status=Status.INFO,
         summary=f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install '
         "the "
@@ -381,7 +393,8 @@ def override_outcome(f: OverrideFacts) -> Finding:
     if f.action == "install":
         evidence = (f"wrote {f.module}", f"wrote {f.pth}")
         if f.verified is None:
-            return _finding(
+            return Finding(
+                id=GotchaId.G2,
                 status=Status.WARN,
                 summary=f"SDPA override installed in {f.site}; not verified: no interpreter found for it",
                 subject=f.pth,
@@ -390,13 +403,15 @@ def override_outcome(f: OverrideFacts) -> Finding:
             )
         ok, why = f.verified
         if ok:
-            return _finding(
+            return Finding(
+                id=GotchaId.G2,
                 status=Status.PASS,
                 summary=f"SDPA override installed in {f.site}: {why}; SPARKENV_SDPA=0 switches it off",
                 subject=f.pth,
                 evidence=(*evidence, why),
             )
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.FAIL,
             summary=f"SDPA override written to {f.site} but not active: {why}",
             subject=f.pth,
@@ -411,20 +426,23 @@ def override_outcome(f: OverrideFacts) -> Finding:
             if f.removed
             else f"SDPA override was not installed in {f.site}: nothing to remove"
         )
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.INFO,
             summary=summary,
             subject=f.pth,
             evidence=tuple(f"removed {p}" for p in f.removed),
         )
     if not f.present:
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.INFO,
             summary=f"SDPA override not installed in {f.site} (sparkenv patch sdpa --install to add it)",
             subject=f.pth,
         )
     if not f.module_present:
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.FAIL,
             summary=f"{pth_name} in {f.site} names {module_name}, which is missing: override off",
             subject=f.pth,
@@ -432,14 +450,16 @@ def override_outcome(f: OverrideFacts) -> Finding:
             fix=f"sparkenv patch sdpa --install {f.target}",
         )
     if not f.current:
-        return _finding(
+        return Finding(
+            id=GotchaId.G2,
             status=Status.WARN,
             summary=f"SDPA override installed in {f.site}, from another sparkenv version",
             subject=f.pth,
             evidence=(f"{f.module} differs from {f.source}",),
             fix=f"sparkenv patch sdpa --install {f.target} to refresh it",
         )
-    return _finding(
+    return Finding(
+        id=GotchaId.G2,
         status=Status.PASS,
         summary=f"SDPA override installed in {f.site}; SPARKENV_SDPA=0 switches it off",
         subject=f.pth,

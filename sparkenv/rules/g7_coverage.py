@@ -39,32 +39,42 @@ def judge(
     native = tuple(t.name for t in fits if t.kind == "sm")
     jit = tuple(t.name for t in fits if t.kind == "compute")
     lto = tuple(t.name for t in fits if t.kind == "lto")
-    want = cap_text(cap)
-    if native:
-        return Coverage(Status.PASS, native, jit, lto, names, f"{', '.join(native)} runs on {want}")
-    cost = kernels().cost
-    if jit:
-        size = sum((payload or {}).get(j, 0) for j in jit) if payload is not None else None
-        if size is not None and size < cost.ptx_warn_bytes:
-            return Coverage(
-                Status.INFO,
-                native,
-                jit,
-                lto,
-                names,
-                f"only PTX fits {want} ({', '.join(jit)}, {size / 1024:.0f} KiB): JIT-compiled at first use, "
-                "small enough to take well under a second",
-            )
-        return Coverage(
-            Status.WARN, native, jit, lto, names, f"only PTX fits {want} ({', '.join(jit)}): {cost.ptx}"
-        )
-    if lto:
-        return Coverage(
-            Status.WARN, native, jit, lto, names, f"only LTO-IR fits {want} ({', '.join(lto)}): {cost.lto}"
-        )
+    if native or jit or lto:
+        status, reason = _what_fits(native, jit, lto, cap_text(cap), payload)
+        return Coverage(status, native, jit, lto, names, reason)
     if not parsed:
         return Coverage(Status.INFO, (), (), (), (), "no CUDA kernels read")
-    why = _why_not(parsed, cap)
+    return _nothing_fits(parsed, names, cap, complete)
+
+
+def _what_fits(
+    native: tuple[str, ...],
+    jit: tuple[str, ...],
+    lto: tuple[str, ...],
+    want: str,
+    payload: Mapping[str, int] | None,
+) -> tuple[Status, str]:
+    """Machine code runs (PASS); else PTX or LTO-IR must be compiled first: WARN, or INFO for PTX small
+    enough to JIT in well under a second."""
+    if native:
+        return Status.PASS, f"{', '.join(native)} runs on {want}"
+    cost = kernels().cost
+    if not jit:
+        return Status.WARN, f"only LTO-IR fits {want} ({', '.join(lto)}): {cost.lto}"
+    size = sum((payload or {}).get(j, 0) for j in jit) if payload is not None else None
+    if size is not None and size < cost.ptx_warn_bytes:
+        return Status.INFO, (
+            f"only PTX fits {want} ({', '.join(jit)}, {size / 1024:.0f} KiB): JIT-compiled at first use, "
+            "small enough to take well under a second"
+        )
+    return Status.WARN, f"only PTX fits {want} ({', '.join(jit)}): {cost.ptx}"
+
+
+def _nothing_fits(
+    parsed: list[KernelTarget], names: tuple[str, ...], cap: Capability, complete: bool
+) -> Coverage:
+    """No code that runs: FAIL, or INFO when the reader could not read everything."""
+    want, why = cap_text(cap), _why_not(parsed, cap)
     if not complete:
         return Coverage(
             Status.INFO, (), (), (), names, f"no code for {want} among what could be read ({why}); incomplete"
