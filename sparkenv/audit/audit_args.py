@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from sparkenv import fastargs
-from sparkenv.errors import SparkenvError
 from sparkenv.render import options as reporting
 
 VALUED = {"--lock": "lock", "--machine": "machine", "--root": "root", "--gpu": "gpu", **reporting.VALUED}
@@ -41,22 +40,11 @@ def parse(argv: list[str]) -> AuditArgs | None:
     )
 
 
-def gpu_capability(gpu: str) -> tuple[int, int] | None:
-    """--gpu: a capability, or None for `none`; a usage error (exit 2) otherwise."""
-    if gpu.strip().lower() == "none":
-        return None
-    from sparkenv.cuda import coverage
-
-    cap = coverage.parse_capability(gpu)
-    if cap is None:
-        raise SparkenvError(f"--gpu {gpu!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
-    return cap
-
-
 def run(args: AuditArgs) -> int:
     from sparkenv.audit.run import audit
+    from sparkenv.cuda import coverage
     from sparkenv.render.emit import emit
 
     options = args.reporting.check()
-    cap = gpu_capability(args.gpu)
+    cap = coverage.parse_gpu_option(args.gpu)
     return emit(audit(args.target, lock=args.lock, machine=args.machine, root=args.root, gpu=cap), options)

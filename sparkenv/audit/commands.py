@@ -70,9 +70,9 @@ def audit(
 
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
-    from sparkenv.audit.audit_args import gpu_capability
     from sparkenv.audit.run import audit as run_audit
+    from sparkenv.cuda import coverage
     from sparkenv.render.emit import emit
 
-    result = run_audit(target, lock=lock, machine=machine, root=root, gpu=gpu_capability(gpu))
+    result = run_audit(target, lock=lock, machine=machine, root=root, gpu=coverage.parse_gpu_option(gpu))
     raise typer.Exit(emit(result, reporting))
