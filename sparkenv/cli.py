@@ -111,6 +111,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.build.commands",
     "sparkenv.audit.commands",
     "sparkenv.gate.commands",
+    "sparkenv.watch.commands",
     "sparkenv.patches.commands",
 )
 

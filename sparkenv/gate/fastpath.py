@@ -20,6 +20,9 @@ VALUED = {
     "--deep-cache": "deep_cache",
     "--python": "python",
     "--deadline": "deadline",
+    "--watch-dir": "watch_dir",
+    "--watch-interval": "watch_interval",
+    "--watch-policy": "watch_policy",
     **reporting.VALUED,
 }
 REPEATED = reporting.REPEATED  # lists: each occurrence adds to it
@@ -28,10 +31,11 @@ FLAGS = {
     "--import-unsloth": "import_unsloth",
     "--deep": "deep",
     "--link-test": "link_test",
+    "--watch": "watch",
     **reporting.FLAGS,
 }
 REPORTING = frozenset({*reporting.VALUED.values(), *reporting.FLAGS.values()})  # ReportOptions' fields
-FLOATS = {"need_gb", "sample", "deadline"}
+FLOATS = {"need_gb", "sample", "deadline", "watch_interval"}
 
 
 def parse(argv: list[str]) -> GateArgs | None:
@@ -80,6 +84,10 @@ def parse(argv: list[str]) -> GateArgs | None:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:
         a.deep = env_flag("SPARKENV_GATE_DEEP")
+    if not a.watch:
+        a.watch = env_flag("SPARKENV_GATE_WATCH")
+    if a.watch_dir is None:
+        a.watch_dir = os.environ.get("SPARKENV_WATCH_DIR") or None
     if a.deep_cache is None:
         a.deep_cache = os.environ.get("SPARKENV_GATE_DEEP_CACHE") or None
     return a
