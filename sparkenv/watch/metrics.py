@@ -39,7 +39,7 @@ def render(s: Sample, findings: list[Finding], eta_s: float | None) -> str:
         full = f"sparkenv_watch_{name}"
         out.append(f"# HELP {full} {help_}.")
         out.append(f"# TYPE {full} {kind}")
-        out.extend(f"{full}{labels} {value:.6g}" for labels, value in rows)
+        out.extend(f"{full}{labels} {_number(value)}" for labels, value in rows)
 
     for name, help_, attr, scale in GPU:
         rows = [(f'{{gpu="{g.index}"}}', v * scale) for g in s.gpus if (v := getattr(g, attr)) is not None]
@@ -68,3 +68,8 @@ def render(s: Sample, findings: list[Finding], eta_s: float | None) -> str:
         or [('{gotcha="none",status="PASS"}', 0.0)],
     )
     return "\n".join(out) + "\n# EOF\n"
+
+
+def _number(value: float) -> str:
+    """Exact where it is whole (bytes, hertz), a short decimal otherwise."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
