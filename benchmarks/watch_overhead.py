@@ -77,7 +77,7 @@ def main() -> None:
     for watched in order:
         tflops, err = once(watched, a, folder)
         runs[watched].append(tflops)
-        m = re.search(r"watcher CPU ([\d.]+) s \(([\d.]+)% of one core\)", err)
+        m = re.search(r"watcher CPU ([\d.]+) s \(([\d.]+)% of one core", err)
         if watched and m:
             shares.append(float(m.group(2)))
         print(f"{'watched  ' if watched else 'unwatched'} {tflops:8.1f} TFLOP/s", flush=True)

@@ -66,7 +66,7 @@ class Watcher:
         self.w = limits()
         self.out = o.stream or sys.stderr
         self.t0 = time.monotonic()
-        self.cpu0 = time.process_time()
+        cpu_start = time.process_time()
         self.started = time.time()
         self.files = names(o.folder, o.pid, self.started)
         self.sampler = Sampler(o.pid)
@@ -90,7 +90,10 @@ class Watcher:
         self.findings: list[Finding] = []
         self.stopped_workload: str | None = None
         self.last_plot = 0.0
+        self.last_metrics = -1e9
         self.readings = 0
+        self.cpu0 = time.process_time()  # the readings' cost, after NVML's start (said apart)
+        self.start_cpu = self.cpu0 - cpu_start
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -130,7 +133,9 @@ class Watcher:
             self.recorder.append({"event": event}, sync=f.status is Status.FAIL)
             self.say(text)
             self.maybe_stop(f)
-        self.write_metrics(sample, series)
+        if sample.t - self.last_metrics >= self.recorder.fsync_s:  # the textfile at the record's rate
+            self.last_metrics = sample.t
+            self.write_metrics(sample, series)
         if sample.t - self.last_plot >= PLOT_EVERY_S:
             self.write_plot(series)
 
@@ -187,7 +192,8 @@ class Watcher:
 
     def finish(self) -> None:
         series = self.series()
-        if series.samples:
+        if series.last is not None:
+            self.write_metrics(series.last, series)
             self.write_plot(series)
         cpu = time.process_time() - self.cpu0
         took = time.monotonic() - self.t0
@@ -205,6 +211,7 @@ class Watcher:
             "readings": self.readings,
             "watcher_cpu_s": round(cpu, 3),
             "watcher_cpu_share": round(share, 5),
+            "watcher_start_cpu_s": round(self.start_cpu, 3),
             "fsyncs": self.recorder.fsyncs,
             "stopped_workload": self.stopped_workload,
             "lines": lines,
@@ -214,7 +221,8 @@ class Watcher:
         self.sampler.close()
         self.say(
             f"sparkenv watch: pid {self.o.pid} ended after {clock(took)}; {self.readings} readings; "
-            f"watcher CPU {cpu:.2f} s ({share:.2%} of one core); record {self.files.record}, "
+            f"watcher CPU {cpu:.2f} s ({share:.2%} of one core; {self.start_cpu:.2f} s more to start); "
+            f"record {self.files.record}, "
             f"plot {self.files.plot}"
         )
         for text in lines:

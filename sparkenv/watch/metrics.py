@@ -15,11 +15,16 @@ GPU = (  # metric, help, field, scale to base units
     ("gpu_power_limit_watts", "GPU enforced power limit", "power_limit_w", 1.0),
     ("gpu_sm_clock_hertz", "SM clock", "sm_clock_mhz", 1e6),
     ("gpu_utilization_ratio", "GPU utilization", "utilization", 0.01),
-    ("gpu_power_violation_seconds_total", "time the power cap held clocks back", "power_violation_s", 1.0),
-    ("gpu_thermal_violation_seconds_total", "time heat held clocks back", "thermal_violation_s", 1.0),
-    ("gpu_sw_thermal_slowdown_seconds_total", "SW thermal slowdown counter", "sw_thermal_s", 1.0),
-    ("gpu_hw_thermal_slowdown_seconds_total", "HW thermal slowdown counter", "hw_thermal_s", 1.0),
-    ("gpu_hw_power_brake_seconds_total", "HW power brake counter", "hw_power_brake_s", 1.0),
+    (
+        "gpu_power_violation_seconds",
+        "time the power cap held clocks back, since the driver loaded",
+        "power_violation_s",
+        1.0,
+    ),
+    ("gpu_thermal_violation_seconds", "time heat held clocks back", "thermal_violation_s", 1.0),
+    ("gpu_sw_thermal_slowdown_seconds", "SW thermal slowdown counter", "sw_thermal_s", 1.0),
+    ("gpu_hw_thermal_slowdown_seconds", "HW thermal slowdown counter", "hw_thermal_s", 1.0),
+    ("gpu_hw_power_brake_seconds", "HW power brake counter", "hw_power_brake_s", 1.0),
 )
 MEMORY = (
     ("memory_total_bytes", "MemTotal", "mem_total_kb", 1024.0),

@@ -25,6 +25,8 @@ class Sampler:
         self.error: str | None = None
         self.name: str | None = None
         self.shutdown: dict[int, float | None] = {}
+        self.max_clock: dict[int, int | None] = {}
+        self.known: dict[int, tuple[bool, tuple[str, ...]]] = {}  # pid -> (the workload's, argv)
         from sparkenv.gate.nvml import library_path, pids_are_host_pids
 
         self.pids_local = pids_are_host_pids()
@@ -48,6 +50,7 @@ class Sampler:
                 pynvml.nvmlDeviceGetTemperatureThreshold, h, pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
             )
             self.shutdown[i] = float(c) if isinstance(c, (int, float)) and c > 0 else None
+            self.max_clock[i] = self._get(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM)
 
     def close(self) -> None:
         if self.nv is not None:
@@ -95,7 +98,7 @@ class Sampler:
             power_w=_watts(get(nv.nvmlDeviceGetPowerUsage, h)),
             power_limit_w=_watts(get(nv.nvmlDeviceGetEnforcedPowerLimit, h)),
             sm_clock_mhz=get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
-            sm_clock_max_mhz=get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
+            sm_clock_max_mhz=self.max_clock.get(i),
             utilization=util.gpu if util is not None else None,
             event_reasons=reasons if isinstance(reasons, int) else None,
             power_violation_s=self._violation(h, nv.NVML_PERF_POLICY_POWER),
@@ -127,19 +130,23 @@ class Sampler:
 
     def _apps(self, i: int, h: Any) -> list[GpuProcess]:
         procs = self._get(self.nv.nvmlDeviceGetComputeRunningProcesses, h) or []
-        own = descendants(self.workload_pid) if self.pids_local and self.workload_pid else set()
+        if self.pids_local and self.workload_pid and any(int(p.pid) not in self.known for p in procs):
+            tree = descendants(self.workload_pid)  # one pass over /proc, only when a new PID shows
+            for p in procs:
+                pid = int(p.pid)
+                self.known.setdefault(pid, (pid in tree, _argv(pid)))
         out = []
         for p in procs:
             used = getattr(p, "usedGpuMemory", None)
             pid = int(p.pid)
-            argv = _argv(pid) if self.pids_local else ()
+            own, argv = self.known.get(pid, (False, ()))
             out.append(
                 GpuProcess(
                     pid=pid,
                     gpu=i,
                     used_mib=round(used / (1 << 20)) if isinstance(used, int) else None,
                     name=os.path.basename(argv[0]) if argv else None,
-                    own=pid in own,
+                    own=own,
                     argv=argv[:16],
                 )
             )
