@@ -11,8 +11,8 @@ from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
+    from sparkenv.facts.live import GateFacts
     from sparkenv.facts.timeseries import Series
-    from sparkenv.gate.view import GateFacts
     from sparkenv.knowledge.records.watch import Watch
 
 GIB = 1 << 20  # kB per GiB
