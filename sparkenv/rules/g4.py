@@ -5,6 +5,7 @@ temperature approaching the shutdown point."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from sparkenv.knowledge import gate
@@ -168,15 +169,18 @@ def _pinned(s: Series, i: int, w: Watch) -> Finding:
     share = len(at_cap) / len(draws)
     cap = max(limits.values())
     span = f"{min(d for _, d in draws):.0f}–{max(d for _, d in draws):.0f} W"
-    rise = temps[-1][1] - temps[0][1] if len(temps) >= 2 else 0.0
+    # the climb while at the cap: the hottest pinned reading against the window's first
+    capped_t = {t for t, _ in at_cap}
+    hot = max((v for t, v in temps if t in capped_t), default=None)
+    rise = hot - temps[0][1] if hot is not None and temps else 0.0
     if share < p.pinned_share:
         return _g4(Status.PASS, f"power {span}, below the {cap:g} W cap most of the time", subject)
     pinned = f"power pinned at the {cap:g} W cap ({span}, {share:.0%} of the last {s.duration:.0f} s)"
     if rise >= p.temperature_rise_c:
         return _g4(
             Status.WARN,
-            f"{pinned} while the temperature rose {temps[0][1]:g}→{temps[-1][1]:g} °C: held back by power "
-            "and heating; sustained, it throttles on heat next",
+            f"{pinned} while the temperature climbed {temps[0][1]:g}→{hot:g} °C: running at its power "
+            "limit and heating",
             subject,
             f"{COOL}; a GB10 that hard-powered-off under such load stayed up with its SM clocks capped: "
             f"{w.throttle.gb10_clock_cap}",
@@ -217,9 +221,13 @@ def _slowdown(s: Series, i: int, w: Watch) -> Finding:
 def _stuck(s: Series, i: int, w: Watch) -> Finding:
     subject, st = f"gpu{i} clocks", w.stuck
     tail = s.window(st.min_s)
+    # A GB10 may report no enforced limit: its sustained draw (data/gate.toml) stands in.
+    fallback = gate().power.normal_sustained_w if s.gb10 else None
     rows = []
     for smp in tail.samples:
         g = next((g for g in smp.gpus if g.index == i), None)
+        if g is not None and g.power_limit_w is None:
+            g = dataclasses.replace(g, power_limit_w=fallback)
         if g is None or None in (
             g.utilization,
             g.sm_clock_mhz,
