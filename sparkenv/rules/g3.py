@@ -103,7 +103,7 @@ def eta_seconds(s: Series, w: Watch) -> tuple[float, float] | None:
     """(seconds to exhaustion, kB/s falling) where MemAvailable falls steadily over the window."""
     from sparkenv.facts.timeseries import trend
 
-    points = s.memory("mem_available_kb")
+    points = s.window(w.memory.trend_s).memory("mem_available_kb")
     if len(points) < 3 or points[-1][0] - points[0][0] < w.memory.min_trend_s:
         return None
     slope = trend(points)

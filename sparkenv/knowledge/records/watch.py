@@ -43,6 +43,7 @@ class Memory(NamedTuple):
     eta_warn_s: float
     eta_fail_s: float
     min_trend_s: float
+    trend_s: float
     min_fall_kb_s: int
     available_warn_fraction: float
     page_cache_fraction: float
