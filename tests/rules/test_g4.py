@@ -98,7 +98,7 @@ def _pinned(temps_from: float, temps_to: float):
     )
 
 
-def _gb10(**gpu):
+def _gb10_busy(**gpu):
     """A GB10 under load as field reports describe it; NVML reports no enforced limit and no shutdown
     threshold on it (figures of shape, not a recording)."""
     rest = {**sf.H200_REST, "power_limit_w": None, "shutdown_c": None, "sm_clock_max_mhz": 3003}
@@ -122,16 +122,16 @@ ROWS += [
     Row("g4.watch", "no slowdown counters on this GPU",
         lambda c: sf.series(5, rest={"temperature_c": 50}), "gpu0 slowdown", Status.SKIP),
     Row("g4.watch", "GB10 busy at a low clock and draw: stuck (NVML fake)",
-        lambda c: _gb10(sm_clock_mhz=850, power_w=28.0), "gpu0 clocks", Status.WARN, "removing power",
+        lambda c: _gb10_busy(sm_clock_mhz=850, power_w=28.0), "gpu0 clocks", Status.WARN, "removing power",
         "the stuck low-power state"),
-    Row("g4.watch", "GB10 busy and boosting", lambda c: _gb10(sm_clock_mhz=2400, power_w=95.0), "gpu0 clocks",
+    Row("g4.watch", "GB10 busy and boosting", lambda c: _gb10_busy(sm_clock_mhz=2400, power_w=95.0), "gpu0 clocks",
         Status.PASS, None, "clocks follow the load"),
     Row("g4.watch", "replayed H200: clocks follow the load", lambda c: sf.recorded(H200), "gpu0 clocks",
         Status.PASS, None, "1440–1635 MHz"),
     Row("g4.watch", "GB10 within 10 °C of its reported 104.8 °C shutdown (NVML fake)",
-        lambda c: _gb10(temperature_c=97), "gpu0 temperature", Status.WARN, "spinning CPU cores",
+        lambda c: _gb10_busy(temperature_c=97), "gpu0 temperature", Status.WARN, "spinning CPU cores",
         "7.8 °C below a GB10's reported 104.8 °C"),
-    Row("g4.watch", "GB10 at the edge of shutdown (NVML fake)", lambda c: _gb10(temperature_c=102),
+    Row("g4.watch", "GB10 at the edge of shutdown (NVML fake)", lambda c: _gb10_busy(temperature_c=102),
         "gpu0 temperature", Status.FAIL, "stop or checkpoint now"),
     Row("g4.watch", "replayed H200: far from NVML's shutdown point", lambda c: sf.recorded(H200),
         "gpu0 temperature", Status.PASS, None, "below NVML's 95 °C shutdown point (peak 61 °C)"),
