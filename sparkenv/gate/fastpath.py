@@ -84,7 +84,7 @@ def parse(argv: list[str]) -> GateArgs | None:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:
         a.deep = env_flag("SPARKENV_GATE_DEEP")
-    if not a.watch:
+    if not a.watch and a.workload:  # set in an image's environment, it must not break a bare `gate`
         a.watch = env_flag("SPARKENV_GATE_WATCH")
     if a.watch_dir is None:
         a.watch_dir = os.environ.get("SPARKENV_WATCH_DIR") or None
