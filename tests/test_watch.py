@@ -235,6 +235,9 @@ def test_watch_pid_follows_a_running_process_and_writes_metrics_and_plot(tmp_pat
     rec = record.read(str(next(folder.glob("*.jsonl"))))
     assert rec.header["workload"] == ["sleep", "2.5"] and rec.summary and len(rec.samples) >= 5
     assert rec.summary["watcher_cpu_share"] < 0.2  # a loose bound; benchmarks/watch_overhead.py measures
+    # fsync at a bounded rate (at most every 10 s, data/watch.toml): the header, maybe one reading, the
+    # summary — not one per reading
+    assert rec.summary["fsyncs"] <= 3 < len(rec.samples)
     prom = (folder / "sparkenv_watch.prom").read_text()
     assert prom.endswith("# EOF\n")
     families = set()
@@ -281,3 +284,20 @@ def test_report_of_what_is_not_a_record(tmp_path):
     assert r.code == 2 and "not a sparkenv watch record" in r.err and len(r.err.splitlines()) == 1
     r = sparkenv("watch", "--report", str(FIXTURE), "--pid", "1")
     assert r.code == 2 and "give one of --pid" in r.err
+
+
+def test_a_long_run_keeps_bounded_memory_and_its_first_reading(tmp_path):
+    """A day at one reading a second through the watcher's history: the last window whole, older readings
+    thinned, the first kept (G6 compares with it)."""
+    from sparkenv.facts.timeseries import Sample
+    from sparkenv.watch import loop
+
+    w = loop.Watcher(loop.Options(pid=os.getpid(), folder=str(tmp_path), interval_s=1.0))
+    for i in range(86_400):
+        w.keep(Sample(t=float(i), wall=0.0, mem_available_kb=i))
+    kept = w.history
+    assert kept[0].t == 0.0 and kept[-1].t == 86_399.0
+    assert len(kept) <= 1 + 2 * loop.HISTORY + 2 * w.w.sampling.window_s + 1
+    recent = [s.t for s in kept if s.t >= 86_399 - w.w.sampling.window_s]
+    assert recent == [float(t) for t in range(86_399 - int(w.w.sampling.window_s), 86_400)]
+    w.recorder.close()
