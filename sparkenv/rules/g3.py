@@ -4,6 +4,7 @@ what the GPU needs; memory stalls (PSI)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.knowledge import gate
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
     from sparkenv.facts.timeseries import Series
     from sparkenv.knowledge.records.watch import Watch
+
+_finding = partial(Finding, GotchaId.G3)  # every finding of this module is G3's
 
 GIB = 1 << 20  # kB per GiB
 DROP = "between runs, as root: sync; echo 3 > /proc/sys/vm/drop_caches (sparkenv never does it itself)"
@@ -27,8 +30,7 @@ def live(f: GateFacts) -> list[Finding]:
     total, avail = m.get("MemTotal"), m.get("MemAvailable")
     if not total or avail is None:
         return [
-            Finding(
-                id=GotchaId.G3,
+            _finding(
                 status=Status.ERROR,
                 summary="/proc/meminfo has no MemTotal/MemAvailable",
                 subject="memory",
@@ -51,8 +53,7 @@ def live(f: GateFacts) -> list[Finding]:
     summary = f"MemAvailable {avail / GIB:.1f} GiB of {total / GIB:.1f} GiB; page cache {cache / GIB:.1f} GiB"
     if f.need_gb and avail / GIB < f.need_gb:
         return [
-            Finding(
-                id=GotchaId.G3,
+            _finding(
                 status=Status.WARN,
                 summary=f"{summary}: below the {f.need_gb:g} GiB this run needs",
                 subject="memory",
@@ -62,8 +63,7 @@ def live(f: GateFacts) -> list[Finding]:
         ]
     if cache > limits.page_cache_warn_fraction * total:
         return [
-            Finding(
-                id=GotchaId.G3,
+            _finding(
                 status=Status.WARN,
                 summary=f"{summary}: the page cache holds memory the GPU may need",
                 subject="memory",
@@ -96,7 +96,8 @@ def watch(s: Series) -> list[Finding]:
 
 
 def _g3(status: Status, summary: str, subject: str, fix: str | None = None, *ev: str) -> Finding:
-    return Finding(id=GotchaId.G3, status=status, summary=summary, subject=subject, evidence=ev, fix=fix)
+    """The watch rules' findings, fix before evidence (most have a fix, few evidence)."""
+    return _finding(status=status, summary=summary, subject=subject, evidence=ev, fix=fix)
 
 
 def eta_seconds(s: Series, w: Watch) -> tuple[float, float] | None:

@@ -6,6 +6,7 @@ temperature approaching the shutdown point."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.knowledge import gate
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from sparkenv.facts.timeseries import Series
     from sparkenv.knowledge.records.gate import Power
     from sparkenv.knowledge.records.watch import Watch
+
+_finding = partial(Finding, GotchaId.G4)  # every finding of this module is G4's
 
 # nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.
 REASONS = {
@@ -37,8 +40,7 @@ def live(f: GateFacts) -> list[Finding]:
     if gpu is None:
         readings = f.gpu_readings
         return [
-            Finding(
-                id=GotchaId.G4,
+            _finding(
                 status=Status.SKIP,
                 summary=f"no GPU reading: {readings.get('error', 'no GPU reported')}",
                 subject="gpu0",
@@ -75,8 +77,7 @@ def live(f: GateFacts) -> list[Finding]:
         evidence.append(f"{len(samples)} samples over {samples[-1]['t'] - samples[0]['t']:.1f} s")
     if findings:
         return [
-            Finding(
-                id=GotchaId.G4,
+            _finding(
                 status=Status.WARN,
                 summary=f"{reading}; {'; '.join(findings)}",
                 subject="gpu0",
@@ -86,8 +87,7 @@ def live(f: GateFacts) -> list[Finding]:
         ]
     note = "" if samples else " (one reading; --sample SECONDS watches for a plateau)"
     return [
-        Finding(
-            id=GotchaId.G4,
+        _finding(
             status=Status.INFO,
             summary=reading + note,
             subject="gpu0",
@@ -155,7 +155,8 @@ def watch(s: Series) -> list[Finding]:
 
 
 def _g4(status: Status, summary: str, subject: str, fix: str | None = None, *ev: str) -> Finding:
-    return Finding(id=GotchaId.G4, status=status, summary=summary, subject=subject, evidence=ev, fix=fix)
+    """The watch rules' findings, fix before evidence (most have a fix, few evidence)."""
+    return _finding(status=status, summary=summary, subject=subject, evidence=ev, fix=fix)
 
 
 def _pinned(s: Series, i: int, w: Watch) -> Finding:
