@@ -115,6 +115,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.image.commands",
     "sparkenv.audit.commands",
     "sparkenv.gate.commands",
+    "sparkenv.watch.commands",
     "sparkenv.patches.commands",
 )
 
