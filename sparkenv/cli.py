@@ -127,6 +127,10 @@ _register_stages()
 
 
 def main() -> None:
+    process_exit.guarded(_main)
+
+
+def _main() -> None:
     from sparkenv import signals
     from sparkenv.errors import SparkenvError
 
@@ -138,6 +142,8 @@ def main() -> None:
         if code == 130:  # typer turns Ctrl-C (and our SIGTERM/SIGHUP) into a silent Exit(130)
             _stopped(signals.received())
         sys.exit(code if isinstance(code, int) else 0)
+    except process_exit.OutputFailed:
+        raise
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

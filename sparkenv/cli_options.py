@@ -140,9 +140,11 @@ def bundle(values: dict[str, Any]) -> ReportOptions:
 
 
 def positive_seconds(value: float | None) -> float | None:
-    """A duration option: finite and above zero (`nan`, `inf`, 0 and negatives are usage errors, exit 2)."""
-    import math
+    """A duration option: finite, above zero and within sparkenv.bounds (`nan`, `inf`, 0, negatives and
+    1e10 are usage errors, exit 2)."""
+    from sparkenv.bounds import seconds_problem
 
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise typer.BadParameter(f"{value} is not a positive number of seconds")
+    problem = None if value is None else seconds_problem(value, zero_ok=False)
+    if problem:
+        raise typer.BadParameter(f"{value} is not a usable number of seconds: {problem}")
     return value

@@ -10,7 +10,9 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["gate"]:
-        _gate(argv[1:])
+        from sparkenv import process_exit
+
+        process_exit.guarded(lambda: _gate(argv[1:]))
     from sparkenv.cli import main as cli_main
 
     cli_main()
@@ -28,8 +30,12 @@ def _gate(argv: list[str]) -> None:
         args = fastpath.parse(argv)
         if args is None:
             return
+        entry.validate(args)  # a bad value (--deadline 1e10) ends the gate before any probe starts
         early.start(args)  # NVML and the --deep torch process run while the rest is imported
         entry.finish(entry.run(args))
+    except process_exit.OutputFailed:
+        orchestrate.kill_children()
+        raise
     except SparkenvError as exc:
         orchestrate.kill_children()  # a probe started early never outlives the gate
         print(f"sparkenv: error: {exc}", file=sys.stderr)
