@@ -81,11 +81,11 @@ def build(req: BuildRequest) -> BuildOutcome:
 
     started = time.perf_counter()
     if req.tag is not None:
-        from sparkenv.image.reference import check_tag
+        from sparkenv.image_reference import check_tag
 
         check_tag(req.tag)  # before any work, --dry-run too: a bad name must not cost a whole build
     if req.push is not None:
-        from sparkenv.image.reference import check_tag
+        from sparkenv.image_reference import check_tag
 
         check_tag(req.push, "--push")
     if req.inputs and req.lock:
