@@ -528,4 +528,5 @@ def _currency(
         inputs_changed=written.input_hash != digest,
         profile_changed=written.profile_hash != lockwrite.profile_hash(profile),
         requirements_missing="" if req.is_file() else str(req),
+        requirements_disagree=lockread.requirements_disagreement(written),
     )
