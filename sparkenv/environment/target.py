@@ -166,6 +166,8 @@ def _interpreter_near_site(site: Path) -> Path | None:
 def _finish(
     description: str, dirs: tuple[Path, ...], interpreter: Path | None, machine: str | None
 ) -> Target:
+    for d in dirs:
+        _readable(d, description)
     version = None
     for d in dirs:
         m = _PYVER_IN_PATH.search(str(d))
@@ -182,6 +184,18 @@ def _finish(
     if found:
         return Target(description, dirs, found, f"interpreter {interpreter}", version, interpreter)
     return Target(description, dirs, host_machine(), "this host (no interpreter found)", version, interpreter)
+
+
+def _readable(site: Path, description: str) -> None:
+    """A site folder that cannot be listed is an environment sparkenv cannot read, never an empty one
+    (a site-packages folder of mode 000 read as "torch is not installed", G8 PASS)."""
+    try:
+        os.listdir(site)
+    except OSError as exc:
+        why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+        raise SparkenvError(
+            f"{site}: cannot read {description}'s installed packages: {why} (run as a user who can read it)"
+        ) from None
 
 
 def _interpreter_machine(interpreter: Path | None) -> str | None:
