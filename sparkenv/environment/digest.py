@@ -92,4 +92,8 @@ def compare(peers: Mapping[str, Mapping[str, Any]]) -> list[Difference]:
 
 
 def agent_script() -> str:
-    return os.path.join(os.path.dirname(__file__), "store_agent.py")
+    """The store agent's file, run by the gate's chosen interpreter (it lives in sparkenv/multinode/;
+    after the move of this module to environment/ the path pointed at a file that is not there)."""
+    return os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "multinode", "store_agent.py"
+    )
