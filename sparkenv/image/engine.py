@@ -387,8 +387,35 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str =
 
 
 def tag(client: Any, image_id: str, ref: str) -> None:
+    """Tag the image `ref`; the engine's refusal is ServiceMissing (exit 3) with its message."""
+    import requests
+    from docker.errors import APIError
+
     repo, _, version = ref.rpartition(":")
     if not repo or "/" in version:
         repo, version = ref, "latest"
-    if not client.api.tag(image_id, repo, version, force=True):
+    try:
+        done = client.api.tag(image_id, repo, version, force=True)
+    except APIError as exc:
+        raise ServiceMissing(
+            f"the Docker engine did not tag {image_id} as {ref}: {exc.explanation or exc}"
+        ) from None
+    except (requests.RequestException, OSError) as exc:
+        raise lost(exc) from None
+    if not done:
         raise BuildFailed(f"the engine did not tag {image_id} as {ref}")
+
+
+def untag(client: Any, ref: str) -> None:
+    """Remove the tag `ref` (the image stays under its other tags); best effort on the way out of a
+    failure: the failure being raised is the message, and the engine may be the thing that failed."""
+    import requests
+    from docker.errors import DockerException
+
+    try:
+        client.api.remove_image(ref, noprune=True)
+    except (DockerException, requests.RequestException, OSError):
+        return
+    from sparkenv import signals
+
+    signals.cleaned(f"removed the local tag {ref}")

@@ -167,8 +167,8 @@ def build(req: BuildRequest) -> BuildOutcome:
             f"{wanted} machine (or with binfmt/qemu for {wanted}); nothing was tagged"
         )
     checked = engine.verify(client, image_id, gpu=gpu_text)
-    if checked.report is not None:
-        write_atomic(str(context.report_path(locked)), checked.raw)
+    # the image's audit report is written after the last step that can fail (tag, push): a failed
+    # push must not leave a new report beside an old tag
     short = image_id.removeprefix("sha256:")[:12]
     took = time.perf_counter() - started
     if checked.report is None or checked.exit_code not in (0, 1):
@@ -195,6 +195,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         if req.reporting.strict and not report.count(Status.FAIL):
             why = f"{report.count(Status.WARN)} WARN and {report.count(Status.ERROR)} ERROR (--strict)"
         report.context["tagged"] = False
+        write_atomic(str(context.report_path(locked)), checked.raw)  # why it was not tagged
         return BuildOutcome(
             view,
             f"sparkenv build: image {short} NOT tagged {ref}: its audit found {why} "
@@ -212,13 +213,20 @@ def build(req: BuildRequest) -> BuildOutcome:
     if req.push:
         from sparkenv.image import push as pushing
 
-        if req.push != ref:
+        extra_tag = req.push != ref
+        if extra_tag:
             engine.tag(client, image_id, req.push)
         signals.on_interrupt(f"push of {req.push} stopped: the registry holds no manifest for it")
-        digest = pushing.push(client, req.push, req.reporting.quiet)
+        try:
+            digest = pushing.push(client, req.push, req.reporting.quiet)
+        except BaseException:  # a failed or stopped push leaves no local tag for the registry name
+            if extra_tag:
+                engine.untag(client, req.push)
+            raise
         signals.forget(f"push of {req.push} stopped: the registry holds no manifest for it")
         pinned = f"{pushing.split(req.push)[0]}@{digest}"
         message += f"\nsparkenv build: pushed {req.push}; on every node: docker pull {pinned}"
+    write_atomic(str(context.report_path(locked)), checked.raw)
     return BuildOutcome(view, message, pinned=pinned)
 
 

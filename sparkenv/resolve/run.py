@@ -244,6 +244,9 @@ def lock(
     from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
+    from sparkenv import outputs as output_files
+
+    output_files.check_folder(output_dir, "--output-dir")  # before a resolution that can take minutes
     inp = inputs_mod.read(paths, extras)
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
