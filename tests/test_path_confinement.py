@@ -138,7 +138,15 @@ def test_a_profile_name_with_a_path_is_refused(project: Path):
         "--requirement=../../../../secret.txt",
         "--constraint ../../../../secret.txt",
     ],
-    ids=["spaced", "attached", "constraint-attached", "after-an-option", "continued", "long-equals", "long-c"],
+    ids=[
+        "spaced",
+        "attached",
+        "constraint-attached",
+        "after-an-option",
+        "continued",
+        "long-equals",
+        "long-c",
+    ],
 )
 def test_every_include_form_is_fenced(project: Path, line: str):
     (project / "lockfiles" / "inputs" / "playbook-unsloth.txt").write_text(f"peft\n{line}\n")
