@@ -102,6 +102,7 @@ def kill_all() -> int:
         procs = list(_children)
         _children.clear()
     if not procs:
+        _kill_orphans()
         return 0
     import subprocess
 
@@ -134,8 +135,22 @@ def _kill_orphans() -> None:
             os.killpg(os.getpgid(pid), signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
+        _reap(pid)
+
+
+def _reap(pid: int, wait_s: float = 0.5) -> None:
+    """Collect a killed orphan's exit status (it is our child now), so no zombie stays behind."""
+    import time
+
+    stop = time.monotonic() + wait_s
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() > stop:
+            return
+        time.sleep(0.01)
 
 
 def _marked(entry: Path, me: int) -> bool:

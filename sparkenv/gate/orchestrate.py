@@ -63,8 +63,7 @@ class Bounded:
                 proc.wait(timeout=0.2)
         finally:
             # The probe is done: anything it left in its session (a wrapper's background child) goes too.
-            children.kill(proc)
-            children.forget(proc)
+            children.stop(proc, reap_s=0.2)  # its group, and orphans it left (a wrapper's setsid child)
         # The pipes close when every holder exits; a holder outside our process group may never exit.
         for r in readers:
             r.join(timeout=max(0.0, min(0.2, deadline + 0.3 - time.monotonic())) if not timed_out else 0.1)
