@@ -156,7 +156,7 @@ def catalogue(root: Path) -> list[Case]:
                 ["lock", "--check", "--output-dir", str(proj / "lockfiles")],
                 (2,),
                 "points outside the project folder",
-            )  # fmt: skip
+            )
         )
     proj = _project(root / "disagree")
     req = proj / "lockfiles" / "requirements.ngc-25-11.txt"
@@ -169,12 +169,17 @@ def catalogue(root: Path) -> list[Case]:
             "disagrees",
             on_stdout=True,
             quiet_ok=True,
-        )  # fmt: skip
+        )
     )
 
     # ---- gate: numbers, a FIFO nccl.conf, a --python wrapper leaving a setsid child -------------------
-    for option, value in (("--deadline", "1e10"), ("--deadline", "nan"), ("--deadline", "0"),
-                          ("--sample", "1e10"), ("--need-gb", "1e300")):  # fmt: skip
+    for option, value in (
+        ("--deadline", "1e10"),
+        ("--deadline", "nan"),
+        ("--deadline", "0"),
+        ("--sample", "1e10"),
+        ("--need-gb", "1e300"),
+    ):
         cases.append(Case(f"gate/{option}={value}", ["gate", option, value], (2,), option))
     nodes = {"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29517"}
     cases.append(
@@ -187,7 +192,7 @@ def catalogue(root: Path) -> list[Case]:
             env={**nodes, "NCCL_CONF_FILE": str(fifo)},
             on_stdout=True,
             quiet_ok=True,
-        )  # fmt: skip
+        )
     )
     wrapper = root / "bin" / "python3"
     wrapper.parent.mkdir()
@@ -200,7 +205,7 @@ def catalogue(root: Path) -> list[Case]:
             (0, 1),
             deadline=40,
             quiet_ok=True,
-        )  # fmt: skip
+        )
     )
 
     # ---- audit: special targets, a damaged pyvenv.cfg, the cache as a FIFO, floods, dead outputs -------
@@ -231,7 +236,7 @@ def catalogue(root: Path) -> list[Case]:
             (0, 1),
             quiet_ok=True,
             env={"SPARKENV_CACHE_DIR": str(cache)},
-        )  # fmt: skip
+        )
     )
     dead_outputs = (
         ("devfull", 3, "No space left on device"),
@@ -254,14 +259,33 @@ def catalogue(root: Path) -> list[Case]:
     lockdir = root / "build"
     shutil.copytree(SHIPPED, lockdir / "lockfiles")
     for name, ref in refs.items():
-        cases.append(Case(f"build/base-{name}", ["build", "--dry-run", "--lock", str(lockdir / "lockfiles" /
-                     "pylock.ngc-25-11.toml"), "--base", ref], (2,), "--base"))  # fmt: skip
+        cases.append(
+            Case(
+                f"build/base-{name}",
+                [
+                    "build",
+                    "--dry-run",
+                    "--lock",
+                    str(lockdir / "lockfiles" / "pylock.ngc-25-11.toml"),
+                    "--base",
+                    ref,
+                ],
+                (2,),
+                "--base",
+            )
+        )
     for name, ref in (("upper", "UPPER/case"), ("newline", "a\nb"), ("digest", "x@sha256:" + "a" * 64)):
         cases.append(Case(f"build/tag-{name}", ["build", "--dry-run", "--tag", ref], (2,), "--tag"))
     bad_profile = root / "bad-image.toml"
     bad_profile.write_text('name = "bad"\nimage = "nvcr.io/x:1\\nRUN touch /pwned"\n')
-    cases.append(Case("check/profile-image-newline", ["check", str(root / "ok.txt"), "--profile",
-                 str(bad_profile)], (2,), "image"))  # fmt: skip
+    cases.append(
+        Case(
+            "check/profile-image-newline",
+            ["check", str(root / "ok.txt"), "--profile", str(bad_profile)],
+            (2,),
+            "image",
+        )
+    )
 
     # ---- patch sdpa: the module it reads is /dev/zero or a FIFO ----------------------------------------
     for name, make in (("dev-zero", lambda p: p.symlink_to("/dev/zero")), ("fifo", _fifo)):
@@ -309,8 +333,9 @@ def _run(case: Case, n: int) -> Ran:
         stdout = os.open("/dev/full", os.O_WRONLY)
     else:
         stdout = subprocess.PIPE
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+    )
     if isinstance(stdout, int) and stdout > 2:
         os.close(stdout)
     try:
@@ -330,8 +355,13 @@ def _run(case: Case, n: int) -> Ran:
     left = _leftovers(marker)
     for line in left:
         os.kill(int(line.split()[0]), signal.SIGKILL)
-    return Ran(proc.returncode, (out or b"").decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-               seconds, left)  # fmt: skip
+    return Ran(
+        proc.returncode,
+        (out or b"").decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        seconds,
+        left,
+    )
 
 
 _ROOT: list[Path] = []
@@ -388,9 +418,21 @@ def test_fatbin_flood_off_the_grid_stops_at_its_budget(tmp_path):
     section.write_bytes((b"\0\0\0\0" + magic) * (32 << 20 >> 3))
     (tmp_path / "p.c").write_text("int plain(void) { return 1; }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", "libp.so", "p.c"], cwd=tmp_path, check=True, timeout=120)
-    subprocess.run(["objcopy", "--add-section", f".nv_fatbin={section}", "--set-section-flags",
-                    ".nv_fatbin=alloc,load,readonly,data,contents", "libp.so", "libflood.so"],
-                   cwd=tmp_path, check=True, timeout=120, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "objcopy",
+            "--add-section",
+            f".nv_fatbin={section}",
+            "--set-section-flags",
+            ".nv_fatbin=alloc,load,readonly,data,contents",
+            "libp.so",
+            "libflood.so",
+        ],
+        cwd=tmp_path,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     limits = kernels().limits._replace(max_seconds=0.05)
     # a budget shorter than the read: the scan must stop at it, say so, and never count a header
     # off the grid as one
@@ -440,9 +482,18 @@ def test_the_g10_agreement_rule_never_crashes_on_a_peers_answer():
             "1": {"ordinal": 1, "name": "b", "digest": {"lock": "y", "gpu": "NVIDIA GB10"}},
         },
         "missing": [],
-        "link_test": {"backend": "nccl", "buffer_mib": 64, "world": 2, "busbw_gbs": 20.0, "iterations": 5,
-                      "median_s": 0.01, "algbw_gbs": 10.0, "setup_s": 1, "correct": True},
-    }  # fmt: skip
+        "link_test": {
+            "backend": "nccl",
+            "buffer_mib": 64,
+            "world": 2,
+            "busbw_gbs": 20.0,
+            "iterations": 5,
+            "median_s": 0.01,
+            "algbw_gbs": 10.0,
+            "setup_s": 1,
+            "correct": True,
+        },
+    }
     values: list = [None, 1, "x", [1], {"a": 1}, {"x": [1]}, 1.5, float("nan"), True, "9" * 30, -1]
     keys = ["x", "-1", "1e3", " 1", "nccl_settings", "digest", "error", "skipped"]
     rng = random.Random(27)
@@ -487,11 +538,11 @@ def test_a_setsid_grandchild_is_killed_with_the_registry(tmp_path):
         "stat = f'/proc/{pid}/stat'\n"
         "state = open(stat).read().rsplit(')', 1)[1].split()[0] if os.path.exists(stat) else 'gone'\n"
         "print(pid, state)\n"
-    )  # fmt: skip
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    pid, state = out.split()
+    _pid, state = out.split()
     assert state == "gone", out  # killed and reaped by its new parent, the registry's interpreter
 
 
