@@ -600,3 +600,111 @@ def test_an_unreadable_site_folder_is_an_error_not_an_empty_environment():
         site.chmod(0o755)
         shutil.rmtree(home)
     assert answer.startswith("ERROR") and "permission denied" in answer and str(site) in answer, answer
+
+
+# ---- profiles new --from-image: hostile images ---------------------------------------------------------
+
+_PROBE_STANDIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* Stands in for an image's python3: answers sparkenv's probe as a hostile image would. */
+int main(void) {
+    const char *mode = getenv("HOSTILE_MODE");
+    if (mode && !strcmp(mode, "flood")) {
+        static char block[1 << 16];
+        memset(block, 'x', sizeof block);
+        for (int i = 0; i < 200; i++) fwrite(block, 1, sizeof block, stdout);  /* 12.5 MiB */
+        return 0;
+    }
+    printf("{\"python\": \"3.12.3\", \"machine\": \"x86_64\", \"glibc\": %s, \"cuda\": \"13.0\", "
+           "\"cuda_source\": \"CUDA_VERSION\", \"os\": \"stand-in\", "
+           "\"site\": [\"/usr/lib/python3/dist-packages\"], "
+           "\"dists\": {\"numpy\": \"2.1.0\"}}\n", mode && !strcmp(mode, "type") ? "5" : "\"2.39\"");
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_images(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Images made with `docker import` (no registry, no base image): one without python3, and one whose
+    python3 is a static stand-in answering per $HOSTILE_MODE."""
+    from build_helpers import engine_or_skip
+
+    engine_or_skip()
+    root = tmp_path_factory.mktemp("images")
+    (root / "probe.c").write_text(_PROBE_STANDIN)
+    fs = root / "fs"
+    (fs / "usr" / "bin").mkdir(parents=True)
+    subprocess.run(
+        ["gcc", "-static", "-O1", "-o", str(fs / "usr" / "bin" / "python3"), "probe.c"],
+        cwd=root,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    subprocess.run(["tar", "-C", str(fs), "-cf", str(root / "with.tar"), "."], check=True, timeout=60)
+    (root / "empty").mkdir()
+    (root / "empty" / "README").write_text("no python here\n")
+    subprocess.run(
+        ["tar", "-C", str(root / "empty"), "-cf", str(root / "without.tar"), "."], check=True, timeout=60
+    )
+    tag = f"sparkenv-test/hostile-{os.getpid()}"
+    made = {
+        "type": (root / "with.tar", ["ENV HOSTILE_MODE=type"]),
+        "flood": (root / "with.tar", ["ENV HOSTILE_MODE=flood"]),
+        "secret": (root / "with.tar", ["ENV PIP_INDEX_URL=https://user:s3cr3t-token@127.0.0.1:9/simple"]),
+        "nopython": (root / "without.tar", []),
+    }
+    refs = {}
+    for name, (tar, changes) in made.items():
+        ref = f"{tag}:{name}"
+        args = ["docker", "import", *(a for c in changes for a in ("--change", c)), str(tar), ref]
+        subprocess.run(args, check=True, timeout=120, capture_output=True)
+        refs[name] = ref
+    yield refs
+    subprocess.run(["docker", "rmi", "-f", *refs.values()], timeout=120, capture_output=True)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "image, code, says",
+    [
+        ("type", 2, "glibc must be a string"),
+        ("flood", 2, "printed over"),
+        ("nopython", 2, "has no python3"),
+    ],
+)
+def test_profiles_new_from_a_hostile_image(hostile_images, tmp_path, image, code, says):
+    from conftest import sparkenv as run_cli
+
+    r = run_cli(
+        "profiles", "new", "hostile", "--from-image", hostile_images[image], "-o", str(tmp_path / "p.toml")
+    )
+    assert r.code == code and says in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and "went away" not in r.err, r.err
+    assert not (tmp_path / "p.toml").exists()
+    assert not _probe_containers(hostile_images[image]), "the probe container was left behind"
+
+
+@pytest.mark.docker
+def test_profiles_new_keeps_no_index_credential(hostile_images, tmp_path):
+    from conftest import sparkenv as run_cli
+
+    out = tmp_path / "p.toml"
+    r = run_cli("profiles", "new", "hostile", "--from-image", hostile_images["secret"], "-o", str(out))
+    assert r.code == 0, r.err
+    text = out.read_text()
+    assert "s3cr3t-token" not in text and "user:" not in text
+    assert 'PIP_INDEX_URL = "https://127.0.0.1:9/simple"' in text
+
+
+def _probe_containers(ref: str) -> list[str]:
+    done = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=io.sparkenv.probe", "--filter", f"ancestor={ref}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.split()
