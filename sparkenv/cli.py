@@ -17,8 +17,9 @@ app = typer.Typer(
     name="sparkenv",
     help="Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts.\n\n"
     "Each finding is one line, G-number first (G1–G10, see `sparkenv explain`). Exit codes: 0 no FAIL, "
-    "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing, "
-    "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 70 a bug in sparkenv (please report).",
+    "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing "
+    "(or stdout cannot be written), 130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 141 "
+    "stdout closed early (broken pipe), 70 a bug in sparkenv (please report).",
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
