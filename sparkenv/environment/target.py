@@ -49,8 +49,9 @@ def resolve(arg: str | None, machine: str | None = None) -> Target:
     try:
         st = safe_read.stat_target(path)
     except safe_read.UnreadableFile as exc:  # a symlink loop, a broken link, no such file …
+        reason = "no such file or directory" if exc.reason == "no such file" else exc.reason
         raise SparkenvError(
-            f"{arg}: {exc.reason} (expected a venv, a site-packages folder or a Python interpreter)"
+            f"{arg}: {reason} (expected a venv, a site-packages folder or a Python interpreter)"
         ) from None
     if stat.S_ISREG(st.st_mode):
         return _from_interpreter(path, arg, machine)
