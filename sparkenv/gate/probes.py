@@ -408,6 +408,16 @@ def probe_configs(workload: list[str]) -> dict[str, Any]:
     ds = parsers.option_value(workload, ("--deepspeed", "--deepspeed_config"))
     if ds and ds.endswith(".json"):
         out["deepspeed"] = _read_config(ds, json.loads)
+    # Serving launchers' YAML (their tensor- and pipeline-parallel sizes): vLLM's and SGLang's
+    # `--config`, TensorRT-LLM's `--extra_llm_api_options` (older: `--config`).
+    from sparkenv.multinode.launch import launcher
+
+    which = launcher(workload)
+    if which in ("vllm", "sglang", "trtllm"):
+        names = ("--extra_llm_api_options", "--config") if which == "trtllm" else ("--config",)
+        path = parsers.option_value(workload, names)
+        if path and path.endswith((".yaml", ".yml")):
+            out[which] = _read_config(path, _yaml)
     return out
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv.gate.servers import identify
 from sparkenv.multinode import launch, nccl
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage, g10_agreement, g10_link
+from sparkenv.rules import Rule, Stage, g10_agreement, g10_link, parallelism
 
 if TYPE_CHECKING:
     from sparkenv.gate.view import GateFacts
@@ -109,50 +108,44 @@ def live_known_hosts(f: GateFacts) -> list[Finding]:
     return [x for x in found if x.id == GotchaId.G10]
 
 
+FLAGS = {
+    "sglang": ("--tp-size", "--pp-size"),
+    "trtllm": ("--tp_size", "--pp_size"),
+}
+
+
+def _local_gpus(f: GateFacts) -> int | None:
+    """NVML's GPU count on this node; None when NVML gave none (no driver, a CPU machine)."""
+    if f.probe_error(f.gpu_probe):
+        return None
+    return len(f.gpu_readings.get("gpus") or []) or None
+
+
+def _measured_gbs(f: GateFacts) -> float | None:
+    """The NCCL bus bandwidth --link-test measured between the nodes (gloo's TCP figure is not the link's)."""
+    test = ((f.section("multinode") or {}).get("agreement") or {}).get("link_test") or {}
+    return test.get("busbw_gbs") if test.get("backend") == "nccl" and not test.get("error") else None
+
+
 def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
-    nodes, tp = plan.nodes, plan.tp
-    evidence = tuple(str(x) for x in (plan.nodes_from, plan.tp_from) if x)
-    inference = identify(f.workload) is not None
-    kind = "inference" if inference else "training"
-    if nodes <= 1:
-        text = f"single node{f', tensor parallel size {tp}' if tp > 1 else ''}: nothing crosses the link"
-        return [
-            Finding(
-                id=GotchaId.G10, status=Status.PASS, summary=text, subject="parallelism", evidence=evidence
-            )
-        ]
-    if tp <= 1:
-        return [
-            Finding(
-                id=GotchaId.G10,
-                status=Status.PASS,
-                summary=f"{nodes} nodes without tensor parallelism (DDP/FSDP): fits ConnectX-7",
-                subject="parallelism",
-                evidence=evidence,
-            )
-        ]
-    text = f"{kind} with tensor parallel size {tp} across {nodes} nodes"
-    if inference:
-        return [
-            Finding(
-                id=GotchaId.G10,
-                status=Status.WARN,
-                summary=f"{text}: NVIDIA's serving playbooks do it, but expect it to be slow",
-                subject="parallelism",
-                evidence=evidence,
-                fix="prefer one model per Spark, or pipeline parallelism across nodes",
-            )
-        ]
-    return [
-        Finding(
-            id=GotchaId.G10,
-            status=Status.FAIL,
-            summary=f"{text}: TP traffic is too fine-grained for the link, runs hang or crawl",
-            subject="parallelism",
-            evidence=evidence,
-            fix="train with DDP or FSDP across Sparks; keep TP inside one node",
-        )
-    ]
+    cluster = ((f.section("multinode") or {}).get("agreement") or {}).get("cluster") or {}
+    nodes = max(plan.nodes, int(cluster.get("alive") or 0))
+    evidence = [str(x) for x in (plan.nodes_from, plan.tp_from, plan.pp_from) if x]
+    if cluster.get("alive"):
+        evidence.append(f"Ray cluster: {cluster['alive']} node(s) alive")
+    facts = parallelism.Parallelism(
+        tp=plan.tp,
+        pp=plan.pp,
+        nodes=nodes,
+        local_gpus=_local_gpus(f),
+        serving=plan.serving,
+        ray=plan.ray,
+        spark=f.is_gb10,
+        link_gbs=_measured_gbs(f),
+        evidence=tuple(evidence),
+        flags=FLAGS.get(plan.launcher or "", ("--tensor-parallel-size", "--pipeline-parallel-size")),
+    )
+    return [parallelism.judge(facts)]
 
 
 PARTS = (
