@@ -437,7 +437,8 @@ def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
 
     configs = probe_configs(opts.workload)
     env = dict(os.environ)
-    if not launch.read(opts.workload, env, configs).multi_node:
+    plan = launch.read(opts.workload, env, configs)
+    if not plan.multi_node and plan.ray_role != "driver":
         return {"multi_node": False}  # as probe.gather says it, without importing the link machinery
     from sparkenv import __version__
     from sparkenv.multinode import probe

@@ -55,10 +55,32 @@ def gather(
     link_test: bool = False,
 ) -> dict[str, Any]:
     plan = launch.read(workload, env, configs)
-    if not plan.multi_node:
+    if not plan.multi_node and plan.ray_role != "driver":
         return {"multi_node": False}
+    if not plan.multi_node:
+        # A Ray workload spans the cluster's nodes, whatever the launch names: ask the cluster first.
+        from sparkenv.multinode import ray_probe
+
+        settings = nccl.effective(
+            {k: v for k, v in env.items() if k.startswith("NCCL_")}, nccl.read_confs(env)
+        )
+        agreement = ray_probe.agree(plan, env, settings, python, deadline, version, link_test)
+        if int(agreement.get("nodes") or 1) <= 1:
+            return {"multi_node": False, "agreement": agreement}
+        out = gather_link(plan, env, deadline)
+        out["agreement"] = agreement
+        return out
+    out = gather_link(plan, env, deadline)
+    settings = nccl.effective(out["nccl_env"], out["nccl_confs"])
+    out["agreement"] = _agree(
+        plan, env, settings, python, deadline, version, out["link"], out["resolved"], link_test
+    )
+    return out
+
+
+def gather_link(plan: launch.Launch, env: Mapping[str, str], deadline: float) -> dict[str, Any]:
+    """This node's link facts and NCCL settings."""
     confs = nccl.read_confs(env)
-    settings = nccl.effective({k: v for k, v in env.items() if k.startswith("NCCL_")}, confs)
     link = sysfs.read_link(env.get(SYSFS_ROOT_ENV) or "/")
     hosts = sorted({s.value for s in plan.advertised})
     out: dict[str, Any] = {
@@ -68,9 +90,6 @@ def gather(
         "nccl_confs": confs,
         "resolved": resolve(hosts, min(2.0, deadline - time.monotonic() - 1.0)),
     }
-    out["agreement"] = _agree(
-        plan, env, settings, python, deadline, version, link, out["resolved"], link_test
-    )
     return out
 
 
@@ -88,7 +107,9 @@ def _agree(
     if plan.local_rank not in (None, 0):
         return {"skipped": f"local rank {plan.local_rank}: the node's local rank 0 compares for this node"}
     if plan.ray:
-        return {"skipped": "under Ray: agreement through Ray's KV store is not built yet"}
+        from sparkenv.multinode import ray_probe
+
+        return ray_probe.agree(plan, env, settings, python, deadline, version, link_test)
     if plan.master_addr is None:
         return {"error": "no master address (--master-addr, MASTER_ADDR, --rdzv-endpoint, main_process_ip)"}
     host = plan.master_addr.value

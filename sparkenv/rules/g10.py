@@ -49,8 +49,8 @@ def live_parallelism(f: GateFacts) -> list[Finding]:
 
 def _section(f: GateFacts, plan: launch.Launch) -> tuple[dict | None, list[Finding]]:
     """The multinode probe's answer, or the one line saying why there is none."""
-    if not plan.multi_node:
-        return None, []
+    if not plan.multi_node and not (f.section("multinode") or {}).get("multi_node"):
+        return None, []  # a Ray workload counts as multi-node when its cluster has more than one node
     if f.probe_error("multinode") is not None:
         err = f.error_finding(GotchaId.G10, "multinode", "link")
         return None, [err] if err else []
@@ -94,7 +94,8 @@ def live_agreement(f: GateFacts) -> list[Finding]:
     section, _ = _section(f, plan)  # the reason for no section is said once, by live_link
     if section is None:
         return []
-    return g10_agreement.check(section.get("agreement"), plan.nodes)
+    agreement = section.get("agreement") or {}
+    return g10_agreement.check(agreement, int(agreement.get("nodes") or plan.nodes))
 
 
 def live_known_hosts(f: GateFacts) -> list[Finding]:
