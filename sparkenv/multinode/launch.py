@@ -142,6 +142,8 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         nodes = (
             _int(nodes_s.value.split(":")[-1]) or 1
         )  # torchrun's elastic MIN:MAX: the most it will wait for
+    elif hosts := _mpi_hosts(workload):  # mpirun -H spark-a,spark-b … (TensorRT-LLM's multi-node launch)
+        nodes, nodes_s = len(hosts), Setting(str(len(hosts)), f"workload mpirun hosts {','.join(hosts)}")
     else:
         world, local = _int(env.get("WORLD_SIZE")), _int(env.get("LOCAL_WORLD_SIZE"))
         if world and local:
@@ -216,6 +218,15 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         ray_address=ray_address,
         serving=serving(workload),
     )
+
+
+def _mpi_hosts(workload: Sequence[str]) -> list[str]:
+    """The distinct hosts of `mpirun -H a,b` / `--host a:1,b:1` (slots after the colon)."""
+    if not workload or not workload[0].rsplit("/", 1)[-1].startswith(("mpirun", "mpiexec")):
+        return []
+    value = parsers.option_value(list(workload), ("-H", "--host"))
+    hosts = [h.split(":")[0] for h in (value or "").split(",") if h.strip()]
+    return list(dict.fromkeys(hosts))
 
 
 def _confs(configs: Mapping[str, Any], which: tuple[str, ...], keys: tuple[str, ...]) -> Setting | None:
