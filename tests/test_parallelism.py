@@ -260,3 +260,28 @@ def test_ray_roles_are_read_from_the_commands_of_the_two_spark_recipe():
     )
     plain = launch.read(["python", "train.py"], {}, {})
     assert (plain.ray, plain.ray_role, plain.serving) == (False, None, False)
+
+
+def test_the_gate_counts_this_nodes_gpus_and_the_ray_clusters_nodes():
+    """The issue's example through the gate's G10 rule on a facts snapshot: one GB10 from NVML, vLLM with
+    TP 2 under Ray was 'single node: nothing crosses the link'; now a WARN. With the Ray agent's answer
+    (2 nodes alive) the node count is the cluster's."""
+    from sparkenv.gate.view import GateFacts
+    from sparkenv.rules import g10
+
+    workload = ["vllm", "serve", "M", "--tensor-parallel-size", "2", "--distributed-executor-backend", "ray"]
+    raw = {
+        "workload": workload,
+        "env": RAY,
+        "configs": {},
+        "gpu": {"gpus": [{"name": "NVIDIA GB10", "compute_cap": "12.1"}]},
+    }
+    (f,) = g10.live_parallelism(GateFacts(raw))
+    assert f.status is Status.WARN and "across 2 nodes (this node has 1 GPU)" in f.summary, f.summary
+    raw["multinode"] = {"multi_node": True, "agreement": {"cluster": {"alive": 3}}}
+    (f,) = g10.live_parallelism(GateFacts(raw))
+    assert "across 3 nodes" in f.summary and "Ray cluster: 3 node(s) alive" in f.evidence
+    raw["gpu"] = {"gpus": [{"name": "NVIDIA H200"}] * 2}
+    raw.pop("multinode")
+    (f,) = g10.live_parallelism(GateFacts(raw))
+    assert f.status is Status.PASS and f.summary.startswith("single node, tensor parallel size 2")

@@ -56,19 +56,6 @@ def _source_ip(host: str) -> str | None:
         return None
 
 
-def _reachable(host: str, port: int, until: float) -> bool:
-    while True:
-        try:
-            with socket.create_connection(
-                (host, port), timeout=max(0.05, min(1.0, until - time.monotonic()))
-            ):
-                return True
-        except OSError:
-            if time.monotonic() + 0.1 >= until:
-                return False
-            time.sleep(0.1)
-
-
 def _call(fn: Any, *args: Any, timeout: float) -> Any:
     try:
         return fn(*args, timeout=max(0.1, timeout))
@@ -315,7 +302,7 @@ def main() -> int:
     out["store"] = f"Ray GCS {address}"
     host, _, port = address.rpartition(":")
     me["ip"] = cfg.get("node_ip") or _source_ip(host) or socket.gethostname()
-    if not _reachable(host, int(port), deadline - 0.3):
+    if not agent._reachable(host, int(port), deadline - 0.3):
         out["error"] = (
             f"could not reach the Ray GCS at {address} within {time.monotonic() - started:.1f} s: is "
             "`ray start --head` running there?"
@@ -334,6 +321,10 @@ def main() -> int:
     )
     test = cfg.get("link_test")
     if test and not out["missing"] and not out["unseen"] and out["nodes"] > 1 and cfg["role"] == "driver":
+        # The agreement first, on its own line: if the transfers overrun the deadline, the gate still has it.
+        print(
+            json.dumps({**out, "ray_link_test": {"error": "did not finish within the deadline"}}), flush=True
+        )
         torch_ok = "torch" in digest and digest.get("torch") is not None
         test = {**test, "namespace": cfg["namespace"], "my_ip": me["ip"], "torch": torch_ok}
         out["ray_link_test"] = ray_link_test(ray, address, out["nodes"], test, deadline - 0.3, agent)

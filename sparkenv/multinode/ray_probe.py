@@ -77,10 +77,6 @@ def agree(
     except OSError as exc:
         return {"error": f"cannot run {python}: {exc.strerror}"}
     where = cfg["address"] or "RAY_ADDRESS=auto"
-    if ran["timed_out"]:
-        return {
-            "error": f"the exchange through the Ray cluster at {where} did not finish within the deadline"
-        }
     result: dict[str, Any] = {}
     for line in reversed(ran["stdout"].splitlines()):
         try:
@@ -88,6 +84,10 @@ def agree(
             break
         except ValueError:
             continue
+    if not result and ran["timed_out"]:
+        return {
+            "error": f"the exchange through the Ray cluster at {where} did not finish within the deadline"
+        }
     if not result:
         tail = [ln for ln in ran["stderr"].splitlines() if ln.strip()][-1:] or [f"exit {ran['returncode']}"]
         return {"error": f"the Ray agent gave no answer: {tail[0]}"}
