@@ -68,7 +68,8 @@ class Launch:
     pp: int = 1
     pp_from: Setting | None = None
     # Ray: "head" (`ray start --head`), "join" (`ray start --address`), "driver" (a workload that
-    # connects to a cluster: $RAY_ADDRESS, `--distributed-executor-backend ray`); None without Ray.
+    # connects to a cluster: $RAY_ADDRESS, `--distributed-executor-backend ray`), "client" (`ray job
+    # submit`: the job runs on the cluster's nodes, not here); None without Ray.
     ray_role: str | None = None
     ray_address: Setting | None = None  # the cluster's GCS address (`ray start --address`, $RAY_ADDRESS)
     serving: bool = False  # an inference server (data/servers.toml), not a trainer
@@ -248,6 +249,8 @@ def _ray(
         if "--head" in words:
             return "head", None
         return "join", _opt(words, "--address") or env_addr
+    if which == "ray":  # `ray job submit …`, `ray status`: a client of the cluster, not one of its nodes
+        return "client", env_addr
     backend = parsers.option_value(words, ("--distributed-executor-backend",))
     if env_addr or which == "ray" or backend == "ray":
         return "driver", env_addr

@@ -68,6 +68,11 @@ def agree(
             "skipped": "this node starts the Ray cluster (`ray start --head`): the gates in front of the "
             "joining nodes (`ray start --address`) and of the workload compare through its key-value store"
         }
+    if plan.ray_role == "client":
+        return {
+            "skipped": "`ray job submit` runs the job on the cluster's nodes: the gates in front of their "
+            "`ray start --address` and of the driver compare"
+        }
     cfg = config(plan, env, settings, deadline, version, link_test)
     from sparkenv.gate import orchestrate
 

@@ -93,7 +93,9 @@ def live_agreement(f: GateFacts) -> list[Finding]:
     plan = _plan(f)
     section, _ = _section(f, plan)  # the reason for no section is said once, by live_link
     if section is None:
-        return []
+        # A Ray workload whose cluster could not be asked (RAY_ADDRESS of a head that is down): say so.
+        asked = (f.section("multinode") or {}).get("agreement") or {}
+        return g10_agreement.check(asked, plan.nodes) if asked.get("error") else []
     agreement = section.get("agreement") or {}
     return g10_agreement.check(agreement, int(agreement.get("nodes") or plan.nodes))
 

@@ -34,15 +34,20 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
             )
         ]
     store = agreement.get("store", "?")
+    ray = str(store).startswith("Ray") or "Ray" in str(agreement.get("error"))
     if agreement.get("error"):
+        between = "through the Ray cluster" if ray else f"between the {nodes} nodes"
         return [
             Finding(
                 id=G,
                 status=Status.ERROR,
-                summary=f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
+                summary=f"agreement {between} could not be checked: {agreement['error']}",
                 subject=SUBJECT,
                 evidence=(f"store {store}",),
-                fix="start every node's gate within the deadline (--deadline), with the same master address "
+                fix="start the head (`ray start --head`) first, then every node's gate within the deadline "
+                "(--deadline), with the head's address ($RAY_ADDRESS, `ray start --address`)"
+                if ray
+                else "start every node's gate within the deadline (--deadline), with the same master address "
                 "and port",
             )
         ]
