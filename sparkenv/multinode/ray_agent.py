@@ -296,7 +296,10 @@ def main() -> int:
     try:
         address = canonicalize_bootstrap_address_or_die(cfg.get("address") or "auto")
     except Exception as exc:
-        out["error"] = f"no Ray cluster to join: {str(exc).strip().splitlines()[0]}"
+        if not cfg.get("address"):  # nothing named, none running: the workload starts Ray on this node
+            out["skipped"] = "no running Ray cluster found: the workload starts its own, on this node"
+        else:
+            out["error"] = f"no Ray cluster at {cfg['address']}: {str(exc).strip().splitlines()[0]}"
         print(json.dumps(out))
         return 0
     out["store"] = f"Ray GCS {address}"
