@@ -1,6 +1,6 @@
 """G10 parallelism against the node's GPUs, over real command lines and config files of each launcher
 (vLLM, SGLang, TensorRT-LLM, accelerate, DeepSpeed, torchrun with Megatron-style arguments), both ways:
-the launch is read as the gate reads it (multinode/launch.py, configs through the gate's own config
+the launch is read as the gate reads it (environment/launch.py, configs through the gate's own config
 probe from files on disk) and judged by the one rule (rules/parallelism.py)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import shlex
 
 import pytest
 
+from sparkenv.environment import launch
 from sparkenv.gate.probes import probe_configs
 from sparkenv.knowledge import multinode
-from sparkenv.multinode import launch
 from sparkenv.report import Status
 from sparkenv.rules import parallelism
 
@@ -266,7 +266,7 @@ def test_the_gate_counts_this_nodes_gpus_and_the_ray_clusters_nodes():
     """The issue's example through the gate's G10 rule on a facts snapshot: one GB10 from NVML, vLLM with
     TP 2 under Ray was 'single node: nothing crosses the link'; now a WARN. With the Ray agent's answer
     (2 nodes alive) the node count is the cluster's."""
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.live import GateFacts
     from sparkenv.rules import g10
 
     workload = ["vllm", "serve", "M", "--tensor-parallel-size", "2", "--distributed-executor-backend", "ray"]

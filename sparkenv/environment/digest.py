@@ -3,7 +3,6 @@ torch, CUDA, NCCL, Python and the GPU), and the comparison of every node's diges
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,7 +88,3 @@ def compare(peers: Mapping[str, Mapping[str, Any]]) -> list[Difference]:
             if theirs.get(name) != value:
                 out.append(Difference(label(peers[key]), name, value, theirs.get(name)))
     return out
-
-
-def agent_script() -> str:
-    return os.path.join(os.path.dirname(__file__), "store_agent.py")

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv.gate import parsers
-from sparkenv.gate.servers import identify
+from sparkenv.environment import parsers
+from sparkenv.environment.servers import identify
 
 LAUNCHERS = (
     "torchrun",

@@ -10,8 +10,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from sparkenv.environment import digest, launch, nccl
 from sparkenv.knowledge import multinode
-from sparkenv.multinode import digest, launch, nccl, sysfs
+from sparkenv.multinode import agent_path, sysfs
 
 SYSFS_ROOT_ENV = "SPARKENV_SYSFS_ROOT"  # a recorded tree (tests, replaying a user's machine)
 
@@ -59,7 +60,7 @@ def gather(
         return {"multi_node": False}
     if not plan.multi_node:
         # A Ray workload spans the cluster's nodes, whatever the launch names: ask the cluster first.
-        from sparkenv.multinode import ray_probe
+        from sparkenv.gate import ray_probe
 
         settings = nccl.effective(
             {k: v for k, v in env.items() if k.startswith("NCCL_")}, nccl.read_confs(env)
@@ -107,7 +108,7 @@ def _agree(
     if plan.local_rank not in (None, 0):
         return {"skipped": f"local rank {plan.local_rank}: the node's local rank 0 compares for this node"}
     if plan.ray:
-        from sparkenv.multinode import ray_probe
+        from sparkenv.gate import ray_probe
 
         return ray_probe.agree(plan, env, settings, python, deadline, version, link_test)
     if plan.master_addr is None:
@@ -142,7 +143,7 @@ def _agree(
     try:
         # The gate's own runner: its own session, killed at the deadline and on any signal the gate gets.
         ran = orchestrate.bounded_run(
-            [python, "-X", "utf8", digest.agent_script(), json.dumps(cfg)], deadline - 0.3
+            [python, "-X", "utf8", agent_path("store_agent.py"), json.dumps(cfg)], deadline - 0.3
         )
     except OSError as exc:
         return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}

@@ -1,6 +1,7 @@
-"""Agreement of the nodes through a Ray cluster's internal key-value store: the gate's side. ray_agent.py
-does the exchange under the workload's interpreter (Ray is never imported into the gate); this module
-says what to ask and runs it under the gate's deadline, killed with its process group on any signal."""
+"""Agreement of the nodes through a Ray cluster's internal key-value store: the gate's side.
+multinode/ray_agent.py does the exchange in the workload's interpreter (Ray is never imported into the
+gate); this module says what to ask and runs it under the gate's deadline, killed with its process group
+on any signal."""
 
 from __future__ import annotations
 
@@ -9,16 +10,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from sparkenv.environment import digest, launch
 from sparkenv.knowledge import multinode
-from sparkenv.multinode import digest, launch
-
-AGENT = "ray_agent.py"
-
-
-def agent_script() -> str:
-    import os
-
-    return os.path.join(os.path.dirname(__file__), AGENT)
+from sparkenv.multinode import agent_path
 
 
 def config(
@@ -78,7 +72,9 @@ def agree(
 
     started = time.monotonic()
     try:
-        ran = orchestrate.bounded_run([python, "-X", "utf8", agent_script(), json.dumps(cfg)], deadline - 0.3)
+        ran = orchestrate.bounded_run(
+            [python, "-X", "utf8", agent_path("ray_agent.py"), json.dumps(cfg)], deadline - 0.3
+        )
     except OSError as exc:
         return {"error": f"cannot run {python}: {exc.strerror}"}
     where = cfg["address"] or "RAY_ADDRESS=auto"
