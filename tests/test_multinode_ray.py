@@ -160,13 +160,15 @@ def _blocked_both(ran: dict[int, mh.Ran], field: str) -> list[str]:
 
 def test_a_lone_gate_reports_the_missing_node_within_the_deadline(cluster, tmp_path):
     report = tmp_path / "report.json"
-    ran = cluster.gates({}, ("--deadline", "6", "--policy", "strict", "--report", str(report)), which=(0,))[0]
+    ran = cluster.gates({}, ("--deadline", "10", "--policy", "strict", "--report", str(report)), which=(0,))[
+        0
+    ]
     line = ran.g10("did not publish")
     assert len(line) == 1 and line[0].startswith("G10 ERROR: node(s) 1 more"), ran.err
     assert ran.code == 1 and "ray job ran" not in ran.out
     import json
 
-    assert json.loads(report.read_text())["context"]["gather_s"] <= 7.0
+    assert json.loads(report.read_text())["context"]["gather_s"] <= 11.0  # within the deadline
 
 
 def test_different_lock_blocks_both_nodes_naming_it(cluster, locks):

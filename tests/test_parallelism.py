@@ -11,6 +11,7 @@ import shlex
 import pytest
 
 from sparkenv.environment import launch
+from sparkenv.facts.parallelism import Parallelism
 from sparkenv.gate.probes import probe_configs
 from sparkenv.knowledge import multinode
 from sparkenv.report import Status
@@ -27,7 +28,7 @@ def judge(workload, env, gpus, tmp_path, files=None, link_gbs=None, spark=False)
         shlex.split(workload.replace("{dir}", str(tmp_path))) if isinstance(workload, str) else workload
     )
     plan = launch.read(workload, env, probe_configs(workload))
-    facts = parallelism.Parallelism(
+    facts = Parallelism(
         tp=plan.tp,
         pp=plan.pp,
         nodes=plan.nodes,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv.environment import launch, nccl
+from sparkenv.facts.parallelism import Parallelism
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, g10_agreement, g10_link, parallelism
 
@@ -136,7 +137,7 @@ def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
     evidence = [str(x) for x in (plan.nodes_from, plan.tp_from, plan.pp_from) if x]
     if cluster.get("alive"):
         evidence.append(f"Ray cluster: {cluster['alive']} node(s) alive")
-    facts = parallelism.Parallelism(
+    facts = Parallelism(
         tp=plan.tp,
         pp=plan.pp,
         nodes=nodes,

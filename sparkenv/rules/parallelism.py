@@ -3,32 +3,18 @@
 more than this node's GPUs. Training with TP across nodes is a FAIL (its all-reduces are too fine-grained
 for the link); serving with TP across Sparks is what NVIDIA's two-Spark playbook does, so a WARN naming
 the link's bandwidth and the alternative (PP across nodes, TP within). Pure: plain facts in, one finding
-out; the sources are in data/multinode.toml."""
+out (facts/parallelism.py); the sources are in data/multinode.toml."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from sparkenv.facts.parallelism import Parallelism
 from sparkenv.knowledge import multinode
 from sparkenv.report import Finding, GotchaId, Status
 
 G = GotchaId.G10
 SUBJECT = "parallelism"
-
-
-@dataclass(frozen=True)
-class Parallelism:
-    tp: int
-    pp: int
-    nodes: int  # what the launch names (--nnodes, …), or the Ray cluster's node count when larger
-    local_gpus: int | None  # NVML's count on this node; None when NVML gave none
-    serving: bool  # an inference server, not a trainer
-    ray: bool = False  # the launcher places ranks through a Ray cluster (it spans as many nodes as needed)
-    spark: bool = False  # this node is a DGX Spark (one GPU), for when NVML gave no count
-    link_gbs: float | None = None  # measured by --link-test (bus bandwidth, GB/s), else the nominal figure
-    evidence: tuple[str, ...] = ()  # where each number came from ("workload --tensor-parallel-size 2")
-    flags: tuple[str, str] = ("--tensor-parallel-size", "--pipeline-parallel-size")  # the launcher's spelling
 
 
 def _per_node(p: Parallelism) -> tuple[int, str]:
