@@ -1,4 +1,5 @@
-"""G10 live: tensor parallelism across two Sparks (training → FAIL, inference → WARN); for a multi-node
+"""G10 live: tensor and pipeline parallelism against the node's GPUs (rules/parallelism.py: training with
+TP across Sparks → FAIL, serving → WARN); for a multi-node
 launch, this node's link and NCCL settings (rules/g10_link.py), the agreement of all nodes and the
 optional link test (rules/g10_agreement.py). The launch itself is read once, as the launchers read it
 (sparkenv/environment/launch.py)."""
@@ -163,16 +164,21 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "node count, node rank, master address and tensor-parallel size as torchrun, accelerate (its YAML "
-        "config, parallelism_config_tp_size, $PARALLELISM_CONFIG_TP_SIZE), DeepSpeed, vLLM and SGLang read "
-        "them (tensor parallelism across Sparks); for a multi-node launch, this node's link: RDMA ports "
+        "node count, node rank, master address, tensor- and pipeline-parallel sizes as torchrun (Megatron "
+        "arguments), accelerate (its YAML config, parallelism_config_tp_size, $PARALLELISM_CONFIG_TP_SIZE), "
+        "DeepSpeed, vLLM, SGLang (their --config YAML), TensorRT-LLM (mpirun hosts, its YAML) and Ray read "
+        "them, against the GPUs NVML counts on this node and the Ray cluster's nodes (TP across Sparks: "
+        "training FAIL, serving WARN naming the link's bandwidth and PP across nodes with TP within); for a "
+        "multi-node launch, this node's link: RDMA ports "
         "(state, rate, MTU, GID table) from /sys/class/infiniband and /sys/class/net, NCCL settings from the "
         "environment and nccl.conf files (NCCL_IB_HCA naming both halves of the port, a RoCE v2 "
         "NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME), the address the launcher advertises against the interface "
         "that carries the link; and every node's digest (sparkenv, image as $SPARKENV_IMAGE, lock hash, "
         "driver, CUDA, torch, NCCL, Python, GPU, NCCL settings) exchanged through a torch.distributed "
-        "TCPStore at the job's master address (MASTER_PORT + 17) within --deadline: a difference is a FAIL "
-        "naming node and field on every node; with --link-test, one timed all-reduce between the nodes; "
+        "TCPStore at the job's master address (MASTER_PORT + 17), or under Ray through the cluster's "
+        "internal key-value store, within --deadline: a difference is a FAIL naming node and field on every "
+        "node; with --link-test, one timed all-reduce between the nodes (under Ray, between tasks placed one "
+        "per node, beside Ray's object transfer); "
         "the running kernel build and /proc/meminfo against known-bad hosts (data/hosts.toml, dated: "
         "CmaTotal 0 kB breaks RDMA registration)",
     ),
