@@ -42,6 +42,19 @@ def _become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def before_exec() -> None:
+    """Undo the subreaper setting before this process execs another program (the gate's workload):
+    prctl's flag survives exec, and a workload that never reaps strangers would collect zombies."""
+    global _subreaper
+    if not _subreaper:
+        return
+    _subreaper = False
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
 def spawn(
     argv: list[str],
     env: dict[str, str] | None = None,

@@ -22,7 +22,7 @@ def _gate(argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option)."""
     from sparkenv import children, process_exit, signals
     from sparkenv.errors import SparkenvError
-    from sparkenv.gate import early, entry, fastpath
+    from sparkenv.gate import entry, fastpath
 
     process_exit.survive_any_encoding()
     signals.install()
@@ -30,8 +30,7 @@ def _gate(argv: list[str]) -> None:
         args = fastpath.parse(argv)
         if args is None:
             return
-        entry.validate(args)  # a bad value (--deadline 1e10) ends the gate before any probe starts
-        early.start(args)  # NVML and the --deep torch process run while the rest is imported
+        entry.start_early(args)  # NVML and the --deep torch process run while the rest is imported
         entry.finish(entry.run(args))
     except process_exit.OutputFailed:
         children.kill_all()

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkenv import children
-from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container, parsers
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.environment.servers import identify, prefilter_words
@@ -28,8 +27,6 @@ from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.knowledge import gate
 from sparkenv.names import canonical as _canonical
-
-PROC_DRIVER = "/proc/driver/nvidia/version"
 
 ENV_KEYS = (
     "WORLD_SIZE",
@@ -235,15 +232,9 @@ def probe_torch_static(python: str) -> dict[str, Any]:
 
 def probe_driver() -> dict[str, Any]:
     """The kernel module's version: there even where libnvidia-ml is not mounted into the container."""
-    try:
-        text = read_text(PROC_DRIVER, what="the NVIDIA driver version", limit=64 << 10)
-    except UnreadableFile as exc:
-        return {"proc_version": None, "version": None, "error": exc.reason}
-    return {
-        "proc_version": text.strip()[:500],
-        "version": parse_proc_version(text),
-        "source": PROC_DRIVER,
-    }
+    from sparkenv.environment import host_driver
+
+    return host_driver.read()
 
 
 def probe_meminfo() -> dict[str, int]:
@@ -409,6 +400,16 @@ def probe_configs(workload: list[str]) -> dict[str, Any]:
     ds = parsers.option_value(workload, ("--deepspeed", "--deepspeed_config"))
     if ds and ds.endswith(".json"):
         out["deepspeed"] = _read_config(ds, json.loads)
+    # Serving launchers' YAML (their tensor- and pipeline-parallel sizes): vLLM's and SGLang's
+    # `--config`, TensorRT-LLM's `--extra_llm_api_options` (older: `--config`).
+    from sparkenv.environment.launch import launcher
+
+    which = launcher(workload)
+    if which in ("vllm", "sglang", "trtllm"):
+        names = ("--extra_llm_api_options", "--config") if which == "trtllm" else ("--config",)
+        path = parsers.option_value(workload, names)
+        if path and path.endswith((".yaml", ".yml")):
+            out[which] = _read_config(path, _yaml)
     return out
 
 
@@ -428,7 +429,8 @@ def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
 
     configs = probe_configs(opts.workload)
     env = dict(os.environ)
-    if not launch.read(opts.workload, env, configs).multi_node:
+    plan = launch.read(opts.workload, env, configs)
+    if not plan.multi_node and plan.ray_role != "driver":
         return {"multi_node": False}  # as probe.gather says it, without importing the link machinery
     from sparkenv import __version__
     from sparkenv.gate import multinode_probe as probe
