@@ -61,6 +61,16 @@ def cpuinfo() -> dict[str, str]:
     )
 
 
+def gate_facts() -> dict:
+    """The facts snapshot of the image's own gate (`sparkenv gate --dump-facts`), as it reads them here."""
+    path = "/tmp/sparkenv-gate-facts.json"
+    subprocess.run(
+        ["/usr/local/bin/sparkenv", "gate", "--dump-facts", path], capture_output=True, text=True, timeout=300
+    )
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def main() -> None:
     torch_cuda = f"{SITE}/torch/lib/libtorch_cuda.so"
     extensions = sorted(glob.glob(f"{SITE}/**/*.so", recursive=True))
@@ -85,6 +95,7 @@ def main() -> None:
                     ldcache.resolve("libcudart.so.13", torch_cuda, (), (), target.host_machine())
                 ),
                 "cpuinfo": cpuinfo(),
+                "gate": {k: v for k, v in gate_facts().items() if k in ("host", "torch_static")},
             }
         )
     )
