@@ -45,7 +45,7 @@ def main() -> None:
 
     client = docker.from_env(timeout=60)
     bh.ensure_standin(client)
-    from sparkenv.build import context, runtime
+    from sparkenv.image import context, runtime
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

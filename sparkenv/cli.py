@@ -108,7 +108,7 @@ def explain(
 # Listed in the order of the stages, earliest first: `sparkenv --help` shows them so.
 STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.resolve.commands",
-    "sparkenv.build.commands",
+    "sparkenv.image.commands",
     "sparkenv.audit.commands",
     "sparkenv.gate.commands",
     "sparkenv.patches.commands",

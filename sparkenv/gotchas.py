@@ -17,15 +17,18 @@ from sparkenv.report import GotchaId
 FIELDS = ("symptom", "cause")
 
 WHERE_THINGS_ARE = """\
-Where things are (for the next engineer):
-  sparkenv/rules/gN.py      every judgement of gotcha N, one pure function per stage (RULES at the end)
-  sparkenv/rules/*.py       one classifier per concept: cuda_major, markers, unsloth, ngc, pins, hosts
-  sparkenv/<stage>/         resolve, audit, build, gate: gather facts, call rules.evaluate(stage, facts)
-  sparkenv/lock/            the lock's one reader and one writer (pylock + hashed requirements)
-  sparkenv/profiles.py      Profile and the profile files, shared by every stage
-  sparkenv/report.py        Finding (ids: the GotchaId enum), Report, the verdict
-  sparkenv/render/          ReportOptions and emit(report, options): text, JSON, JUnit, SARIF, GitHub
-  sparkenv/outputs.py       every file sparkenv writes, atomic and all or nothing; cache.py the cache dir
+Where things are (for the next engineer). Layers, top to bottom; an import only goes down
+(tests/test_layers.py reads the import graph and names any import that goes up):
+  CLI       sparkenv/cli.py, cli_options.py, entry.py, <stage>/commands.py: options in, a stage called
+  stages    sparkenv/resolve, lock, image, audit, gate, multinode, patches, render: gather facts, call
+            rules.evaluate(stage, facts), write outputs; they decide nothing themselves
+  rules     sparkenv/rules/gN.py: every judgement of gotcha N, one pure function per stage (RULES at the
+            end); sparkenv/rules/*.py: one classifier per concept (cuda_major, unsloth, hosts …)
+  facts     sparkenv/facts/: each stage's typed facts (declared, resolved, lockfile, lock, image,
+            installed, live, graph, ngc), frozen, no I/O
+  readers   sparkenv/cuda (ELF, fatbin), environment (dist-info, markers, pins, launchers, NCCL,
+            servers), knowledge (data files), profiles.py
+  core      report.py (Finding, GotchaId, verdict), outputs.py (atomic writes), safe_read.py, signals.py
   sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge/
 """
 

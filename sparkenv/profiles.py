@@ -118,7 +118,7 @@ class Profile:
 
     def marker_env(self) -> dict[str, str]:
         """The environment markers are evaluated in: the target's, never the host's."""
-        from sparkenv.rules.markers import marker_environment
+        from sparkenv.environment.markers import marker_environment
 
         return marker_environment(self.machine, self.python)
 

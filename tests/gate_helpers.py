@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sparkenv.gate import parsers
+from sparkenv.environment import parsers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

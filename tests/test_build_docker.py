@@ -201,7 +201,7 @@ def test_a_lock_replacing_a_base_package_fails_the_build_and_tags_nothing(
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("G9 FAIL: "))
     ngc_torch = bh.PROVIDES["torch"]
     assert line.startswith(f"G9 FAIL: a package the base provides was replaced: torch {ngc_torch} -> 2.9.1; ")
-    from sparkenv.build import base_facts
+    from sparkenv.facts import image as base_facts
     from sparkenv.render.text import finding_line
     from sparkenv.rules import g9
 
@@ -308,8 +308,8 @@ def test_no_permission_on_the_socket_is_exit_3(engine) -> None:  # type: ignore[
     """A real permission error: a forked child drops to user nobody, then connects to the root socket."""
     if os.geteuid() != 0:
         pytest.skip("needs root to drop privileges")
-    from sparkenv.build import engine as eng
     from sparkenv.errors import ServiceMissing
+    from sparkenv.image import engine as eng
 
     read, write = os.pipe()
     pid = os.fork()

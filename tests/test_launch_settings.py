@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkenv.multinode import launch
+from sparkenv.environment import launch
 
 
 @pytest.mark.parametrize(

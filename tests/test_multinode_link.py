@@ -10,7 +10,8 @@ from pathlib import Path
 import multinode_helpers
 import pytest
 
-from sparkenv.multinode import launch, nccl, sysfs
+from sparkenv.environment import launch, nccl
+from sparkenv.multinode import sysfs
 from sparkenv.report import Status
 from sparkenv.rules import g10_link as judge_link
 

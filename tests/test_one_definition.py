@@ -135,14 +135,14 @@ GUARDS = [
     ),
     Guard(
         "inside NGC: the constraint file",
-        ("rules/ngc.py",),
+        ("facts/ngc.py",),
         _ngc_constraint_file,
         "inside = open('/etc/pip/constraint.txt').read()\n",
     ),
-    # gate/probes.py lists the variables its snapshot records; it reads them, rules/ngc.py judges them
+    # gate/probes.py lists the variables its snapshot records; it reads them, facts/ngc.py holds them
     Guard(
         "inside NGC: $NVIDIA_PYTORCH_VERSION",
-        ("rules/ngc.py", "gate/probes.py"),
+        ("facts/ngc.py", "gate/probes.py"),
         _ngc_variable,
         "import os\ninside = 'NVIDIA_PYTORCH_VERSION' in os.environ\n",
     ),
@@ -154,7 +154,7 @@ GUARDS = [
     ),
     Guard(
         "the marker environment of a target",
-        ("rules/markers.py",),
+        ("environment/markers.py",),
         _marker_environment,
         "ENV = {'platform_machine': 'aarch64', 'python_full_version': '3.12.3'}\n",
     ),
@@ -162,7 +162,7 @@ GUARDS = [
     # as well): not an exact pin
     Guard(
         "exact-pin extraction",
-        ("rules/pins.py", "cuda/rules.py"),
+        ("environment/pins.py", "cuda/rules.py"),
         _exact_pin,
         "def pin(spec):\n    return spec.version if spec.operator == '==' else None\n",
     ),

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from sparkenv import rules
-from sparkenv.build import base_facts
-from sparkenv.lock.status import Currency, LockFileFacts, Outcome
+from sparkenv.facts import image as base_facts
+from sparkenv.facts.lockfile import Currency, LockFileFacts, Outcome
+from sparkenv.image.base_report import finding_lines
 from sparkenv.report import Status
 
-BASE_CHECK = Path(str(resources.files("sparkenv.build").joinpath("base_check.py")))
+BASE_CHECK = Path(str(resources.files("sparkenv.image").joinpath("base_check.py")))
 
 
 def lockfile(**facts: object) -> list[tuple[str, str]]:
@@ -94,7 +95,7 @@ def test_base_check_prints_facts_and_the_registry_fails_a_replaced_provided_pack
     assert found["pip"].summary == f"a package the base provides was replaced: pip 0.0.1 -> {installed_pip()}"
     assert found["pip"].fix and "re-lock with `sparkenv lock`" in found["pip"].fix
     assert found["zz-gone"].status is Status.INFO and "zz-gone 1.0 -> removed" in found["zz-gone"].summary
-    lines = base_facts.finding_lines(out.splitlines())
+    lines = finding_lines(out.splitlines())
     assert lines[0].startswith("G9 FAIL: a package the base provides was replaced: pip 0.0.1 -> ")
 
 
@@ -105,7 +106,7 @@ def test_base_check_untouched_base_passes(tmp_path: Path):
     assert facts is not None and facts.replaced == () and facts.moved == ()
     (found,) = rules.evaluate(rules.Stage.IMAGE, facts)
     assert found.status is Status.PASS and found.summary == "the base's 1 provided packages are untouched"
-    assert base_facts.finding_lines(out.splitlines()) == []
+    assert finding_lines(out.splitlines()) == []
 
 
 def test_a_damaged_facts_line_is_no_facts():

@@ -9,6 +9,7 @@ import pytest
 
 from sparkenv import gotchas, profiles, rules
 from sparkenv.audit.run import audit
+from sparkenv.facts.resolved import Locked
 from sparkenv.report import LINE_RE, Finding, Status
 from sparkenv.resolve import policy
 from sparkenv.resolve.run import check
@@ -34,9 +35,7 @@ def _declared(tmp_path: Path, key: str, version: str) -> Finding:
 
 
 def _resolved(key: str, version: str) -> Finding:
-    locked = {
-        key: policy.Locked(key, version, "main", [f"{key.replace('-', '_')}-{version}-py3-none-any.whl"])
-    }
+    locked = {key: Locked(key, version, "main", [f"{key.replace('-', '_')}-{version}-py3-none-any.whl"])}
     findings = policy.check_resolved(locked, [key], profiles.load("spark-bare"), None)
     return next(f for f in findings if (f.id, f.subject) == ("G1", key))
 

@@ -9,6 +9,7 @@ from sparkenv import rules
 from sparkenv.audit import scan
 from sparkenv.cuda import coverage
 from sparkenv.environment import target
+from sparkenv.facts.installed import AuditFacts
 from sparkenv.lock import read as lockread
 from sparkenv.report import Finding, Report
 from sparkenv.rules import requirements
@@ -42,5 +43,5 @@ def audit(
     return report
 
 
-def evaluate(facts: scan.AuditFacts) -> list[Finding]:
+def evaluate(facts: AuditFacts) -> list[Finding]:
     return rules.evaluate(rules.Stage.INSTALLED, facts)

@@ -4,52 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkenv.audit import ngc
 from sparkenv.cuda import coverage, elf, toolchain
-from sparkenv.environment import container, kernels, ngc
+from sparkenv.environment import container, kernels
 from sparkenv.environment.distributions import Distribution, MetadataProblem, iter_distributions
 from sparkenv.environment.target import Target
+from sparkenv.facts.installed import AuditFacts, DistFacts, FileProblem, SharedObject
+from sparkenv.facts.lock import Lock
 from sparkenv.knowledge import packages
-from sparkenv.lock.model import Lock
-
-
-@dataclass(frozen=True)
-class SharedObject:
-    relpath: str  # relative to the site folder, as in RECORD
-    info: elf.ElfInfo
-
-
-@dataclass(frozen=True)
-class FileProblem:
-    path: str  # absolute
-    owner: str  # distribution key
-    reason: str
-
-
-@dataclass
-class DistFacts:
-    dist: Distribution
-    so_paths: list[str] = field(default_factory=list)  # every installed path named like a shared object
-    shared_objects: list[SharedObject] = field(default_factory=list)
-    problems: list[FileProblem] = field(default_factory=list)
-    kernels: list[coverage.ObjectKernels] = field(default_factory=list)  # objects that carry GPU code
-
-
-@dataclass
-class AuditFacts:
-    target: Target
-    dists: dict[str, DistFacts]  # by normalized name; the first on the path wins, as at import time
-    shadowed: list[Distribution]
-    metadata_problems: list[MetadataProblem]
-    container: container.ContainerFacts
-    ngc: ngc.NgcFacts
-    lock: Lock | None
-    sdpa_override: str | None  # path of the override's .pth file when installed
-    shared_object_count: int = 0
-    gpu: coverage.Capability | None = None  # the GPU kernels are judged for (G7); None: not checked
-    triton: toolchain.TritonTools | None = None
 
 
 def gather(

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkenv.cuda.driver import parse_proc_version
-from sparkenv.environment import container
-from sparkenv.gate import early, ldcache, nvml, orchestrate, parsers, static_torch
+from sparkenv.environment import container, parsers
+from sparkenv.environment.intent import nvfp4_intent
+from sparkenv.environment.servers import identify, prefilter_words
+from sparkenv.gate import early, ldcache, nvml, orchestrate, static_torch
 from sparkenv.gate.facts_file import FACTS_SCHEMA
-from sparkenv.gate.intent import nvfp4_intent
 from sparkenv.gate.reading import UnreadableFile, read_text
-from sparkenv.gate.servers import identify, prefilter_words
 from sparkenv.knowledge import gate
 from sparkenv.names import canonical as _canonical
 
@@ -57,7 +57,7 @@ ENV_KEYS = (
     "RAY_memory_usage_threshold",
     "RAY_memory_monitor_refresh_ms",
     "SPARKENV_GATE_DEEP",
-    # G10: how the launchers name nodes, ranks and addresses (sparkenv.multinode.launch reads them)
+    # G10: how the launchers name nodes, ranks and addresses (sparkenv.environment.launch reads them)
     "MASTER_PORT",
     "GROUP_RANK",
     "LOCAL_RANK",
@@ -276,7 +276,7 @@ def probe_container() -> dict[str, Any]:
     facts = container.detect()
     # NGC's second marker (the variable is in the env snapshot). Only its presence: parsing its pins
     # would import packaging.requirements at every start, and the gate judges torch, not the pins.
-    from sparkenv.rules.ngc import CONSTRAINT_FILE
+    from sparkenv.facts.ngc import CONSTRAINT_FILE
 
     return {
         "markers": list(facts.markers),
@@ -423,14 +423,14 @@ def _yaml(text: str) -> Any:
 
 def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
     """G10 for a multi-node launch: link facts, NCCL settings, agreement with the peers, link test."""
-    from sparkenv.multinode import launch
+    from sparkenv.environment import launch
 
     configs = probe_configs(opts.workload)
     env = dict(os.environ)
     if not launch.read(opts.workload, env, configs).multi_node:
         return {"multi_node": False}  # as probe.gather says it, without importing the link machinery
     from sparkenv import __version__
-    from sparkenv.multinode import probe
+    from sparkenv.gate import multinode_probe as probe
 
     return probe.gather(opts.workload, env, configs, opts.python, deadline, __version__, opts.link_test)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sparkenv import rules
+from sparkenv.facts.live import GateFacts
 from sparkenv.gate import facts_file
 from sparkenv.gate.probes import Options, gather
-from sparkenv.gate.view import GateFacts
 from sparkenv.report import Finding, Report
 
 

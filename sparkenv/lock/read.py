@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 
 from sparkenv import confine, safe_read, schema
 from sparkenv.errors import SparkenvError
-from sparkenv.lock.model import FORMAT, Lock, LockedPackage, LockStage
+from sparkenv.facts.lock import FORMAT, Lock, LockedPackage, LockStage
 
 REQUIREMENTS_LIMIT = 16 << 20
 # Stage names become file names in the build context (requirements.<stage>.txt): no folders.
@@ -256,7 +256,7 @@ def _agrees(lock: Lock, req: Path, pinned: Pinned) -> None:
 
 
 def _requirements_lock(path: Path, shown: str) -> Lock:
-    from sparkenv.resolve.includes import prescan
+    from sparkenv.lock.includes import prescan
 
     prescan(path, shown)
     pinned = _parse_requirements(path, include_nested=True)
@@ -270,7 +270,7 @@ def _parse_requirements(path: Path, include_nested: bool = False) -> Pinned:
     """Normalized name -> (exact version or None, sha256 hashes), in pip's own syntax."""
     from pip_requirements_parser import RequirementsFile
 
-    from sparkenv.rules.pins import exact_pin
+    from sparkenv.environment.pins import exact_pin
 
     try:
         # from_file, never from_string (it needs a temporary file, and breaks on pathlib): the caller has

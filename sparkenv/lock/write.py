@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkenv.lock.model import Lock, LockStage
+from sparkenv.facts.lock import Lock, LockStage
 
 if TYPE_CHECKING:
     from sparkenv.profiles import Profile

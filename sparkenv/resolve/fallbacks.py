@@ -30,9 +30,10 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from sparkenv.facts.graph import Edge
+from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
-from sparkenv.resolve.graph import Edge
 
 PYPI = "https://pypi.org/simple/"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -203,20 +204,6 @@ def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict
         if page is not None and not any(_fits(r, profile, target) is None for r in ok):
             problems.append(f"it needs {req}, which has no release for {profile.python_platform}")
     return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
-
-
-@dataclass(frozen=True)
-class FallbackFacts:
-    """What the index says about one locked package that may be a fallback (judged in rules/g9.py)."""
-
-    key: str
-    version: str
-    newest: str
-    gap_days: int | None  # upload-time of the newest release minus the locked one's; None: no dates
-    newer_minor: bool  # the newest release has a higher major or minor
-    user_capped: bool  # the user's own requirement excludes the newest release
-    caps: tuple[str, ...]  # chains whose requirement excludes the newest release
-    reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
 
 
 def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Version, Release] | None]]:

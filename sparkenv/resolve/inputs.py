@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from sparkenv import safe_read, schema
 from sparkenv.errors import SparkenvError
+from sparkenv.facts.declared import Declared
 
 # [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
 _SETTINGS = {
@@ -36,31 +35,6 @@ _SETTINGS = {
 }
 NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)[\s=]+(\S+)", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Declared:
-    """One declared requirement, with where it was declared."""
-
-    key: str | None  # normalized name; None for an unnamed editable/path
-    text: str  # what the resolver is given (no hashes, paths made absolute)
-    where: str  # "file:line"
-    specifier: SpecifierSet = field(default_factory=SpecifierSet)
-    marker: Marker | None = None
-    extras: frozenset[str] = frozenset()
-    url: str | None = None
-    editable: bool = False
-    constraint: bool = False
-    no_deps: bool = False  # declared in a --no-deps stage
-
-    def applies(self, marker_env: dict[str, str]) -> bool:
-        return self.marker is None or self.marker.evaluate(marker_env)
-
-    @property
-    def exact(self) -> str | None:
-        from sparkenv.rules.pins import exact_pin
-
-        return exact_pin(self.specifier)
 
 
 @dataclass
@@ -128,7 +102,7 @@ def _missing_include(path: Path, arg: str, message: str) -> str:
 def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = None) -> None:
     from pip_requirements_parser import RequirementsFile
 
-    from sparkenv.resolve.includes import prescan
+    from sparkenv.lock.includes import prescan
 
     texts = prescan(
         path, arg, fence

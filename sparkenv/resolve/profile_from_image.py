@@ -115,7 +115,7 @@ def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIM
     import requests
     from docker.errors import DockerException, ImageNotFound
 
-    from sparkenv.build import engine
+    from sparkenv.image import engine
 
     client = engine.connect()
     try:

@@ -17,10 +17,11 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 
 from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
+from sparkenv.facts import lockfile as lockstatus
+from sparkenv.facts.lock import FORMAT
+from sparkenv.facts.resolved import Locked
 from sparkenv.lock import read as lockread
-from sparkenv.lock import status as lockstatus
 from sparkenv.lock import write as lockwrite
-from sparkenv.lock.model import FORMAT
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import interrupt, metadata, policy
@@ -109,10 +110,10 @@ def _late_keys(inp: inputs_mod.Inputs) -> set[str]:
     return {d.key for d in inp.requirements if d.key and not d.constraint and (d.key in fam or d.no_deps)}
 
 
-def _locked(text: str, late: set[str]) -> tuple[dict[str, policy.Locked], dict[str, dict[str, Any]]]:
+def _locked(text: str, late: set[str]) -> tuple[dict[str, Locked], dict[str, dict[str, Any]]]:
     from sparkenv.datafiles import parse_toml
 
-    locked: dict[str, policy.Locked] = {}
+    locked: dict[str, Locked] = {}
     raw: dict[str, dict[str, Any]] = {}
     for pkg in parse_toml(text).get("packages", []):
         key = canonicalize_name(pkg["name"])
@@ -121,7 +122,7 @@ def _locked(text: str, late: set[str]) -> tuple[dict[str, policy.Locked], dict[s
         wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
         sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
         version = str(pkg.get("version") or _file_version(wheels, sdist))
-        locked[key] = policy.Locked(key, version, stage, wheels, sdist)
+        locked[key] = Locked(key, version, stage, wheels, sdist)
         entry = dict(pkg)
         entry["version"] = version
         entry["tool"] = {"sparkenv": {"stage": stage}}
@@ -181,7 +182,7 @@ def _root_extras(inp: inputs_mod.Inputs, env: dict[str, str]) -> dict[str, set[s
 def _fallbacks(
     inp: inputs_mod.Inputs,
     profile: profiles.Profile,
-    locked: dict[str, policy.Locked],
+    locked: dict[str, Locked],
     raw: dict[str, dict[str, Any]],
     edges: list,  # type: ignore[type-arg]
     chain: dict[str, list[str]],
@@ -337,14 +338,14 @@ def lock(
 def _resolved_findings(
     inp: inputs_mod.Inputs,
     profile: profiles.Profile,
-    locked: dict[str, policy.Locked],
+    locked: dict[str, Locked],
     raw: dict[str, dict[str, Any]],
     metas: dict[str, metadata.Metadata | str],
     allowed: set[str],
     index_url: str | None = None,
     prefetched: dict[str, Any] | None = None,
 ) -> list[Finding]:
-    from sparkenv.resolve import graph
+    from sparkenv.facts import graph
     from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()

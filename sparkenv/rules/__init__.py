@@ -9,9 +9,11 @@ Where things go (read this before adding a check):
   in rules/g7.py and a `Rule(Stage.LIVE, …)` line; nothing in gate/.
 - `rules/<concept>.py` — one classifier per concept that several stages ask about:
   `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
-  one precedence and one severity table), `markers.py` (the marker environment of a target),
-  `unsloth.py` (the Unsloth family), `ngc.py` (inside an NGC image), `pins.py` (exact-pin extraction),
-  `hosts.py` (known-bad host builds). The host driver against a CUDA release is in g1.py, a package's
+  one precedence and one severity table), `unsloth.py` (the Unsloth family), `hosts.py` (known-bad
+  host builds). Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
+  pure readers from `sparkenv/environment/` (`markers.py`, the marker environment of a target;
+  `pins.py`, exact pins); they never import a stage package (tests/test_layers.py).
+  The host driver against a CUDA release is in g1.py, a package's
   GPU code, Triton's ptxas and TORCH_CUDA_ARCH_LIST in g7.py; what they read is parsed in
   `sparkenv/cuda/`.
   The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
@@ -19,9 +21,9 @@ Where things go (read this before adding a check):
 - Not judgements: `sparkenv/outputs.py` (atomic, all-or-nothing writes), `sparkenv/cache.py` (the
   cache folder, `$SPARKENV_CACHE_DIR`).
 - Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
-  Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/lock/status.py`'s facts), `audit/`
-  (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `build/` (Stage.IMAGE: the
-  facts `base_check.py` prints inside the image, read by `build/base_facts.py`), `gate/` (Stage.LIVE).
+  Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/facts/lockfile.py`'s facts), `audit/`
+  (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `image/` (Stage.IMAGE: the
+  facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
   a profile (type and loading) is `sparkenv/profiles.py`.

@@ -20,7 +20,7 @@ from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 
 if TYPE_CHECKING:
-    from sparkenv.resolve.graph import Edge
+    from sparkenv.facts.graph import Edge
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def _label_evidence(version: str) -> str | None:
 
 
 def _exact(e: Edge) -> str | None:
-    from sparkenv.rules.pins import exact_pin
+    from sparkenv.environment.pins import exact_pin
 
     return exact_pin(e.req.specifier)
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
+from sparkenv.environment.markers import marker_environment
 from sparkenv.report import Status
-from sparkenv.rules.markers import marker_environment
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
-    from sparkenv.audit.scan import AuditFacts, DistFacts
+    from sparkenv.facts.installed import AuditFacts, DistFacts
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
 
 if TYPE_CHECKING:
-    from sparkenv.audit.scan import AuditFacts, DistFacts
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.declared import Declared, DeclaredFacts
+    from sparkenv.facts.installed import AuditFacts, DistFacts
+    from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.resolved import ResolvedFacts
     from sparkenv.profiles import Profile
-    from sparkenv.resolve.inputs import Declared
-    from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
 
 MAX_EVIDENCE = 12
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}

@@ -1,19 +1,19 @@
 """G10 live: tensor parallelism across two Sparks (training → FAIL, inference → WARN); for a multi-node
 launch, this node's link and NCCL settings (rules/g10_link.py), the agreement of all nodes and the
 optional link test (rules/g10_agreement.py). The launch itself is read once, as the launchers read it
-(sparkenv/multinode/launch.py)."""
+(sparkenv/environment/launch.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv.gate.servers import identify
-from sparkenv.multinode import launch, nccl
+from sparkenv.environment import launch, nccl
+from sparkenv.environment.servers import identify
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, g10_agreement, g10_link
 
 if TYPE_CHECKING:
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.live import GateFacts
 
 
 def _plan(f: GateFacts) -> launch.Launch:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sparkenv.environment import digest
 from sparkenv.knowledge import gate, multinode
-from sparkenv.multinode import digest
 from sparkenv.report import Finding, GotchaId, Status
 
 G = GotchaId.G10

@@ -8,9 +8,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.environment.launch import Launch
+from sparkenv.environment.nccl import DeviceList
 from sparkenv.knowledge import multinode
-from sparkenv.multinode.launch import Launch
-from sparkenv.multinode.nccl import DeviceList
 from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:

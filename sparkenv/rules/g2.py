@@ -23,11 +23,11 @@ from sparkenv.rules import Rule, Stage, cuda_major, unsloth
 from sparkenv.rules.cuda_major import Binding
 
 if TYPE_CHECKING:
-    from sparkenv.audit.scan import AuditFacts, DistFacts
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.declared import Declared, DeclaredFacts
+    from sparkenv.facts.installed import AuditFacts, DistFacts
+    from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.resolved import ResolvedFacts
     from sparkenv.profiles import Profile
-    from sparkenv.resolve.inputs import Declared
-    from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
 _EXPLAIN = "see `sparkenv explain G2`"

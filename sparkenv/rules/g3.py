@@ -9,7 +9,7 @@ from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.live import GateFacts
 
 GIB = 1 << 20  # kB per GiB
 DROP = "between runs, as root: sync; echo 3 > /proc/sys/vm/drop_caches (sparkenv never does it itself)"

@@ -9,7 +9,7 @@ from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.live import GateFacts
     from sparkenv.knowledge.records.gate import Power
 
 # nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.

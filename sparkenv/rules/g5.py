@@ -9,7 +9,7 @@ from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.live import GateFacts
 
 
 def live(f: GateFacts) -> list[Finding]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv.gate import parsers
-from sparkenv.gate.servers import identify
+from sparkenv.environment import parsers
+from sparkenv.environment.servers import identify
 from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.live import GateFacts
     from sparkenv.knowledge.records.gate import ServerCaps
     from sparkenv.knowledge.records.servers import Server
 

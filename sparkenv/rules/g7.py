@@ -13,15 +13,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import coverage, toolchain
-from sparkenv.gate.intent import nvfp4_intent
+from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.knowledge import gate
 from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
-    from sparkenv.audit.scan import AuditFacts
-    from sparkenv.gate.view import GateFacts
+    from sparkenv.facts.installed import AuditFacts
+    from sparkenv.facts.live import GateFacts
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -16,22 +16,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
+from sparkenv.facts import ngc
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage, ngc, unsloth
+from sparkenv.rules import Rule, Stage, unsloth
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
 
-    from sparkenv.audit.scan import AuditFacts
-    from sparkenv.build.base_facts import BaseCheck
-    from sparkenv.gate.view import GateFacts
-    from sparkenv.lock.status import Currency, LockFileFacts, Outcome
+    from sparkenv.facts.declared import Declared, DeclaredFacts
+    from sparkenv.facts.graph import Edge
+    from sparkenv.facts.image import BaseCheck
+    from sparkenv.facts.installed import AuditFacts
+    from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.lockfile import Currency, LockFileFacts, Outcome
+    from sparkenv.facts.resolved import ResolvedFacts
     from sparkenv.profiles import Profile
-    from sparkenv.resolve.graph import Edge
-    from sparkenv.resolve.inputs import Declared
-    from sparkenv.resolve.policy import DeclaredFacts, ResolvedFacts
     from sparkenv.rules import requirements
 
 

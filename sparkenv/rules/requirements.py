@@ -25,12 +25,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from sparkenv.rules import markers
+from sparkenv.environment import markers
 
 if TYPE_CHECKING:
-    from sparkenv.audit.scan import AuditFacts
     from sparkenv.environment.distributions import Distribution
     from sparkenv.environment.target import Target
+    from sparkenv.facts.installed import AuditFacts
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,13 @@ from sparkenv import profiles
 from sparkenv.audit import scan
 from sparkenv.cuda import coverage
 from sparkenv.environment import target
-from sparkenv.gate.view import GateFacts
+from sparkenv.facts import graph
+from sparkenv.facts.declared import DeclaredFacts
+from sparkenv.facts.installed import AuditFacts
+from sparkenv.facts.live import GateFacts
+from sparkenv.facts.resolved import Locked, ResolvedFacts
 from sparkenv.lock import read as lockread
-from sparkenv.resolve import graph, inputs, policy
+from sparkenv.resolve import inputs
 from sparkenv.resolve import run as resolve_run
 
 
@@ -61,13 +65,13 @@ class Ctx:
 
 def declared(
     ctx: Ctx, text: str, profile: str = "spark-bare", staged: bool = False, platform: str | None = None
-) -> policy.DeclaredFacts:
+) -> DeclaredFacts:
     """`text` as a requirements.txt, read and shaped the way `sparkenv check` does."""
     path = ctx.file("requirements.txt", text)
     inp = inputs.read([str(path)])
     prof = resolve_run._profile(profile, platform, inp)
     urls = resolve_run._index_urls(inp, resolve_run._index(inp, None, []))
-    return policy.DeclaredFacts(tuple(inp.requirements), prof, tuple(urls), staged)
+    return DeclaredFacts(tuple(inp.requirements), prof, tuple(urls), staged)
 
 
 # --- Stage.RESOLVED: sparkenv lock -------------------------------------------------------------------
@@ -75,10 +79,10 @@ def declared(
 
 def locked(
     key: str, version: str, requires: tuple[str, ...] = (), sdist_only: bool = False, stage: str = "main"
-) -> policy.Locked:
+) -> Locked:
     """One resolved package as resolve/run.py's `_locked` makes it from uv's pylock entry."""
     file = f"{key.replace('-', '_')}-{version}"
-    return policy.Locked(
+    return Locked(
         key,
         version,
         stage,
@@ -89,13 +93,13 @@ def locked(
 
 
 def resolved(
-    *pkgs: policy.Locked, profile: str = "spark-bare", roots: tuple[str, ...] | None = None, **more: Any
-) -> policy.ResolvedFacts:
+    *pkgs: Locked, profile: str = "spark-bare", roots: tuple[str, ...] | None = None, **more: Any
+) -> ResolvedFacts:
     """The resolved set as `sparkenv lock` hands it to the policy, edges read from each Requires-Dist."""
     prof = profiles.load(profile)
     by_key = {p.key: p for p in pkgs}
     edges = graph.edges({p.key: list(p.requires or []) for p in pkgs}, prof.marker_env())
-    return policy.ResolvedFacts(
+    return ResolvedFacts(
         by_key,
         tuple(roots if roots is not None else by_key),
         prof,
@@ -115,7 +119,7 @@ def installed(
     lock: str | None = None,
     gpu: coverage.Capability | None = None,
     environ: dict[str, str] | None = None,
-) -> scan.AuditFacts:
+) -> AuditFacts:
     """The environment `ctx.env(arch)` as `sparkenv audit PREFIX --root ROOT` gathers it."""
     resolved_target = target.resolve(str(ctx.env(arch).prefix), None)
     pins = lockread.given(lock) if lock else None

@@ -1,5 +1,5 @@
-"""Read the NGC markers under a root: $NVIDIA_PYTORCH_VERSION and the pins of /etc/pip/constraint.txt.
-What they mean is decided in sparkenv/rules/ngc.py."""
+"""The audit's reading of the NGC markers under a root: $NVIDIA_PYTORCH_VERSION and the pins of
+/etc/pip/constraint.txt. What they mean is decided in sparkenv/facts/ngc.py."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv.rules.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
-from sparkenv.rules.ngc import RELEASE_VARIABLE, NgcFacts
-from sparkenv.rules.pins import exact_pin
+from sparkenv.environment.pins import exact_pin
+from sparkenv.facts.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
+from sparkenv.facts.ngc import RELEASE_VARIABLE, NgcFacts
 
 CONSTRAINT_FILE = NGC_CONSTRAINT_FILE.lstrip("/")  # read under a root: the mounted image's
 

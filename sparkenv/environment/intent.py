@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparkenv.gate import parsers
+from sparkenv.environment import parsers
 from sparkenv.knowledge import gate
 
 

@@ -53,16 +53,3 @@ def _change(c: dict) -> Change:  # type: ignore[type-arg]
 
 def is_facts(line: str) -> bool:
     return line.strip().startswith(MARK)
-
-
-def finding_lines(lines: Iterable[str]) -> list[str]:
-    """The registry's lines for the facts in a step's log (problems only), as every report prints them."""
-    facts = parse(lines)
-    if facts is None:
-        return []
-    from sparkenv import rules
-    from sparkenv.render.text import finding_line
-    from sparkenv.report import Status
-
-    found = rules.evaluate(rules.Stage.IMAGE, facts)
-    return [finding_line(f) for f in sorted(found, key=lambda f: f.sort_key()) if f.status is not Status.PASS]

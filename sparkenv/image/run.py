@@ -1,6 +1,6 @@
 """`sparkenv build`, behind its command line: lock (optionally), render, build, verify, tag.
 
-The CLI (build/commands.py) only parses options and prints; this module does the work and returns the
+The CLI (image/commands.py) only parses options and prints; this module does the work and returns the
 image's audit as a report of command "build", so build has the same reporting options as every other
 command (sparkenv.render.options). The image is tagged only when that report as shown (--select/--ignore
 and the waivers applied) exits 0: no FAIL (and under --strict no WARN or ERROR either).
@@ -75,17 +75,17 @@ def findings_of(audit: dict) -> list[Finding]:
 def build(req: BuildRequest) -> BuildOutcome:
     req.reporting.check()
     from sparkenv import profiles
-    from sparkenv.build import context, engine, runtime
     from sparkenv.errors import SparkenvError
+    from sparkenv.image import context, engine, runtime
     from sparkenv.render.emit import write_atomic
 
     started = time.perf_counter()
     if req.tag is not None:
-        from sparkenv.build.reference import check_tag
+        from sparkenv.image.reference import check_tag
 
         check_tag(req.tag)  # before any work, --dry-run too: a bad name must not cost a whole build
     if req.push is not None:
-        from sparkenv.build.reference import check_tag
+        from sparkenv.image.reference import check_tag
 
         check_tag(req.push, "--push")
     if req.inputs and req.lock:
@@ -112,10 +112,10 @@ def build(req: BuildRequest) -> BuildOutcome:
         raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
     platform = profiles.canonical_platform(platform)
     machine = profiles.PLATFORMS[platform]
-    from sparkenv.build.commands import _driver_check, _target_gpu
+    from sparkenv.image.target import driver_check, target_gpu
 
-    gpu_text = _target_gpu(req.gpu, prof)
-    driver_line = _driver_check(req.driver, prof)
+    gpu_text = target_gpu(req.gpu, prof)
+    driver_line = driver_check(req.driver, prof)
     if driver_line:
         print(driver_line, flush=True)
     ca = req.ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
@@ -210,7 +210,7 @@ def build(req: BuildRequest) -> BuildOutcome:
     )
     pinned = ""
     if req.push:
-        from sparkenv.build import push as pushing
+        from sparkenv.image import push as pushing
 
         if req.push != ref:
             engine.tag(client, image_id, req.push)
@@ -233,7 +233,7 @@ def _version() -> str:
 
 def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # type: ignore[no-untyped-def]
     """FROM by digest when the profile's digest is what is here; record the digest actually used."""
-    from sparkenv.build import context, engine
+    from sparkenv.image import context, engine
 
     if override:
         img = engine.local_image(client, override)

@@ -37,7 +37,7 @@ class Target:
         return f"cp{self.python.replace('.', '')}-{self.machine}-glibc{self.glibc}"
 
     def marker_env(self) -> dict[str, str]:
-        from sparkenv.rules.markers import marker_environment
+        from sparkenv.environment.markers import marker_environment
 
         return marker_environment(self.machine, self.python)
 

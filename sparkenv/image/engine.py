@@ -215,11 +215,12 @@ def _failure(chunk: dict[str, Any], progress: Progress) -> str:
             f"{progress.step.split()[1] if progress.step.upper().startswith('FROM ') else 'IMAGE'}` "
             "where a registry is reachable, or pass --base IMAGE"
         )
-    from sparkenv.build import base_facts
+    from sparkenv.facts.image import is_facts
+    from sparkenv.image.base_report import finding_lines
 
     # the base check prints facts only; what they mean comes from the registry (rules/g9.py, Stage.IMAGE)
-    judged = base_facts.finding_lines(progress.tail)
-    tail = "\n".join(f"    | {t}" for t in progress.tail if not base_facts.is_facts(t))
+    judged = finding_lines(progress.tail)
+    tail = "\n".join(f"    | {t}" for t in progress.tail if not is_facts(t))
     text = f"build failed at {where}: {message}"
     if tail:
         text = f"build failed at {where}\n{tail}\n    {message}"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from sparkenv import confine, profiles, safe_read
 from sparkenv.errors import SparkenvError
+from sparkenv.facts.lock import Lock
 from sparkenv.lock import write as lockwrite
-from sparkenv.lock.model import Lock
 from sparkenv.profiles import Profile
 
 TEMPLATE = "ngc.Dockerfile"
@@ -181,9 +181,9 @@ class Plan:
 
     def files(self) -> dict[str, tuple[bytes, int]]:
         """Context path -> (content, mode); the Dockerfile included."""
-        from sparkenv.build import runtime
+        from sparkenv.image import runtime
 
-        pkg = resources.files("sparkenv.build")
+        pkg = resources.files("sparkenv.image")
         out: dict[str, tuple[bytes, int]] = {
             "Dockerfile": (self.dockerfile().encode(), 0o644),
             "sparkenv/base_check.py": (pkg.joinpath("base_check.py").read_bytes(), 0o644),

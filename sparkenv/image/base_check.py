@@ -7,7 +7,7 @@
 The lock's stages install with --no-deps, but a stale or hand-edited lock can still carry a torch or a
 triton. This script only reports facts: the line `sparkenv-base-check {json}` (provided, replaced,
 moved). What they mean, in words and with the fix, is rules/g9.py's (Stage.IMAGE): the build engine
-reads the line from the step's log (build/base_facts.py) and asks the registry. The exit status is only
+reads the line from the step's log (facts/image.py) and asks the registry. The exit status is only
 what stops the layer.
 """
 

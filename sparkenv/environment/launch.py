@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv.gate import parsers
+from sparkenv.environment import parsers
 
 LAUNCHERS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm", "sglang", "ray")
 

@@ -1,0 +1,122 @@
+"""The resolve stage's facts: the set `sparkenv lock` resolved, every locked file and how each got there."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from sparkenv.facts import graph
+from sparkenv.facts.graph import Edge
+from sparkenv.profiles import Profile
+
+
+@dataclass(frozen=True)
+class FallbackFacts:
+    """What the index says about one locked package that may be a fallback (judged in rules/g9.py)."""
+
+    key: str
+    version: str
+    newest: str
+    gap_days: int | None  # upload-time of the newest release minus the locked one's; None: no dates
+    newer_minor: bool  # the newest release has a higher major or minor
+    user_capped: bool  # the user's own requirement excludes the newest release
+    caps: tuple[str, ...]  # chains whose requirement excludes the newest release
+    reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
+
+
+@dataclass
+class Locked:
+    key: str
+    version: str
+    stage: str
+    wheels: list[str] = field(default_factory=list)  # file names
+    sdist: str | None = None
+    requires: list[Requirement] | None = None  # Requires-Dist, None when unknown
+
+
+def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> dict[str, list[str]]:
+    """key -> the shortest chain from a declared requirement (`peft → torch`), through Requires-Dist."""
+    graph: dict[str, list[str]] = {}
+    for key, pkg in locked.items():
+        deps = []
+        for req in pkg.requires or []:
+            if req.marker is None or req.marker.evaluate(env):
+                deps.append(canonicalize_name(req.name))
+        graph[key] = deps
+    found: dict[str, list[str]] = {r: [r] for r in roots}
+    queue = list(dict.fromkeys(roots))
+    while queue:
+        node = queue.pop(0)
+        for dep in graph.get(node, []):
+            if dep not in found:
+                found[dep] = [*found[node], dep]
+                queue.append(dep)
+    return found
+
+
+@dataclass(frozen=True)
+class ResolvedFacts:
+    """What `sparkenv lock` sees after resolution: every locked file, and how each got there."""
+
+    locked: dict[str, Locked]
+    roots: tuple[str, ...]
+    profile: Profile
+    no_deps_stage: str | None
+    # What was kept out of resolution: None means all the base provides (less under --allow-replace).
+    excluded_names: tuple[str, ...] | None = None
+    # Every Requires-Dist that applies on the target, extras followed (resolve/graph.py).
+    edges: tuple[Edge, ...] = ()
+    # Base packages replaced on purpose (`sparkenv lock --allow-replace`), with their other names.
+    allow_replace: frozenset[str] = frozenset()
+    # RECORD text of the CUDA-capable members whose metadata shows no CUDA (read by range requests).
+    records: dict[str, str] = field(default_factory=dict)
+    # What the index says about declared requirements not pinned exactly and sdist-only picks.
+    fallbacks: tuple[FallbackFacts, ...] = ()
+
+    @functools.cached_property
+    def versions(self) -> dict[str, str]:
+        return {k: p.version for k, p in self.locked.items()}
+
+    @functools.cached_property
+    def graph_chain(self) -> dict[str, list[str]]:
+        """Shortest chains through `edges` (extras followed), for every locked name."""
+        return graph.chains(self.locked, list(self.edges), list(self.roots))
+
+    @functools.cached_property
+    def base_versions(self) -> dict[str, str]:
+        """Name (and other names) -> the base's version, for what stays the base's."""
+        prof = self.profile
+        return {
+            k: prof.provides[p]
+            for k in prof.excluded()
+            if (p := prof.provider(k)) and k not in self.allow_replace
+        }
+
+    @property
+    def excluded(self) -> set[str]:
+        return set(self.profile.excluded() if self.excluded_names is None else self.excluded_names)
+
+    @functools.cached_property
+    def env(self) -> dict[str, str]:
+        return self.profile.marker_env()
+
+    @functools.cached_property
+    def via(self) -> dict[str, list[str]]:
+        return chains(self.locked, list(self.roots), self.env)
+
+    def chain(self, key: str) -> str:
+        return " → ".join(self.via.get(key, [key]))
+
+    def describe(self, key: str) -> str:
+        return f"{key} {self.locked[key].version} (via {self.chain(key)})"
+
+    def evidence(self, key: str) -> tuple[str, ...]:
+        pkg = self.locked[key]
+        return (*(x for x in (*pkg.wheels, pkg.sdist) if x), f"via {self.chain(key)}")
+
+    def applicable_requires(self, key: str) -> list[Requirement]:
+        """Requires-Dist of `key` whose markers hold on the target."""
+        return [r for r in self.locked[key].requires or [] if r.marker is None or r.marker.evaluate(self.env)]
