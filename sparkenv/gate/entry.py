@@ -32,6 +32,10 @@ class GateArgs:
     facts: str | None = None
     python: str | None = None
     deadline: float = 25.0
+    watch: bool = False  # --watch: a watcher beside the workload (sparkenv/watch/)
+    watch_dir: str | None = None
+    watch_interval: float | None = None
+    watch_policy: str | None = None
     reporting: ReportOptions = field(default_factory=ReportOptions)  # strict: --fail-on-warn
 
 
@@ -61,7 +65,44 @@ def validate(a: GateArgs) -> str:
     _seconds("--need-gb", a.need_gb, zero_ok=True)
     if a.python is not None and not os.path.isfile(a.python):
         raise SparkenvError(f"--python {a.python}: no such interpreter")
+    if a.watch:
+        _check_watch(a)
     return chosen
+
+
+def _check_watch(a: GateArgs) -> None:
+    """--watch's options, and its folder made, before any probe: a typo costs no start."""
+    from sparkenv.watch import launch
+
+    if not a.workload:
+        raise SparkenvError("--watch watches a workload: give it after --, e.g. sparkenv gate --watch -- CMD")
+    if a.watch_interval is None:
+        from sparkenv.knowledge import watch as limits
+
+        a.watch_interval = limits().sampling.interval_s
+    a.watch_policy, a.watch_interval = launch.check(a.watch_policy, a.watch_interval, "--watch-")
+    a.watch_dir = launch.check_folder(a.watch_dir or launch.DEFAULT_FOLDER)
+
+
+def start_early(a: GateArgs) -> None:
+    """The fast path's early start (gate/early.py): NVML and the --deep torch process, only for arguments
+    the run will accept, so a bad argument never leaves a process behind."""
+    from sparkenv.gate import early
+
+    try:
+        policy = validate(a)
+        a.reporting.check()
+    except SparkenvError:
+        return  # the run says it, with exit 2; nothing was started
+    if a.facts or policy == "off":
+        return
+    # --sample watches the GPU for a window: the probe itself does it, under the deadline
+    early.start(gpu=not a.sample, torch=None)
+    deep = a.deep or a.bandwidth or a.import_unsloth
+    if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
+        early.start(
+            gpu=False, torch=early.torch_argv(a.python or sys.executable, a.bandwidth, a.import_unsloth)
+        )
 
 
 def run(a: GateArgs) -> int:
@@ -72,7 +113,7 @@ def run(a: GateArgs) -> int:
     a.reporting.check()  # a bad --select or --format: exit 2 before any probe
     if chosen == "off":
         if a.workload:
-            exec_workload(a.workload)
+            start_workload(a)
         return 0
     from sparkenv.gate import orchestrate
     from sparkenv.gate.probes import Options
@@ -121,8 +162,18 @@ def run(a: GateArgs) -> int:
             file=sys.stderr,
         )
         return 1
-    exec_workload(a.workload)
+    start_workload(a)
     return 0  # not reached
+
+
+def start_workload(a: GateArgs) -> None:
+    """With --watch, the watcher first (it watches this PID, which the exec hands to the workload)."""
+    if a.watch:
+        from sparkenv.watch import launch
+
+        folder = a.watch_dir or launch.DEFAULT_FOLDER
+        launch.start(folder, a.watch_interval or 2.0, a.watch_policy or "report", a.workload)
+    exec_workload(a.workload)
 
 
 def exec_workload(cmd: list[str]) -> None:

@@ -3,17 +3,20 @@
 Where things go (read this before adding a check):
 
 - `rules/gN.py` — every judgement of gotcha N, one section per stage that can see it, each a pure
-  function of that stage's typed facts that returns Findings. At the end of the module, `RULES` names
+  function of that stage's typed facts that returns Findings (a gotcha that outgrows one file keeps
+  RULES in gN.py and its stages in gN_<stage>.py: g1_installed.py, g9_resolved.py …; the rule's name
+  stays `g1.installed`). At the end of the module, `RULES` names
   (stage, function, what it looks at); the stage runners and `sparkenv explain` read only that, so a
   rule listed there runs, and a rule that runs is listed. New judgement for G7 in the gate? A function
   in rules/g7.py and a `Rule(Stage.LIVE, …)` line; nothing in gate/.
 - `rules/<concept>.py` — one classifier per concept that several stages ask about:
   `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
   one precedence and one severity table), `unsloth.py` (the Unsloth family), `hosts.py` (known-bad
-  host builds). Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
+  host builds), `wrong_cpu.py` (shared objects of another CPU), `replaced.py` (a base package replaced
+  on purpose). Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
   pure readers from `sparkenv/environment/` (`markers.py`, the marker environment of a target;
   `pins.py`, exact pins); they never import a stage package (tests/test_layers.py).
-  The host driver against a CUDA release is in g1.py, a package's
+  The host driver against a CUDA release is in g1_driver.py, a package's
   GPU code, Triton's ptxas and TORCH_CUDA_ARCH_LIST in g7.py; what they read is parsed in
   `sparkenv/cuda/`.
   The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
@@ -23,7 +26,9 @@ Where things go (read this before adding a check):
 - Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
   Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/facts/lockfile.py`'s facts), `audit/`
   (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `image/` (Stage.IMAGE: the
-  facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE).
+  facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE),
+  `watch/` (Stage.WATCH: the time series of `facts/timeseries.py`, judged again at every reading
+  while the workload runs).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
   a profile (type and loading) is `sparkenv/profiles.py`.
@@ -44,7 +49,7 @@ from typing import Any
 
 from sparkenv.report import Finding, GotchaId, Status, merge_by_subject
 
-GOTCHAS = tuple(GotchaId)  # G1 … G10, in order
+GOTCHAS = tuple(GotchaId)  # G1 … G10, in order: the catalogue's (data/gotchas.toml)
 
 
 class Stage(str, enum.Enum):
@@ -56,6 +61,7 @@ class Stage(str, enum.Enum):
     IMAGE = "image"  # sparkenv build: the image being built, before it is tagged
     INSTALLED = "installed"  # sparkenv audit, and build's self-audit of its image: read from outside
     LIVE = "live"  # sparkenv gate: the running machine, as the image's entrypoint
+    WATCH = "watch"  # sparkenv gate --watch, sparkenv watch: readings over time beside the workload
 
     @property
     def commands(self) -> str:
@@ -69,6 +75,7 @@ _COMMANDS = {
     Stage.IMAGE: "sparkenv build",
     Stage.INSTALLED: "sparkenv audit, sparkenv build (its image audits itself)",
     Stage.LIVE: "sparkenv gate",
+    Stage.WATCH: "sparkenv gate --watch, sparkenv watch",
 }
 
 
@@ -80,7 +87,12 @@ class Rule:
 
     @property
     def name(self) -> str:
+        # A gotcha's rules may live in several files (rules/g1_installed.py …): the name says the gotcha
+        # (`g1.installed`), as RULES in rules/g1.py lists it, not the file that holds the function.
         module = self.check.__module__.rsplit(".", 1)[-1]
+        gotcha, _, part = module.partition("_")
+        if part and gotcha[:1] == "g" and gotcha[1:].isdigit():
+            module = gotcha
         return f"{module}.{self.check.__name__}"
 
 
