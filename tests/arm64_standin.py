@@ -53,25 +53,25 @@ class NotProvisioned(Exception):
     """What the machine lacks to run aarch64 images: the message says how .ci/run provides it."""
 
 
-def emulation_problem() -> str | None:
+def emulation_problem(binfmt: Path = BINFMT, machine: str | None = None) -> str | None:
     """Why an aarch64 program cannot run here, or None when it can (natively or through qemu)."""
-    if os.uname().machine == "aarch64":
+    if (machine or os.uname().machine) == "aarch64":
         return None
     try:
-        text = BINFMT.read_text()
+        text = binfmt.read_text()
     except OSError:
         return (
-            f"{BINFMT} is missing: no qemu handler for aarch64 programs (apt-get install qemu-user-static "
+            f"{binfmt} is missing: no qemu handler for aarch64 programs (apt-get install qemu-user-static "
             "binfmt-support; mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc; update-binfmts "
             "--enable qemu-aarch64: .ci/run does it)"
         )
     lines = text.splitlines()
     if not lines or lines[0].strip() != "enabled":
-        return f"{BINFMT} is disabled: update-binfmts --enable qemu-aarch64"
+        return f"{binfmt} is disabled: update-binfmts --enable qemu-aarch64"
     flags = next((ln.split(":", 1)[1] for ln in lines if ln.startswith("flags:")), "")
     if "F" not in flags:
         return (
-            f"{BINFMT} lacks the F flag: inside a container or chroot the kernel cannot open the emulator "
+            f"{binfmt} lacks the F flag: inside a container or chroot the kernel cannot open the emulator "
             "(qemu-user-static registers it with F)"
         )
     return None
