@@ -399,6 +399,16 @@ def probe_configs(workload: list[str]) -> dict[str, Any]:
     ds = parsers.option_value(workload, ("--deepspeed", "--deepspeed_config"))
     if ds and ds.endswith(".json"):
         out["deepspeed"] = _read_config(ds, json.loads)
+    # Serving launchers' YAML (their tensor- and pipeline-parallel sizes): vLLM's and SGLang's
+    # `--config`, TensorRT-LLM's `--extra_llm_api_options` (older: `--config`).
+    from sparkenv.environment.launch import launcher
+
+    which = launcher(workload)
+    if which in ("vllm", "sglang", "trtllm"):
+        names = ("--extra_llm_api_options", "--config") if which == "trtllm" else ("--config",)
+        path = parsers.option_value(workload, names)
+        if path and path.endswith((".yaml", ".yml")):
+            out[which] = _read_config(path, _yaml)
     return out
 
 
@@ -418,7 +428,8 @@ def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
 
     configs = probe_configs(opts.workload)
     env = dict(os.environ)
-    if not launch.read(opts.workload, env, configs).multi_node:
+    plan = launch.read(opts.workload, env, configs)
+    if not plan.multi_node and plan.ray_role != "driver":
         return {"multi_node": False}  # as probe.gather says it, without importing the link machinery
     from sparkenv import __version__
     from sparkenv.gate import multinode_probe as probe

@@ -34,20 +34,27 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
             )
         ]
     store = agreement.get("store", "?")
+    ray = str(store).startswith("Ray") or "Ray" in str(agreement.get("error"))
     if agreement.get("error"):
+        between = "through the Ray cluster" if ray else f"between the {nodes} nodes"
         return [
             Finding(
                 id=G,
                 status=Status.ERROR,
-                summary=f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
+                summary=f"agreement {between} could not be checked: {agreement['error']}",
                 subject=SUBJECT,
                 evidence=(f"store {store}",),
-                fix="start every node's gate within the deadline (--deadline), with the same master address "
+                fix="start the head (`ray start --head`) first, then every node's gate within the deadline "
+                "(--deadline), with the head's address ($RAY_ADDRESS, `ray start --address`)"
+                if ray
+                else "start every node's gate within the deadline (--deadline), with the same master address "
                 "and port",
             )
         ]
     peers: Mapping[str, Any] = agreement.get("peers") or {}
-    missing = agreement.get("missing") or []
+    missing = [str(m) for m in agreement.get("missing") or []]
+    if agreement.get("unseen"):  # under Ray: expected by the launch, not yet in the cluster
+        missing.append(f"{agreement['unseen']} more")
     out: list[Finding] = []
     diffs = digest.compare(peers)
     ref = peers[min(peers, key=int)] if peers else {}
@@ -72,7 +79,7 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
             Finding(
                 id=G,
                 status=Status.ERROR,
-                summary=f"node(s) {', '.join(str(m) for m in missing)} of {nodes} did not publish within "
+                summary=f"node(s) {', '.join(missing)} of {nodes} did not publish within "
                 f"{agreement.get('waited_s', '?')} s; seen: {seen or 'none'}",
                 subject=SUBJECT,
                 evidence=(f"store {store}",),
@@ -94,8 +101,37 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
                 evidence=(f"store {store}", f"seen: {seen}"),
             )
         )
-    out += _link_test(agreement.get("link_test"), spark=_all_spark(peers))
+    ray_test = agreement.get("ray_link_test") or {}
+    out += _link_test(agreement.get("link_test") or ray_test.get("torch"), spark=_all_spark(peers))
+    out += _ray_transfer(ray_test)
     return out
+
+
+def _ray_transfer(result: Mapping[str, Any]) -> list[Finding]:
+    """--link-test under Ray: the time a peer node's task took to pull an object this node put, beside
+    the torch.distributed all-reduce between the same tasks (judged by _link_test)."""
+    if not result:
+        return []
+    if result.get("error"):
+        return [
+            Finding(
+                id=G,
+                status=Status.ERROR,
+                summary=f"link test through Ray failed: {result['error']}",
+                subject="link-test:ray",
+            )
+        ]
+    return [
+        Finding(
+            id=G,
+            status=Status.INFO,
+            summary=f"Ray object transfer of {result['buffer_mib']} MiB to {result.get('to')}: "
+            f"{result['gbs']:g} GB/s (median of {result['iterations']}, {result['median_s'] * 1000:.2f} ms); "
+            "Ray's object store, not NCCL: no expectation in the data",
+            subject="link-test:ray",
+            evidence=(f"set-up {result.get('setup_s')} s",),
+        )
+    ]
 
 
 def _all_spark(peers: Mapping[str, Any]) -> bool:
