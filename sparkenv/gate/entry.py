@@ -49,9 +49,11 @@ def env_flag(name: str) -> bool:
 
 
 def _seconds(name: str, value: float, *, zero_ok: bool) -> float:
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
-        need = "≥ 0" if zero_ok else "> 0"
-        raise SparkenvError(f"{name}: must be a finite number {need}, not {value:g}")
+    from sparkenv.bounds import seconds_problem
+
+    problem = seconds_problem(value, zero_ok=zero_ok)
+    if problem:
+        raise SparkenvError(f"{name}: {problem}")
     return value
 
 
@@ -62,7 +64,8 @@ def validate(a: GateArgs) -> str:
         raise SparkenvError(f"--policy/$SPARKENV_GATE: {a.policy!r} is not one of {', '.join(POLICIES)}")
     _seconds("--deadline", a.deadline, zero_ok=False)
     _seconds("--sample", a.sample, zero_ok=True)
-    _seconds("--need-gb", a.need_gb, zero_ok=True)
+    if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
+        raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
     if a.python is not None and not os.path.isfile(a.python):
         raise SparkenvError(f"--python {a.python}: no such interpreter")
     if a.watch:
@@ -181,6 +184,9 @@ def exec_workload(cmd: list[str]) -> None:
     threads still stuck (a FIFO, a wedged driver call) vanish with the old image."""
     sys.stdout.flush()
     sys.stderr.flush()
+    from sparkenv import children
+
+    children.before_exec()
     try:
         os.execvp(cmd[0], cmd)
     except OSError as exc:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkenv import children
 from sparkenv.environment import container, parsers
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.environment.servers import identify, prefilter_words
@@ -131,7 +132,7 @@ def gather(opts: Options) -> dict[str, Any]:
         name: err or f"did not answer within the {opts.deadline_s:g} s deadline"
         for name, err in errors.items()
     }
-    orchestrate.kill_children()
+    children.kill_all()
     facts["gather_s"] = round(time.monotonic() - started, 3)
     return facts
 

@@ -78,7 +78,18 @@ def live_link(f: GateFacts) -> list[Finding]:
     out = g10_link.check(section["link"], settings, plan, f.is_gb10, section.get("resolved") or {})
     for conf in section.get("nccl_confs") or []:
         keys = sorted(conf.get("settings") or {})
-        if keys:
+        if conf.get("error"):
+            out.append(
+                Finding(
+                    id=GotchaId.G10,
+                    status=Status.ERROR,
+                    summary=f"{conf['path']} cannot be read ({conf['error']}): the NCCL settings above may "
+                    "not be what NCCL uses",
+                    subject=f"nccl.conf:{conf['path']}",
+                    fix=f"make {conf['path']} a regular, readable file, or remove it",
+                )
+            )
+        elif keys:
             out.append(
                 Finding(
                     id=GotchaId.G10,

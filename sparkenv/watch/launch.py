@@ -58,14 +58,10 @@ def start(folder: str, interval_s: float, policy: str, workload: list[str]) -> s
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     sys.stderr.flush()
-    return subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=sys.stderr.fileno(),
-        start_new_session=True,
-        close_fds=True,
-        env=env,
-    )
+    from sparkenv import children
+
+    # its own session (sparkenv/children.py): it outlives the gate, which execs the workload next
+    return children.spawn(argv, env, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
 
 
 def check(policy: str | None, interval: float, prefix: str) -> tuple[str, float]:

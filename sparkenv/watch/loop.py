@@ -280,8 +280,9 @@ def watch(o: Options) -> int:
     def stop(signum: int, _frame: Any) -> None:
         raise _Stop(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, stop)
+    from sparkenv import signals
+
+    signals.install_handler(stop, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     try:
         return w.run()
     except _Stop as exc:
