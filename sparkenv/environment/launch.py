@@ -100,61 +100,14 @@ def _conf(configs: Mapping[str, Any], which: str, *path: str) -> Setting | None:
 
 def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any] | None = None) -> Launch:
     configs = configs or {}
-    nodes_s = (
-        _opt(workload, "--nnodes", "--num_machines", "--num-machines", "--num_nodes", "--num-nodes")
-        or _env(env, "NNODES", "PET_NNODES")
-        or _conf(configs, "accelerate", "num_machines")
-    )
-    nodes = 1
-    if nodes_s:
-        nodes = (
-            _int(nodes_s.value.split(":")[-1]) or 1
-        )  # torchrun's elastic MIN:MAX: the most it will wait for
-    else:
-        world, local = _int(env.get("WORLD_SIZE")), _int(env.get("LOCAL_WORLD_SIZE"))
-        if world and local:
-            nodes = max(1, world // local)
-            nodes_s = Setting(str(nodes), f"WORLD_SIZE={world} / LOCAL_WORLD_SIZE={local}")
+    nodes, nodes_s = _nodes(workload, env, configs)
     rank_s = (
         _opt(workload, "--node-rank", "--node_rank", "--machine_rank", "--machine-rank")
         or _env(env, "NODE_RANK", "GROUP_RANK", "PET_NODE_RANK")
         or _conf(configs, "accelerate", "machine_rank")
     )
-    addr_s = (
-        _opt(workload, "--master-addr", "--master_addr", "--main_process_ip", "--main-process-ip")
-        or _endpoint(workload)
-        or _env(env, "MASTER_ADDR", "PET_MASTER_ADDR")
-        or _conf(configs, "accelerate", "main_process_ip")
-    )
-    port_s = (
-        _opt(workload, "--master-port", "--master_port", "--main_process_port", "--main-process-port")
-        or _env(env, "MASTER_PORT", "PET_MASTER_PORT")
-        or _conf(configs, "accelerate", "main_process_port")
-    )
-    port = _int(port_s.value) if port_s else None
-    if addr_s and ":" in addr_s.value and addr_s.value.count(":") == 1:
-        host, _, p = addr_s.value.partition(":")
-        port = port or _int(p)
-        addr_s = Setting(host, addr_s.source)
-    tp_s = (
-        _opt(
-            workload,
-            "--tensor-parallel-size",
-            "--tensor_parallel_size",
-            "-tp",
-            "--tp-size",
-            "--tp_size",
-            "--tp",
-            "--parallelism_config_tp_size",
-            "--parallelism-config-tp-size",
-        )
-        or _env(env, "PARALLELISM_CONFIG_TP_SIZE", "TP_SIZE", "TENSOR_PARALLEL_SIZE")
-        or _conf(configs, "accelerate", "parallelism_config", "parallelism_config_tp_size")
-        or _conf(configs, "accelerate", "parallelism_config_tp_size")
-        or _conf(configs, "accelerate", "tp_size")
-        or _conf(configs, "deepspeed", "tensor_parallel", "autotp_size")
-        or _conf(configs, "deepspeed", "tensor_parallel", "tp_size")
-    )
+    addr_s, port = _master(workload, env, configs)
+    tp_s = _tp(workload, env, configs)
     advertised = tuple(
         s
         for s in (
@@ -184,6 +137,70 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         local_rank=_int(env.get("LOCAL_RANK")),
         ray=ray,
         advertised=advertised,
+    )
+
+
+def _nodes(
+    workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any]
+) -> tuple[int, Setting | None]:
+    """How many nodes, and where that was read; WORLD_SIZE / LOCAL_WORLD_SIZE when nothing names it."""
+    nodes_s = (
+        _opt(workload, "--nnodes", "--num_machines", "--num-machines", "--num_nodes", "--num-nodes")
+        or _env(env, "NNODES", "PET_NNODES")
+        or _conf(configs, "accelerate", "num_machines")
+    )
+    if nodes_s:
+        return _int(nodes_s.value.split(":")[-1]) or 1, nodes_s  # torchrun's elastic MIN:MAX: the most
+    world, local = _int(env.get("WORLD_SIZE")), _int(env.get("LOCAL_WORLD_SIZE"))
+    if world and local:
+        nodes = max(1, world // local)
+        return nodes, Setting(str(nodes), f"WORLD_SIZE={world} / LOCAL_WORLD_SIZE={local}")
+    return 1, None
+
+
+def _master(
+    workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any]
+) -> tuple[Setting | None, int | None]:
+    """The master address (a HOST:PORT one split) and port."""
+    addr_s = (
+        _opt(workload, "--master-addr", "--master_addr", "--main_process_ip", "--main-process-ip")
+        or _endpoint(workload)
+        or _env(env, "MASTER_ADDR", "PET_MASTER_ADDR")
+        or _conf(configs, "accelerate", "main_process_ip")
+    )
+    port_s = (
+        _opt(workload, "--master-port", "--master_port", "--main_process_port", "--main-process-port")
+        or _env(env, "MASTER_PORT", "PET_MASTER_PORT")
+        or _conf(configs, "accelerate", "main_process_port")
+    )
+    port = _int(port_s.value) if port_s else None
+    if addr_s and ":" in addr_s.value and addr_s.value.count(":") == 1:
+        host, _, p = addr_s.value.partition(":")
+        port = port or _int(p)
+        addr_s = Setting(host, addr_s.source)
+    return addr_s, port
+
+
+def _tp(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any]) -> Setting | None:
+    """The tensor-parallel size as vLLM, SGLang, accelerate and DeepSpeed spell it."""
+    return (
+        _opt(
+            workload,
+            "--tensor-parallel-size",
+            "--tensor_parallel_size",
+            "-tp",
+            "--tp-size",
+            "--tp_size",
+            "--tp",
+            "--parallelism_config_tp_size",
+            "--parallelism-config-tp-size",
+        )
+        or _env(env, "PARALLELISM_CONFIG_TP_SIZE", "TP_SIZE", "TENSOR_PARALLEL_SIZE")
+        or _conf(configs, "accelerate", "parallelism_config", "parallelism_config_tp_size")
+        or _conf(configs, "accelerate", "parallelism_config_tp_size")
+        or _conf(configs, "accelerate", "tp_size")
+        or _conf(configs, "deepspeed", "tensor_parallel", "autotp_size")
+        or _conf(configs, "deepspeed", "tensor_parallel", "tp_size")
     )
 
 
