@@ -1,5 +1,6 @@
-"""A command line read without typer, click or pydantic, for the commands users wait on (`gate` before
-every workload, `check` in pre-commit hooks): those imports cost more than the commands' own work. It
+"""A command line read without typer, click or pydantic, for the commands users wait on (`check` in
+pre-commit hooks, `audit` of an unchanged environment; the gate's own loop is in gate/fastpath.py): those
+imports cost more than the commands' own work. It
 reads exactly the spellings a command declares — `--name VALUE`, `--name=VALUE`, flags, repeated
 options, `--` — and gives up (None) on anything else (--help, a typo, a missing value), so that the typer
 command answers with its usual help or error. Tests hold each command's spellings to the typer ones."""

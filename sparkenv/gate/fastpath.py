@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from dataclasses import fields
 
-from sparkenv import fastargs
 from sparkenv.errors import SparkenvError
 from sparkenv.gate.entry import GateArgs, env_flag
 from sparkenv.render import options as reporting
@@ -32,24 +31,57 @@ FLOATS = {n for n, kind in _OWN.items() if kind in ("float", "float | None")}
 
 def parse(argv: list[str]) -> GateArgs | None:
     """argv after `gate`."""
-    parsed = fastargs.parse(argv, VALUED, FLAGS, REPEATED, interspersed=False)
-    if parsed is None:
-        return None
-    values, workload = parsed
     a = GateArgs()
-    if workload:
-        a.workload = workload  # like click: the first positional (or `--`) starts the workload
-    for key in FLOATS & values.keys():
-        try:
-            values[key] = float(values[key])  # type: ignore[arg-type]
-        except ValueError:
-            name = next(k for k, v in VALUED.items() if v == key)
-            raise SparkenvError(f"{name}: {values[key]!r} is not a number") from None
-    shared = {k: tuple(v) if k in REPEATED else v for k, v in values.items() if k in REPORTING}  # type: ignore[call-overload]
+    values: dict[str, object] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            a.workload = argv[i + 1 :]
+            break
+        name, eq, inline = arg.partition("=")
+        if name in VALUED:
+            if eq:
+                raw = inline
+            elif i + 1 < len(argv):
+                i += 1
+                raw = argv[i]
+            else:
+                return None
+            _store(values, name, raw)
+        elif arg in FLAGS and not eq:
+            values[FLAGS[arg]] = True
+        elif arg.startswith("-"):
+            return None  # --help and anything unknown: typer says it properly
+        else:
+            a.workload = argv[i:]  # like click: the first positional starts the workload
+            break
+        i += 1
+    shared = {k: tuple(v) if k in REPEATED else v for k, v in values.items() if k in REPORTING}
     for key, value in values.items():
         if key not in REPORTING:
             setattr(a, key, value)
     a.reporting = reporting.ReportOptions(**shared)  # type: ignore[arg-type]
+    return _from_environment(a)
+
+
+def _store(values: dict[str, object], name: str, raw: str) -> None:
+    """One valued option: a number, one more of a repeated option, or a string."""
+    key = VALUED[name]
+    if key in FLOATS:
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            raise SparkenvError(f"{name}: {raw!r} is not a number") from None
+    elif key in REPEATED:
+        values.setdefault(key, []).append(raw)  # type: ignore[union-attr]
+    else:
+        values[key] = raw
+
+
+def _from_environment(a: GateArgs) -> GateArgs:
+    """What the options leave unset, from $SPARKENV_GATE, $SPARKENV_GATE_DEEP, $SPARKENV_GATE_DEEP_CACHE
+    (as the typer command's envvar= reads them)."""
     if a.policy is None and "SPARKENV_GATE" in os.environ:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:
