@@ -1,8 +1,8 @@
 # A sparkenv image: {{PROFILE}} + {{LOCK}}. Rendered by `sparkenv build` (sparkenv {{VERSION}}) from
 # dockerfiles/ngc.Dockerfile; edit the template, not this output. Classic builder syntax only: no BuildKit.
 
-# ---- fetch: download the locked wheels, hash-checked. The only stage that sees a CA bundle; it is not
-# ---- part of the final image.
+# ---- fetch: download the locked wheels, hash-checked. The only stage that sees a CA bundle or an index's
+# ---- credentials (a netrc); it is not part of the final image.
 FROM {{BASE}} AS fetch
 {{FETCH}}
 

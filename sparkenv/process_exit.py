@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+from sparkenv.redact import redact
+
 
 def survive_any_encoding() -> None:
     """A character the stream cannot take (a typographic dash under PYTHONIOENCODING=ascii or a C
@@ -31,7 +33,7 @@ def internal_error(exc: Exception) -> None:
         raise exc
     print(
         "sparkenv: internal error: please report, with SPARKENV_DEBUG=1 output: "
-        f"{exc.__class__.__name__}: {exc}",
+        f"{exc.__class__.__name__}: {redact(str(exc))}",
         file=sys.stderr,
     )
     sys.exit(70)

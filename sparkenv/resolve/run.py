@@ -15,13 +15,14 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-from sparkenv import confine, profiles
+from sparkenv import confine, credentials, profiles
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
 from sparkenv.facts.resolved import Locked
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
+from sparkenv.redact import redact
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import interrupt, metadata, policy
@@ -45,11 +46,19 @@ def _index_urls(inp: inputs_mod.Inputs, index: IndexOptions) -> list[str]:
 
 
 def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> IndexOptions:
-    return IndexOptions(
+    index = IndexOptions(
         index_url or inp.index_url,
         [*inp.extra_index_urls, *(u for u in extra if u not in inp.extra_index_urls)],
         list(inp.find_links),
     )
+    # uv gets the URLs as given; sparkenv's own requests find their user-info by realm (never written)
+    credentials.remember([index.index_url, *index.extra_index_urls])
+    return index
+
+
+def _reads_from(index: IndexOptions) -> str | None:
+    """The index sparkenv's own requests read (pages, metadata): the one uv resolves against."""
+    return index.index_url or credentials.default_index()
 
 
 def check(
@@ -218,7 +227,7 @@ def _fallback_roots(inp: inputs_mod.Inputs, profile: profiles.Profile) -> set[st
 
 def _say(progress: bool, line: str) -> None:
     if progress:
-        print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
+        print(f"sparkenv lock: {redact(line)}", file=sys.stderr, flush=True)
 
 
 def lock(
@@ -273,11 +282,13 @@ def lock(
         from sparkenv.resolve import fallbacks
 
         # index pages of the declared names (for old fallbacks) are read while uv resolves
-        prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
+        prefetched = fallbacks.prefetch(_reads_from(index), sorted(_fallback_roots(inp, profile)))
         try:
             with interrupt.raising():
                 jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
-                text = uvdriver.run_all(jobs, timeout)[resolve_stage.name]
+                # uv may copy an index's user-info into file URLs: the lock keeps none
+                auth = uvdriver.netrc_env(Path(work), index)
+                text = redact(uvdriver.run_all(jobs, timeout, auth)[resolve_stage.name])
         except interrupt.Terminated as term:
             shutil.rmtree(work, ignore_errors=True)
             groups = ", ".join(map(str, term.groups))
@@ -296,8 +307,8 @@ def lock(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
-    metas = metadata.read(_refs(raw), index_url=index.index_url)
-    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, index.index_url, prefetched)
+    metas = metadata.read(_refs(raw), index_url=_reads_from(index))
+    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, _reads_from(index), prefetched)
     findings = [*declared, *resolved]
     _say(
         progress,
@@ -441,10 +452,11 @@ def _render(
         "no-deps-stages": [s.name for s in stages if s.no_deps],
         "requirements": req_path.name,
     }
+    # recorded without user-info: an install finds the credential where pip and uv read it (netrc, env)
     if index.index_url:
-        tool["index-url"] = index.index_url
+        tool["index-url"] = redact(index.index_url)
     if index.extra_index_urls:
-        tool["extra-index-urls"] = index.extra_index_urls
+        tool["extra-index-urls"] = [redact(u) for u in index.extra_index_urls]
     env = f"sys_platform == 'linux' and platform_machine == '{profile.machine}'"
     text = lockwrite.render_pylock(packages, tool, f"=={profile.python_minor}.*", env)
     written = lockread.from_text(text, pylock_path)  # read back as every reader will: the requirements follow
