@@ -35,6 +35,8 @@ class Currency:
     inputs_changed: bool = False
     profile_changed: bool = False
     requirements_missing: str = ""  # the hashed requirements file the lock names, when it is gone
+    command_inputs: tuple[str, ...] = ()  # the inputs as the user types them from the working folder
+    command_profile: str = ""  # the profile as typed from there: a shipped name or the file's path
 
 
 @dataclass(frozen=True)

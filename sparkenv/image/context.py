@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from sparkenv import confine, credentials, profiles, safe_read
+from sparkenv import credentials, profiles, safe_read
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.lock import Lock
 from sparkenv.lock import write as lockwrite
@@ -49,20 +49,21 @@ def template_text(name: str) -> str:
 
 def profile_for(lock: Lock, arg: str | None) -> Profile:
     """--profile as the user gave it (a file relative to the working directory, like every path on the
-    command line), else the profile the lock names."""
+    command line), else the profile the lock records (sparkenv.lock.profile). A profile whose content
+    changed since the lock is refused: the lock was resolved for what it said then."""
+    from sparkenv.lock import profile as lockprofile
+
+    prof = profiles.load(arg) if arg else lockprofile.of_lock(lock)
     named = lock.profile
-    folder = lock.file.parent
-    if not arg and named.endswith(".toml"):  # a profile file the lock names stays inside its project
-        confine.inside(confine.project_root(folder), named, folder, f"{lock.path}: [tool.sparkenv] profile")
-    elif not arg and named and named not in profiles.shipped():
-        raise SparkenvError(
-            f"{lock.path}: locked for profile {named}, which is not a shipped one: pass the profile file "
-            f"it was locked with (--profile {named}.toml)"
-        )
-    prof = profiles.load(arg) if arg else profiles.load(named or None, folder)
-    if named and prof.name != named:
+    if named and not named.endswith(".toml") and prof.name != named:
         raise SparkenvError(
             f"{lock.path}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
+        )
+    if lockprofile.changed(lock, prof):
+        shown = prof.file or prof.name
+        raise SparkenvError(
+            f"{lock.path}: profile {shown} changed since the lock was written: re-lock "
+            f"(sparkenv lock INPUT… --profile {shown}), then build"
         )
     return prof
 

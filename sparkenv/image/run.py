@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkenv import project
 from sparkenv.render.emit import Shown, shown
 from sparkenv.render.options import ReportOptions
 from sparkenv.report import Finding, Report, Status
@@ -31,7 +32,7 @@ class BuildRequest:
     ca_bundle: str | None = None
     sdpa: bool = False
     network: str | None = None
-    output_dir: str = "lockfiles"
+    output_dir: str | None = None  # None: the project root's lockfiles/
     no_cache: bool = False
     dry_run: bool = False
     # the tag follows the exit code of the report as shown
@@ -99,9 +100,11 @@ def build(req: BuildRequest) -> BuildOutcome:
         if result.exit_code():
             return BuildOutcome(result, "sparkenv build: the lock has a FAIL: nothing was built", code=1)
         # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
-        lock_path = Path(req.output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
+        folder = project.lock_folder(req.output_dir)
+        lock_path = folder / f"pylock.{str(result.profile).replace('.', '-')}.toml"
     else:
-        lock_path = Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml")
+        default = project.lock_folder(None) / f"pylock.{profiles.load(req.profile).file_stem}.toml"
+        lock_path = Path(req.lock) if req.lock else default
     from sparkenv.lock import read as lockread
 
     locked = lockread.sparkenv_lock(lock_path)

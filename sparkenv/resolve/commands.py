@@ -80,8 +80,14 @@ def lock(
     profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045
     platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
     output_dir: Annotated[
-        str, typer.Option("--output-dir", metavar="DIR", help="Where pylock.<profile>.toml goes.")
-    ] = "lockfiles",
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output-dir",
+            metavar="DIR",
+            help="Where pylock.<profile>.toml goes (default: lockfiles/ at the project root, found as uv "
+            "finds it: the nearest pyproject.toml, else the git root).",
+        ),
+    ] = None,
     check_only: Annotated[
         bool,
         typer.Option(

@@ -15,11 +15,12 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-from sparkenv import confine, credentials, profiles
+from sparkenv import confine, credentials, profiles, project
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
 from sparkenv.facts.resolved import Locked
+from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
@@ -234,7 +235,7 @@ def lock(
     paths: list[str],
     profile_arg: str | None,
     platform: str | None,
-    output_dir: str,
+    output_dir: str | None,
     index_url: str | None = None,
     extra_index_urls: list[str] | None = None,
     extras: list[str] | None = None,
@@ -261,10 +262,11 @@ def lock(
         inp.requirements, profile, _index_urls(inp, index), staged=True, allow_replace=frozenset(allowed)
     )
     target = f"{' '.join(paths)} → {profile.python_platform}"
-    pylock_path, req_path = lockwrite.paths_for(Path(output_dir), profile)
+    pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
+    shown_pylock, shown_req = project.from_here(pylock_path), project.from_here(req_path)
     bind = binding or (lambda found: found)
     if any(f.status is Status.FAIL for f in bind(declared)):
-        outcome = lockstatus.Outcome(str(pylock_path), str(req_path), inputs_fail=True)
+        outcome = lockstatus.Outcome(shown_pylock, shown_req, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
     if not any(d.key or d.url for d in inp.requirements if not d.constraint):
@@ -317,8 +319,8 @@ def lock(
         "caches)",
     )
     outcome = lockstatus.Outcome(
-        str(pylock_path),
-        str(req_path),
+        shown_pylock,
+        shown_req,
         fails=sum(1 for f in bind(findings) if f.status is Status.FAIL),
         unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
         packages=len(locked),
@@ -438,8 +440,7 @@ def _render(
     packages = sorted(raw.values(), key=lambda p: (order[p["tool"]["sparkenv"]["stage"]], p["name"]))
     tool: dict[str, Any] = {
         "format": FORMAT,
-        "profile": profile.name,
-        "profile-hash": lockwrite.profile_hash(profile),
+        **lockprofile.recorded(profile, out_dir),
         "image": profile.image,
         "digest": profile.digest,
         "platform": profile.platform,
@@ -478,11 +479,11 @@ def lock_check(
     paths: list[str],
     profile_arg: str | None,
     platform: str | None,
-    output_dir: str,
+    output_dir: str | None,
     extras: list[str] | None = None,
 ) -> Report:
     """Is each lock current with its inputs? Offline: compares the recorded input and profile hashes."""
-    out_dir = Path(output_dir)
+    out_dir = project.lock_folder(output_dir)
     checked: list[lockstatus.Currency] = []
     profile_name = None
     if paths:
@@ -494,10 +495,10 @@ def lock_check(
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks:
-            raise SparkenvError(f"{output_dir}: no pylock.*.toml to check")
+            raise SparkenvError(f"{project.from_here(out_dir)}: no pylock.*.toml to check")
         root = confine.project_root(out_dir)
         for pylock_path in locks:
-            here = {"pylock": str(pylock_path), "output_dir": str(pylock_path.parent)}
+            here = {"pylock": project.from_here(pylock_path), "output_dir": project.from_here(out_dir)}
             try:
                 written = lockread.pylock(pylock_path)
             except lockread.OtherFormat:  # its inputs cannot be read from it: stale as it stands
@@ -512,22 +513,29 @@ def lock_check(
                 checked.append(lockstatus.Currency(**here, missing_input=missing[0]))
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
-            named = written.profile
-            if named.endswith(".toml"):
-                confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
-            prof = profiles.load(named, out_dir).with_platform(written.platform)
+            prof = lockprofile.of_lock(written).with_platform(written.platform)
             checked.append(_currency(pylock_path, inp.digest(), prof, recorded))
     findings = policy.check_lockfile(lockstatus.LockFileFacts(checked=tuple(checked)))
     # "lock", as the schema names the command; that it only checked is in the context
     findings = merge_by_subject(findings)
-    return Report("lock", str(out_dir), findings, profile=profile_name, context={"check": True})
+    return Report("lock", project.from_here(out_dir), findings, profile=profile_name, context={"check": True})
 
 
 def _currency(
     pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]
 ) -> lockstatus.Currency:
-    """A written lock's recorded hashes against the inputs and profile as they are now: facts only."""
-    here = lockstatus.Currency(str(pylock_path), str(pylock_path.parent), tuple(inputs), profile.name, digest)
+    """A written lock's recorded hashes against the inputs and profile as they are now: facts only. The
+    command that re-locks is given as typed from the working folder, whatever folder the lock is in."""
+    folder = pylock_path.parent
+    here = lockstatus.Currency(
+        project.from_here(pylock_path),
+        project.from_here(folder),
+        tuple(inputs),
+        profile.name,
+        digest,
+        command_inputs=tuple(project.from_here(folder / p) for p in inputs),
+        command_profile=project.from_here(profile.file) if profile.file else profile.name,
+    )
     if not pylock_path.is_file():
         return replace(here, exists=False)
     try:
@@ -538,6 +546,6 @@ def _currency(
     return replace(
         here,
         inputs_changed=written.input_hash != digest,
-        profile_changed=written.profile_hash != lockwrite.profile_hash(profile),
+        profile_changed=lockprofile.changed(written, profile),
         requirements_missing="" if req.is_file() else str(req),
     )

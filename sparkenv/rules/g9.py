@@ -527,8 +527,10 @@ def _currency(c: Currency) -> Finding:
             subject=c.pylock,
             fix="run sparkenv lock again with the current inputs",
         )
+    # typed from where the user stands (the stage gave the paths so): runs as printed
     regen = (
-        f"run sparkenv lock {' '.join(c.inputs)} --profile {c.profile} --output-dir {c.output_dir}"
+        f"run sparkenv lock {' '.join(c.command_inputs or c.inputs)} --profile "
+        f"{c.command_profile or c.profile} --output-dir {c.output_dir}"
         if c.profile
         else "run sparkenv lock INPUT… (this sparkenv's lock format)"
     )
