@@ -18,7 +18,6 @@ import build_helpers as bh
 import pytest
 
 pytestmark = pytest.mark.docker
-REPO = Path(__file__).resolve().parents[1]
 USER, SECRET = "alice", "s3cretPlanted42"
 
 
@@ -61,7 +60,7 @@ def test_an_image_built_through_a_private_index_holds_no_credential(tmp_path: Pa
         cmd += ["--profile", str(tmp_path / "standin.toml"), "--base", bh.STANDIN_TAG]
         cmd += ["--platform", "linux/amd64", "--network", "host", "--tag", tag, "--no-cache"]
         env = {**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": ""}
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert SECRET not in r.stdout + r.stderr
         # the credential was used: the private index answered the fetch stage (401 without it)
