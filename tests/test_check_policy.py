@@ -231,19 +231,20 @@ def test_profiles_command_lists_shipped_profiles(run):
 
 
 def test_a_lock_input_is_judged_as_sparkenv_lock_reads_it(run):
-    """The shipped lock's own input: unsloth unpinned and not in a no-deps file is fine for `lock`,
-    which stages it; for `pip install -r` it would replace the base's torch."""
+    """The shipped lock's own input: unsloth unpinned and not in a no-deps file is fine as `sparkenv lock`
+    installs it (staged; the default, as lock judges it); for `pip install -r` (--pip) it would replace the
+    base's torch."""
     from pathlib import Path
 
     lock_input = str(Path(__file__).resolve().parents[1] / "lockfiles" / "inputs" / "playbook-unsloth.txt")
-    as_is = run("check", lock_input)
-    assert as_is.code == 1 and as_is.line("G9", "unsloth (").startswith("G9 FAIL: unsloth")
-    staged = run("check", "--lock-input", lock_input)
-    assert staged.code == 0, staged.out
-    assert (
-        staged.line("G9", "unsloth goes")
-        == "G9 PASS: unsloth goes into its own --no-deps stage after the rest"
-    )
+    as_pip = run("check", "--pip", lock_input)
+    assert as_pip.code == 1 and as_pip.line("G9", "unsloth (").startswith("G9 FAIL: unsloth")
+    for staged in (run("check", lock_input), run("check", "--lock-input", lock_input)):
+        assert staged.code == 0, staged.out
+        assert staged.line("G9", "unsloth goes").startswith(
+            "G9 PASS: unsloth goes into its own --no-deps stage after the rest, as `sparkenv lock` "
+        )
+    assert run("check", "--pip", "--lock-input", lock_input).code == 2
 
 
 def test_the_pre_commit_hooks_file_is_valid_and_runs_what_it_says():

@@ -42,8 +42,16 @@ def check(
         bool,
         typer.Option(
             "--lock-input",
-            help="INPUT feeds `sparkenv lock`, which gives the Unsloth family its own --no-deps stage and "
-            "pins every package: judge it as lock does, not as a file for `pip install -r`.",
+            help="Judge INPUT as `sparkenv lock` installs it (the default; kept for older hooks).",
+        ),
+    ] = False,
+    pip: Annotated[
+        bool,
+        typer.Option(
+            "--pip",
+            help="Judge INPUT as a plain `pip install -r` installs it, not as `sparkenv lock` does: the "
+            "Unsloth family with its dependencies (FAIL on a base with torch), drift-prone packages unpinned "
+            "(WARN).",
         ),
     ] = False,
     *,
@@ -53,8 +61,10 @@ def check(
 
     G1: CUDA-12 names and +cu12x/+cpu labels, wheel URLs for another CPU, CUDA-12 indexes.
     G2: flash-attn (and other CUDA builds) that would compile for an hour, or replace the base's.
-    G9: pins that would replace what the base provides, drift-prone packages not pinned exactly,
-    the Unsloth family installed with its dependencies.
+    G9: pins that would replace what the base provides; with --pip also drift-prone packages not
+    pinned exactly and the Unsloth family installed with its dependencies. Without --pip the file is
+    judged as `sparkenv lock` installs it (every package pinned, the Unsloth family in its own --no-deps
+    stage), by the same rule lock calls: check and lock give the same verdict per finding.
 
     Examples:
 
@@ -67,7 +77,11 @@ def check(
     from sparkenv.render.emit import emit
     from sparkenv.resolve.run import check as run_check
 
-    result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
+    if pip and lock_input:
+        from sparkenv.errors import SparkenvError
+
+        raise SparkenvError("--pip and --lock-input disagree: give one")
+    result = run_check(inputs, profile, platform, extra, as_pip=pip)
     raise typer.Exit(emit(result, reporting))
 
 

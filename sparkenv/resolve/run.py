@@ -62,20 +62,39 @@ def _reads_from(index: IndexOptions) -> str | None:
     return index.index_url or credentials.default_index()
 
 
+def _declared(
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    staged: bool,
+    offline: bool = False,
+    allowed: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """The one judgement of declared requirements that check and lock both make."""
+    return policy.check_declared(
+        inp.requirements,
+        profile,
+        _index_urls(inp, index),
+        staged=staged,
+        offline=offline,
+        allow_replace=allowed,
+    )
+
+
 def check(
     paths: list[str],
     profile_arg: str | None,
     platform: str | None,
     extras: list[str] | None = None,
-    lock_input: bool = False,
+    as_pip: bool = False,
 ) -> Report:
+    """The policy on declared requirements, offline. Judged as `sparkenv lock` installs them (the same
+    call lock makes: `_declared`), unless `as_pip`: then as a plain `pip install -r` would install them."""
     started = time.perf_counter()
     inp = inputs_mod.read(paths, extras)
     profile = _profile(profile_arg, platform, inp)
     index = _index(inp, None, [])
-    findings = policy.check_declared(
-        inp.requirements, profile, _index_urls(inp, index), staged=lock_input, offline=True
-    )
+    findings = _declared(inp, profile, index, staged=not as_pip, offline=True)
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,
@@ -258,9 +277,7 @@ def lock(
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
-    declared = policy.check_declared(
-        inp.requirements, profile, _index_urls(inp, index), staged=True, allow_replace=frozenset(allowed)
-    )
+    declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
     target = f"{' '.join(paths)} → {profile.python_platform}"
     pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
     shown_pylock, shown_req = project.from_here(pylock_path), project.from_here(req_path)

@@ -166,7 +166,8 @@ def _declared_unsloth(d: Declared, profile: Profile, staged: bool) -> Finding:
         return Finding(
             id=GotchaId.G9,
             status=Status.PASS,
-            summary=f"{key} goes into its own --no-deps stage after the rest",
+            summary=f"{key} goes into its own --no-deps stage after the rest, as `sparkenv lock` installs "
+            "it (a plain pip install -r of this file would not: `sparkenv check --pip`)",
             subject=key,
             evidence=ev,
         )
