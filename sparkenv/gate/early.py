@@ -10,14 +10,13 @@ child, so signals and the deadline kill it."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from sparkenv.errors import SparkenvError
-from sparkenv.gate.entry import GateArgs, validate
+from sparkenv.gate.entry import GateArgs, judged_python, validate
 
 
 class _Gpu:
@@ -58,9 +57,7 @@ def start(a: GateArgs) -> None:
         from sparkenv.gate import orchestrate
 
         try:
-            _torch = orchestrate.Bounded(
-                torch_argv(a.python or sys.executable, a.bandwidth, a.import_unsloth)
-            )
+            _torch = orchestrate.Bounded(torch_argv(judged_python(a)[0], a.bandwidth, a.import_unsloth))
         except OSError:
             _torch = None  # the probe tries again and reports why it cannot run
 

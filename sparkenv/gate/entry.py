@@ -64,6 +64,20 @@ def validate(a: GateArgs) -> str:
     return chosen
 
 
+def judged_python(a: GateArgs) -> tuple[str, str]:
+    """The interpreter the gate judges and why: --python, else the workload's own (its argv[0] or its
+    script's shebang), else the one running sparkenv."""
+    if a.python:
+        return a.python, "--python"
+    if a.workload and not a.facts:
+        from sparkenv.gate.workload_python import interpreter
+
+        found = interpreter(list(a.workload))
+        if found:
+            return found
+    return sys.executable, "sparkenv's own; the workload runs no Python seen here: --python names one"
+
+
 def run(a: GateArgs) -> int:
     """Returns the exit code; execs the workload instead of returning when it should start."""
     from sparkenv.report import Status
@@ -79,8 +93,9 @@ def run(a: GateArgs) -> int:
     from sparkenv.gate.run import gate as run_gate
     from sparkenv.render.emit import emit, shown, write_atomic
 
+    python, judged = judged_python(a)
     options = Options(
-        python=a.python or sys.executable,
+        python=python,
         workload=list(a.workload),
         sample_s=a.sample,
         bandwidth=a.bandwidth,
@@ -106,6 +121,7 @@ def run(a: GateArgs) -> int:
         import json
 
         write_atomic(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
+    result.context["interpreter"] = f"{python} ({judged})"
     # --select/--ignore and the waivers before the verdict: a start is blocked only by what is shown
     view = shown(result, a.reporting)
     code = emit(view, a.reporting, stream=sys.stderr if a.workload else sys.stdout)
