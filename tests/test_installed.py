@@ -139,6 +139,9 @@ def test_without_extras_lock_and_build_name_the_extra(light: Path, project: Path
     build = sparkenv(light, project, "build", "-q")
     assert build.returncode == 3, build.stderr
     assert "pip install 'sparkenv[build]'" in build.stderr and build.stderr.count("\n") == 1
+    new = sparkenv(light, project, "profiles", "new", "mine", "--from-image", "debian:12")
+    assert new.returncode == 3, new.stderr
+    assert "pip install 'sparkenv[build]'" in new.stderr and new.stderr.count("\n") == 1
 
 
 def test_build_dry_run_from_an_installed_sparkenv_in_a_project_folder(light: Path, project: Path) -> None:

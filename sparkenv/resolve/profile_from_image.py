@@ -112,12 +112,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIMEOUT) -> dict[str, Any]:
     """Facts of IMAGE: the probe's output plus what the image's configuration says."""
+    from sparkenv.image import engine
+
+    client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
     import requests
     from docker.errors import DockerException, ImageNotFound
 
-    from sparkenv.image import engine
-
-    client = engine.connect()
     try:
         try:
             img = client.images.get(image)
