@@ -30,6 +30,8 @@ def audit(
     facts = scan.gather(resolved, pins, Path(root) if root else Path("/"), cap)  # type: ignore[arg-type]
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
+        "read": f"{resolved.read_what()}: {len(facts.dists)} distributions, {facts.shared_object_count} "
+        "shared objects",
         "machine": resolved.machine,
         "python": resolved.python_version,
         "site_dirs": [str(d) for d in resolved.site_dirs],

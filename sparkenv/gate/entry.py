@@ -107,7 +107,7 @@ def run(a: GateArgs) -> int:
     )
     restore = orchestrate.on_signals_kill_children()
     try:
-        result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb)
+        result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb, strict=chosen == "strict")
     except orchestrate.Interrupted as exc:
         from sparkenv import signals
 

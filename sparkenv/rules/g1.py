@@ -489,9 +489,9 @@ def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Findi
     return Finding(
         id=GotchaId.G1,
         status=Status.INFO,
-        summary=f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; "
-        f"{bound} tied to a CUDA major; environment {t.machine}, Python {t.python_version or 'unknown'}, "
-        f"target CUDA {target}",
+        summary=f"read {t.read_what()}: {len(facts.dists)} distributions and "
+        f"{facts.shared_object_count} shared objects; {bound} tied to a CUDA major; environment "
+        f"{t.machine}, Python {t.python_version or 'unknown'}, target CUDA {target}",
         subject="environment",
         evidence=(
             f"machine from {t.machine_source}",
@@ -689,6 +689,12 @@ DRIVER_FIX = (
 )
 
 
+def _no_gpu_status(f: GateFacts) -> Status:
+    """CUDA torch and no GPU visible: the workload's first CUDA call fails. Under --policy strict, in
+    front of a workload, that stops the start (FAIL); otherwise a WARN (a CPU-only job may be meant)."""
+    return Status.FAIL if f.strict and f.workload else Status.WARN
+
+
 def live(f: GateFacts) -> list[Finding]:
     if f.deep or f.section("torch") is not None:
         err = f.error_finding(GotchaId.G1, "torch", "torch")
@@ -800,7 +806,7 @@ def _static(f: GateFacts) -> Finding:
     if f.driver_version is None and not f.gpu0:
         return Finding(
             id=GotchaId.G1,
-            status=Status.WARN,
+            status=_no_gpu_status(f),
             summary=f"torch {version} built for CUDA {cuda or major}{ngc}, but no NVIDIA driver or GPU is "
             "visible",
             subject="torch",
@@ -903,7 +909,7 @@ def _torch(f: GateFacts) -> Finding:
     if not devices.get("available"):
         return Finding(
             id=GotchaId.G1,
-            status=Status.WARN,
+            status=_no_gpu_status(f),
             summary=f"torch {version} built for CUDA {cuda}{label}, but no GPU is visible",
             subject="torch",
             evidence=(),
