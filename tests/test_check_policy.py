@@ -11,12 +11,17 @@ from sparkenv.resolve.run import check
 
 
 def _check(
-    tmp_path: Path, text: str, *args: str, name: str = "requirements.txt", platform: str | None = None
+    tmp_path: Path,
+    text: str,
+    *args: str,
+    name: str = "requirements.txt",
+    platform: str | None = None,
+    as_pip: bool = False,
 ):
     path = tmp_path / name
     path.write_text(text)
     profile = args[0] if args else None
-    report = check([str(path)], profile, platform)
+    report = check([str(path)], profile, platform, as_pip=as_pip)
     return {(f.id, f.subject): f for f in report.findings}, report
 
 
@@ -107,21 +112,26 @@ def test_torch_pin_that_replaces_the_base_fails_compatible_one_passes(tmp_path):
 
 
 def test_drift_prone_unpinned_warns_pinned_passes(tmp_path):
-    found, _ = _check(tmp_path, "transformers>=4.50\n")
+    """As a plain pip install -r installs the file (--pip); as sparkenv lock does, the lock pins it."""
+    found, _ = _check(tmp_path, "transformers>=4.50\n", as_pip=True)
     assert found[("G9", "transformers")].status.value == "WARN"
-    found, _ = _check(tmp_path, "transformers==4.57.1\n")
+    found, _ = _check(tmp_path, "transformers==4.57.1\n", as_pip=True)
     assert found[("G9", "transformers")].status.value == "PASS"
+    found, _ = _check(tmp_path, "transformers>=4.50\n")
+    assert ("G9", "transformers") not in found
 
 
 def test_unsloth_outside_no_deps_stage_fails_inside_passes(tmp_path):
-    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "ngc-25.11")
+    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "ngc-25.11")  # as sparkenv lock stages it
+    assert found[("G9", "unsloth")].status.value == "PASS"
+    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "ngc-25.11", as_pip=True)
     assert (
         found[("G9", "unsloth")].status.value == "FAIL"
         and "notebooks#132" in found[("G9", "unsloth")].summary
     )
-    found, _ = _check(tmp_path, "# sparkenv: no-deps\nunsloth==2026.7.2\n", "ngc-25.11")
+    found, _ = _check(tmp_path, "# sparkenv: no-deps\nunsloth==2026.7.2\n", "ngc-25.11", as_pip=True)
     assert found[("G9", "unsloth")].status.value == "PASS"
-    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "spark-bare")  # nothing of a base to replace
+    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "spark-bare", as_pip=True)  # no base to replace
     assert found[("G9", "unsloth")].status.value == "WARN"
 
 

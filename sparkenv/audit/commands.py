@@ -79,9 +79,10 @@ def audit(
     if cap is None and gpu.strip().lower() != "none":
         raise SparkenvError(f"--gpu {gpu!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
     result = run_audit(target, lock=lock, machine=machine, root=root, gpu=cap)
-    if not (reporting.quiet or reporting.machine_stdout):
-        import sys
+    import sys
 
-        # first, on stderr (stdout stays findings then the verdict): which environment was read
+    if not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty():
+        # first, on a terminal's stderr (stdout stays findings then the verdict; a captured stderr stays
+        # the one error line): which environment was read. The G1 INFO line and context.read say it too
         print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)
     raise typer.Exit(emit(result, reporting))
