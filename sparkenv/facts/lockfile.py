@@ -43,3 +43,4 @@ class Currency:
 class LockFileFacts:
     outcome: Outcome | None = None
     checked: tuple[Currency, ...] = ()
+    none_in: str = ""  # `lock --check` in a project with no lock yet: the lock folder it looked in

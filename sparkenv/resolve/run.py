@@ -511,6 +511,10 @@ def lock_check(
         checked.append(_currency(pylock_path, inp.digest(), profile, [_rel(Path(p), out_dir) for p in paths]))
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
+        if not locks and output_dir is None:  # the project's own lockfiles/: none yet is no failure
+            facts = lockstatus.LockFileFacts(none_in=project.from_here(out_dir))
+            findings = policy.check_lockfile(facts)
+            return Report("lock", project.from_here(out_dir), findings, context={"check": True})
         if not locks:
             raise SparkenvError(f"{project.from_here(out_dir)}: no pylock.*.toml to check")
         root = confine.project_root(out_dir)

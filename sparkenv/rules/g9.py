@@ -483,6 +483,16 @@ def resolved_fallback(facts: ResolvedFacts) -> list[Finding]:
 
 def lockfile(facts: LockFileFacts) -> list[Finding]:
     out = [_currency(c) for c in facts.checked]
+    if facts.none_in:  # a project without locks (yet): nothing is stale, so hooks and CI pass
+        out.append(
+            Finding(
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary=f"no pylock.*.toml in {facts.none_in}: nothing to check (sparkenv lock INPUT… "
+                "writes one)",
+                subject=facts.none_in,
+            )
+        )
     if facts.outcome is not None:
         out.append(_outcome(facts.outcome))
     return out
