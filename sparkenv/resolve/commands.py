@@ -24,6 +24,9 @@ PLATFORM = typer.Option(
 EXTRA = typer.Option(
     "--extra", metavar="NAME", help="Also read pyproject's optional-dependencies group NAME."
 )
+GROUP = typer.Option(
+    "--group", metavar="NAME", help="Also read pyproject's PEP 735 [dependency-groups] group NAME."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -38,6 +41,7 @@ def check(
     profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045 - typer needs Optional on 3.10
     platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    group: Annotated[Optional[list[str]], GROUP] = None,  # noqa: UP045
     lock_input: Annotated[
         bool,
         typer.Option(
@@ -81,7 +85,7 @@ def check(
         from sparkenv.errors import SparkenvError
 
         raise SparkenvError("--pip and --lock-input disagree: give one")
-    result = run_check(inputs, profile, platform, extra, as_pip=pip)
+    result = run_check(inputs, profile, platform, extra, as_pip=pip, groups=group)
     raise typer.Exit(emit(result, reporting))
 
 
@@ -121,6 +125,7 @@ def lock(
         typer.Option("--extra-index-url", metavar="URL", help="A further index; repeatable."),
     ] = None,
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    group: Annotated[Optional[list[str]], GROUP] = None,  # noqa: UP045
     allow_replace: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option(
@@ -203,6 +208,7 @@ def lock(
             timeout,
             allow_replace=allow_replace,
             exclude_newer=exclude_newer,
+            groups=group,
             progress=progress,
             outputs=pending,
             binding=lambda found: shown(Report("lock", "", found), reporting).report.findings,

@@ -87,11 +87,12 @@ def check(
     platform: str | None,
     extras: list[str] | None = None,
     as_pip: bool = False,
+    groups: list[str] | None = None,
 ) -> Report:
     """The policy on declared requirements, offline. Judged as `sparkenv lock` installs them (the same
     call lock makes: `_declared`), unless `as_pip`: then as a plain `pip install -r` would install them."""
     started = time.perf_counter()
-    inp = inputs_mod.read(paths, extras)
+    inp = inputs_mod.read(paths, extras, groups=groups)
     profile = _profile(profile_arg, platform, inp)
     index = _index(inp, None, [])
     findings = _declared(inp, profile, index, staged=not as_pip, offline=True)
@@ -261,6 +262,7 @@ def lock(
     timeout: float = DEFAULT_TIMEOUT,
     allow_replace: list[str] | None = None,
     exclude_newer: str | None = None,
+    groups: list[str] | None = None,
     progress: bool = False,
     outputs: dict[Path, str] | None = None,
     binding: Callable[[list[Finding]], list[Finding]] | None = None,
@@ -273,7 +275,7 @@ def lock(
     from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
-    inp = inputs_mod.read(paths, extras)
+    inp = inputs_mod.read(paths, extras, groups=groups)
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])

@@ -40,10 +40,38 @@ if TYPE_CHECKING:
 # Stage.DECLARED: the project's inputs
 
 
+def _from_source(facts: DeclaredFacts) -> list[Finding]:
+    """Editable, VCS and local-path lines: their version and requirements are known only once built, so
+    before install they are judged by name where they have one, and said, never dropped silently."""
+    env = facts.profile.marker_env()
+    out = []
+    for d in facts.declared:
+        if d.constraint or not (d.url or d.editable) or not d.applies(env):
+            continue
+        kind = (
+            "an editable"
+            if d.editable
+            else ("a VCS" if "+" in (d.url or "").split(":", 1)[0] else "a path/URL")
+        )
+        judged = f"judged by its name {d.key} only" if d.key else "it has no name: nothing about it is judged"
+        out.append(
+            Finding(
+                id=GotchaId.G9,
+                status=Status.INFO,
+                summary=f"{d.text} ({d.where}) is {kind} requirement: its version and requirements are "
+                f"known only once it is built; {judged} before install (`sparkenv lock` reads what it "
+                "builds)",
+                subject=d.key or d.text,
+                evidence=(d.where,),
+            )
+        )
+    return out
+
+
 def declared(facts: DeclaredFacts) -> list[Finding]:
     profile, staged = facts.profile, facts.staged
     compiles = packages().compiles_cuda
-    out: list[Finding] = []
+    out: list[Finding] = _from_source(facts)
     for d in facts.applicable:
         key = d.key
         assert key is not None
