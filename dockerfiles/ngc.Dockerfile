@@ -25,5 +25,7 @@ COPY lock/pylock.toml /opt/sparkenv/pylock.toml
 {{SDPA}}
 ENV SPARKENV_GATE=warn
 LABEL {{LABELS}}
-# The gate first, then NGC's own entrypoint (its entrypoint.d parts), then the workload.
-ENTRYPOINT ["/usr/local/bin/sparkenv", "gate", "--", "/opt/nvidia/nvidia_entrypoint.sh"]
+# The gate first, then the base's own ENTRYPOINT (NGC's runs its entrypoint.d parts), then the workload;
+# the base's CMD stays the default command. Both read from the base's configuration by `sparkenv build`.
+ENTRYPOINT {{ENTRYPOINT}}
+CMD {{CMD}}

@@ -73,6 +73,22 @@ class Base:
     ref: str  # what FROM names
     digest: str  # recorded in the labels ("" when unknown)
     name: str  # the image name without digest, for the OCI base.name label
+    # the base's own ENTRYPOINT and CMD, read from its configuration; None: not read (the base is not
+    # here before the build pulls it): NGC's entrypoint for an NGC image, none otherwise
+    entrypoint: tuple[str, ...] | None = None
+    cmd: tuple[str, ...] | None = None
+
+    def chain(self) -> tuple[list[str], list[str]]:
+        """(ENTRYPOINT, CMD) of the sparkenv image: the gate, then the base's own entrypoint, whose CMD
+        stays the default command (an image's ENTRYPOINT resets the CMD it inherits: set again)."""
+        entry = self.entrypoint
+        if entry is None:
+            entry = (NGC_ENTRYPOINT,) if self.name.startswith(NGC_IMAGES) else ()
+        return ["/usr/local/bin/sparkenv", "gate", "--", *entry], list(self.cmd or ())
+
+
+NGC_ENTRYPOINT = "/opt/nvidia/nvidia_entrypoint.sh"
+NGC_IMAGES = "nvcr.io/nvidia/"
 
 
 def default_base(profile: Profile, override: str | None) -> Base:
@@ -192,6 +208,8 @@ class Plan:
             "INSTALL": "\n".join(install),
             "SDPA": sdpa,
             "LABELS": labels,
+            "ENTRYPOINT": json.dumps(self.base.chain()[0]),
+            "CMD": json.dumps(self.base.chain()[1]),
         }
         out = template
         for key, value in values.items():

@@ -257,6 +257,46 @@ class Verification:
 def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str = "12.1") -> Verification:
     """`sparkenv audit --json --lock … --gpu GPU` inside the image, in a container that is always
     removed. `gpu`: the GPU the image's extensions must run on (G7), `none` to skip."""
+    code, out, err = _run_once(
+        client,
+        image_id,
+        ["audit", "--json", "--lock", "/opt/sparkenv/pylock.toml", "--gpu", gpu],
+        timeout,
+        "the image's audit",
+        entrypoint=["/usr/local/bin/sparkenv"],
+    )
+    try:
+        report = json.loads(out)
+    except ValueError:
+        report = None
+    return Verification(code, report, out, err)
+
+
+STARTED = "sparkenv: the image started through its entrypoint"
+
+
+def start_once(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> str | None:
+    """Start the image once as `docker run IMAGE CMD` does, through its own ENTRYPOINT (the gate, then
+    the base's entrypoint), with a trivial command; None when it started and the command ran, else the
+    reason (the exit status and the last line it printed)."""
+    code, out, err = _run_once(
+        client, image_id, ["python3", "-c", f"print({STARTED!r})"], timeout, "the image's first start"
+    )
+    if code == 0 and STARTED in out:
+        return None
+    last = ((err.strip() or out.strip()).splitlines() or ["no output"])[-1]
+    return f"exit {code}: {last}"
+
+
+def _run_once(
+    client: Any,
+    image_id: str,
+    command: list[str],
+    timeout: int,
+    what: str,
+    entrypoint: list[str] | None = None,
+) -> tuple[int, str, str]:
+    """One container of the image (no network), waited for and always removed: (exit status, out, err)."""
     import requests
     import urllib3
     from docker.errors import DockerException
@@ -266,8 +306,8 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str =
     try:
         container = client.containers.create(
             image_id,
-            entrypoint=["/usr/local/bin/sparkenv"],
-            command=["audit", "--json", "--lock", "/opt/sparkenv/pylock.toml", "--gpu", gpu],
+            **({"entrypoint": entrypoint} if entrypoint is not None else {}),
+            command=command,
             network_disabled=True,
             labels={"io.sparkenv.verify": "1"},
         )
@@ -275,7 +315,7 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str =
         try:
             result = container.wait(timeout=timeout)
         except requests.exceptions.ReadTimeout:
-            raise BuildFailed(f"the image's audit ran over {timeout} s; the image was not tagged") from None
+            raise BuildFailed(f"{what} ran over {timeout} s; the image was not tagged") from None
         out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
         err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
     except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
@@ -283,7 +323,7 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str =
     except DockerException as exc:
         if isinstance(exc, SparkenvError):
             raise
-        raise BuildFailed(f"could not run the image's audit: {exc}") from None
+        raise BuildFailed(f"could not run {what}: {exc}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the container goes all the same
         interrupted = True
         raise
@@ -296,11 +336,7 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str =
                     from sparkenv import signals
 
                     signals.cleaned(f"removed the verification container {container.short_id}")
-    try:
-        report = json.loads(out)
-    except ValueError:
-        report = None
-    return Verification(int(result.get("StatusCode", -1)), report, out, err)
+    return int(result.get("StatusCode", -1)), out, err
 
 
 def tag(client: Any, image_id: str, ref: str) -> None:

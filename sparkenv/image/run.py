@@ -179,6 +179,14 @@ def build(req: BuildRequest) -> BuildOutcome:
         raise engine.BuildFailed(
             f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
         )
+    # the image must start as users start it: through its entrypoint (the gate, then the base's own)
+    refused = engine.start_once(client, image_id)
+    if refused is not None:
+        entry, _ = plan.base.chain()
+        raise engine.BuildFailed(
+            f"the image does not start through its entrypoint {' '.join(entry)} ({refused}); image {short} "
+            "left untagged"
+        )
     report = Report("build", ref, findings_of(checked.report), profile=prof.name)
     view = shown(report, req.reporting)  # --select/--ignore and the waivers: the tag follows what is shown
     report = view.report
@@ -243,17 +251,26 @@ def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # typ
         if img is None:
             return base  # the builder pulls it, or says how it failed
         digests = img.attrs.get("RepoDigests") or []
-        return context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
+        found = context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
+        return _with_start(found, img)
     img = engine.local_image(client, prof.image)
     if img is None:
         return base
     digests = [d.split("@", 1)[1] for d in img.attrs.get("RepoDigests") or [] if "@" in d]
     if prof.digest and prof.digest in digests:
-        return base
+        return _with_start(base, img)
     used = digests[0] if digests else img.id
     if not quiet:
         _err(
             f"sparkenv build: note: local {prof.image} is {used[:19]}…, not the profile's "
             f"{prof.digest[:19] or 'unrecorded digest'}…; building on the local image (refresh the profile)"
         )
-    return context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image)
+    return _with_start(context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image), img)
+
+
+def _with_start(base, img):  # type: ignore[no-untyped-def]
+    """The base's own ENTRYPOINT and CMD, from its configuration: the image's entrypoint chains to them."""
+    from dataclasses import replace
+
+    config = img.attrs.get("Config") or {}
+    return replace(base, entrypoint=tuple(config.get("Entrypoint") or ()), cmd=tuple(config.get("Cmd") or ()))
