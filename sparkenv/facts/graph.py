@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.environment.markers import applies
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -26,9 +28,7 @@ class Edge:
 
 
 def _applies(req: Requirement, env: dict[str, str], extras: set[str]) -> bool:
-    if req.marker is None:
-        return True
-    return any(req.marker.evaluate({**env, "extra": e}) for e in ("", *sorted(extras)))
+    return applies(req.marker, env, ("", *sorted(extras)))
 
 
 def edges(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.environment.markers import applies
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
 from sparkenv.profiles import Profile
@@ -27,6 +28,18 @@ class FallbackFacts:
     reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
 
 
+@dataclass(frozen=True)
+class MetadataProblem:
+    """A locked file whose metadata could not be read (`reason`), or whose Requires-Dist values are not
+    valid requirements (`invalid`): its requirements are unchecked (judged in rules/g9_resolved.py)."""
+
+    key: str
+    version: str
+    file: str
+    reason: str | None = None
+    invalid: tuple[str, ...] = ()
+
+
 @dataclass
 class Locked:
     key: str
@@ -43,7 +56,7 @@ def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> 
     for key, pkg in locked.items():
         deps = []
         for req in pkg.requires or []:
-            if req.marker is None or req.marker.evaluate(env):
+            if applies(req.marker, env):
                 deps.append(canonicalize_name(req.name))
         graph[key] = deps
     found: dict[str, list[str]] = {r: [r] for r in roots}
@@ -75,6 +88,8 @@ class ResolvedFacts:
     records: dict[str, str] = field(default_factory=dict)
     # What the index says about declared requirements not pinned exactly and sdist-only picks.
     fallbacks: tuple[FallbackFacts, ...] = ()
+    # Files whose metadata could not be read, or holds Requires-Dist values that are not requirements.
+    metadata_problems: tuple[MetadataProblem, ...] = ()
 
     @functools.cached_property
     def versions(self) -> dict[str, str]:
@@ -119,4 +134,4 @@ class ResolvedFacts:
 
     def applicable_requires(self, key: str) -> list[Requirement]:
         """Requires-Dist of `key` whose markers hold on the target."""
-        return [r for r in self.locked[key].requires or [] if r.marker is None or r.marker.evaluate(self.env)]
+        return [r for r in self.locked[key].requires or [] if applies(r.marker, self.env)]

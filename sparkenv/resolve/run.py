@@ -19,12 +19,12 @@ from sparkenv import confine, credentials, profiles, project
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
-from sparkenv.facts.resolved import Locked
+from sparkenv.facts.resolved import Locked, MetadataProblem
 from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
-from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
+from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import interrupt, metadata, policy
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
@@ -381,36 +381,18 @@ def _resolved_findings(
     from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
-    out: list[Finding] = []
+    problems: list[MetadataProblem] = []
     requires = {}
     for key, meta in sorted(metas.items()):
         pkg = locked[key]
         fname = (pkg.wheels or [pkg.sdist or key])[0]
         if isinstance(meta, str):
-            out.append(
-                Finding(
-                    id=GotchaId.G9,
-                    status=Status.ERROR,
-                    summary=f"cannot read the metadata of {fname} ({key} {pkg.version}): {meta}; its "
-                    "requirements cannot be checked, so no lock is written",
-                    subject=key,
-                    evidence=(fname,),
-                    fix="make the index serve the file (or its PEP 658 .metadata), then lock again",
-                )
-            )
+            problems.append(MetadataProblem(key, pkg.version, fname, reason=meta))
             continue
         pkg.requires = meta.requires
         requires[key] = meta.requires
-        for bad in meta.invalid:
-            out.append(
-                Finding(
-                    id=GotchaId.G9,
-                    status=Status.ERROR,
-                    summary=f"{fname}: Requires-Dist {bad!r} is not a valid requirement",
-                    subject=key,
-                    evidence=(fname,),
-                )
-            )
+        if meta.invalid:
+            problems.append(MetadataProblem(key, pkg.version, fname, invalid=tuple(meta.invalid)))
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
     edges = graph.edges(requires, env, _root_extras(inp, env))
     chain = graph.chains(locked, edges, roots)
@@ -424,7 +406,7 @@ def _resolved_findings(
     ]
     records = metadata.records(unknown)
     fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)
-    out += policy.check_resolved(
+    return policy.check_resolved(
         locked,
         roots,
         profile,
@@ -434,8 +416,8 @@ def _resolved_findings(
         allow_replace=frozenset(allowed),
         records=records,
         fallbacks=tuple(fallback_facts),
+        metadata_problems=tuple(problems),
     )
-    return out
 
 
 def _rel(path: Path, out_dir: Path) -> str:
