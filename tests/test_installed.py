@@ -9,6 +9,7 @@ from PyPI (hence `network`).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -127,7 +128,9 @@ def test_without_extras_the_light_commands_work(light: Path, project: Path) -> N
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "G1 INFO: read " in audit.stdout and "verdict: ready" in audit.stdout
     # which environment was read: its interpreter and folder (on a terminal also the first line, on stderr)
-    assert f"G1 INFO: read {light}/bin/python" in audit.stdout and f"{light}/lib/python" in audit.stdout
+    as_json = json.loads(sparkenv(light, project, "audit", str(light), "--json").stdout)
+    assert as_json["context"]["read"].startswith(f"{light}/bin/python")
+    assert f"{light}/lib/python" in as_json["context"]["read"]
 
     gate = sparkenv(light, project, "gate", "--policy", "warn", "--", "true", timeout=120)
     assert gate.returncode == 0, gate.stderr

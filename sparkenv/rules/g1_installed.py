@@ -241,11 +241,12 @@ def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Findi
     t = facts.target
     return _finding(
         status=Status.INFO,
-        summary=f"read {t.read_what()}: {len(facts.dists)} distributions and "
-        f"{facts.shared_object_count} shared objects; {bound} tied to a CUDA major; environment "
-        f"{t.machine}, Python {t.python_version or 'unknown'}, target CUDA {target}",
+        summary=f"read {len(facts.dists)} distributions and {facts.shared_object_count} shared objects; "
+        f"{bound} tied to a CUDA major; environment {t.machine}, Python {t.python_version or 'unknown'}, "
+        f"target CUDA {target}",
         subject="environment",
         evidence=(
+            f"read {t.read_what()}",
             f"machine from {t.machine_source}",
             *(f"site folder {d}" for d in t.site_dirs),
             f"CUDA rules reviewed {rules.reviewed()}",
