@@ -37,6 +37,7 @@ class Currency:
     requirements_missing: str = ""  # the hashed requirements file the lock names, when it is gone
     command_inputs: tuple[str, ...] = ()  # the inputs as the user types them from the working folder
     command_profile: str = ""  # the profile as typed from there: a shipped name or the file's path
+    requirements_disagree: str = ""  # how that file's pins differ from the pylock ("" when they agree)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-from sparkenv import confine, credentials, profiles, project
+from sparkenv import confine, credentials, profiles, project, signals
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
@@ -26,7 +26,7 @@ from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import interrupt, metadata, policy
+from sparkenv.resolve import metadata, policy
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
@@ -275,6 +275,11 @@ def lock(
     from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
+    from sparkenv import outputs as output_files
+
+    output_files.check_folder(
+        str(project.lock_folder(output_dir)), "--output-dir"
+    )  # before a long resolution
     inp = inputs_mod.read(paths, extras, groups=groups)
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
@@ -305,16 +310,16 @@ def lock(
         # index pages of the declared names (for old fallbacks) are read while uv resolves
         prefetched = fallbacks.prefetch(_reads_from(index), sorted(_fallback_roots(inp, profile)))
         try:
-            with interrupt.raising():
+            with signals.raising():  # the CLI's handlers already raise; a library caller's may not
                 jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
                 # uv may copy an index's user-info into file URLs: the lock keeps none
                 auth = uvdriver.netrc_env(Path(work), index)
                 text = redact(uvdriver.run_all(jobs, timeout, auth)[resolve_stage.name])
-        except interrupt.Terminated as term:
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
             shutil.rmtree(work, ignore_errors=True)
-            groups = ", ".join(map(str, term.groups))
-            what = f"killed uv (process group {groups}), " if groups else ""
-            raise term.cleaned(f"{what}removed {work}") from None
+            signals.cleaned(f"removed {work}")
+            signals.cleaned("no lock written")
+            raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
     late = _late_keys(inp)
@@ -553,4 +558,5 @@ def _currency(
         inputs_changed=written.input_hash != digest,
         profile_changed=lockprofile.changed(written, profile),
         requirements_missing="" if req.is_file() else str(req),
+        requirements_disagree=lockread.requirements_disagreement(written),
     )
