@@ -1,8 +1,8 @@
 # A sparkenv image: {{PROFILE}} + {{LOCK}}. Rendered by `sparkenv build` (sparkenv {{VERSION}}) from
 # dockerfiles/ngc.Dockerfile; edit the template, not this output. Classic builder syntax only: no BuildKit.
 
-# ---- fetch: download the locked wheels, hash-checked. The only stage that sees a CA bundle; it is not
-# ---- part of the final image.
+# ---- fetch: download the locked wheels, hash-checked. The only stage that sees a CA bundle or an index's
+# ---- credentials (a netrc); it is not part of the final image.
 FROM {{BASE}} AS fetch
 {{FETCH}}
 
@@ -25,5 +25,7 @@ COPY lock/pylock.toml /opt/sparkenv/pylock.toml
 {{SDPA}}
 ENV SPARKENV_GATE=warn
 LABEL {{LABELS}}
-# The gate first, then NGC's own entrypoint (its entrypoint.d parts), then the workload.
-ENTRYPOINT ["/usr/local/bin/sparkenv", "gate", "--", "/opt/nvidia/nvidia_entrypoint.sh"]
+# The gate first, then the base's own ENTRYPOINT (NGC's runs its entrypoint.d parts), then the workload;
+# the base's CMD stays the default command. Both read from the base's configuration by `sparkenv build`.
+ENTRYPOINT {{ENTRYPOINT}}
+CMD {{CMD}}

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 
 class SparkenvError(Exception):
-    """Bad usage or unreadable input: exit code 2."""
+    """Bad usage or unreadable input: exit code 2. Its message is printed without credentials."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        from sparkenv.redact import redact
+
+        return redact(super().__str__())
 
 
 class ServiceMissing(SparkenvError):

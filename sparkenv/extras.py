@@ -11,7 +11,10 @@ from sparkenv.errors import ServiceMissing
 
 EXTRAS = {
     "lock": ("uv", "`sparkenv lock` (and `sparkenv build INPUT…`) resolve with uv"),
-    "build": ("the docker SDK", "`sparkenv build` talks to the Docker Engine API through it"),
+    "build": (
+        "the docker SDK",
+        "`sparkenv build` and `sparkenv profiles new --from-image` talk to the Docker Engine API through it",
+    ),
 }
 
 

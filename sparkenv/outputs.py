@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from sparkenv.errors import SparkenvError
 from sparkenv.printable import printable
+from sparkenv.redact import redact
 
 PathLike = str | os.PathLike[str]
 
@@ -151,7 +152,8 @@ def write_all(
     pairs = list(files.items()) if isinstance(files, Mapping) else list(files)
     planned = _plan_all([path for path, _ in pairs], make_parents)
     for p, (_, content) in zip(planned, pairs, strict=True):
-        p.data = content.encode("utf-8") if isinstance(content, str) else content
+        # the last guard of "nothing sparkenv writes holds a credential": every text file it writes
+        p.data = redact(content).encode("utf-8") if isinstance(content, str) else content
     mode = 0o666 & ~_umask()
     try:
         for p in planned:

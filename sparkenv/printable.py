@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sparkenv.redact import redact
+
 # Lone surrogates (undecodable bytes), and control characters other than tab and newlines: a file name
 # holding ESC would drive the terminal, and XML 1.0 cannot carry C0 controls at all (JUnit).
 _UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -25,7 +27,9 @@ def _escape(m: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with every lone surrogate and control character written as an escape (`\\xff`)."""
+    """`text` with every lone surrogate and control character written as an escape (`\\xff`), and no
+    credential (the user-info of a URL: sparkenv.redact): what any output may carry."""
+    text = redact(text)
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from sparkenv.errors import SparkenvError
+from sparkenv.redact import redact
 
 BROKEN_PIPE_EXIT = 128 + 13  # what a shell reports for a writer killed by SIGPIPE (`sparkenv … | head`)
 
@@ -147,7 +148,7 @@ def internal_error(exc: Exception) -> None:
         raise exc
     print(
         "sparkenv: internal error: please report, with SPARKENV_DEBUG=1 output: "
-        f"{exc.__class__.__name__}: {exc}",
+        f"{exc.__class__.__name__}: {redact(str(exc))}",
         file=sys.stderr,
     )
     sys.exit(70)

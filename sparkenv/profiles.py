@@ -86,6 +86,7 @@ class Profile:
     satisfies: dict[str, str] = field(default_factory=dict)  # other name -> provided name
     env: dict[str, str] = field(default_factory=dict)
     path: str = ""  # the file it came from
+    file: str = ""  # a profile loaded from a file: that file's real path (a shipped profile: "")
 
     @property
     def machine(self) -> str:
@@ -266,7 +267,10 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
             text = safe_read.read_text(path, what="a profile file", limit=1 << 20)
         except safe_read.UnreadableFile as exc:
             raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.reason}") from None
-        return _parse(text, str(name_or_path))
+        import dataclasses
+        import os
+
+        return dataclasses.replace(_parse(text, str(name_or_path)), file=os.path.realpath(path))
     raise SparkenvError(
         f"unknown profile {name_or_path!r}: choose one of {', '.join(profiles)} "
         "(`sparkenv profiles`), or give a profile file (*.toml)"

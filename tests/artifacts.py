@@ -274,6 +274,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     requests: list[tuple[str, str]]  # (path, Range header) of every GET, for the tests to read
     refuse_agent = ""  # a User-Agent prefix answered with 503 for files (a client-specific outage)
     delay = 0.0  # seconds every request waits (a slow mirror)
+    auth = ""  # "user:password": every request without that HTTP basic auth gets 401 (a private index)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -281,12 +282,24 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def do_GET(self) -> None:
         self.requests.append((self.path, self.headers.get("Range", "")))
         time.sleep(self.delay)
-        if self._refused():
+        if self._unauthorized() or self._refused():
             return
         self._answer()
 
     def _answer(self) -> None:
         SimpleHTTPRequestHandler.do_GET(self)
+
+    def _unauthorized(self) -> bool:
+        if not self.auth:
+            return False
+        wanted = "Basic " + base64.b64encode(self.auth.encode()).decode()
+        if self.headers.get("Authorization", "") == wanted:
+            return False
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="sparkenv-test"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
 
     def _refused(self) -> bool:
         agent = self.headers.get("User-Agent", "")
@@ -326,17 +339,18 @@ class _RangeHandler(_QuietHandler):
 
 
 def serve(
-    index: Index, ranges: bool = False, refuse_agent: str = "", delay: float = 0.0
+    index: Index, ranges: bool = False, refuse_agent: str = "", delay: float = 0.0, auth: str = ""
 ) -> ThreadingHTTPServer:
     """Serve the index on 127.0.0.1 and an ephemeral port; sets index.url to its simple/ URL.
     `ranges`: answer range requests (206); without it the server always sends whole files.
     `refuse_agent`: answer 503 for files to clients whose User-Agent starts with it (stages an outage
-    that hits one client only). `delay`: every request waits that long. The server's `requests` lists
+    that hits one client only). `delay`: every request waits that long. `auth` ("user:password"): HTTP
+    basic auth is required for every request, as a private index does. The server's `requests` lists
     every GET."""
     handler = type(
         "Handler",
         (_RangeHandler if ranges else _QuietHandler,),
-        {"requests": [], "refuse_agent": refuse_agent, "delay": delay},
+        {"requests": [], "refuse_agent": refuse_agent, "delay": delay, "auth": auth},
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(index.root)))
     server.requests = handler.requests  # type: ignore[attr-defined]

@@ -7,16 +7,21 @@ from pathlib import Path
 import pytest
 
 from sparkenv.errors import SparkenvError
-from sparkenv.resolve.run import check
+from sparkenv.resolve.check import check
 
 
 def _check(
-    tmp_path: Path, text: str, *args: str, name: str = "requirements.txt", platform: str | None = None
+    tmp_path: Path,
+    text: str,
+    *args: str,
+    name: str = "requirements.txt",
+    platform: str | None = None,
+    as_pip: bool = False,
 ):
     path = tmp_path / name
     path.write_text(text)
     profile = args[0] if args else None
-    report = check([str(path)], profile, platform)
+    report = check([str(path)], profile, platform, as_pip=as_pip)
     return {(f.id, f.subject): f for f in report.findings}, report
 
 
@@ -107,21 +112,26 @@ def test_torch_pin_that_replaces_the_base_fails_compatible_one_passes(tmp_path):
 
 
 def test_drift_prone_unpinned_warns_pinned_passes(tmp_path):
-    found, _ = _check(tmp_path, "transformers>=4.50\n")
+    """As a plain pip install -r installs the file (--pip); as sparkenv lock does, the lock pins it."""
+    found, _ = _check(tmp_path, "transformers>=4.50\n", as_pip=True)
     assert found[("G9", "transformers")].status.value == "WARN"
-    found, _ = _check(tmp_path, "transformers==4.57.1\n")
+    found, _ = _check(tmp_path, "transformers==4.57.1\n", as_pip=True)
     assert found[("G9", "transformers")].status.value == "PASS"
+    found, _ = _check(tmp_path, "transformers>=4.50\n")
+    assert ("G9", "transformers") not in found
 
 
 def test_unsloth_outside_no_deps_stage_fails_inside_passes(tmp_path):
-    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "ngc-25.11")
+    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "ngc-25.11")  # as sparkenv lock stages it
+    assert found[("G9", "unsloth")].status.value == "PASS"
+    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "ngc-25.11", as_pip=True)
     assert (
         found[("G9", "unsloth")].status.value == "FAIL"
         and "notebooks#132" in found[("G9", "unsloth")].summary
     )
-    found, _ = _check(tmp_path, "# sparkenv: no-deps\nunsloth==2026.7.2\n", "ngc-25.11")
+    found, _ = _check(tmp_path, "# sparkenv: no-deps\nunsloth==2026.7.2\n", "ngc-25.11", as_pip=True)
     assert found[("G9", "unsloth")].status.value == "PASS"
-    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "spark-bare")  # nothing of a base to replace
+    found, _ = _check(tmp_path, "unsloth==2026.7.2\n", "spark-bare", as_pip=True)  # no base to replace
     assert found[("G9", "unsloth")].status.value == "WARN"
 
 
@@ -231,19 +241,20 @@ def test_profiles_command_lists_shipped_profiles(run):
 
 
 def test_a_lock_input_is_judged_as_sparkenv_lock_reads_it(run):
-    """The shipped lock's own input: unsloth unpinned and not in a no-deps file is fine for `lock`,
-    which stages it; for `pip install -r` it would replace the base's torch."""
+    """The shipped lock's own input: unsloth unpinned and not in a no-deps file is fine as `sparkenv lock`
+    installs it (staged; the default, as lock judges it); for `pip install -r` (--pip) it would replace the
+    base's torch."""
     from pathlib import Path
 
     lock_input = str(Path(__file__).resolve().parents[1] / "lockfiles" / "inputs" / "playbook-unsloth.txt")
-    as_is = run("check", lock_input)
-    assert as_is.code == 1 and as_is.line("G9", "unsloth (").startswith("G9 FAIL: unsloth")
-    staged = run("check", "--lock-input", lock_input)
-    assert staged.code == 0, staged.out
-    assert (
-        staged.line("G9", "unsloth goes")
-        == "G9 PASS: unsloth goes into its own --no-deps stage after the rest"
-    )
+    as_pip = run("check", "--pip", lock_input)
+    assert as_pip.code == 1 and as_pip.line("G9", "unsloth (").startswith("G9 FAIL: unsloth")
+    for staged in (run("check", lock_input), run("check", "--lock-input", lock_input)):
+        assert staged.code == 0, staged.out
+        assert staged.line("G9", "unsloth goes").startswith(
+            "G9 PASS: unsloth goes into its own --no-deps stage after the rest, as `sparkenv lock` "
+        )
+    assert run("check", "--pip", "--lock-input", lock_input).code == 2
 
 
 def test_the_pre_commit_hooks_file_is_valid_and_runs_what_it_says():

@@ -156,9 +156,10 @@ def _expand(text: str, inputs: dict[str, str]) -> str:
 def _run_step(
     step: dict, inputs: dict[str, str], cwd: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess:
-    """One step of the composite action, as the runner runs it: bash -e -o pipefail, its env expanded."""
+    """One step of the composite action, as the runner runs it: bash -e -o pipefail, its env expanded;
+    what it appends to $GITHUB_ENV (when the caller gives one) is in `env` for the steps after it."""
     step_env = {k: _expand(str(v), inputs) for k, v in (step.get("env") or {}).items()}
-    return subprocess.run(
+    proc = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", _expand(step["run"], inputs)],
         cwd=cwd,
         capture_output=True,
@@ -166,6 +167,11 @@ def _run_step(
         timeout=600,
         env={**env, **step_env},
     )
+    if env.get("GITHUB_ENV") and Path(env["GITHUB_ENV"]).is_file():
+        for line in Path(env["GITHUB_ENV"]).read_text().splitlines():
+            key, _, value = line.partition("=")
+            env[key] = value
+    return proc
 
 
 @pytest.mark.network
@@ -200,16 +206,17 @@ def test_the_composite_action_runs_as_a_script(tmp_path: Path) -> None:
         assert proc.returncode == 0, f"{step.get('name')}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}"
         outputs.append(proc.stdout)
     assert outputs[0].startswith("sparkenv 0.")  # installed from the action's checkout
-    assert "G9 PASS: transformers pinned exactly" in outputs[1]  # check
+    # check, judging the file as sparkenv lock installs it (pinned by the lock: no drift line)
+    assert "G1 INFO: checked 1 requirement(s)" in outputs[1] and "verdict: ready" in outputs[1]
     assert "G9 PASS: lockfiles/pylock.ngc-25-11.toml is current" in outputs[2]  # lock --check
     assert "G1 INFO: read " in outputs[3] and "verdict:" in outputs[3]  # audit of the runner's venv
     assert json.loads((project / "sparkenv.sarif").read_text())["version"] == "2.1.0"
 
-    # The same action on a project that breaks the policy fails its check step with an annotation.
+    # The same action on a project that breaks the policy: its check step reports with an annotation
+    # (the verdict step at the end fails the job: test_the_action_runs_every_step_and_fails_at_the_end).
     (project / "requirements.txt").write_text(CU12)
     check_step = next(s for s in steps if "sparkenv check" in s["run"])
     proc = _run_step(check_step, inputs, project, env)
-    assert proc.returncode == 1
     assert "::error file=requirements.txt,line=2," in proc.stdout
 
 
@@ -270,3 +277,87 @@ def test_the_readme_pins_a_real_commit_that_holds_the_hooks_and_the_action() -> 
         assert action.returncode == 0, f"{rev} has no action.yml"
         ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", rev, "HEAD"], cwd=REPO, timeout=60)
         assert ancestor.returncode == 0, f"{rev} is not in this branch's history"
+
+
+@pytest.mark.network
+def test_the_action_runs_every_step_and_fails_at_the_end(tmp_path: Path) -> None:
+    """A failing check no longer hides the lock check and the audit: every step reports, the last one
+    fails the job; per-step arguments reach only their step; outputs and a job summary are written."""
+    import uv
+
+    action, steps = _action_steps()
+    venv = tmp_path / "runner"
+    subprocess.run(
+        [str(uv.find_uv_bin()), "venv", "-q", "--seed", "--python", sys.executable, str(venv)],
+        check=True,
+        timeout=300,
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copytree(REPO / "lockfiles", project / "lockfiles")
+    (project / "requirements.txt").write_text(CU12)  # the check fails
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    inputs.update(
+        {
+            "requirements": "requirements.txt",
+            "audit": str(venv),
+            "check-args": "--pip",  # a check-only option: lock --check would refuse it
+            "lock-check-args": "--output-dir lockfiles",
+        }
+    )
+    files = {name: tmp_path / name for name in ("env", "output", "summary.md")}
+    for f in files.values():
+        f.touch()
+    env = {
+        **os.environ,
+        "PATH": f"{venv / 'bin'}:{os.environ['PATH']}",
+        "GITHUB_ENV": str(files["env"]),
+        "GITHUB_OUTPUT": str(files["output"]),
+        "GITHUB_STEP_SUMMARY": str(files["summary.md"]),
+    }
+    env.pop("VIRTUAL_ENV", None)
+    codes, outs = [], []
+    for step in steps:
+        proc = _run_step(step, inputs, project, env)
+        codes.append(proc.returncode)
+        outs.append(proc.stdout + proc.stderr)
+    assert codes == [0, 0, 0, 0, 1], list(zip(codes, outs, strict=True))
+    assert "::error file=requirements.txt,line=2," in outs[1]
+    assert "G9 PASS: lockfiles/pylock.ngc-25-11.toml is current" in outs[2]  # ran despite the failed check
+    assert "G1 INFO: read " in outs[3]  # the audit too
+    assert "sparkenv: blocked (check 1, lock --check 0, audit 0)" in outs[4]
+    assert files["output"].read_text().splitlines() == ["verdict=blocked", "sarif=sparkenv.sarif"]
+    summary = files["summary.md"].read_text()
+    assert "`sparkenv check`: exit 1, verdict: blocked" in summary and "**sparkenv: blocked**" in summary
+
+
+@pytest.mark.network
+def test_the_lock_check_hook_passes_with_a_note_without_lockfiles(tmp_path: Path) -> None:
+    """pre-commit's sparkenv-lock-check in a repository that has no lockfiles/ yet: passes, says why."""
+    pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+    project = tmp_path / "project"
+    project.mkdir()
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True, timeout=60)
+    (project / "requirements.txt").write_text("transformers==4.57.1\n")
+    subprocess.run([*git, "add", "requirements.txt"], cwd=project, check=True, timeout=60)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env.pop("VIRTUAL_ENV", None)
+    proc = subprocess.run(
+        [
+            pre_commit,
+            "try-repo",
+            str(REPO),
+            "sparkenv-lock-check",
+            "--files",
+            "requirements.txt",
+            "--verbose",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout and "no pylock.*.toml in lockfiles: nothing to check" in proc.stdout

@@ -9,6 +9,7 @@ from PyPI (hence `network`).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -126,6 +127,10 @@ def test_without_extras_the_light_commands_work(light: Path, project: Path) -> N
     audit = sparkenv(light, project, "audit", str(light))
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "G1 INFO: read " in audit.stdout and "verdict: ready" in audit.stdout
+    # which environment was read: its interpreter and folder (on a terminal also the first line, on stderr)
+    as_json = json.loads(sparkenv(light, project, "audit", str(light), "--json").stdout)
+    assert as_json["context"]["read"].startswith(f"{light}/bin/python")
+    assert f"{light}/lib/python" in as_json["context"]["read"]
 
     gate = sparkenv(light, project, "gate", "--policy", "warn", "--", "true", timeout=120)
     assert gate.returncode == 0, gate.stderr
@@ -139,6 +144,9 @@ def test_without_extras_lock_and_build_name_the_extra(light: Path, project: Path
     build = sparkenv(light, project, "build", "-q")
     assert build.returncode == 3, build.stderr
     assert "pip install 'sparkenv[build]'" in build.stderr and build.stderr.count("\n") == 1
+    new = sparkenv(light, project, "profiles", "new", "mine", "--from-image", "debian:12")
+    assert new.returncode == 3, new.stderr
+    assert "pip install 'sparkenv[build]'" in new.stderr and new.stderr.count("\n") == 1
 
 
 def test_build_dry_run_from_an_installed_sparkenv_in_a_project_folder(light: Path, project: Path) -> None:

@@ -152,7 +152,7 @@ def test_lock_writes_pep751_and_hashed_requirements_in_stages(lock, index, tmp_p
     )
     # the lock's own requirements file passes sparkenv check
     assert lock(text, name="again.txt")  # (resolves fine too)
-    from sparkenv.resolve.run import check
+    from sparkenv.resolve.check import check
 
     assert check([str(req)], None, None).verdict.value == "ready"
 

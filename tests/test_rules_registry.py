@@ -12,7 +12,7 @@ from sparkenv.audit.run import audit
 from sparkenv.facts.resolved import Locked
 from sparkenv.report import LINE_RE, Finding, Status
 from sparkenv.resolve import policy
-from sparkenv.resolve.run import check
+from sparkenv.resolve.check import check
 
 # (distribution, version): evidence that only a name or a version carries, so every stage sees all of it.
 # Not here: a CUDA 12 *library* (nvidia-cublas-cu12) that nothing requires, a WARN in the audit only,

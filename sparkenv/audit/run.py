@@ -66,6 +66,8 @@ def _judged(
     facts = scan.gather(resolved, pins, root, gpu, memo=memo, markers=markers)
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
+        "read": f"{resolved.read_what()}: {len(facts.dists)} distributions, {facts.shared_object_count} "
+        "shared objects",
         "machine": resolved.machine,
         "python": resolved.python_version,
         "site_dirs": [str(d) for d in resolved.site_dirs],

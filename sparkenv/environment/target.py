@@ -26,6 +26,12 @@ class Target:
     python_version: str | None  # "3.12"
     interpreter: Path | None
 
+    def read_what(self) -> str:
+        """The environment by its interpreter and the folder read: the first thing an audit says."""
+        where = str(self.site_dirs[0]) if self.site_dirs else self.description
+        more = f" (+{len(self.site_dirs) - 1} more)" if len(self.site_dirs) > 1 else ""
+        return f"{self.interpreter}'s {where}{more}" if self.interpreter else f"{where}{more}"
+
 
 def host_machine() -> str:
     m = platform.machine().lower()

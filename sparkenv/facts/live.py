@@ -13,6 +13,7 @@ from sparkenv.report import Finding, GotchaId, Status
 class GateFacts:
     raw: dict[str, Any]
     need_gb: float = 0.0
+    strict: bool = False  # --policy strict: a workload that cannot run is stopped, so it is a FAIL
 
     def section(self, name: str) -> dict[str, Any] | None:
         """The probe's result, or None when the probe failed (see probe_error)."""

@@ -41,6 +41,7 @@ class Lock:
     format: int | None = None
     profile: str = ""
     profile_hash: str = ""
+    profile_file: str = ""  # a profile from a file: its path relative to the project root (posix)
     image: str = ""
     digest: str = ""
     platform: str = ""

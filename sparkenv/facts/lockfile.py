@@ -35,6 +35,8 @@ class Currency:
     inputs_changed: bool = False
     profile_changed: bool = False
     requirements_missing: str = ""  # the hashed requirements file the lock names, when it is gone
+    command_inputs: tuple[str, ...] = ()  # the inputs as the user types them from the working folder
+    command_profile: str = ""  # the profile as typed from there: a shipped name or the file's path
     requirements_disagree: str = ""  # how that file's pins differ from the pylock ("" when they agree)
 
 
@@ -42,3 +44,4 @@ class Currency:
 class LockFileFacts:
     outcome: Outcome | None = None
     checked: tuple[Currency, ...] = ()
+    none_in: str = ""  # `lock --check` in a project with no lock yet: the lock folder it looked in

@@ -73,6 +73,20 @@ def validate(a: GateArgs) -> str:
     return chosen
 
 
+def judged_python(a: GateArgs) -> tuple[str, str]:
+    """The interpreter the gate judges and why: --python, else the workload's own (its argv[0] or its
+    script's shebang), else the one running sparkenv."""
+    if a.python:
+        return a.python, "--python"
+    if a.workload and not a.facts:
+        from sparkenv.gate.workload_python import interpreter
+
+        found = interpreter(list(a.workload))
+        if found:
+            return found
+    return sys.executable, "sparkenv's own; the workload runs no Python seen here: --python names one"
+
+
 def _check_watch(a: GateArgs) -> None:
     """--watch's options, and its folder made, before any probe: a typo costs no start."""
     from sparkenv.watch import launch
@@ -103,9 +117,7 @@ def start_early(a: GateArgs) -> None:
     early.start(gpu=not a.sample, torch=None)
     deep = a.deep or a.bandwidth or a.import_unsloth
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
-        early.start(
-            gpu=False, torch=early.torch_argv(a.python or sys.executable, a.bandwidth, a.import_unsloth)
-        )
+        early.start(gpu=False, torch=early.torch_argv(judged_python(a)[0], a.bandwidth, a.import_unsloth))
 
 
 def run(a: GateArgs) -> int:
@@ -123,8 +135,9 @@ def run(a: GateArgs) -> int:
     from sparkenv.gate.run import gate as run_gate
     from sparkenv.render.emit import emit, shown, write_atomic
 
+    python, judged = judged_python(a)
     options = Options(
-        python=a.python or sys.executable,
+        python=python,
         workload=list(a.workload),
         sample_s=a.sample,
         bandwidth=a.bandwidth,
@@ -136,7 +149,7 @@ def run(a: GateArgs) -> int:
     )
     restore = orchestrate.on_signals_kill_children()
     try:
-        result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb)
+        result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb, strict=chosen == "strict")
     except orchestrate.Interrupted as exc:
         from sparkenv import signals
 
@@ -150,6 +163,7 @@ def run(a: GateArgs) -> int:
         import json
 
         write_atomic(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
+    result.context["interpreter"] = f"{python} ({judged})"
     # --select/--ignore and the waivers before the verdict: a start is blocked only by what is shown
     view = shown(result, a.reporting)
     code = emit(view, a.reporting, stream=sys.stderr if a.workload else sys.stdout)

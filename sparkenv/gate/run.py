@@ -15,12 +15,16 @@ def load_facts(path: str) -> dict[str, Any]:
     return facts_file.load(path)
 
 
-def evaluate(raw: dict[str, Any], need_gb: float = 0.0) -> tuple[list[Finding], GateFacts]:
-    facts = GateFacts(raw, need_gb)
+def evaluate(
+    raw: dict[str, Any], need_gb: float = 0.0, strict: bool = False
+) -> tuple[list[Finding], GateFacts]:
+    facts = GateFacts(raw, need_gb, strict)
     return rules.evaluate(rules.Stage.LIVE, facts), facts
 
 
-def gate(opts: Options, facts_file: str | None = None, need_gb: float = 0.0) -> tuple[Report, dict[str, Any]]:
+def gate(
+    opts: Options, facts_file: str | None = None, need_gb: float = 0.0, strict: bool = False
+) -> tuple[Report, dict[str, Any]]:
     if facts_file:
         raw = load_facts(facts_file)
         if opts.workload:
@@ -29,7 +33,7 @@ def gate(opts: Options, facts_file: str | None = None, need_gb: float = 0.0) -> 
     else:
         raw = gather(opts)
         source = "live"
-    findings, facts = evaluate(raw, need_gb)
+    findings, facts = evaluate(raw, need_gb, strict)
     report = Report("gate", facts.gpu_name or facts.platform, findings)
     report.context = {
         "platform": facts.platform,

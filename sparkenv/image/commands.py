@@ -80,8 +80,9 @@ def build(
         typer.Option("--network", metavar="MODE", help="Network of the build's RUN steps (host, none …)."),
     ] = None,
     output_dir: Annotated[
-        str, typer.Option("--output-dir", metavar="DIR", help="Where a lock from INPUTs goes.")
-    ] = "lockfiles",
+        Optional[str],  # noqa: UP045
+        typer.Option("--output-dir", metavar="DIR", help="Where a lock from INPUTs goes."),
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Build every step again.")] = False,
     dry_run: Annotated[
         bool,

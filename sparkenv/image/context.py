@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from sparkenv import confine, profiles, safe_read
+from sparkenv import credentials, profiles, safe_read
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.lock import Lock
 from sparkenv.lock import write as lockwrite
 from sparkenv.profiles import Profile
+from sparkenv.redact import redact
 
 TEMPLATE = "ngc.Dockerfile"
 PIP = "python3 -m pip"
@@ -48,20 +49,21 @@ def template_text(name: str) -> str:
 
 def profile_for(lock: Lock, arg: str | None) -> Profile:
     """--profile as the user gave it (a file relative to the working directory, like every path on the
-    command line), else the profile the lock names."""
+    command line), else the profile the lock records (sparkenv.lock.profile). A profile whose content
+    changed since the lock is refused: the lock was resolved for what it said then."""
+    from sparkenv.lock import profile as lockprofile
+
+    prof = profiles.load(arg) if arg else lockprofile.of_lock(lock)
     named = lock.profile
-    folder = lock.file.parent
-    if not arg and named.endswith(".toml"):  # a profile file the lock names stays inside its project
-        confine.inside(confine.project_root(folder), named, folder, f"{lock.path}: [tool.sparkenv] profile")
-    elif not arg and named and named not in profiles.shipped():
-        raise SparkenvError(
-            f"{lock.path}: locked for profile {named}, which is not a shipped one: pass the profile file "
-            f"it was locked with (--profile {named}.toml)"
-        )
-    prof = profiles.load(arg) if arg else profiles.load(named or None, folder)
-    if named and prof.name != named:
+    if named and not named.endswith(".toml") and prof.name != named:
         raise SparkenvError(
             f"{lock.path}: locked for profile {named}, not {prof.name}: re-lock or drop --profile"
+        )
+    if lockprofile.changed(lock, prof):
+        shown = prof.file or prof.name
+        raise SparkenvError(
+            f"{lock.path}: profile {shown} changed since the lock was written: re-lock "
+            f"(sparkenv lock INPUT… --profile {shown}), then build"
         )
     return prof
 
@@ -71,6 +73,22 @@ class Base:
     ref: str  # what FROM names
     digest: str  # recorded in the labels ("" when unknown)
     name: str  # the image name without digest, for the OCI base.name label
+    # the base's own ENTRYPOINT and CMD, read from its configuration; None: not read (the base is not
+    # here before the build pulls it): NGC's entrypoint for an NGC image, none otherwise
+    entrypoint: tuple[str, ...] | None = None
+    cmd: tuple[str, ...] | None = None
+
+    def chain(self) -> tuple[list[str], list[str]]:
+        """(ENTRYPOINT, CMD) of the sparkenv image: the gate, then the base's own entrypoint, whose CMD
+        stays the default command (an image's ENTRYPOINT resets the CMD it inherits: set again)."""
+        entry = self.entrypoint
+        if entry is None:
+            entry = (NGC_ENTRYPOINT,) if self.name.startswith(NGC_IMAGES) else ()
+        return ["/usr/local/bin/sparkenv", "gate", "--", *entry], list(self.cmd or ())
+
+
+NGC_ENTRYPOINT = "/opt/nvidia/nvidia_entrypoint.sh"
+NGC_IMAGES = "nvcr.io/nvidia/"
 
 
 def default_base(profile: Profile, override: str | None) -> Base:
@@ -99,11 +117,11 @@ class Plan:
         return {
             "org.opencontainers.image.title": f"sparkenv {self.profile.name}",
             "org.opencontainers.image.description": f"{self.profile.describe()} + {self.lock.file.name}",
-            "org.opencontainers.image.version": self.lock.hash.removeprefix("sha256:")[:12],
+            "org.opencontainers.image.version": self.kept_lock_hash.removeprefix("sha256:")[:12],
             "org.opencontainers.image.base.name": self.base.name,
             "org.opencontainers.image.base.digest": self.base.digest,
             "io.sparkenv.profile": self.profile.name,
-            "io.sparkenv.lock-hash": self.lock.hash,
+            "io.sparkenv.lock-hash": self.kept_lock_hash,
             "io.sparkenv.version": self.version,
             "io.sparkenv.base-digest": self.base.digest,
             "io.sparkenv.sdpa": "true" if self.sdpa else "false",
@@ -119,15 +137,33 @@ class Plan:
         """The lock's install stages that install something, in order."""
         return [s.name for s in self.lock.stages if s.packages]
 
+    @property
+    def kept_lock_hash(self) -> str:
+        """sha256 of the lock as the image keeps it (what the gate and audit hash inside the image)."""
+        return "sha256:" + Lock.digest_of(self._pylock_bytes())
+
+    def _indexes(self) -> list[str]:
+        return [u for u in (self.lock.index_url, *self.lock.extra_index_urls) if u]
+
+    def netrc(self) -> str:
+        """Credentials for the lock's indexes, from where pip and uv read them (an older lock's own
+        user-info included): only the fetch stage sees them, the image never does."""
+        credentials.remember(self._indexes())
+        lines = credentials.netrc_lines(self._indexes())
+        return "\n".join(lines) + "\n" if lines else ""
+
     def _pylock_bytes(self) -> bytes:
-        """The pylock as the image keeps it: the bytes whose hash the labels name."""
+        """The pylock as the image keeps it, without credentials (a lock written before sparkenv
+        redacted them may hold some): the bytes whose hash the labels name."""
         try:
             data = safe_read.read_bytes(self.lock.file, what="a pylock.toml lock", limit=16 << 20)
         except safe_read.UnreadableFile as exc:
             raise SparkenvError(f"{self.lock.path}: cannot read the lock: {exc.reason}") from None
         if Lock.digest_of(data) != self.lock.sha256:
             raise SparkenvError(f"{self.lock.path}: changed while sparkenv build read it: build again")
-        return data
+        return redact(data.decode("utf-8", errors="surrogateescape")).encode(
+            "utf-8", errors="surrogateescape"
+        )
 
     @property
     def allowed_replace(self) -> set[str]:
@@ -140,6 +176,8 @@ class Plan:
         install: list[str] = []
         if self.ca_bundle:
             fetch += ["COPY ca/ca.pem /tmp/sparkenv-ca.pem", "ENV PIP_CERT=/tmp/sparkenv-ca.pem"]
+        if self.netrc():  # pip reads NETRC; the fetch stage is not part of the image
+            fetch += ["COPY auth/netrc /tmp/sparkenv-netrc", "ENV NETRC=/tmp/sparkenv-netrc"]
         for stage in self.stages:
             req = stage_file(stage)
             fetch += [
@@ -173,6 +211,8 @@ class Plan:
             "INSTALL": "\n".join(install),
             "SDPA": sdpa,
             "LABELS": labels,
+            "ENTRYPOINT": json.dumps(self.base.chain()[0]),
+            "CMD": json.dumps(self.base.chain()[1]),
         }
         out = template
         for key, value in values.items():
@@ -195,8 +235,10 @@ class Plan:
         }
         for stage in self.lock.stages:
             if stage.packages:
-                text = lockwrite.stage_requirements(self.lock, stage)
+                text = redact(lockwrite.stage_requirements(self.lock, stage))
                 out[f"lock/{stage_file(stage.name)}"] = (text.encode(), 0o644)
+        if self.netrc():
+            out["auth/netrc"] = (self.netrc().encode(), 0o644)
         for wheel in self.runtime:
             out[f"sparkenv/runtime/{wheel.name}"] = (wheel.read_bytes(), 0o644)
         out["sparkenv/runtime/requirements.txt"] = (

@@ -273,13 +273,22 @@ class OneShotNoProgram(SparkenvError):
 
 
 def run_once(
-    client: Any, image: str, argv: list[str], *, timeout: float, label: str, what: str, name: str
+    client: Any,
+    image: str,
+    argv: list[str],
+    *,
+    timeout: float,
+    label: str,
+    what: str,
+    name: str,
+    through_entrypoint: bool = False,
 ) -> OneShot:
     """The one way sparkenv runs a container: `argv` (as the entrypoint: the image's own is bypassed)
     in `image`, network off, labelled `label`, waited on for at most `timeout` seconds, its outputs read
     up to a cap, and always removed — on an error, a timeout, Ctrl-C, SIGTERM or SIGHUP too (the
     closing line then says so). The engine's errors become ServiceMissing (exit 3) with its message;
-    `what` names the run in messages ("the image's audit"), `name` the container ("verification")."""
+    `what` names the run in messages ("the image's audit"), `name` the container ("verification").
+    `through_entrypoint`: `argv` is the command given to the image's own ENTRYPOINT, as `docker run`."""
     import time
 
     import requests
@@ -293,9 +302,8 @@ def run_once(
     started = time.monotonic()
     try:
         with signals.raising():  # SIGTERM unwinds like Ctrl-C, so the container goes either way
-            container = client.containers.create(
-                image, entrypoint=argv[:1], command=argv[1:], network_disabled=True, labels={label: "1"}
-            )
+            how = {"command": argv} if through_entrypoint else {"entrypoint": argv[:1], "command": argv[1:]}
+            container = client.containers.create(image, **how, network_disabled=True, labels={label: "1"})
             container.start()
             try:
                 result = container.wait(timeout=timeout)
@@ -384,6 +392,32 @@ def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str =
     except ValueError:
         report = None
     return Verification(ran.exit_code, report, ran.stdout, ran.stderr)
+
+
+STARTED = "sparkenv: the image started through its entrypoint"
+
+
+def start_once(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> str | None:
+    """Start the image once as `docker run IMAGE CMD` does, through its own ENTRYPOINT (the gate, then
+    the base's entrypoint), with a trivial command; None when it started and the command ran, else the
+    reason (the exit status and the last line it printed)."""
+    try:
+        ran = run_once(
+            client,
+            image_id,
+            ["python3", "-c", f"print({STARTED!r})"],
+            timeout=timeout,
+            label="io.sparkenv.verify",
+            what="the image's first start",
+            name="verification",
+            through_entrypoint=True,
+        )
+    except (OneShotTimeout, OneShotNoProgram) as exc:
+        return str(exc)
+    if ran.exit_code == 0 and STARTED in ran.stdout:
+        return None
+    last = ((ran.stderr.strip() or ran.stdout.strip()).splitlines() or ["no output"])[-1]
+    return f"exit {ran.exit_code}: {last}"
 
 
 def tag(client: Any, image_id: str, ref: str) -> None:

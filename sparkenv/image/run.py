@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkenv import project
 from sparkenv.render.emit import Shown, shown
 from sparkenv.render.options import ReportOptions
 from sparkenv.report import Finding, Report, Status
@@ -31,7 +32,7 @@ class BuildRequest:
     ca_bundle: str | None = None
     sdpa: bool = False
     network: str | None = None
-    output_dir: str = "lockfiles"
+    output_dir: str | None = None  # None: the project root's lockfiles/
     no_cache: bool = False
     dry_run: bool = False
     # the tag follows the exit code of the report as shown
@@ -133,6 +134,14 @@ def build(req: BuildRequest) -> BuildOutcome:
         raise engine.BuildFailed(
             f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
         )
+    # the image must start as users start it: through its entrypoint (the gate, then the base's own)
+    refused = engine.start_once(client, image_id)
+    if refused is not None:
+        entry, _ = plan.base.chain()
+        raise engine.BuildFailed(
+            f"the image does not start through its entrypoint {' '.join(entry)} ({refused}); image {short} "
+            "left untagged"
+        )
     report = Report("build", ref, [*driver_findings, *findings_of(checked.report)], profile=prof.name)
     view = shown(report, req.reporting)  # --select/--ignore and the waivers: the tag follows what is shown
     report = view.report
@@ -191,7 +200,8 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     if req.inputs and req.lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
     if not req.inputs:
-        return Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml"), None
+        default = project.lock_folder(None) / f"pylock.{profiles.load(req.profile).file_stem}.toml"
+        return (Path(req.lock) if req.lock else default), None
     from sparkenv.resolve import run
 
     result = run.lock(
@@ -200,7 +210,8 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     if result.exit_code():
         return Path(), BuildOutcome(result, "sparkenv build: the lock has a FAIL: nothing was built", code=1)
     # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
-    return Path(req.output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml", None
+    folder = project.lock_folder(req.output_dir)
+    return folder / f"pylock.{str(result.profile).replace('.', '-')}.toml", None
 
 
 def _platform(req: BuildRequest, locked, prof) -> tuple[str, str]:  # type: ignore[no-untyped-def]
@@ -294,17 +305,26 @@ def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # typ
         if img is None:
             return base  # the builder pulls it, or says how it failed
         digests = img.attrs.get("RepoDigests") or []
-        return context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
+        found = context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
+        return _with_start(found, img)
     img = engine.local_image(client, prof.image)
     if img is None:
         return base
     digests = [d.split("@", 1)[1] for d in img.attrs.get("RepoDigests") or [] if "@" in d]
     if prof.digest and prof.digest in digests:
-        return base
+        return _with_start(base, img)
     used = digests[0] if digests else img.id
     if not quiet:
         _err(
             f"sparkenv build: note: local {prof.image} is {used[:19]}…, not the profile's "
             f"{prof.digest[:19] or 'unrecorded digest'}…; building on the local image (refresh the profile)"
         )
-    return context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image)
+    return _with_start(context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image), img)
+
+
+def _with_start(base, img):  # type: ignore[no-untyped-def]
+    """The base's own ENTRYPOINT and CMD, from its configuration: the image's entrypoint chains to them."""
+    from dataclasses import replace
+
+    config = img.attrs.get("Config") or {}
+    return replace(base, entrypoint=tuple(config.get("Entrypoint") or ()), cmd=tuple(config.get("Cmd") or ()))

@@ -28,13 +28,15 @@ def render(report: Report, *, quiet: bool = False, strict: bool = False) -> str:
             continue
         if strict and level == "warning":
             level = "error"
-        props = [f"title={_escape_property(f'sparkenv {f.id} {f.status.value}: {f.subject}')}"]
-        where = location.of(f)
-        if where is not None:
-            props.insert(0, f"file={_escape_property(where.path)}")
-            if where.line is not None:
-                props.insert(1, f"line={where.line}")
+        title = f"title={_escape_property(f'sparkenv {f.id} {f.status.value}: {f.subject}')}"
         message = f"{f.id} {f.status.value}: {f.summary}" + (f" — fix: {f.fix}" if f.fix else "")
-        lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
+        # one annotation per place: a finding from two input files shows on each file
+        for where in location.every(f) or [None]:
+            props = [title]
+            if where is not None:
+                props.insert(0, f"file={_escape_property(where.path)}")
+                if where.line is not None:
+                    props.insert(1, f"line={where.line}")
+            lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
     body = text_render.render(report, quiet=quiet)
     return ("\n".join(lines) + "\n" if lines else "") + body

@@ -50,12 +50,13 @@ def render(report: Report, version: str) -> str:
             "partialFingerprints": {"sparkenvSubject/v1": f"{report.command}:{f.id}:{f.subject}"},
             "properties": {"subject": f.subject, "status": f.status.value, "evidence": list(f.evidence)},
         }
-        where = location.of(f)
-        if where is not None:
+        places = []
+        for where in location.for_result(f, report):
             physical: dict[str, object] = {"artifactLocation": {"uri": where.path}}
             if where.line is not None:
                 physical["region"] = {"startLine": where.line}
-            result["locations"] = [{"physicalLocation": physical}]
+            places.append({"physicalLocation": physical})
+        result["locations"] = places
         if waived:
             reason = next((e for e in f.evidence if e.startswith("waived by ")), "waived")
             result["suppressions"] = [{"kind": "external", "justification": reason}]

@@ -23,5 +23,7 @@ def render(report: Report, quiet: bool = False) -> str:
     )
     if "platform" in report.context:
         lines.append(f"platform: {printable(str(report.context['platform']))}")
+    if "interpreter" in report.context:  # the gate: whose torch and packages it judged
+        lines.append(f"interpreter: {printable(str(report.context['interpreter']))}")
     lines.append(f"verdict: {report.verdict.value}" + (f" ({counts})" if counts else ""))
     return "\n".join(lines) + "\n"

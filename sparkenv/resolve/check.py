@@ -26,13 +26,16 @@ def check(
     profile_arg: str | None,
     platform: str | None,
     extras: list[str] | None = None,
-    lock_input: bool = False,
+    as_pip: bool = False,
+    groups: list[str] | None = None,
 ) -> Report:
+    """Judged as `sparkenv lock` installs the inputs (the same call lock makes: policy.check_declared with
+    staged=True), unless `as_pip`: then as a plain `pip install -r` would install them."""
     started = time.perf_counter()
-    inp = inputs_mod.read(paths, extras)
+    inp = inputs_mod.read(paths, extras, groups=groups)
     profile = profile_for(profile_arg, platform, inp)
     index_urls = [u for u in (inp.index_url, *inp.extra_index_urls) if u]
-    findings = policy.check_declared(inp.requirements, profile, index_urls, staged=lock_input, offline=True)
+    findings = policy.check_declared(inp.requirements, profile, index_urls, staged=not as_pip, offline=True)
     report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,

@@ -10,10 +10,16 @@ from typing import NamedTuple
 from sparkenv import fastargs
 from sparkenv.render import options as reporting
 
-VALUED = {"--profile": "profile", "--platform": "platform", "--extra": "extra", **reporting.VALUED}
-FLAGS = {"--lock-input": "lock_input", **reporting.FLAGS}
-REPEATED = frozenset({"extra", *reporting.REPEATED})
-_OWN = frozenset({"profile", "platform", "extra", "lock_input"})
+VALUED = {
+    "--profile": "profile",
+    "--platform": "platform",
+    "--extra": "extra",
+    "--group": "group",
+    **reporting.VALUED,
+}
+FLAGS = {"--lock-input": "lock_input", "--pip": "pip", **reporting.FLAGS}
+REPEATED = frozenset({"extra", "group", *reporting.REPEATED})
+_OWN = frozenset({"profile", "platform", "extra", "group", "lock_input", "pip"})
 
 
 class CheckArgs(NamedTuple):
@@ -21,7 +27,9 @@ class CheckArgs(NamedTuple):
     profile: str | None
     platform: str | None
     extra: list[str] | None
+    group: list[str] | None
     lock_input: bool
+    pip: bool
     reporting: reporting.ReportOptions
 
 
@@ -37,7 +45,9 @@ def parse(argv: list[str]) -> CheckArgs | None:
         values.get("profile"),  # type: ignore[arg-type]
         values.get("platform"),  # type: ignore[arg-type]
         values.get("extra"),  # type: ignore[arg-type]
+        values.get("group"),  # type: ignore[arg-type]
         bool(values.get("lock_input")),
+        bool(values.get("pip")),
         reporting.ReportOptions(**shared),  # type: ignore[arg-type]
     )
 
@@ -46,6 +56,10 @@ def run(args: CheckArgs) -> int:
     from sparkenv.render.emit import emit
     from sparkenv.resolve.check import check
 
+    if args.pip and args.lock_input:
+        from sparkenv.errors import SparkenvError
+
+        raise SparkenvError("--pip and --lock-input disagree: give one")
     options = args.reporting.check()
-    report = check(args.inputs, args.profile, args.platform, args.extra, lock_input=args.lock_input)
+    report = check(args.inputs, args.profile, args.platform, args.extra, as_pip=args.pip, groups=args.group)
     return emit(report, options)

@@ -24,6 +24,9 @@ PLATFORM = typer.Option(
 EXTRA = typer.Option(
     "--extra", metavar="NAME", help="Also read pyproject's optional-dependencies group NAME."
 )
+GROUP = typer.Option(
+    "--group", metavar="NAME", help="Also read pyproject's PEP 735 [dependency-groups] group NAME."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -38,12 +41,21 @@ def check(
     profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045 - typer needs Optional on 3.10
     platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    group: Annotated[Optional[list[str]], GROUP] = None,  # noqa: UP045
     lock_input: Annotated[
         bool,
         typer.Option(
             "--lock-input",
-            help="INPUT feeds `sparkenv lock`, which gives the Unsloth family its own --no-deps stage and "
-            "pins every package: judge it as lock does, not as a file for `pip install -r`.",
+            help="Judge INPUT as `sparkenv lock` installs it (the default; kept for older hooks).",
+        ),
+    ] = False,
+    pip: Annotated[
+        bool,
+        typer.Option(
+            "--pip",
+            help="Judge INPUT as a plain `pip install -r` installs it, not as `sparkenv lock` does: the "
+            "Unsloth family with its dependencies (FAIL on a base with torch), drift-prone packages unpinned "
+            "(WARN).",
         ),
     ] = False,
     *,
@@ -53,8 +65,10 @@ def check(
 
     G1: CUDA-12 names and +cu12x/+cpu labels, wheel URLs for another CPU, CUDA-12 indexes.
     G2: flash-attn (and other CUDA builds) that would compile for an hour, or replace the base's.
-    G9: pins that would replace what the base provides, drift-prone packages not pinned exactly,
-    the Unsloth family installed with its dependencies.
+    G9: pins that would replace what the base provides; with --pip also drift-prone packages not
+    pinned exactly and the Unsloth family installed with its dependencies. Without --pip the file is
+    judged as `sparkenv lock` installs it (every package pinned, the Unsloth family in its own --no-deps
+    stage), by the same rule lock calls: check and lock give the same verdict per finding.
 
     Examples:
 
@@ -67,7 +81,11 @@ def check(
     from sparkenv.render.emit import emit
     from sparkenv.resolve.check import check as run_check
 
-    result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
+    if pip and lock_input:
+        from sparkenv.errors import SparkenvError
+
+        raise SparkenvError("--pip and --lock-input disagree: give one")
+    result = run_check(inputs, profile, platform, extra, as_pip=pip, groups=group)
     raise typer.Exit(emit(result, reporting))
 
 
@@ -80,8 +98,14 @@ def lock(
     profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045
     platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
     output_dir: Annotated[
-        str, typer.Option("--output-dir", metavar="DIR", help="Where pylock.<profile>.toml goes.")
-    ] = "lockfiles",
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output-dir",
+            metavar="DIR",
+            help="Where pylock.<profile>.toml goes (default: lockfiles/ at the project root, found as uv "
+            "finds it: the nearest pyproject.toml, else the git root).",
+        ),
+    ] = None,
     check_only: Annotated[
         bool,
         typer.Option(
@@ -101,6 +125,7 @@ def lock(
         typer.Option("--extra-index-url", metavar="URL", help="A further index; repeatable."),
     ] = None,
     extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
+    group: Annotated[Optional[list[str]], GROUP] = None,  # noqa: UP045
     allow_replace: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option(
@@ -183,6 +208,7 @@ def lock(
             timeout,
             allow_replace=allow_replace,
             exclude_newer=exclude_newer,
+            groups=group,
             progress=progress,
             outputs=pending,
             binding=lambda found: shown(Report("lock", "", found), reporting).report.findings,

@@ -30,6 +30,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from sparkenv import credentials
 from sparkenv.environment.markers import applies
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
@@ -107,7 +108,7 @@ def _fragment_sha256(href: str) -> str:
 def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read."""
     url = index_url.rstrip("/") + f"/{key}/"
-    req = urllib.request.Request(url, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
+    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = resp.read()

@@ -29,6 +29,7 @@ _SETTINGS = {
     "profile": schema.STRING,
     "profile-file": schema.STRING,
     "extras": schema.STRINGS,
+    "groups": schema.STRINGS,
     "no-deps": schema.STRINGS,
     "index-url": schema.STRING,
     "extra-index-url": schema.STRINGS,
@@ -56,16 +57,22 @@ class Inputs:
         return "sha256:" + h.hexdigest()
 
 
-def read(paths: list[str], extras: list[str] | None = None, fence: Path | None = None) -> Inputs:
+def read(
+    paths: list[str],
+    extras: list[str] | None = None,
+    fence: Path | None = None,
+    groups: list[str] | None = None,
+) -> Inputs:
     """The declared requirements of `paths`. `fence`: inputs named by a lock, whose `-r`/`-c` includes
-    must stay inside that project folder (sparkenv.confine)."""
+    must stay inside that project folder (sparkenv.confine). `groups`: PEP 735 dependency groups of a
+    pyproject.toml to read too."""
     if not paths:
         raise SparkenvError("no input given: name a requirements file or a pyproject.toml")
     inputs = Inputs(list(paths))
     for arg in paths:
         path = Path(arg)
         if path.name == "pyproject.toml" or path.suffix == ".toml":
-            _pyproject(path, arg, inputs, extras or [])
+            _pyproject(path, arg, inputs, extras or [], groups or [])
         else:
             _requirements(path, arg, inputs, fence)
     return inputs
@@ -164,8 +171,10 @@ def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, 
         if req.is_editable or (req.name is None and req.link is not None):
             target = _local(str(req.link.url if hasattr(req.link, "url") else req.link), base)
             text = f"-e {target}" if req.is_editable else target
+            # `#egg=NAME` names it: judged by that name (the Unsloth family, CUDA-12 names …)
+            key = canonicalize_name(req.name) if req.name else None
             inputs.requirements.append(
-                Declared(None, text, where, editable=req.is_editable, url=target, no_deps=no_deps)
+                Declared(key, text, where, editable=req.is_editable, url=target, no_deps=no_deps)
             )
             continue
         if req.req is None:
@@ -173,6 +182,8 @@ def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, 
         r: Requirement = req.req
         if r.marker is None and req.marker is not None:
             r = Requirement(f"{r} ; {req.marker}")  # the parser keeps the marker beside the requirement
+        if r.url is None and req.link is not None:  # `git+https://…#egg=NAME`: the parser keeps the URL apart
+            r.url = str(req.link.url)
         _add(inputs, r, where, base, no_deps, bool(req.is_constraint), bool(req.is_editable))
 
 
@@ -225,7 +236,36 @@ def _local(value: str, base: Path) -> str:
     return str(candidate.resolve()) if candidate.exists() or value.startswith(".") else value
 
 
-def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
+def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str, ...] = ()) -> list[str]:
+    """PEP 735: a group's requirement strings, `{include-group = "other"}` entries expanded."""
+    groups = data.get("dependency-groups", {}) or {}
+    if not isinstance(groups, dict):
+        raise SparkenvError(f"{arg}: [dependency-groups] must be a table")
+    by_key = {canonicalize_name(k): v for k, v in groups.items()}
+    key = canonicalize_name(name)
+    if key not in by_key:
+        raise SparkenvError(
+            f"{arg}: no [dependency-groups] group {name!r} (it has {', '.join(groups) or 'none'})"
+        )
+    if key in seen:
+        raise SparkenvError(
+            f"{arg}: [dependency-groups] {name!r} includes itself ({' → '.join([*seen, key])})"
+        )
+    out: list[str] = []
+    for entry in by_key[key] if isinstance(by_key[key], list) else [by_key[key]]:
+        if isinstance(entry, str):
+            out.append(entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+            out += _dependency_group(data, entry["include-group"], arg, (*seen, key))
+        else:
+            raise SparkenvError(
+                f"{arg}: [dependency-groups] {name!r}: {entry!r} is neither a requirement string "
+                'nor {include-group = "NAME"}'
+            )
+    return out
+
+
+def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_groups: list[str]) -> None:
     from sparkenv.datafiles import TOMLDecodeError, parse_toml
 
     text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
@@ -254,6 +294,8 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str]) -> None:
         if extra not in optional:
             raise SparkenvError(f"{arg}: no optional-dependencies group {extra!r}")
         groups.append((f"optional-dependencies.{extra}", optional[extra]))
+    for name in [*wanted_groups, *settings.get("groups", [])]:
+        groups.append((f"dependency-groups.{name}", _dependency_group(data, name, arg)))
     no_deps = {canonicalize_name(n) for n in settings.get("no-deps", [])}
     lines = text.splitlines()
     for group, deps in groups:

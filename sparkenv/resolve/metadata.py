@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from sparkenv import credentials
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
@@ -65,7 +66,7 @@ def _pep658(ref: FileRef, timeout: float) -> str | None:
     """The index's `.metadata` file; None when it serves none. Its bytes are not hashed against the
     index page: what matters here is the wheel's own METADATA, which the PEP 658 file copies."""
     try:
-        with urllib.request.urlopen(ref.url + ".metadata", timeout=timeout) as resp:
+        with urllib.request.urlopen(credentials.request(ref.url + ".metadata"), timeout=timeout) as resp:
             return resp.read().decode("utf-8", errors="replace")
     except (urllib.error.URLError, OSError, ValueError):
         return None

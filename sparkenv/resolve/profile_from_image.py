@@ -107,11 +107,11 @@ _ANSWER_LIMIT = 4 << 20  # bytes: an NGC image's answer is ~30 KB
 
 def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIMEOUT) -> dict[str, Any]:
     """Facts of IMAGE: the probe's output plus what the image's configuration says."""
-    from docker.errors import DockerException, ImageNotFound
-
     from sparkenv.image import engine
 
-    client = engine.connect()
+    client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
+    from docker.errors import DockerException, ImageNotFound
+
     try:
         img = client.images.get(image)
     except ImageNotFound:

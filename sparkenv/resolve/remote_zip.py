@@ -16,6 +16,8 @@ import urllib.request
 import zipfile
 from typing import IO
 
+from sparkenv import credentials
+
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 # The EOCD record (22 bytes) sits after a comment of at most 65535 bytes; the ZIP64 locator (20) before it.
 _TAIL = 22 + 65535 + 20
@@ -82,13 +84,13 @@ class RangeFile(io.RawIOBase):
 
 def _get(url: str, timeout: float, byte_range: str | None) -> tuple[int, bytes, str]:
     headers = {"Range": byte_range} if byte_range else {}
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+    with urllib.request.urlopen(credentials.request(url, headers), timeout=timeout) as resp:
         return resp.status, resp.read(), resp.headers.get("Content-Range", "")
 
 
 def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
     """The remote file as a seekable binary file, and how it was read ('range' or 'full download')."""
-    req = urllib.request.Request(url, headers={"Range": f"bytes=-{_TAIL}"})
+    req = credentials.request(url, {"Range": f"bytes=-{_TAIL}"})
     try:
         resp = urllib.request.urlopen(req, timeout=timeout)
     except OSError as exc:
@@ -144,7 +146,7 @@ def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 
     import tarfile
 
     try:
-        resp = urllib.request.urlopen(url, timeout=timeout)
+        resp = urllib.request.urlopen(credentials.request(url), timeout=timeout)
     except OSError as exc:
         raise Unreadable(f"cannot fetch it: {exc}") from None
     with resp, tempfile.TemporaryFile() as spool:

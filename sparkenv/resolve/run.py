@@ -15,13 +15,15 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-from sparkenv import confine, profiles, signals
+from sparkenv import confine, credentials, profiles, project, signals
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
 from sparkenv.facts.resolved import Locked, MetadataProblem
+from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
+from sparkenv.redact import redact
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import metadata, policy
@@ -39,10 +41,37 @@ def _index_urls(inp: inputs_mod.Inputs, index: IndexOptions) -> list[str]:
 
 
 def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> IndexOptions:
-    return IndexOptions(
+    index = IndexOptions(
         index_url or inp.index_url,
         [*inp.extra_index_urls, *(u for u in extra if u not in inp.extra_index_urls)],
         list(inp.find_links),
+    )
+    # uv gets the URLs as given; sparkenv's own requests find their user-info by realm (never written)
+    credentials.remember([index.index_url, *index.extra_index_urls])
+    return index
+
+
+def _reads_from(index: IndexOptions) -> str | None:
+    """The index sparkenv's own requests read (pages, metadata): the one uv resolves against."""
+    return index.index_url or credentials.default_index()
+
+
+def _declared(
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    staged: bool,
+    offline: bool = False,
+    allowed: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """The one judgement of declared requirements that check and lock both make."""
+    return policy.check_declared(
+        inp.requirements,
+        profile,
+        _index_urls(inp, index),
+        staged=staged,
+        offline=offline,
+        allow_replace=allowed,
     )
 
 
@@ -188,20 +217,21 @@ def _fallback_roots(inp: inputs_mod.Inputs, profile: profiles.Profile) -> set[st
 
 def _say(progress: bool, line: str) -> None:
     if progress:
-        print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
+        print(f"sparkenv lock: {redact(line)}", file=sys.stderr, flush=True)
 
 
 def lock(
     paths: list[str],
     profile_arg: str | None,
     platform: str | None,
-    output_dir: str,
+    output_dir: str | None,
     index_url: str | None = None,
     extra_index_urls: list[str] | None = None,
     extras: list[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     allow_replace: list[str] | None = None,
     exclude_newer: str | None = None,
+    groups: list[str] | None = None,
     progress: bool = False,
     outputs: dict[Path, str] | None = None,
     binding: Callable[[list[Finding]], list[Finding]] | None = None,
@@ -216,19 +246,20 @@ def lock(
     started = time.perf_counter()
     from sparkenv import outputs as output_files
 
-    output_files.check_folder(output_dir, "--output-dir")  # before a resolution that can take minutes
-    inp = inputs_mod.read(paths, extras)
+    output_files.check_folder(
+        str(project.lock_folder(output_dir)), "--output-dir"
+    )  # before a long resolution
+    inp = inputs_mod.read(paths, extras, groups=groups)
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
-    declared = policy.check_declared(
-        inp.requirements, profile, _index_urls(inp, index), staged=True, allow_replace=frozenset(allowed)
-    )
+    declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
     target = f"{' '.join(paths)} → {profile.python_platform}"
-    pylock_path, req_path = lockwrite.paths_for(Path(output_dir), profile)
+    pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
+    shown_pylock, shown_req = project.from_here(pylock_path), project.from_here(req_path)
     bind = binding or (lambda found: found)
     if any(f.status is Status.FAIL for f in bind(declared)):
-        outcome = lockstatus.Outcome(str(pylock_path), str(req_path), inputs_fail=True)
+        outcome = lockstatus.Outcome(shown_pylock, shown_req, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
     if not any(d.key or d.url for d in inp.requirements if not d.constraint):
@@ -246,12 +277,14 @@ def lock(
         from sparkenv.resolve import fallbacks
 
         # index pages of the declared names (for old fallbacks) are read while uv resolves
-        prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
+        prefetched = fallbacks.prefetch(_reads_from(index), sorted(_fallback_roots(inp, profile)))
         _head_start()
         try:
             with signals.raising():  # the CLI's handlers already raise; a library caller's may not
                 jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
-                text = uvdriver.run_all(jobs, timeout)[resolve_stage.name]
+                # uv may copy an index's user-info into file URLs: the lock keeps none
+                auth = uvdriver.netrc_env(Path(work), index)
+                text = redact(uvdriver.run_all(jobs, timeout, auth)[resolve_stage.name])
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
             shutil.rmtree(work, ignore_errors=True)
             signals.cleaned(f"removed {work}")
@@ -270,8 +303,8 @@ def lock(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
-    metas = metadata.read(_refs(raw), index_url=index.index_url)
-    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, index.index_url, prefetched)
+    metas = metadata.read(_refs(raw), index_url=_reads_from(index))
+    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, _reads_from(index), prefetched)
     findings = [*declared, *resolved]
     _say(
         progress,
@@ -280,8 +313,8 @@ def lock(
         "caches)",
     )
     outcome = lockstatus.Outcome(
-        str(pylock_path),
-        str(req_path),
+        shown_pylock,
+        shown_req,
         fails=sum(1 for f in bind(findings) if f.status is Status.FAIL),
         unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
         packages=len(locked),
@@ -407,8 +440,7 @@ def _render(
     packages = sorted(raw.values(), key=lambda p: (order[p["tool"]["sparkenv"]["stage"]], p["name"]))
     tool: dict[str, Any] = {
         "format": FORMAT,
-        "profile": profile.name,
-        "profile-hash": lockwrite.profile_hash(profile),
+        **lockprofile.recorded(profile, out_dir),
         "image": profile.image,
         "digest": profile.digest,
         "platform": profile.platform,
@@ -421,10 +453,11 @@ def _render(
         "no-deps-stages": [s.name for s in stages if s.no_deps],
         "requirements": req_path.name,
     }
+    # recorded without user-info: an install finds the credential where pip and uv read it (netrc, env)
     if index.index_url:
-        tool["index-url"] = index.index_url
+        tool["index-url"] = redact(index.index_url)
     if index.extra_index_urls:
-        tool["extra-index-urls"] = index.extra_index_urls
+        tool["extra-index-urls"] = [redact(u) for u in index.extra_index_urls]
     env = f"sys_platform == 'linux' and platform_machine == '{profile.machine}'"
     text = lockwrite.render_pylock(packages, tool, f"=={profile.python_minor}.*", env)
     written = lockread.from_text(text, pylock_path)  # read back as every reader will: the requirements follow
@@ -446,11 +479,11 @@ def lock_check(
     paths: list[str],
     profile_arg: str | None,
     platform: str | None,
-    output_dir: str,
+    output_dir: str | None,
     extras: list[str] | None = None,
 ) -> Report:
     """Is each lock current with its inputs? Offline: compares the recorded input and profile hashes."""
-    out_dir = Path(output_dir)
+    out_dir = project.lock_folder(output_dir)
     checked: list[lockstatus.Currency] = []
     profile_name = None
     if paths:
@@ -461,11 +494,15 @@ def lock_check(
         checked.append(_currency(pylock_path, inp.digest(), profile, [_rel(Path(p), out_dir) for p in paths]))
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
+        if not locks and output_dir is None:  # the project's own lockfiles/: none yet is no failure
+            facts = lockstatus.LockFileFacts(none_in=project.from_here(out_dir))
+            findings = policy.check_lockfile(facts)
+            return Report("lock", project.from_here(out_dir), findings, context={"check": True})
         if not locks:
-            raise SparkenvError(f"{output_dir}: no pylock.*.toml to check")
+            raise SparkenvError(f"{project.from_here(out_dir)}: no pylock.*.toml to check")
         root = confine.project_root(out_dir)
         for pylock_path in locks:
-            here = {"pylock": str(pylock_path), "output_dir": str(pylock_path.parent)}
+            here = {"pylock": project.from_here(pylock_path), "output_dir": project.from_here(out_dir)}
             try:
                 written = lockread.pylock(pylock_path)
             except lockread.OtherFormat:  # its inputs cannot be read from it: stale as it stands
@@ -480,22 +517,29 @@ def lock_check(
                 checked.append(lockstatus.Currency(**here, missing_input=missing[0]))
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
-            named = written.profile
-            if named.endswith(".toml"):
-                confine.inside(root, named, out_dir, f"{pylock_path}: [tool.sparkenv] profile")
-            prof = profiles.load(named, out_dir).with_platform(written.platform)
+            prof = lockprofile.of_lock(written).with_platform(written.platform)
             checked.append(_currency(pylock_path, inp.digest(), prof, recorded))
     findings = policy.check_lockfile(lockstatus.LockFileFacts(checked=tuple(checked)))
     # "lock", as the schema names the command; that it only checked is in the context
     findings = merge_by_subject(findings)
-    return Report("lock", str(out_dir), findings, profile=profile_name, context={"check": True})
+    return Report("lock", project.from_here(out_dir), findings, profile=profile_name, context={"check": True})
 
 
 def _currency(
     pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]
 ) -> lockstatus.Currency:
-    """A written lock's recorded hashes against the inputs and profile as they are now: facts only."""
-    here = lockstatus.Currency(str(pylock_path), str(pylock_path.parent), tuple(inputs), profile.name, digest)
+    """A written lock's recorded hashes against the inputs and profile as they are now: facts only. The
+    command that re-locks is given as typed from the working folder, whatever folder the lock is in."""
+    folder = pylock_path.parent
+    here = lockstatus.Currency(
+        project.from_here(pylock_path),
+        project.from_here(folder),
+        tuple(inputs),
+        profile.name,
+        digest,
+        command_inputs=tuple(project.from_here(folder / p) for p in inputs),
+        command_profile=project.from_here(profile.file) if profile.file else profile.name,
+    )
     if not pylock_path.is_file():
         return replace(here, exists=False)
     try:
@@ -506,7 +550,7 @@ def _currency(
     return replace(
         here,
         inputs_changed=written.input_hash != digest,
-        profile_changed=written.profile_hash != lockwrite.profile_hash(profile),
+        profile_changed=lockprofile.changed(written, profile),
         requirements_missing="" if req.is_file() else str(req),
         requirements_disagree=lockread.requirements_disagreement(written),
     )

@@ -132,11 +132,37 @@ def prepare(
     return jobs
 
 
-def run_all(jobs: list[tuple[Stage, list[str], Path]], timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+def netrc_env(work: Path, index: IndexOptions) -> dict[str, str]:
+    """uv reads an index's credential from the URL or netrc, not from pip's variables (PIP_INDEX_URL): a
+    credential only pip's variables hold is handed to uv through a netrc in the work folder (mode 0600,
+    removed with the folder), the user's own netrc copied in first. Empty when uv needs nothing more."""
+    from sparkenv import credentials
+
+    urls = [u for u in (index.index_url, *index.extra_index_urls) if u and not credentials.in_url(u)]
+    lines = credentials.netrc_lines(urls, netrc=False)
+    if not lines:
+        return {}
+    own = Path(os.environ.get("NETRC") or os.path.expanduser("~/.netrc"))
+    try:
+        text = own.read_text(encoding="utf-8") + "\n"
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    path = work / "netrc"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n".join(lines) + "\n")
+    return {"NETRC": str(path)}
+
+
+def run_all(
+    jobs: list[tuple[Stage, list[str], Path]],
+    timeout: float = DEFAULT_TIMEOUT,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, str]:
     """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote. Stopped by a
     signal (Ctrl-C, SIGTERM, SIGHUP), every uv group is killed before the stop goes on, and the closing
     line names them."""
-    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1"}
+    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
     started: list[subprocess.Popen[str]] = []
 
     def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:

@@ -246,6 +246,7 @@ def _summary(facts: AuditFacts, binds: dict[str, Binding], target: int) -> Findi
         f"target CUDA {target}",
         subject="environment",
         evidence=(
+            f"read {t.read_what()}",
             f"machine from {t.machine_source}",
             *(f"site folder {d}" for d in t.site_dirs),
             f"CUDA rules reviewed {rules.reviewed()}",

@@ -21,6 +21,12 @@ _finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's
 LIVE_FIX = fix_for("torch", "label")
 
 
+def _no_gpu_status(f: GateFacts) -> Status:
+    """CUDA torch and no GPU visible: the workload's first CUDA call fails. Under --policy strict, in
+    front of a workload, that stops the start (FAIL); otherwise a WARN (a CPU-only job may be meant)."""
+    return Status.FAIL if f.strict and f.workload else Status.WARN
+
+
 def live(f: GateFacts) -> list[Finding]:
     if f.deep or f.section("torch") is not None:
         err = f.error_finding(GotchaId.G1, "torch", "torch")
@@ -152,7 +158,7 @@ def _static_built(
     ngc = " (NGC build: no +cu label, as expected)" if rules.ngc_release(str(version)) else ""
     if f.driver_version is None and not f.gpu0:
         return _finding(
-            status=Status.WARN,
+            status=_no_gpu_status(f),
             summary=f"torch {version} built for CUDA {cuda or major}{ngc}, but no NVIDIA driver or GPU is "
             "visible",
             subject="torch",
@@ -261,7 +267,7 @@ def _torch_ran(f: GateFacts, t: dict[str, Any]) -> Finding:
     devices = stages.get("devices") or {}
     if not devices.get("available"):
         return _finding(
-            status=Status.WARN,
+            status=_no_gpu_status(f),
             summary=f"torch {version} built for CUDA {cuda}{label}, but no GPU is visible",
             subject="torch",
             fix="run the container with --gpus all (or the NVIDIA runtime)",

@@ -23,10 +23,34 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
     return replaced_on_purpose(_declared(facts), facts.allow_replace)
 
 
+def _from_source(facts: DeclaredFacts) -> list[Finding]:
+    """Editable, VCS and local-path lines: their version and requirements are known only once built, so
+    before install they are judged by name where they have one, and said, never dropped silently."""
+    env = facts.profile.marker_env()
+    out = []
+    for d in facts.declared:
+        if d.constraint or not (d.url or d.editable) or not d.applies(env):
+            continue
+        scheme = (d.url or "").split(":", 1)[0]
+        kind = "an editable" if d.editable else ("a VCS" if "+" in scheme else "a path/URL")
+        judged = f"judged by its name {d.key} only" if d.key else "it has no name: nothing about it is judged"
+        out.append(
+            _finding(
+                status=Status.INFO,
+                summary=f"{d.text} ({d.where}) is {kind} requirement: its version and requirements are "
+                f"known only once it is built; {judged} before install (`sparkenv lock` reads what it "
+                "builds)",
+                subject=d.key or d.text,
+                evidence=(d.where,),
+            )
+        )
+    return out
+
+
 def _declared(facts: DeclaredFacts) -> list[Finding]:
     profile, staged = facts.profile, facts.staged
     compiles = packages().compiles_cuda
-    out: list[Finding] = []
+    out: list[Finding] = _from_source(facts)
     for d in facts.applicable:
         key = d.key
         assert key is not None
@@ -122,7 +146,8 @@ def _declared_unsloth(d: Declared, profile: Profile, staged: bool) -> Finding:
     if staged:
         return _finding(
             status=Status.PASS,
-            summary=f"{key} goes into its own --no-deps stage after the rest",
+            summary=f"{key} goes into its own --no-deps stage after the rest, as `sparkenv lock` installs "
+            "it (a plain pip install -r of this file would not: `sparkenv check --pip`)",
             subject=key,
             evidence=ev,
         )

@@ -18,6 +18,15 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 def lockfile(facts: LockFileFacts) -> list[Finding]:
     out = [_currency(c) for c in facts.checked]
+    if facts.none_in:  # a project without locks (yet): nothing is stale, so hooks and CI pass
+        out.append(
+            _finding(
+                status=Status.INFO,
+                summary=f"no pylock.*.toml in {facts.none_in}: nothing to check (sparkenv lock INPUT… "
+                "writes one)",
+                subject=facts.none_in,
+            )
+        )
     if facts.outcome is not None:
         out.append(_outcome(facts.outcome))
     return out
@@ -60,8 +69,10 @@ def _currency(c: Currency) -> Finding:
             subject=c.pylock,
             fix="run sparkenv lock again with the current inputs",
         )
+    # typed from where the user stands (the stage gave the paths so): runs as printed
     regen = (
-        f"run sparkenv lock {' '.join(c.inputs)} --profile {c.profile} --output-dir {c.output_dir}"
+        f"run sparkenv lock {' '.join(c.command_inputs or c.inputs)} --profile "
+        f"{c.command_profile or c.profile} --output-dir {c.output_dir}"
         if c.profile
         else "run sparkenv lock INPUT… (this sparkenv's lock format)"
     )
