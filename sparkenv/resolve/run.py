@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.utils import canonicalize_name
 
 from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
 from sparkenv.facts.resolved import Locked
+from sparkenv.lock import from_uv
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
@@ -108,34 +109,6 @@ def _late_keys(inp: inputs_mod.Inputs) -> set[str]:
     """Packages installed in the --no-deps stage: the Unsloth family and `# sparkenv: no-deps` members."""
     fam = _family()
     return {d.key for d in inp.requirements if d.key and not d.constraint and (d.key in fam or d.no_deps)}
-
-
-def _locked(text: str, late: set[str]) -> tuple[dict[str, Locked], dict[str, dict[str, Any]]]:
-    from sparkenv.datafiles import parse_toml
-
-    locked: dict[str, Locked] = {}
-    raw: dict[str, dict[str, Any]] = {}
-    for pkg in parse_toml(text).get("packages", []):
-        key = canonicalize_name(pkg["name"])
-        # the family goes last and --no-deps even where only a dependency brought it in (unsloth → zoo)
-        stage = STAGE_UNSLOTH if key in late or key in _family() else STAGE_MAIN
-        wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
-        sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
-        version = str(pkg.get("version") or _file_version(wheels, sdist))
-        locked[key] = Locked(key, version, stage, wheels, sdist)
-        entry = dict(pkg)
-        entry["version"] = version
-        entry["tool"] = {"sparkenv": {"stage": stage}}
-        raw[key] = entry
-    return locked, raw
-
-
-def _file_version(wheels: list[str], sdist: str | None) -> str:
-    if wheels:
-        return str(parse_wheel_filename(wheels[0])[1])
-    if sdist:
-        return str(parse_sdist_filename(sdist)[1])
-    return ""
 
 
 def _refs(raw: dict[str, dict[str, Any]]) -> list[metadata.FileRef]:
@@ -286,7 +259,7 @@ def lock(
         finally:
             shutil.rmtree(work, ignore_errors=True)
     late = _late_keys(inp)
-    locked, raw = _locked(text, late) if text else ({}, {})
+    locked, raw = from_uv.packages(text, late | _family(), STAGE_MAIN, STAGE_UNSLOTH) if text else ({}, {})
     if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
         s.name != STAGE_UNSLOTH for s in stages
     ):
