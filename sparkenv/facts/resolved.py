@@ -27,6 +27,30 @@ class FallbackFacts:
     reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
 
 
+@dataclass(frozen=True)
+class SdistBuild:
+    """What an sdist builds, read from its own build files (resolve/sdist_scan.py; judged in rules/g2.py).
+
+    kind: 'cuda' (compiles CUDA or C++ against torch), 'native' (C/C++/Cython/Rust, not against torch),
+    'pure' (nothing to compile), 'unknown' (the sdist could not be read; evidence says why)."""
+
+    key: str
+    kind: str
+    evidence: tuple[str, ...] = ()
+    via: str = "the sdist"  # or "cache", or "packages.toml" (a known answer)
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    """uv could not build or download one package while resolving (resolve/uvdriver.py reads uv's words)."""
+
+    key: str
+    version: str
+    action: str  # build, download and build, download …
+    cause: str  # the first line of the real cause
+    sdist: str | None = None  # its sdist's file name on the index, when there is one
+
+
 @dataclass
 class Locked:
     key: str
@@ -75,6 +99,10 @@ class ResolvedFacts:
     records: dict[str, str] = field(default_factory=dict)
     # What the index says about declared requirements not pinned exactly and sdist-only picks.
     fallbacks: tuple[FallbackFacts, ...] = ()
+    # What each sdist-only pick (and each package uv could not build) compiles, read from its sdist.
+    sdist_builds: dict[str, SdistBuild] = field(default_factory=dict)
+    # Packages uv could not build or download; the rest was resolved without them.
+    build_failures: tuple[BuildFailure, ...] = ()
 
     @functools.cached_property
     def versions(self) -> dict[str, str]:

@@ -19,13 +19,13 @@ from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
-from sparkenv.facts.resolved import Locked
+from sparkenv.facts.resolved import BuildFailure, Locked, SdistBuild
 from sparkenv.lock import from_uv
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import interrupt, metadata, policy
+from sparkenv.resolve import interrupt, metadata, policy, uvdriver
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
@@ -214,7 +214,6 @@ def lock(
     nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
     write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
     ignored or waived does not withhold it."""
-    from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
     inp = inputs_mod.read(paths, extras)
@@ -237,6 +236,7 @@ def lock(
     excluded = _excluded(profile, allowed)
     text = ""
     prefetched: dict[str, Any] = {}
+    failures: list[uvdriver.BuildFailed] = []
     if resolve_stage is not None:
         _say(
             progress,
@@ -249,8 +249,9 @@ def lock(
         prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
         try:
             with interrupt.raising():
-                jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
-                text = uvdriver.run_all(jobs, timeout)[resolve_stage.name]
+                text = _resolve_around_failures(
+                    Path(work), profile, index, resolve_stage, excluded, exclude_newer, timeout, failures
+                )
         except interrupt.Terminated as term:
             shutil.rmtree(work, ignore_errors=True)
             groups = ", ".join(map(str, term.groups))
@@ -270,7 +271,9 @@ def lock(
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
     metas = metadata.read(_refs(raw), index_url=index.index_url)
-    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, index.index_url, prefetched)
+    resolved = _resolved_findings(
+        inp, profile, locked, raw, metas, allowed, index.index_url, prefetched, failures
+    )
     findings = [*declared, *resolved]
     _say(
         progress,
@@ -281,7 +284,8 @@ def lock(
     outcome = lockstatus.Outcome(
         str(pylock_path),
         str(req_path),
-        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL),
+        # a package uv could not build is missing from the set: no lock, whatever is ignored or waived
+        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL) + len(failures),
         unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
         packages=len(locked),
         stages=len(stages),
@@ -317,6 +321,7 @@ def _resolved_findings(
     allowed: set[str],
     index_url: str | None = None,
     prefetched: dict[str, Any] | None = None,
+    failures: list[uvdriver.BuildFailed] | None = None,
 ) -> list[Finding]:
     from sparkenv.facts import graph
     from sparkenv.rules import cuda_builds
@@ -352,6 +357,11 @@ def _resolved_findings(
                     evidence=(fname,),
                 )
             )
+    failed, failed_refs = _failed(failures or [], index_url)
+    for key, meta in metadata.read(failed_refs, index_url=index_url).items():
+        if isinstance(meta, metadata.Metadata):  # its requirements still count (a torch pin, a base conflict)
+            requires[key] = meta.requires
+    sdist_refs = [r for r in _refs(raw) if not r.is_wheel and not locked[r.key].wheels] + failed_refs
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
     edges = graph.edges(requires, env, _root_extras(inp, env))
     chain = graph.chains(locked, edges, roots)
@@ -375,8 +385,75 @@ def _resolved_findings(
         allow_replace=frozenset(allowed),
         records=records,
         fallbacks=tuple(fallback_facts),
+        sdist_builds=_sdist_builds(sdist_refs),
+        build_failures=tuple(failed),
     )
     return out
+
+
+def _sdist_builds(refs: list[metadata.FileRef]) -> dict[str, SdistBuild]:
+    """What each sdist compiles: packages.toml's known answers first, the sdist's own files for the rest."""
+    from sparkenv.knowledge import packages
+    from sparkenv.resolve import sdist_scan
+
+    known = packages().compiles_cuda
+    out = {r.key: SdistBuild(r.key, "cuda", (), via="packages.toml") for r in refs if r.key in known}
+    return {**out, **sdist_scan.scan([r for r in refs if r.key not in known])}
+
+
+def _failed(
+    failures: list[uvdriver.BuildFailed], index_url: str | None
+) -> tuple[list[BuildFailure], list[metadata.FileRef]]:
+    """Each package uv could not build, with its sdist on the index (to read what it builds and needs)."""
+    from packaging.version import InvalidVersion, Version
+
+    from sparkenv.resolve import fallbacks
+
+    out, refs = [], []
+    for bf in failures:
+        sdist = None
+        releases = fallbacks.releases(index_url or fallbacks.PYPI, bf.key) if bf.version else None
+        try:
+            rel = (releases or {}).get(Version(bf.version)) if bf.version else None
+        except InvalidVersion:
+            rel = None
+        for name in rel.files if rel else []:
+            if not name.endswith(".whl") and rel is not None and rel.urls.get(name):
+                sdist = name
+                refs.append(metadata.FileRef(bf.key, name, rel.urls[name], ""))
+                break
+        out.append(BuildFailure(bf.key, bf.version, bf.action, bf.cause, sdist))
+    return out, refs
+
+
+MAX_BUILD_FAILURES = 5
+
+
+def _resolve_around_failures(
+    work: Path,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    stage: Stage,
+    excluded: list[str],
+    exclude_newer: str | None,
+    timeout: float,
+    failures: list[uvdriver.BuildFailed],
+) -> str:
+    """uv stops at the first package it cannot build; that package is kept out and the rest resolved
+    again (up to MAX_BUILD_FAILURES times), so that every other finding can still be made. uv's own
+    words go to stderr only under SPARKENV_DEBUG=1."""
+    skip = list(excluded)
+    while True:
+        jobs = uvdriver.prepare(work, profile, index, [stage], skip, exclude_newer)
+        try:
+            return uvdriver.run_all(jobs, timeout)[stage.name]
+        except uvdriver.BuildFailed as bf:
+            if os.environ.get("SPARKENV_DEBUG"):
+                print(bf.raw, file=sys.stderr, flush=True)
+            if bf.key in skip or len(failures) >= MAX_BUILD_FAILURES:
+                raise
+            failures.append(bf)
+            skip.append(bf.key)
 
 
 def _rel(path: Path, out_dir: Path) -> str:

@@ -1,0 +1,127 @@
+"""`sparkenv lock` judges classes of packages, not names: an sdist by its own build files, a build uv
+cannot do as a finding. Real sdists served from a local index on 127.0.0.1, resolved by the real uv."""
+
+from __future__ import annotations
+
+import pytest
+from artifacts import Index, serve
+
+_TORCH_EXT_SETUP = (
+    "from setuptools import setup\n"
+    "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(ext_modules=[CUDAExtension('k', ['csrc/k.cu'])], cmdclass={'build_ext': BuildExtension})\n"
+)
+# An in-tree build backend that imports torch without declaring it: the build fails for real in uv's
+# isolated environment, as a setup.py that does `import torch` does.
+_BACKEND_NEEDS_TORCH = {
+    "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+    "backend.py": "import torch  # noqa: F401  (needed to build, not declared)\n",
+    "setup.py": _TORCH_EXT_SETUP,
+    "csrc/k.cu": "__global__ void k() {}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory):
+    ix = Index(tmp_path_factory.mktemp("index"))
+    ix.wheel("numpy", "2.1.0", tag="cp312-cp312-manylinux_2_17_aarch64")
+    ix.sdist(
+        "myext-torch", "1.0", files={"setup.py": _TORCH_EXT_SETUP, "csrc/k.cu": "__global__ void k(){}\n"}
+    )
+    ix.sdist(
+        "cmake-kernels",
+        "1.0",
+        files={"CMakeLists.txt": "cmake_minimum_required(VERSION 3.26)\nproject(k LANGUAGES CXX CUDA)\n"},
+    )
+    ix.sdist(
+        "torch-build-req",
+        "1.0",
+        files={
+            "pyproject.toml": '[build-system]\nrequires = ["setuptools", "torch>=2.4"]\n'
+            'build-backend = "setuptools.build_meta"\n'
+        },
+    )
+    # CUDA sources compiled only at run time (JIT), a plain setup.py: nothing compiles at install
+    ix.sdist("jit-kernels", "1.0", files={"jit_kernels/k.cu": "__global__ void k(){}\n"})
+    ix.sdist("puresdist", "1.0")
+    ix.sdist("needs-torch-to-build", "1.0", ["torch>=99"], files=_BACKEND_NEEDS_TORCH, metadata_version="2.1")
+    ix.wheel("app", "1.0", requires=["needs-torch-to-build", "numpy"])
+    server = serve(ix)
+    yield ix
+    server.shutdown()
+
+
+@pytest.fixture
+def lock(run, index, tmp_path):
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sparkenv")}
+
+    def _lock(text: str, *args: str, extra_env: dict[str, str] | None = None):
+        req = tmp_path / "requirements.txt"
+        req.write_text(text)
+        out = tmp_path / "out"
+        return run(
+            "lock",
+            str(req),
+            "--index-url",
+            index.url,
+            "--output-dir",
+            str(out),
+            *args,
+            env={**env, **(extra_env or {})},
+        )
+
+    return _lock
+
+
+def _by(r) -> dict[tuple[str, str], dict]:
+    return {(f["id"], f["subject"]): f for f in r.json()["findings"]}
+
+
+def test_sdist_that_compiles_against_torch_fails_by_its_own_build_files(lock, tmp_path):
+    r = lock("myext-torch\ncmake-kernels\ntorch-build-req\njit-kernels\npuresdist\n", "--json")
+    assert r.code == 1, r.out + r.err
+    found = _by(r)
+    ext, cmake, breq = (
+        found[("G2", "myext-torch")],
+        found[("G2", "cmake-kernels")],
+        found[("G2", "torch-build-req")],
+    )
+    assert ext["status"] == cmake["status"] == breq["status"] == "FAIL"
+    assert "setup.py uses torch.utils.cpp_extension" in ext["summary"]
+    assert "cmakelists.txt names LANGUAGES CXX CUDA" in cmake["summary"]
+    assert "build-system requires torch" in breq["summary"]
+    # the fix fits the profile: ngc-25.11 provides torch, so building against it is one way; no
+    # "use an NGC profile" on an NGC profile
+    assert "--no-build-isolation myext-torch==1.0" in ext["fix"] and "NGC profile" not in ext["fix"]
+    # CUDA sources without a build that compiles them, and a pure-Python sdist: WARN, as before
+    assert found[("G2", "jit-kernels")]["status"] == "WARN"
+    assert (
+        found[("G2", "puresdist")]["status"] == "WARN"
+        and "pure-Python" in found[("G2", "puresdist")]["summary"]
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_fix_on_a_profile_without_torch_does_not_offer_the_base(lock):
+    r = lock("myext-torch\n", "--profile", "spark-bare", "--json")
+    fix = _by(r)[("G2", "myext-torch")]["fix"]
+    assert r.code == 1 and "base's torch" not in fix and "wheel for aarch64" in fix
+
+
+def test_a_build_uv_cannot_do_is_a_finding_and_the_rest_is_still_judged(lock, tmp_path):
+    r = lock("app\n", "--json")
+    assert r.code == 1, r.out + r.err
+    found = _by(r)
+    g2 = found[("G2", "needs-torch-to-build")]
+    assert g2["status"] == "FAIL"
+    assert "No module named 'torch'" in g2["summary"] and "app → needs-torch-to-build" in g2["summary"]
+    assert "compiles CUDA/C++ against torch" in g2["summary"] and g2["fix"]
+    # what it requires (read from its sdist) is still held to the base: torch>=99 is not the base's torch
+    assert found[("G9", "torch")]["status"] == "FAIL" and ">=99" in found[("G9", "torch")]["summary"]
+    # the rest of the set was resolved and judged
+    assert r.json()["context"]["packages"] == 2  # app and numpy
+    # uv's own output (its traceback) only under SPARKENV_DEBUG=1
+    assert "Traceback" not in r.err and "Traceback" not in r.out
+    assert not (tmp_path / "out").exists()
+    debug = lock("app\n", "--json", extra_env={"SPARKENV_DEBUG": "1"})
+    assert debug.code == 1 and "Traceback" in debug.err
