@@ -200,7 +200,10 @@ def resolved_build_failures(facts: ResolvedFacts) -> list[Finding]:
             )
         elif bf.action.startswith("download") and "build" not in bf.action:
             why = "a file it needs could not be downloaded"
-            fix = "make the file reachable from here (index, proxy), or pin a release whose files are on the index"
+            fix = (
+                "make the file reachable from here (index, proxy), or pin a release whose files are on "
+                "the index"
+            )
         else:
             why = "its build failed"
             fix = f"pin a {bf.key} release that has a wheel for {profile.machine}, or drop it"
