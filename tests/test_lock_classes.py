@@ -46,7 +46,13 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.sdist("puresdist", "1.0")
     ix.sdist("needs-torch-to-build", "1.0", ["torch>=99"], files=_BACKEND_NEEDS_TORCH, metadata_version="2.1")
     ix.wheel("app", "1.0", requires=["needs-torch-to-build", "numpy"])
-    server = serve(ix)
+    # one native library per CUDA release, picked at run time: none for CUDA 13 in 1.0, one in 2.0
+    arm = "cp312-cp312-manylinux_2_17_aarch64"
+    per_release = {f"quantlib/libql_cuda{v}.so": b"\x7fELF" for v in ("118", "121", "126", "128", "129")}
+    ix.wheel("quantlib", "1.0", tag=arm, files=per_release)
+    ix.wheel("quantlib", "2.0", tag=arm, files={**per_release, "quantlib/libql_cuda130.so": b"\x7fELF"})
+    ix.wheel("bundles-cudart", "1.0", tag=arm, files={"bundles_cudart/libcudart.so.12": b"\x7fELF"})
+    server = serve(ix, ranges=True)
     yield ix
     server.shutdown()
 
@@ -125,3 +131,18 @@ def test_a_build_uv_cannot_do_is_a_finding_and_the_rest_is_still_judged(lock, tm
     assert not (tmp_path / "out").exists()
     debug = lock("app\n", "--json", extra_env={"SPARKENV_DEBUG": "1"})
     assert debug.code == 1 and "Traceback" in debug.err
+
+
+def test_lock_reads_each_binary_wheels_file_list_as_the_audit_reads_record(lock, index):
+    r = lock("quantlib==1.0\n", "--json")
+    g1 = _by(r)[("G1", "quantlib")]
+    assert r.code == 1 and g1["status"] == "FAIL", r.out + r.err
+    assert "no CUDA 13 library" in g1["summary"] and "libql_cuda118.so … libql_cuda129.so" in g1["summary"]
+    assert "torch.version.cuda" in g1["summary"] and g1["fix"]
+    ok = lock("quantlib==2.0\n", "--json")
+    assert ok.code == 0 and _by(ok)[("G1", "quantlib")]["status"] == "PASS"
+    assert "libql_cuda130.so" in _by(ok)[("G1", "quantlib")]["summary"]
+    # a bundled CUDA 12 library is said, not passed: whether it is linked is the audit's to read
+    info = lock("bundles-cudart\n", "--json")
+    assert _by(info)[("G1", "bundles-cudart")]["status"] == "INFO"
+    assert "libcudart.so.12" in _by(info)[("G1", "bundles-cudart")]["summary"]

@@ -103,6 +103,9 @@ class ResolvedFacts:
     sdist_builds: dict[str, SdistBuild] = field(default_factory=dict)
     # Packages uv could not build or download; the rest was resolved without them.
     build_failures: tuple[BuildFailure, ...] = ()
+    # The shared objects each resolved binary wheel ships (its zip central directory), or why it could
+    # not be read (resolve/wheel_files.py): the paths the audit reads from RECORD, known at lock.
+    wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
 
     @functools.cached_property
     def versions(self) -> dict[str, str]:

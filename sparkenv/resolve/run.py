@@ -324,6 +324,7 @@ def _resolved_findings(
     failures: list[uvdriver.BuildFailed] | None = None,
 ) -> list[Finding]:
     from sparkenv.facts import graph
+    from sparkenv.resolve import wheel_files
     from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
@@ -386,6 +387,7 @@ def _resolved_findings(
         records=records,
         fallbacks=tuple(fallback_facts),
         sdist_builds=_sdist_builds(sdist_refs),
+        wheel_files=wheel_files.read(_refs(raw)),
         build_failures=tuple(failed),
     )
     return out

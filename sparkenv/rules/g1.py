@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.cuda import driver as drv
 from sparkenv.cuda import rules
-from sparkenv.knowledge import drivers, packages
+from sparkenv.knowledge import drivers
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
@@ -291,6 +291,69 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
     return out
 
 
+def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
+    """What each resolved binary wheel ships, read from its file list at lock: the per-CUDA-release
+    libraries judged as the audit judges them installed (rules/cuda_per_release.py), CUDA libraries of
+    another major it bundles (INFO: whether its code links them is read from the ELF at audit), and a
+    wheel whose list could not be read (INFO, never a silent PASS)."""
+    from sparkenv.rules import cuda_per_release
+
+    target = rules.target_major()
+    machine = facts.profile.machine
+    out = []
+    for key, files in sorted(facts.wheel_files.items()):
+        if key not in facts.locked:
+            continue
+        ev = facts.evidence(key)
+        desc = facts.describe(key)
+        if isinstance(files, str):
+            out.append(
+                Finding(
+                    id=GotchaId.G1,
+                    status=Status.INFO,
+                    summary=f"{desc}: its wheel's file list could not be read ({files}); its libraries are "
+                    "checked only by `sparkenv audit` after install",
+                    subject=key,
+                    evidence=ev,
+                )
+            )
+            continue
+        got = cuda_per_release.verdict(key, files, machine)
+        if got is not None:
+            ok, what, fix = got
+            out.append(
+                Finding(
+                    id=GotchaId.G1,
+                    status=Status.PASS if ok else Status.FAIL,
+                    summary=f"{desc} {what} (its wheel's file list)",
+                    subject=key,
+                    evidence=ev,
+                    fix=None if ok else fix,
+                )
+            )
+            continue
+        other = sorted(
+            {
+                os.path.basename(f)
+                for f in files
+                if (m := rules.soname_major(os.path.basename(f))) and m != target
+            }
+        )
+        if other:
+            out.append(
+                Finding(
+                    id=GotchaId.G1,
+                    status=Status.INFO,
+                    summary=f"{desc} bundles {', '.join(other[:3])}{' …' if len(other) > 3 else ''} (CUDA "
+                    f"{rules.soname_major(other[0])}): whether its code links it is read from the ELF by "
+                    "`sparkenv audit` after install",
+                    subject=key,
+                    evidence=ev,
+                )
+            )
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------
 # Stage.INSTALLED: an environment read from outside (sparkenv audit)
 
@@ -338,8 +401,9 @@ def _dist_finding(
         )
         evidence = [f"{so.relpath} is {so.info.machine}" for so in wrong_arch] + evidence
 
-    if dist.key == "bitsandbytes":
-        return _bitsandbytes(df, target, status, problems, fixes, evidence, facts)
+    per_release = _per_release(df, status, problems, fixes, evidence, facts)
+    if per_release is not None:
+        return per_release
 
     cpu = [e for e in b.evidence if e.kind == "cpu"]
     if (
@@ -416,35 +480,36 @@ def _fix_for(key: str, required_by: list[str], kind: str) -> str:
     return fix_for(key, kind)
 
 
-def _bitsandbytes(
+def _per_release(
     df: DistFacts,
-    target: int,
     status: Status,
     problems: list[str],
     fixes: list[str],
     evidence: list[str],
     facts: AuditFacts,
-) -> Finding:
-    regex = packages().bitsandbytes_library
-    libs: dict[int, str] = {}
-    for rel in df.so_paths:
-        m = regex.search(os.path.basename(rel))
-        if m:
-            libs.setdefault(rules.cuda_digits_major(m.group(1)), os.path.basename(rel))
-    evidence = evidence + [f"carries {name}" for _, name in sorted(libs.items())]
+) -> Finding | None:
+    """One library per CUDA release (bitsandbytes and its like): the judgement the lock makes on the
+    wheel's file list (resolved_wheel_files), here on the installed files."""
+    from sparkenv.rules import cuda_per_release
+
+    got = cuda_per_release.verdict(df.dist.key, df.so_paths, facts.target.machine)
+    if got is None:
+        return None
+    ok, what, fix = got
+    libs = cuda_per_release.libraries(df.so_paths)
+    evidence = evidence + [f"carries {names[0]}" for _, names in sorted(libs.items())]
     who = f"{df.dist.key} {df.dist.version}"
-    if target in libs and status is Status.PASS:
+    if ok and status is Status.PASS:
         return Finding(
             id=GotchaId.G1,
             status=Status.PASS,
-            summary=f"{who} carries a CUDA {target} library ({libs[target]})",
+            summary=f"{who} {what}",
             subject=df.dist.key,
             evidence=_cap(evidence),
         )
-    if target not in libs:
-        found = ", ".join(sorted(libs.values())) or "no CUDA library at all"
-        problems.append(f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda")
-        fixes.append("upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130")
+    if not ok:
+        problems.append(what)
+        fixes.append(fix)
     return Finding(
         id=GotchaId.G1,
         status=Status.FAIL,
@@ -961,10 +1026,17 @@ RULES = (
         "its RECORD",
     ),
     Rule(
+        Stage.RESOLVED,
+        resolved_wheel_files,
+        "each resolved binary wheel's file list (zip central directory, range requests): one library per "
+        "CUDA release and none for the target, CUDA libraries of another major it bundles",
+    ),
+    Rule(
         Stage.INSTALLED,
         installed,
         "every distribution's name, label, Requires-Dist, install paths and the DT_NEEDED sonames of its "
-        "shared objects; CPU-only torch; shared objects of another CPU; bitsandbytes' CUDA library",
+        "shared objects; CPU-only torch; shared objects of another CPU; one library per CUDA release "
+        "(bitsandbytes' kind) without one for the target",
     ),
     Rule(
         Stage.LIVE,
