@@ -394,13 +394,13 @@ def _resolved_findings(
 
 
 def _sdist_builds(refs: list[metadata.FileRef]) -> dict[str, SdistBuild]:
-    """What each sdist compiles: packages.toml's known answers first, the sdist's own files for the rest."""
+    """What each sdist compiles, read from the sdist; packages.toml's known answers (rules/g2.sdist_build)
+    need no download."""
     from sparkenv.knowledge import packages
     from sparkenv.resolve import sdist_scan
 
     known = packages().compiles_cuda
-    out = {r.key: SdistBuild(r.key, "cuda", (), via="packages.toml") for r in refs if r.key in known}
-    return {**out, **sdist_scan.scan([r for r in refs if r.key not in known])}
+    return sdist_scan.scan([r for r in refs if r.key not in known])
 
 
 def _failed(

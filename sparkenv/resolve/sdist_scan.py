@@ -34,13 +34,11 @@ _CUDA_SOURCES = (".cu", ".cuh")
 
 
 def _requires_torch(pyproject: str) -> bool:
+    from sparkenv.datafiles import parse_toml
+
     try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads(pyproject)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = parse_toml(pyproject)
+    except ValueError:  # TOMLDecodeError is a ValueError
         return False
     reqs = data.get("build-system", {}).get("requires", [])
     return any(re.match(r"\s*torch\b(?![-_\w])", str(r)) for r in reqs if isinstance(r, str))

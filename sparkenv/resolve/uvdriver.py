@@ -209,6 +209,8 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
+    from sparkenv.environment.pins import exact_pin
+
     m = _FAILED.search(stderr)
     if m is None:
         return None
@@ -217,8 +219,7 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
         req = Requirement(spec)
     except InvalidRequirement:
         return None
-    exact = [s.version for s in req.specifier if s.operator in ("==", "===")]
-    version = exact[0] if exact else ""
+    version = exact_pin(req.specifier) or ""
     inner = []  # what the build itself printed ([stderr]/[stdout] blocks of uv's message)
     causes = []
     for line in stderr.splitlines():

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.cuda import driver as drv
 from sparkenv.cuda import rules
-from sparkenv.knowledge import drivers
+from sparkenv.knowledge import drivers, packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major
 from sparkenv.rules.cuda_major import Binding, Evidence
@@ -151,27 +151,25 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
         out += _url_wheel(d, profile)
     if not out:
         out += _cuda_pass(key, d.exact, f"{desc} ({d.where})", ev)
-    if key == "torch" and d.exact and not d.url and profile.provider(key) is None:
+    first = packages().first_cuda13(key, profile.machine) if key == "torch" else None
+    if first is not None and d.exact and not d.url and profile.provider(key) is None:
         v = Version(d.exact)
-        if not v.local and v < Version(_TORCH_CUDA13_FROM):
+        if not v.local and v < Version(first.version):
             out.append(
                 Finding(
                     id=GotchaId.G1,
                     status=Status.WARN,
-                    summary=f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA "
-                    "12 and CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
-                    f"{profile.machine} a CUDA 12 or +cpu wheel; `sparkenv lock` reads the file it resolves "
-                    "to and fails a CPU-only or CUDA 12 build)",
+                    summary=f"{desc} ({d.where}): an unlabelled pin below {first.version} matches builds "
+                    f"without CUDA 13: the default index's {profile.machine} wheels before {first.version} "
+                    f"carry {first.before} (a +cu label may match too); `sparkenv lock` reads the file it "
+                    "resolves to and fails a CPU-only or CUDA 12 build",
                     subject=key,
-                    evidence=ev,
-                    fix="pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
+                    evidence=(*ev, f"{first.evidence} (read {first.checked}; {first.source})"),
+                    fix=f"pin torch>={first.version} (the default index's {profile.machine} wheels carry "
+                    f"CUDA 13 from {first.version} on), or the +cu130 build from {CU130_INDEX}",
                 )
             )
     return out
-
-
-# PyPI torch on Linux is CUDA 13 from 2.11 on (FACTS.md); older unlabelled pins pull CUDA 12 or CPU builds.
-_TORCH_CUDA13_FROM = "2.11"
 
 
 def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
@@ -226,7 +224,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                     )
                 )
         out += fails or _cuda_pass(key, pkg.version, desc, ev)
-    return out + resolved_cpu_only(facts)
+    return out + resolved_cpu_only(facts) + resolved_wheel_files(facts)
 
 
 def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
@@ -262,7 +260,7 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
                         summary=f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
                         subject=key,
                         evidence=ev,
-                        fix=f"use {fams[key].instead}",
+                        fix=f"use {cuda_builds.instead(key, facts.profile.machine)}",
                     )
                 )
             continue  # its CUDA comes from torch's libraries: nothing to tell from its own metadata
@@ -275,7 +273,7 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
                     "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
                     subject=key,
                     evidence=ev,
-                    fix=f"use {fams[key].instead}",
+                    fix=f"use {cuda_builds.instead(key, facts.profile.machine)}",
                 )
             )
         else:
@@ -1023,13 +1021,8 @@ RULES = (
         "every resolved file's name, label and Requires-Dist for the target platform, with the chain "
         "that pulled it in; whether a resolved torch (onnxruntime-gpu, jax; torchvision and torchaudio "
         "through the torch they pin) shows CUDA at all: label, CUDA runtime requirement, CUDA library in "
-        "its RECORD",
-    ),
-    Rule(
-        Stage.RESOLVED,
-        resolved_wheel_files,
-        "each resolved binary wheel's file list (zip central directory, range requests): one library per "
-        "CUDA release and none for the target, CUDA libraries of another major it bundles",
+        "its RECORD; each binary wheel's file list (zip central directory): one library per CUDA release "
+        "and none for the target, CUDA libraries of another major it bundles",
     ),
     Rule(
         Stage.INSTALLED,

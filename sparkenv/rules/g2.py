@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
     from sparkenv.facts.installed import AuditFacts, DistFacts
     from sparkenv.facts.live import GateFacts
-    from sparkenv.facts.resolved import ResolvedFacts
+    from sparkenv.facts.resolved import ResolvedFacts, SdistBuild
     from sparkenv.profiles import Profile
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
@@ -145,7 +145,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         if not (pkg.sdist and not pkg.wheels):
             continue
         ev, desc = facts.evidence(key), facts.describe(key)
-        build = facts.sdist_builds.get(key)
+        build = sdist_build(facts, key)
         if build is not None and build.kind == "cuda":
             out.append(
                 Finding(
@@ -172,10 +172,21 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                     fix="prefer a version with a wheel for the target",
                 )
             )
-    return out
+    return out + _build_failures(facts)
 
 
-def resolved_build_failures(facts: ResolvedFacts) -> list[Finding]:
+def sdist_build(facts: ResolvedFacts, key: str) -> SdistBuild | None:
+    """What the sdist of `key` builds: read from the sdist at lock, else a known answer (packages.toml's
+    compiles_cuda, a cache of what earlier reads found)."""
+    from sparkenv.facts.resolved import SdistBuild
+
+    got = facts.sdist_builds.get(key)
+    if got is None and key in packages().compiles_cuda:
+        return SdistBuild(key, "cuda", ("packages.toml: compiles CUDA at install",), via="packages.toml")
+    return got
+
+
+def _build_failures(facts: ResolvedFacts) -> list[Finding]:
     """A package uv could not build or download while resolving: a FAIL naming it, the first line of the
     real cause and the fix; the rest of the set was resolved without it, so every other finding stands."""
     import re
@@ -183,7 +194,7 @@ def resolved_build_failures(facts: ResolvedFacts) -> list[Finding]:
     profile = facts.profile
     out = []
     for bf in facts.build_failures:
-        build = facts.sdist_builds.get(bf.key)
+        build = sdist_build(facts, bf.key)
         chain = facts.chain(bf.key)
         desc = f"{bf.key} {bf.version}".strip() + f" (via {chain})"
         missing = re.search(r"No module named '([\w.]+)'", bf.cause)
@@ -570,13 +581,8 @@ RULES = (
         Stage.RESOLVED,
         resolved,
         "resolved packages for which only an sdist fits the target platform, and what each sdist's own "
-        "build files (build-system requires, setup.py, CMakeLists.txt) say it compiles",
-    ),
-    Rule(
-        Stage.RESOLVED,
-        resolved_build_failures,
-        "packages uv could not build or download while resolving: the build's own error, what the sdist "
-        "compiles",
+        "build files (build-system requires, setup.py, CMakeLists.txt) say it compiles; packages uv "
+        "could not build or download while resolving, with the build's own error",
     ),
     Rule(
         Stage.INSTALLED,
