@@ -52,6 +52,10 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.wheel("quantlib", "1.0", tag=arm, files=per_release)
     ix.wheel("quantlib", "2.0", tag=arm, files={**per_release, "quantlib/libql_cuda130.so": b"\x7fELF"})
     ix.wheel("bundles-cudart", "1.0", tag=arm, files={"bundles_cudart/libcudart.so.12": b"\x7fELF"})
+    # a CUDA 12 package pulled in only through an extra another package asks for
+    ix.wheel("cupy-cuda12x", "13.0.0", tag=arm)
+    ix.wheel("rayish", "2.0", requires=['cupy-cuda12x; extra == "cgraph"'])
+    ix.wheel("servery", "1.0", requires=["rayish[cgraph]>=2"])
     server = serve(ix, ranges=True)
     yield ix
     server.shutdown()
@@ -146,3 +150,12 @@ def test_lock_reads_each_binary_wheels_file_list_as_the_audit_reads_record(lock,
     info = lock("bundles-cudart\n", "--json")
     assert _by(info)[("G1", "bundles-cudart")]["status"] == "INFO"
     assert "libcudart.so.12" in _by(info)[("G1", "bundles-cudart")]["summary"]
+
+
+def test_chains_pass_through_the_extras_that_pulled_a_package_in(lock):
+    r = lock("servery\n", "--json")
+    g1 = _by(r)[("G1", "cupy-cuda12x")]
+    assert r.code == 1 and g1["status"] == "FAIL"
+    assert "servery → rayish[cgraph] → cupy-cuda12x" in g1["summary"], g1["summary"]
+    root = lock("rayish[cgraph]\n", "--json")
+    assert "rayish[cgraph] → cupy-cuda12x" in _by(root)[("G1", "cupy-cuda12x")]["summary"]

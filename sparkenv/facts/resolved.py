@@ -6,7 +6,6 @@ import functools
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
@@ -61,26 +60,6 @@ class Locked:
     requires: list[Requirement] | None = None  # Requires-Dist, None when unknown
 
 
-def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> dict[str, list[str]]:
-    """key -> the shortest chain from a declared requirement (`peft → torch`), through Requires-Dist."""
-    graph: dict[str, list[str]] = {}
-    for key, pkg in locked.items():
-        deps = []
-        for req in pkg.requires or []:
-            if req.marker is None or req.marker.evaluate(env):
-                deps.append(canonicalize_name(req.name))
-        graph[key] = deps
-    found: dict[str, list[str]] = {r: [r] for r in roots}
-    queue = list(dict.fromkeys(roots))
-    while queue:
-        node = queue.pop(0)
-        for dep in graph.get(node, []):
-            if dep not in found:
-                found[dep] = [*found[node], dep]
-                queue.append(dep)
-    return found
-
-
 @dataclass(frozen=True)
 class ResolvedFacts:
     """What `sparkenv lock` sees after resolution: every locked file, and how each got there."""
@@ -106,6 +85,8 @@ class ResolvedFacts:
     # The shared objects each resolved binary wheel ships (its zip central directory), or why it could
     # not be read (resolve/wheel_files.py): the paths the audit reads from RECORD, known at lock.
     wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    # The extras each declared requirement asks for (`vllm[audio]`): where the chains start.
+    root_extras: dict[str, set[str]] = field(default_factory=dict)
 
     @functools.cached_property
     def versions(self) -> dict[str, str]:
@@ -113,8 +94,8 @@ class ResolvedFacts:
 
     @functools.cached_property
     def graph_chain(self) -> dict[str, list[str]]:
-        """Shortest chains through `edges` (extras followed), for every locked name."""
-        return graph.chains(self.locked, list(self.edges), list(self.roots))
+        """Shortest chains through `edges`, each step with the extra it was asked for (facts/graph.py)."""
+        return graph.chains(self.locked, list(self.edges), list(self.roots), self.root_extras)
 
     @functools.cached_property
     def base_versions(self) -> dict[str, str]:
@@ -134,12 +115,8 @@ class ResolvedFacts:
     def env(self) -> dict[str, str]:
         return self.profile.marker_env()
 
-    @functools.cached_property
-    def via(self) -> dict[str, list[str]]:
-        return chains(self.locked, list(self.roots), self.env)
-
     def chain(self, key: str) -> str:
-        return " → ".join(self.via.get(key, [key]))
+        return " → ".join(self.graph_chain.get(key, [key]))
 
     def describe(self, key: str) -> str:
         return f"{key} {self.locked[key].version} (via {self.chain(key)})"

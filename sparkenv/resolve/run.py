@@ -364,8 +364,9 @@ def _resolved_findings(
             requires[key] = meta.requires
     sdist_refs = [r for r in _refs(raw) if not r.is_wheel and not locked[r.key].wheels] + failed_refs
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
-    edges = graph.edges(requires, env, _root_extras(inp, env))
-    chain = graph.chains(locked, edges, roots)
+    root_extras = _root_extras(inp, env)
+    edges = graph.edges(requires, env, root_extras)
+    chain = graph.chains(locked, edges, roots, root_extras)
     kept_out = [n for n in profile.excluded() if n not in allowed]
     base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
     # whose RECORD to read: CUDA-capable members whose metadata shows no CUDA (only their wheels)
@@ -389,6 +390,7 @@ def _resolved_findings(
         sdist_builds=_sdist_builds(sdist_refs),
         wheel_files=wheel_files.read(_refs(raw)),
         build_failures=tuple(failed),
+        root_extras=root_extras,
     )
     return out
 
