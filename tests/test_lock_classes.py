@@ -22,7 +22,7 @@ _BACKEND_NEEDS_TORCH = {
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory):
+def index(tmp_path_factory: pytest.TempPathFactory, elves):
     ix = Index(tmp_path_factory.mktemp("index"))
     ix.wheel("numpy", "2.1.0", tag="cp312-cp312-manylinux_2_17_aarch64")
     ix.sdist(
@@ -56,6 +56,13 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.wheel("cupy-cuda12x", "13.0.0", tag=arm)
     ix.wheel("rayish", "2.0", requires=['cupy-cuda12x; extra == "cgraph"'])
     ix.wheel("servery", "1.0", requires=["rayish[cgraph]>=2"])
+    # extensions built against torch: their own shared object links a CUDA 12 or a CUDA 13 runtime
+    # (real ELF files compiled here); one whose object is past the read budget
+    cu12, cu13 = elves.linked(("libcudart.so.12",)), elves.linked(("libcudart.so.13",))
+    ix.wheel("alpha-ops", "1.0", tag=arm, requires=["torch"], files={"alpha_ops/_C.so": cu12.read_bytes()})
+    ix.wheel("beta-ops", "1.0", tag=arm, requires=["torch"], files={"beta_ops/_C.so": cu13.read_bytes()})
+    huge = cu12.read_bytes() + bytes(65 * 1024**2)  # deflates to little; unpacked it is past 64 MiB
+    ix.wheel("gamma-ops", "1.0", tag=arm, requires=["torch"], files={"gamma_ops/_C.so": huge})
     server = serve(ix, ranges=True)
     yield ix
     server.shutdown()
@@ -161,3 +168,16 @@ def test_chains_pass_through_the_extras_that_pulled_a_package_in(lock):
     assert "servery → rayish[cgraph] → cupy-cuda12x" in g1["summary"], g1["summary"]
     root = lock("rayish[cgraph]\n", "--json")
     assert "rayish[cgraph] → cupy-cuda12x" in _by(root)[("G1", "cupy-cuda12x")]["summary"]
+
+
+def test_lock_reads_what_a_gpu_extensions_shared_objects_link(lock):
+    r = lock("alpha-ops\n", "--json")
+    g1 = _by(r)[("G1", "alpha-ops")]
+    assert r.code == 1 and g1["status"] == "FAIL", r.out + r.err
+    assert "alpha_ops/_C.so links libcudart.so.12" in g1["summary"] and "read from its wheel" in g1["summary"]
+    ok = lock("beta-ops\n", "--json")
+    assert ok.code == 0 and _by(ok)[("G1", "beta-ops")]["status"] == "PASS"
+    # past the budget: said, never passed
+    big = lock("gamma-ops\n", "--json")
+    g1 = _by(big)[("G1", "gamma-ops")]
+    assert g1["status"] == "INFO" and "read budget" in g1["summary"] and "sparkenv audit" in g1["summary"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
 
+from sparkenv.cuda.elf import ElfInfo
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
 from sparkenv.profiles import Profile
@@ -85,6 +86,9 @@ class ResolvedFacts:
     # The shared objects each resolved binary wheel ships (its zip central directory), or why it could
     # not be read (resolve/wheel_files.py): the paths the audit reads from RECORD, known at lock.
     wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    # DT_NEEDED of the shared objects in the GPU packages' wheels ((path, ElfInfo) …), or why they were
+    # not read (resolve/wheel_elf.py: a budget per lock).
+    wheel_elves: dict[str, tuple[tuple[str, ElfInfo], ...] | str] = field(default_factory=dict)
     # The extras each declared requirement asks for (`vllm[audio]`): where the chains start.
     root_extras: dict[str, set[str]] = field(default_factory=dict)
 

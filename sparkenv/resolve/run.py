@@ -324,7 +324,7 @@ def _resolved_findings(
     failures: list[uvdriver.BuildFailed] | None = None,
 ) -> list[Finding]:
     from sparkenv.facts import graph
-    from sparkenv.resolve import wheel_files
+    from sparkenv.resolve import wheel_elf, wheel_files
     from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
@@ -376,6 +376,8 @@ def _resolved_findings(
         r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
     ]
     records = metadata.records(unknown)
+    so_files = wheel_files.read(_refs(raw))
+    gpu_refs = [r for r in _refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
     fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)
     out += policy.check_resolved(
         locked,
@@ -388,11 +390,33 @@ def _resolved_findings(
         records=records,
         fallbacks=tuple(fallback_facts),
         sdist_builds=_sdist_builds(sdist_refs),
-        wheel_files=wheel_files.read(_refs(raw)),
+        wheel_files=so_files,
+        wheel_elves=wheel_elf.read(gpu_refs, {k: v for k, v in so_files.items() if isinstance(v, tuple)}),
         build_failures=tuple(failed),
         root_extras=root_extras,
     )
     return out
+
+
+def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
+    """Whose shared objects' ELF to read: wheels with native code that require torch or a CUDA library
+    (extensions built against them). Not the CUDA libraries themselves (their names say their major),
+    nor torch's family (its metadata says whether it is a CUDA build)."""
+    from sparkenv.cuda import rules as cuda_rules
+    from sparkenv.rules import cuda_builds, cuda_per_release
+
+    fams = cuda_builds.families()
+    gpu = {e.source for e in edges if e.target == "torch" or cuda_rules.is_cuda_relevant(e.target)}
+    return {
+        k
+        for k in locked
+        if isinstance(so_files.get(k), tuple)
+        and so_files[k]
+        and (k in gpu or cuda_rules.is_cuda_relevant(k))
+        and cuda_rules.name_match(k) is None
+        and k not in fams
+        and not cuda_per_release.libraries(so_files[k])  # judged by which one it carries
+    }
 
 
 def _sdist_builds(refs: list[metadata.FileRef]) -> dict[str, SdistBuild]:

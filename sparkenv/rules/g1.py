@@ -316,7 +316,10 @@ def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
                 )
             )
             continue
-        got = cuda_per_release.verdict(key, files, machine)
+        got = cuda_per_release.verdict(key, files, machine)  # first: one of them is loaded, by choice
+        if got is None and (linked := _wheel_links(facts, key, desc, ev, target)) is not None:
+            out.append(linked)
+            continue
         if got is not None:
             ok, what, fix = got
             out.append(
@@ -350,6 +353,47 @@ def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
                 )
             )
     return out
+
+
+def _wheel_links(
+    facts: ResolvedFacts, key: str, desc: str, ev: tuple[str, ...], target: int
+) -> Finding | None:
+    """What the shared objects of a GPU package's wheel link (DT_NEEDED, read at lock), judged with the
+    audit's reading of one shared object (cuda_major.shared_object_evidence); unread: an INFO."""
+    elves = facts.wheel_elves.get(key)
+    if elves is None:
+        return None
+    if isinstance(elves, str):
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.INFO,
+            summary=f"{desc}: what its shared objects link was not read at lock ({elves}); "
+            "`sparkenv audit` reads it after install",
+            subject=key,
+            evidence=ev,
+        )
+    found = [e for path, info in elves for e in cuda_major.shared_object_evidence(path, info)]
+    needed = [e for e in found if e.kind == "needed"]
+    other = [e for e in needed if e.major != target]
+    if other:
+        return Finding(
+            id=GotchaId.G1,
+            status=cuda_major.OTHER_MAJOR,
+            summary=f"{desc} needs CUDA {other[0].major}: {_short(other[0])} (read from its wheel) — target "
+            f"is CUDA {target}",
+            subject=key,
+            evidence=_cap([*ev, *(e.text for e in other)]),
+            fix=fix_for(key, "needed"),
+        )
+    if needed:
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.PASS,
+            summary=f"{desc} needs CUDA {target}: {_short(needed[0])} (read from its wheel)",
+            subject=key,
+            evidence=_cap([*ev, *(e.text for e in needed)]),
+        )
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------
