@@ -161,7 +161,8 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
                     status=Status.WARN,
                     summary=f"{desc} ({d.where}): an unlabelled pin below {first.version} matches builds "
                     f"without CUDA 13: the default index's {profile.machine} wheels before {first.version} "
-                    f"carry {first.before} (a +cu label may match too); `sparkenv lock` reads the file it "
+                    f"carry {first.before} (=={d.exact} also matches labelled builds such as "
+                    f"{d.exact}+cu128); `sparkenv lock` reads the file it "
                     "resolves to and fails a CPU-only or CUDA 12 build",
                     subject=key,
                     evidence=(*ev, f"{first.evidence} (read {first.checked}; {first.source})"),
