@@ -44,6 +44,11 @@ def index(tmp_path_factory: pytest.TempPathFactory, elves):
     # CUDA sources compiled only at run time (JIT), a plain setup.py: nothing compiles at install
     ix.sdist("jit-kernels", "1.0", files={"jit_kernels/k.cu": "__global__ void k(){}\n"})
     ix.sdist("puresdist", "1.0")
+    optin = "import os\nfrom setuptools import setup\n\next = []\nif os.getenv('BUILD_EXT') == '1':\n"
+    optin += (
+        "    from torch.utils.cpp_extension import CUDAExtension\n\n    ext.append(CUDAExtension('k', []))\n"
+    )
+    ix.sdist("optin-ext", "1.0", files={"setup.py": optin + "setup(ext_modules=ext)\n"})
     ix.sdist("needs-torch-to-build", "1.0", ["torch>=99"], files=_BACKEND_NEEDS_TORCH, metadata_version="2.1")
     ix.wheel("app", "1.0", requires=["needs-torch-to-build", "numpy"])
     # one native library per CUDA release, picked at run time: none for CUDA 13 in 1.0, one in 2.0
@@ -95,7 +100,7 @@ def _by(r) -> dict[tuple[str, str], dict]:
 
 
 def test_sdist_that_compiles_against_torch_fails_by_its_own_build_files(lock, tmp_path):
-    r = lock("myext-torch\ncmake-kernels\ntorch-build-req\njit-kernels\npuresdist\n", "--json")
+    r = lock("myext-torch\ncmake-kernels\ntorch-build-req\njit-kernels\npuresdist\noptin-ext\n", "--json")
     assert r.code == 1, r.out + r.err
     found = _by(r)
     ext, cmake, breq = (
@@ -116,6 +121,9 @@ def test_sdist_that_compiles_against_torch_fails_by_its_own_build_files(lock, tm
         found[("G2", "puresdist")]["status"] == "WARN"
         and "pure-Python" in found[("G2", "puresdist")]["summary"]
     )
+    # an extension built only when the environment asks for it (BUILD_EXT=1): nothing compiles by default
+    optin = found[("G2", "optin-ext")]
+    assert optin["status"] == "WARN" and "only when asked" in optin["summary"]
     assert not (tmp_path / "out").exists()
 
 

@@ -22,6 +22,8 @@ from sparkenv.facts.resolved import SdistBuild
 from sparkenv.resolve import metadata
 
 SDIST_CAP = 64 * 1024**2
+# the classifier's version is in the cache's name: a changed reading never meets an old answer
+_CACHE_SUFFIX = ".sdist-2.json"
 _BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "cmakelists.txt")
 _TEXT_CAP = 512 * 1024  # a build file larger than this is read up to it
 # What in a build file says it compiles GPU code against torch, and the words shown as evidence
@@ -44,6 +46,27 @@ def _requires_torch(pyproject: str) -> bool:
     return any(re.match(r"\s*torch\b(?![-_\w])", str(r)) for r in reqs if isinstance(r, str))
 
 
+_REQUEST = re.compile(r"getenv|environ|sys\.argv")
+
+
+def _opt_in(text: str, at: int) -> str:
+    """The `if` that guards the first torch extension use in setup.py when it asks the environment or
+    the command line (`if os.getenv("BUILD_CUDA_EXTENSIONS") == "1":`): the build is opt-in; else ""."""
+    start = text.rfind("\n", 0, at) + 1
+    here = text[start:at]
+    indent = len(here) - len(here.lstrip())
+    if indent == 0:
+        return ""
+    for line in reversed(text[:start].splitlines()):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or len(line) - len(line.lstrip()) >= indent:
+            continue
+        if stripped.startswith(("if ", "elif ")) and _REQUEST.search(stripped):
+            return stripped.rstrip(":")
+        return ""
+    return ""
+
+
 def classify(key: str, members: dict[str, str], names: list[str]) -> SdistBuild:
     """Facts of one sdist from its top-level build files (lower-cased base name -> text) and the names of
     all its files."""
@@ -52,11 +75,14 @@ def classify(key: str, members: dict[str, str], names: list[str]) -> SdistBuild:
     if "pyproject.toml" in members and _requires_torch(members["pyproject.toml"]):
         evidence.append("pyproject.toml's build-system requires torch")
         torch_ext = True
+    optional = ""
     for fname in ("setup.py", "setup.cfg", "cmakelists.txt", "pyproject.toml"):
         text = members.get(fname, "")
         if m := _TORCH_EXT.search(text):
             evidence.append(f"{fname} uses {m.group(0)}")
             torch_ext = True
+            if fname == "setup.py":
+                optional = _opt_in(text, m.start())
         if m := _CUDA.search(text):
             evidence.append(f"{fname} names {m.group(0).strip()}")
             cuda = True
@@ -69,6 +95,9 @@ def classify(key: str, members: dict[str, str], names: list[str]) -> SdistBuild:
     if native and not (torch_ext or cuda or cu_files):
         evidence.append(f"it ships {len(native)} C/C++/Cython/Rust source file(s) ({native[0]})")
     kind = "cuda" if (torch_ext or cuda) else ("native" if native or cu_files else "pure")
+    if kind == "cuda" and optional:
+        evidence.append(f"setup.py compiles it only on request ({optional})")
+        kind = "optional"
     return SdistBuild(key, kind, tuple(evidence))
 
 
@@ -108,7 +137,7 @@ def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list
 
 def _cached(sha256: str) -> SdistBuild | None:
     try:
-        data = json.loads((metadata.cache_dir() / f"{sha256}.sdist.json").read_text(encoding="utf-8"))
+        data = json.loads((metadata.cache_dir() / f"{sha256}{_CACHE_SUFFIX}").read_text(encoding="utf-8"))
         return SdistBuild(data["key"], data["kind"], tuple(data["evidence"]), via="cache")
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -127,7 +156,7 @@ def scan(refs: list[metadata.FileRef], timeout: float = 60.0) -> dict[str, Sdist
         got = classify(ref.key, members, names)
         if ref.sha256:
             payload = {"key": got.key, "kind": got.kind, "evidence": list(got.evidence)}
-            metadata.store(ref.sha256, json.dumps(payload), ".sdist.json")
+            metadata.store(ref.sha256, json.dumps(payload), _CACHE_SUFFIX)
         return ref.key, got
 
     if not refs:

@@ -130,7 +130,8 @@ def source_fix(key: str, version: str, profile: Profile) -> str:
 
 def _sdist_words(kind: str) -> str:
     return {
-        "pure": "a pure-Python build (nothing compiles)",
+        "pure": "a pure-Python build, nothing compiles",
+        "optional": "it compiles CUDA only when asked to, not by default",
         "native": "native code that does not build against torch",
         "unknown": "its build files could not be read",
     }.get(kind, "")
@@ -160,7 +161,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                 )
             )
         else:
-            what = f" ({_sdist_words(build.kind)})" if build is not None else ""
+            what = f": {_sdist_words(build.kind)}" if build is not None and _sdist_words(build.kind) else ""
             out.append(
                 Finding(
                     id=GotchaId.G2,
