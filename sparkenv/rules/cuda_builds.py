@@ -111,8 +111,14 @@ def evidence(
                 return f"it requires {e.req}, a CUDA build ({why})"
         return None
 
+    target = rules.target_major()
     for key in versions:
-        if key in fams:
+        other = [
+            e
+            for e in out_edges.get(key, [])
+            if (m := cuda_major.requirement_major(e.target, str(e.req.specifier))) is not None and m != target
+        ]
+        if key in fams and not other:  # a CUDA 12 build (jax → jax-cuda12-plugin) is G1's other verdict
             out[key] = one(key, frozenset())
     return out
 
