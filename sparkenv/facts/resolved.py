@@ -51,6 +51,14 @@ class BuildFailure:
     sdist: str | None = None  # its sdist's file name on the index, when there is one
 
 
+@dataclass(frozen=True)
+class WheelElves:
+    """The ELF facts of a GPU package wheel's shared objects read at lock (resolve/wheel_elf.py)."""
+
+    objects: tuple[tuple[str, ElfInfo], ...]  # (path in the wheel, its ELF facts) of the members read
+    unread: str = ""  # why some were not read (past the budget …); "" when all were
+
+
 @dataclass
 class Locked:
     key: str
@@ -88,7 +96,7 @@ class ResolvedFacts:
     wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
     # DT_NEEDED of the shared objects in the GPU packages' wheels ((path, ElfInfo) …), or why they were
     # not read (resolve/wheel_elf.py: a budget per lock).
-    wheel_elves: dict[str, tuple[tuple[str, ElfInfo], ...] | str] = field(default_factory=dict)
+    wheel_elves: dict[str, WheelElves] = field(default_factory=dict)
     # The extras each declared requirement asks for (`vllm[audio]`): where the chains start.
     root_extras: dict[str, set[str]] = field(default_factory=dict)
 

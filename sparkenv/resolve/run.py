@@ -391,7 +391,9 @@ def _resolved_findings(
         fallbacks=tuple(fallback_facts),
         sdist_builds=_sdist_builds(sdist_refs),
         wheel_files=so_files,
-        wheel_elves=wheel_elf.read(gpu_refs, {k: v for k, v in so_files.items() if isinstance(v, tuple)}),
+        wheel_elves=wheel_elf.read(
+            gpu_refs, {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}
+        ),
         build_failures=tuple(failed),
         root_extras=root_extras,
     )
@@ -400,9 +402,11 @@ def _resolved_findings(
 
 def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
     """Whose shared objects' ELF to read: wheels with native code that require torch or a CUDA library
-    (extensions built against them). Not the CUDA libraries themselves (their names say their major),
-    nor torch's family (its metadata says whether it is a CUDA build)."""
+    (extensions built against them), or that ship GPU code (CUDA sources, headers, cubins). Not the CUDA
+    libraries themselves (their names say their major), nor torch's family (its metadata says whether
+    it is a CUDA build)."""
     from sparkenv.cuda import rules as cuda_rules
+    from sparkenv.resolve import wheel_files
     from sparkenv.rules import cuda_builds, cuda_per_release
 
     fams = cuda_builds.families()
@@ -412,7 +416,7 @@ def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, An
         for k in locked
         if isinstance(so_files.get(k), tuple)
         and so_files[k]
-        and (k in gpu or cuda_rules.is_cuda_relevant(k))
+        and (k in gpu or cuda_rules.is_cuda_relevant(k) or wheel_files.ships_gpu_code(so_files[k]))
         and cuda_rules.name_match(k) is None
         and k not in fams
         and not cuda_per_release.libraries(so_files[k])  # judged by which one it carries

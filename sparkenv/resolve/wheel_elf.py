@@ -13,6 +13,7 @@ import json
 import zipfile
 
 from sparkenv.cuda import elf
+from sparkenv.facts.resolved import WheelElves
 from sparkenv.resolve import metadata, remote_zip
 
 PER_OBJECT = 64 * 1024**2
@@ -34,11 +35,9 @@ class Budget:
 Objects = tuple[tuple[str, elf.ElfInfo], ...]
 
 
-def _cached(sha256: str) -> Objects | str | None:
+def _cached(sha256: str) -> Objects | None:
     try:
         data = json.loads((metadata.cache_dir() / f"{sha256}.elf.json").read_text(encoding="utf-8"))
-        if isinstance(data, str):
-            return data
         return tuple((o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data)
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -51,42 +50,45 @@ def _store(sha256: str, objects: Objects) -> None:
     metadata.store(sha256, json.dumps(rows), ".elf.json")
 
 
-def read_one(ref: metadata.FileRef, paths: tuple[str, ...], budget: Budget, timeout: float) -> Objects | str:
-    """(path, ELF facts) of the wheel's shared objects, or why they were not all read."""
+def read_one(ref: metadata.FileRef, paths: tuple[str, ...], budget: Budget, timeout: float) -> WheelElves:
+    """The ELF facts of the wheel's shared objects that fit the budget, and what was left unread."""
     if ref.sha256 and (hit := _cached(ref.sha256)) is not None:
-        return hit
+        return WheelElves(hit)
     out: list[tuple[str, elf.ElfInfo]] = []
+    skipped: list[str] = []
     try:
         fh, _ = remote_zip.open_remote(ref.url, timeout)
         with fh, zipfile.ZipFile(fh) as zf:
-            for path in paths[:MAX_OBJECTS]:
+            for path in paths:
                 info = zf.getinfo(path)
-                if not budget.take(info.file_size):
-                    return (
-                        f"{path} ({info.file_size >> 20} MiB) is past the read budget ({PER_OBJECT >> 20} "
-                        f"MiB a file, {BUDGET >> 20} MiB a lock)"
-                    )
+                if len(out) >= MAX_OBJECTS or not budget.take(info.file_size):
+                    skipped.append(f"{path} ({info.file_size >> 20} MiB)")
+                    continue
                 got = elf.parse_bytes(zf.read(info))
                 if isinstance(got, elf.ElfInfo):
                     out.append((path, got))
     except remote_zip.Unreadable as exc:
-        return str(exc)
+        return WheelElves(tuple(out), str(exc))
     except (zipfile.BadZipFile, KeyError, OSError, EOFError, ValueError) as exc:
-        return f"not a readable zip: {exc}"
-    if len(paths) > MAX_OBJECTS:
-        return f"it ships {len(paths)} shared objects; the first {MAX_OBJECTS} were read"
-    objects = tuple(out)
+        return WheelElves(tuple(out), f"not a readable zip: {exc}")
+    if skipped:
+        more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+        why = (
+            f"{skipped[0]}{more} past the read budget ({PER_OBJECT >> 20} MiB a file, {BUDGET >> 20} MiB "
+            f"a lock, {MAX_OBJECTS} files a wheel)"
+        )
+        return WheelElves(tuple(out), why)
     if ref.sha256:
-        _store(ref.sha256, objects)
-    return objects
+        _store(ref.sha256, tuple(out))
+    return WheelElves(tuple(out))
 
 
 def read(
     refs: list[metadata.FileRef], files: dict[str, tuple[str, ...]], timeout: float = 60.0
-) -> dict[str, Objects | str]:
+) -> dict[str, WheelElves]:
     """key -> the ELF facts of its wheel's shared objects (those in `files`), in one budget for the lock."""
     budget = Budget()
-    out: dict[str, Objects | str] = {}
+    out: dict[str, WheelElves] = {}
     for ref in refs:  # in turn: the budget is spent in a known order, the same on every run
         if files.get(ref.key):
             out[ref.key] = read_one(ref, files[ref.key], budget, timeout)

@@ -24,15 +24,31 @@ def is_binary(filename: str) -> bool:
     return any(t.platform != "any" for t in tags)
 
 
-def _shared(names: list[str]) -> list[str]:
-    return [n for n in names if n.endswith(".so") or ".so." in n.rsplit("/", 1)[-1]]
+# GPU code beside the shared objects: CUDA sources and headers (JIT kernels), cubins, PTX, fatbins
+GPU_SUFFIXES = (".cu", ".cuh", ".cubin", ".ptx", ".fatbin")
+
+
+def _native(names: list[str]) -> list[str]:
+    """Shared objects, and the first GPU-code file when there is one (what makes it a GPU package)."""
+    shared = [n for n in names if n.endswith(".so") or ".so." in n.rsplit("/", 1)[-1]]
+    gpu = [n for n in names if n.lower().endswith(GPU_SUFFIXES)]
+    return shared + gpu[:1]
+
+
+def shared_objects(files: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in files if not f.lower().endswith(GPU_SUFFIXES))
+
+
+def ships_gpu_code(files: tuple[str, ...]) -> bool:
+    return any(f.lower().endswith(GPU_SUFFIXES) for f in files)
 
 
 def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple[str, ...] | str]:
-    """key -> the paths of the shared objects its wheel ships, or a one-line reason it could not be read."""
+    """key -> the paths of the shared objects its wheel ships (and its first GPU-code file, if any), or a
+    one-line reason it could not be read."""
 
     def one(ref: metadata.FileRef) -> tuple[str, tuple[str, ...] | str]:
-        cached = metadata.cache_dir() / f"{ref.sha256}.sofiles"
+        cached = metadata.cache_dir() / f"{ref.sha256}.native-2"
         if ref.sha256:
             try:
                 text = cached.read_text(encoding="utf-8")
@@ -42,13 +58,13 @@ def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple
         try:
             fh, _ = remote_zip.open_remote(ref.url, timeout)
             with fh, zipfile.ZipFile(fh) as zf:
-                names = _shared(zf.namelist())
+                names = _native(zf.namelist())
         except remote_zip.Unreadable as exc:
             return ref.key, str(exc)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
             return ref.key, f"not a readable zip: {exc}"
         if ref.sha256:
-            metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".sofiles")
+            metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".native-2")
         return ref.key, tuple(names)
 
     wanted = [r for r in refs if r.is_wheel and is_binary(r.filename)]

@@ -364,18 +364,18 @@ def _wheel_links(
     elves = facts.wheel_elves.get(key)
     if elves is None:
         return None
-    if isinstance(elves, str):
+    found = [e for path, info in elves.objects for e in cuda_major.shared_object_evidence(path, info)]
+    needed = [e for e in found if e.kind == "needed"]
+    other = [e for e in needed if e.major != target]
+    if elves.unread and not other:
         return Finding(
             id=GotchaId.G1,
             status=Status.INFO,
-            summary=f"{desc}: what its shared objects link was not read at lock ({elves}); "
+            summary=f"{desc}: what its shared objects link was not all read at lock ({elves.unread}); "
             "`sparkenv audit` reads it after install",
             subject=key,
-            evidence=ev,
+            evidence=_cap([*ev, *(e.text for e in needed)]),
         )
-    found = [e for path, info in elves for e in cuda_major.shared_object_evidence(path, info)]
-    needed = [e for e in found if e.kind == "needed"]
-    other = [e for e in needed if e.major != target]
     if other:
         return Finding(
             id=GotchaId.G1,
