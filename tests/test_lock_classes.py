@@ -174,6 +174,10 @@ def test_chains_pass_through_the_extras_that_pulled_a_package_in(lock):
     g1 = _by(r)[("G1", "cupy-cuda12x")]
     assert r.code == 1 and g1["status"] == "FAIL"
     assert "servery → rayish[cgraph] → cupy-cuda12x" in g1["summary"], g1["summary"]
+    # the fix fits the profile: on an NGC profile, "use the NGC image" is no way out
+    assert "cupy-cuda13x" in g1["fix"] and "NGC image" not in g1["fix"]
+    bare = lock("servery\n", "--profile", "spark-bare", "--json")
+    assert "or use the NGC image" in _by(bare)[("G1", "cupy-cuda12x")]["fix"]
     root = lock("rayish[cgraph]\n", "--json")
     assert "rayish[cgraph] → cupy-cuda12x" in _by(root)[("G1", "cupy-cuda12x")]["summary"]
 

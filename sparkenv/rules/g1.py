@@ -38,7 +38,9 @@ CU130_INDEX = "https://download.pytorch.org/whl/cu130"
 # Stage.DECLARED and Stage.RESOLVED: what a name, a version and a Requires-Dist say
 
 
-def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
+def _cuda_fail(
+    key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...], on_base: bool = False
+) -> list[Finding]:
     """G1 from what a name or version says: -cu12 names, +cu128/+cpu labels, versioned toolkit wheels."""
     out: list[Finding] = []
     target = rules.target_major()
@@ -65,27 +67,27 @@ def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple
                 summary=summary,
                 subject=key,
                 evidence=evidence,
-                fix=fix_for(key, e.kind),
+                fix=fix_for(key, e.kind, on_base),
             )
         )
     return out
 
 
-def fix_for(key: str, kind: str) -> str:
+def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     """The fix for a package bound to another CUDA major (or to none), by the kind of the evidence: one
-    text for every stage that sees the same evidence (check, lock, audit)."""
+    text for every stage that sees the same evidence (check, lock, audit). `on_base`: the profile in use
+    is already an NGC image, so "use the NGC image" is no way out."""
+    ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
-        return f"install the CUDA 13 build from {CU130_INDEX} or use the NGC image"
+        return f"install the CUDA 13 build from {CU130_INDEX}{ngc}"
     name = rules.name_match(key)
     if name:
-        return f"replace it with {name.cuda13_name}, or use the NGC image"
+        return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
     if kind == "pin":
-        return f"use {key} {rules.target_major()}.x, or use the NGC image"
+        return f"use {key} {rules.target_major()}.x{',' if ngc else ''}{ngc}"
     if kind == "ngc":
         return "use an NGC release on CUDA 13 (25.09 or later)"
-    return (
-        "install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) or use the NGC image"
-    )
+    return f"install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel){ngc}"
 
 
 def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
@@ -146,7 +148,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
     assert key is not None
     ev = (d.where,)
     desc = f"{key}{d.specifier}" if str(d.specifier) else key
-    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev)
+    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image))
     if d.url and d.url.endswith(".whl"):
         out += _url_wheel(d, profile)
     if not out:
@@ -182,7 +184,9 @@ def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
         _, version, _, tags = parse_wheel_filename(fname)
     except InvalidWheelFilename:
         return []
-    out = _cuda_fail(d.key, str(version), f"{d.key} @ {fname} ({d.where})", (d.where, d.url))
+    out = _cuda_fail(
+        d.key, str(version), f"{d.key} @ {fname} ({d.where})", (d.where, d.url), bool(profile.image)
+    )
     machines = {t.platform for t in tags}
     if "any" not in machines and not any(p.endswith(profile.machine) for p in machines):
         out.append(
@@ -207,7 +211,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
     for key, pkg in sorted(facts.locked.items()):
         ev = facts.evidence(key)
         desc = facts.describe(key)
-        fails = _cuda_fail(key, pkg.version, desc, ev)
+        fails = _cuda_fail(key, pkg.version, desc, ev, bool(facts.profile.image))
         for req in facts.applicable_requires(key):
             dep = canonicalize_name(req.name)
             if dep in facts.locked:
@@ -384,7 +388,7 @@ def _wheel_links(
             f"is CUDA {target}",
             subject=key,
             evidence=_cap([*ev, *(e.text for e in other)]),
-            fix=fix_for(key, "needed"),
+            fix=fix_for(key, "needed", bool(facts.profile.image)),
         )
     if needed:
         return Finding(
