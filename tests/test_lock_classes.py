@@ -51,6 +51,17 @@ def index(tmp_path_factory: pytest.TempPathFactory, elves):
     ix.sdist("optin-ext", "1.0", files={"setup.py": optin + "setup(ext_modules=ext)\n"})
     ix.sdist("needs-torch-to-build", "1.0", ["torch>=99"], files=_BACKEND_NEEDS_TORCH, metadata_version="2.1")
     ix.wheel("app", "1.0", requires=["needs-torch-to-build", "numpy"])
+    # a placeholder whose build downloads the real wheel from another index (here one that is not there)
+    stub = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": "import sys\n\n\ndef _fail(*args, **kwargs):\n"
+        "    print('This is a placeholder. Try: pip install --extra-index-url http://127.0.0.1:9/simple/ "
+        "real-libs', file=sys.stderr)\n"
+        "    raise OSError('urlopen error [Errno 111] Connection refused')\n\n\n"
+        "get_requires_for_build_wheel = build_wheel = prepare_metadata_for_build_wheel = _fail\n",
+    }
+    ix.sdist("real-libs", "1.0", files=stub, metadata_version="2.1")
+    ix.wheel("uses-real-libs", "1.0", requires=["real-libs==1.0"])
     # one native library per CUDA release, picked at run time: none for CUDA 13 in 1.0, one in 2.0
     arm = "cp312-cp312-manylinux_2_17_aarch64"
     per_release = {f"quantlib/libql_cuda{v}.so": b"\x7fELF" for v in ("118", "121", "126", "128", "129")}
@@ -193,3 +204,11 @@ def test_lock_reads_what_a_gpu_extensions_shared_objects_link(lock):
     big = lock("gamma-ops\n", "--json")
     g1 = _by(big)[("G1", "gamma-ops")]
     assert g1["status"] == "INFO" and "read budget" in g1["summary"] and "sparkenv audit" in g1["summary"]
+
+
+def test_a_placeholder_that_downloads_from_another_index_names_that_index(lock):
+    r = lock("uses-real-libs\n", "--json")
+    g2 = _by(r)[("G2", "real-libs")]
+    assert r.code == 1 and g2["status"] == "FAIL", r.out + r.err
+    assert "Connection refused" in g2["summary"] and "uses-real-libs → real-libs" in g2["summary"]
+    assert "--extra-index-url http://127.0.0.1:9/simple/" in g2["fix"]

@@ -49,6 +49,7 @@ class BuildFailure:
     action: str  # build, download and build, download …
     cause: str  # the first line of the real cause
     sdist: str | None = None  # its sdist's file name on the index, when there is one
+    index: str = ""  # the index its build said it downloads the real wheel from (a placeholder wheel)
 
 
 @dataclass(frozen=True)

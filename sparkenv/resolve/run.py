@@ -454,7 +454,7 @@ def _failed(
                 sdist = name
                 refs.append(metadata.FileRef(bf.key, name, rel.urls[name], ""))
                 break
-        out.append(BuildFailure(bf.key, bf.version, bf.action, bf.cause, sdist))
+        out.append(BuildFailure(bf.key, bf.version, bf.action, bf.cause, sdist, bf.index))
     return out, refs
 
 

@@ -186,8 +186,19 @@ class BuildFailed(SparkenvError):
     `cause` is the first line of the real cause (the build's own exception, not uv's wrapping);
     `raw` is uv's whole stderr, shown only under SPARKENV_DEBUG=1."""
 
-    def __init__(self, stage: str, spec: str, key: str, version: str, action: str, cause: str, raw: str):
+    def __init__(
+        self,
+        stage: str,
+        spec: str,
+        key: str,
+        version: str,
+        action: str,
+        cause: str,
+        raw: str,
+        index: str = "",
+    ):
         super().__init__(f"uv could not {action} {spec} ({stage} stage): {cause}")
+        self.index = index  # the index the build said it downloads from, when it said so
         self.spec, self.key, self.version, self.action, self.cause, self.raw = (
             spec,
             key,
@@ -201,6 +212,7 @@ class BuildFailed(SparkenvError):
 # uv's words for a package it could not make: `Failed to build `x==1``, `Failed to download and build …`
 _FAILED = re.compile(r"Failed to (download and build|build|download|fetch|prepare)[^`]*`([^`]+)`")
 # The build's own exception (last traceback line) or an error line it printed itself
+_EXTRA_INDEX = re.compile(r"--extra-index-url[= ](https?://\S+)")
 _RAISED = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit)|error|ERROR)\b:?\s")
 
 
@@ -230,7 +242,10 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
             inner.append(text)
     raised = [t for t in inner if _RAISED.match(t)]
     cause = raised[-1] if raised else (causes[-1] if causes else f"uv could not {action} it")
-    return BuildFailed(stage, spec, canonicalize_name(req.name), version, action, cause, stderr)
+    # a placeholder wheel ("wheel stub") downloads the real wheel from another index while it builds and
+    # names that index in its message: `pip install --extra-index-url URL name`
+    index = next((m.group(1) for t in inner if (m := _EXTRA_INDEX.search(t))), "")
+    return BuildFailed(stage, spec, canonicalize_name(req.name), version, action, cause, stderr, index)
 
 
 def _error(stage: Stage, stderr: str) -> SparkenvError:

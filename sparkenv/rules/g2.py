@@ -200,7 +200,13 @@ def _build_failures(facts: ResolvedFacts) -> list[Finding]:
         desc = f"{bf.key} {bf.version}".strip() + f" (via {chain})"
         missing = re.search(r"No module named '([\w.]+)'", bf.cause)
         compiles = build is not None and build.kind == "cuda"
-        if compiles:
+        if bf.index:
+            why = f"it is a placeholder whose build downloads the real wheel from {bf.index}"
+            fix = (
+                f"add `--extra-index-url {bf.index}` to the requirements (the index that serves the real "
+                "wheel), then lock again"
+            )
+        elif compiles:
             why = f"its sdist compiles CUDA/C++ against torch ({'; '.join(build.evidence[:2])})"  # type: ignore[union-attr]
             fix = source_fix(bf.key, bf.version, profile)
         elif missing:
