@@ -403,11 +403,11 @@ def _resolved_findings(
 def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
     """Whose shared objects' ELF to read: wheels with native code that require torch or a CUDA library
     (extensions built against them), or that ship GPU code (CUDA sources, headers, cubins). Not the CUDA
-    libraries themselves (their names say their major), nor torch's family (its metadata says whether
-    it is a CUDA build)."""
+    libraries themselves (their name or version says their major), nor torch's family (its metadata
+    says whether it is a CUDA build)."""
     from sparkenv.cuda import rules as cuda_rules
     from sparkenv.resolve import wheel_files
-    from sparkenv.rules import cuda_builds, cuda_per_release
+    from sparkenv.rules import cuda_builds, cuda_major, cuda_per_release
 
     fams = cuda_builds.families()
     gpu = {e.source for e in edges if e.target == "torch" or cuda_rules.is_cuda_relevant(e.target)}
@@ -417,7 +417,7 @@ def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, An
         if isinstance(so_files.get(k), tuple)
         and so_files[k]
         and (k in gpu or cuda_rules.is_cuda_relevant(k) or wheel_files.ships_gpu_code(so_files[k]))
-        and cuda_rules.name_match(k) is None
+        and not any(e.major for e in cuda_major.name_version_evidence(k, locked[k].version))
         and k not in fams
         and not cuda_per_release.libraries(so_files[k])  # judged by which one it carries
     }
