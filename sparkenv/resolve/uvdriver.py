@@ -250,7 +250,13 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
 
 def _error(stage: Stage, stderr: str) -> SparkenvError:
     failed = build_failure(stage.name, stderr)
-    if failed is not None and "No solution found" not in stderr:
+    # a download that fails because the index cannot be reached is a missing service (exit 3), not a
+    # finding about the package; a build that fails is one, whatever its own error says
+    if (
+        failed is not None
+        and "No solution found" not in stderr
+        and ("build" in failed.action or not _UNREACHABLE.search(stderr))
+    ):
         return failed
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
     text = " ".join(lines)
