@@ -12,12 +12,14 @@ from typing import Annotated, Optional
 import typer
 
 from sparkenv import process_exit
+from sparkenv.report import GotchaId
 
 app = typer.Typer(
     name="sparkenv",
     help="Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts.\n\n"
-    "Each finding is one line, G-number first (G1–G10, see `sparkenv explain`). Exit codes: 0 no FAIL, "
-    "1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, 3 a needed service is missing, "
+    f"Each finding is one line, G-number first ({GotchaId.span()}, see `sparkenv explain`). "
+    "Exit codes: 0 no FAIL, 1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, "
+    "3 a needed service is missing, "
     "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 70 a bug in sparkenv (please report).",
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
@@ -91,7 +93,9 @@ def explain(
     gotcha: Annotated[
         Optional[str],  # noqa: UP045
         typer.Argument(
-            metavar="G", help="G1 … G10 (or 1 … 10). Without it, list all ten.", show_default=False
+            metavar="G",
+            help=f"{GotchaId.span()} (or the number alone). Without it, list them all.",
+            show_default=False,
         ),
     ] = None,
 ) -> None:

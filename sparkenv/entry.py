@@ -20,7 +20,7 @@ def _gate(argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option)."""
     from sparkenv import process_exit, signals
     from sparkenv.errors import SparkenvError
-    from sparkenv.gate import early, entry, fastpath, orchestrate
+    from sparkenv.gate import entry, fastpath, orchestrate
 
     process_exit.survive_any_encoding()
     signals.install()
@@ -28,7 +28,7 @@ def _gate(argv: list[str]) -> None:
         args = fastpath.parse(argv)
         if args is None:
             return
-        early.start(args)  # NVML and the --deep torch process run while the rest is imported
+        entry.start_early(args)  # NVML and the --deep torch process run while the rest is imported
         entry.finish(entry.run(args))
     except SparkenvError as exc:
         orchestrate.kill_children()  # a probe started early never outlives the gate

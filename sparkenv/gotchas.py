@@ -55,12 +55,11 @@ def catalog() -> list[Gotcha]:
 
 
 def lookup(ident: str) -> Gotcha:
-    m = re.fullmatch(r"[gG]?(\d+)", ident.strip())
-    wanted = f"G{int(m.group(1))}" if m else ident
+    wanted = GotchaId.parse(ident)
     for g in catalog():
         if g.id == wanted:
             return g
-    raise SparkenvError(f"{ident}: no such gotcha; use G1 … G10 (sparkenv explain lists them)")
+    raise SparkenvError(f"{ident}: no such gotcha; use {GotchaId.span()} (sparkenv explain lists them)")
 
 
 def _fill(text: str, width: int, indent: str = "    ") -> str:

@@ -11,23 +11,11 @@ from sparkenv.printable import printable
 SCHEMA = "sparkenv.report/1"
 # The commands that report, as report.schema.json names them (a test keeps the two equal).
 COMMANDS = ("audit", "check", "lock", "build", "gate", "patch")
-LINE_RE = re.compile(r"^G(10|[1-9]) (PASS|FAIL|WARN|SKIP|INFO|ERROR): .+")
 
 
-class GotchaId(str, enum.Enum):
-    """G1 … G10. A str mixin (not StrEnum: Python 3.10 is supported) whose str() and format() are the
-    value, so text, JSON, JUnit and SARIF print `G1` on every Python, as the output contract says."""
-
-    G1 = "G1"
-    G2 = "G2"
-    G3 = "G3"
-    G4 = "G4"
-    G5 = "G5"
-    G6 = "G6"
-    G7 = "G7"
-    G8 = "G8"
-    G9 = "G9"
-    G10 = "G10"
+class _Gotcha(str, enum.Enum):
+    """A str mixin (not StrEnum: Python 3.10 is supported) whose str() and format() are the value, so
+    text, JSON, JUnit and SARIF print `G1` on every Python, as the output contract says."""
 
     def __str__(self) -> str:
         return self.value
@@ -41,8 +29,37 @@ class GotchaId(str, enum.Enum):
 
     @classmethod
     def of(cls, number: int) -> GotchaId:
-        """GotchaId.of(4) is G4; a number outside 1 … 10 is a ValueError."""
-        return cls(f"G{number}")
+        """GotchaId.of(4) is G4; a number outside the catalogue is a ValueError."""
+        return cls(f"G{number}")  # type: ignore[return-value]
+
+    @classmethod
+    def parse(cls, text: str) -> GotchaId | None:
+        """What a user may type for a G-number: "G4", "g4" or "4" -> G4; None for anything else."""
+        m = re.fullmatch(r"\s*[gG]?(\d+)\s*", text)
+        return next((g for g in cls if m and g.number == int(m.group(1))), None)  # type: ignore[misc]
+
+    @classmethod
+    def span(cls) -> str:
+        """ "G1 … G10": every G-number, for messages."""
+        members = list(cls)
+        return f"{members[0].value} … {members[-1].value}"
+
+
+def _catalogue() -> list[str]:
+    """The G-numbers in order, read from the catalogue (data/gotchas.toml): a gotcha added there is a
+    GotchaId, a valid report id and a valid waiver id without another edit."""
+    from sparkenv.datafiles import load
+
+    return list(load("gotchas"))
+
+
+# G1 … G10, from the catalogue. `GotchaId.G1` works as on a hand-written enum.
+GotchaId = _Gotcha("GotchaId", [(k, k) for k in _catalogue()], module=__name__, qualname="GotchaId")  # type: ignore[misc]
+
+# The one G-number pattern (no anchors, no groups): report lines, waivers, colour, and the JSON schema's
+# "id" pattern (a test asserts the schema accepts exactly what this does).
+GOTCHA_PATTERN = "G(?:" + "|".join(sorted((g.value[1:] for g in GotchaId), key=len, reverse=True)) + ")"
+LINE_RE = re.compile(rf"^({GOTCHA_PATTERN}) (PASS|FAIL|WARN|SKIP|INFO|ERROR): .+")
 
 
 class Status(str, enum.Enum):
@@ -156,7 +173,7 @@ class Report:
 
 def parse_ids(values: list[str] | tuple[str, ...] | None, option: str) -> frozenset[GotchaId] | None:
     """`--select G4,G8` / `--ignore 4 --ignore g8` -> {"G4", "G8"}; None when the option was not given.
-    A value that is not G1 … G10 is a usage error naming the option (exit 2)."""
+    A value that is not a G-number is a usage error naming the option (exit 2)."""
     if not values:
         return None
     from sparkenv.errors import SparkenvError
@@ -164,10 +181,12 @@ def parse_ids(values: list[str] | tuple[str, ...] | None, option: str) -> frozen
     found: set[GotchaId] = set()
     for value in values:
         for part in str(value).split(","):
-            m = re.fullmatch(r"\s*[gG]?(\d+)\s*", part)
-            if not m or not 1 <= int(m.group(1)) <= 10:
-                raise SparkenvError(f"{option} {value}: {part.strip()!r} is not a G-number (G1 … G10)")
-            found.add(GotchaId.of(int(m.group(1))))
+            gid = GotchaId.parse(part)
+            if gid is None:
+                raise SparkenvError(
+                    f"{option} {value}: {part.strip()!r} is not a G-number ({GotchaId.span()})"
+                )
+            found.add(gid)
     return frozenset(found)
 
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sparkenv.errors import SparkenvError
-from sparkenv.report import Finding, Report, Status
+from sparkenv.report import GOTCHA_PATTERN, Finding, GotchaId, Report, Status
 
 DEFAULT_FILE = ".sparkenv-waivers.toml"
-_WAIVE_RE = re.compile(r"(G(?:10|[1-9])):(.+)")
+_WAIVE_RE = re.compile(rf"({GOTCHA_PATTERN}):(.+)")
 _WAIVABLE = (Status.FAIL, Status.WARN, Status.ERROR)
 
 
@@ -84,8 +84,8 @@ def read_file(path: Path, required: bool) -> list[Waiver]:
         for key in ("id", "subject", "reason"):
             if not isinstance(entry.get(key), str) or not entry[key].strip():
                 raise SparkenvError(f"{where}: {key} must be a non-empty string")
-        if not re.fullmatch(r"G(10|[1-9])", entry["id"]):
-            raise SparkenvError(f"{where}: id {entry['id']!r} is not G1 … G10")
+        if not re.fullmatch(GOTCHA_PATTERN, entry["id"]):
+            raise SparkenvError(f"{where}: id {entry['id']!r} is not {GotchaId.span()}")
         out.append(
             Waiver(entry["id"], entry["subject"], entry["reason"], _date(entry.get("expires"), where), where)
         )

@@ -8,7 +8,7 @@ from sparkenv.cuda import coverage, fatbin
 from sparkenv.knowledge import kernels as kernels_data
 from sparkenv.knowledge.records.kernels import Limits
 from sparkenv.report import Status
-from sparkenv.rules import g7
+from sparkenv.rules import g7, g7_coverage
 
 H200, GB10, B200 = (9, 0), (12, 1), (10, 0)
 
@@ -16,7 +16,7 @@ H200, GB10, B200 = (9, 0), (12, 1), (10, 0)
 def verdict(path, cap, deep=True):
     scan = fatbin.scan(str(path), deep=deep)
     payload = {t.name: n for t, n in scan.payload.items()}
-    return coverage.judge(scan.targets, cap, scan.complete, payload)
+    return g7_coverage.judge(scan.targets, cap, scan.complete, payload)
 
 
 @pytest.mark.parametrize(
@@ -49,10 +49,10 @@ def test_arch_specific_fail_says_why(kernels):
 
 def test_large_ptx_only_is_a_warning_with_its_cost(kernels):
     """The same PTX-only verdict as a package of many kernels: a WARN that names the JIT cost."""
-    got = coverage.judge(["compute_90"], GB10, payload={"compute_90": 50 << 20})
+    got = g7_coverage.judge(["compute_90"], GB10, payload={"compute_90": 50 << 20})
     assert got.status is Status.WARN
     assert "JIT-compiles" in got.reason and "CUDA_CACHE_MAXSIZE" in got.reason
-    assert coverage.judge(["compute_90"], GB10).status is Status.WARN  # size unknown: assume the cost
+    assert g7_coverage.judge(["compute_90"], GB10).status is Status.WARN  # size unknown: assume the cost
 
 
 def test_fatbin_in_ldata_is_read(kernels):
@@ -97,10 +97,10 @@ def test_torch_arch_lists_from_real_machines():
     ngc_25_10 = ["sm_80", "sm_86", "sm_90", "sm_100", "sm_110", "sm_120", "compute_120"]
     pypi_2_11 = ["sm_80", "sm_90", "sm_100", "sm_110", "sm_120"]
     hopper_only = ["sm_80", "sm_86", "sm_90"]
-    assert coverage.judge(ngc_25_10, GB10).status is Status.PASS
-    assert coverage.judge(pypi_2_11, GB10).status is Status.PASS
-    assert coverage.judge(hopper_only, GB10).status is Status.FAIL
-    assert coverage.judge([*hopper_only, "compute_90"], GB10).status is Status.WARN
+    assert g7_coverage.judge(ngc_25_10, GB10).status is Status.PASS
+    assert g7_coverage.judge(pypi_2_11, GB10).status is Status.PASS
+    assert g7_coverage.judge(hopper_only, GB10).status is Status.FAIL
+    assert g7_coverage.judge([*hopper_only, "compute_90"], GB10).status is Status.WARN
 
 
 @pytest.mark.parametrize(

@@ -99,8 +99,9 @@ def folder(module: str) -> str:
     return parts[1] if len(parts) > 2 else "sparkenv"
 
 
-def cycles(root: Path) -> list[list[str]]:
-    """Strongly connected sets of modules that span more than one folder."""
+def cycles(root: Path, within: bool = False) -> list[list[str]]:
+    """Strongly connected sets of modules that span more than one folder (with `within`, any set of
+    two modules or more, inside one folder too)."""
     graph: dict[str, set[str]] = {}
     for a, b, _ in imports(root):
         graph.setdefault(a, set()).add(b)
@@ -130,7 +131,7 @@ def cycles(root: Path) -> list[list[str]]:
                 scc.append(w)
                 if w == v:
                     break
-            if len({folder(m) for m in scc}) > 1:
+            if len({folder(m) for m in scc}) > 1 or (within and len(scc) > 1):
                 found.append(sorted(scc))
 
     for v in list(graph):
@@ -145,6 +146,12 @@ def test_every_import_goes_down():
 
 def test_no_cycle_joins_two_folders():
     assert cycles(ROOT) == []
+
+
+def test_no_cycle_inside_a_folder_either():
+    """render/emit ↔ render/options and the gate's early → entry → probes → early were cycles once: a
+    module's imports can be read top to bottom, inside a folder too."""
+    assert cycles(ROOT, within=True) == []
 
 
 def test_the_sdpa_payload_imports_nothing_of_sparkenv():
@@ -178,3 +185,11 @@ def test_a_planted_cycle_between_folders_is_found(tree: Path):
     elf.write_text(elf.read_text() + "\nfrom sparkenv import report  # planted\n")
     found = cycles(tree)
     assert any({"sparkenv.report", "sparkenv.cuda.elf"} <= set(c) for c in found), found
+
+
+def test_a_planted_cycle_inside_a_folder_is_found(tree: Path):
+    """render/options importing render/emit again (as it once did) is named; between folders it is not."""
+    options = tree / "sparkenv" / "render" / "options.py"
+    options.write_text(options.read_text() + "\nfrom sparkenv.render import emit  # planted\n")
+    assert cycles(tree) == []
+    assert cycles(tree, within=True) == [["sparkenv.render.emit", "sparkenv.render.options"]]

@@ -88,6 +88,40 @@ def _toml_loader(node: ast.AST) -> bool:
     )
 
 
+def _gotcha_pattern(node: ast.AST) -> bool:
+    text = _text(node) or ""
+    return any(p in text for p in ("10|[1-9]", "[1-9]|10", r"[gG]?(\d+)", "G(10|", "G(?:10"))
+
+
+def _driver_file(node: ast.AST) -> bool:
+    return _text(node) in ("/proc/driver/nvidia/version", "/sys/module/nvidia/version")
+
+
+def _gpu_option(node: ast.AST) -> bool:
+    """A call of parse_capability: what --gpu accepts is coverage.parse_gpu_option's to decide."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return getattr(func, "id", getattr(func, "attr", None)) == "parse_capability"
+
+
+def _wrong_cpu(node: ast.AST) -> bool:
+    """`so.info.machine != machine`: which shared objects are of another CPU."""
+    return (
+        isinstance(node, ast.Compare)
+        and any(isinstance(op, ast.NotEq) for op in node.ops)
+        and any(
+            isinstance(s, ast.Attribute) and s.attr == "machine" and getattr(s.value, "attr", None) == "info"
+            for s in (node.left, *node.comparators)
+        )
+    )
+
+
+def _marker_evaluation(node: ast.AST) -> bool:
+    """`req.marker.evaluate(env)`, `Marker(text).evaluate(env)`: a requirement marker evaluated."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    return node.func.attr == "evaluate" and "marker" in ast.unparse(node.func.value).lower()
+
+
 @dataclass(frozen=True)
 class Guard:
     concept: str
@@ -159,16 +193,16 @@ GUARDS = [
         "ENV = {'platform_machine': 'aarch64', 'python_full_version': '3.12.3'}\n",
     ),
     # cuda/rules.py's pinned_major reads the major a versioned CUDA wheel's specifier names (==13.*, ~=13.0
-    # as well): not an exact pin
+    # as well) through pins.pinned_clause: the one reader of a specifier's pinning clauses
     Guard(
         "exact-pin extraction",
-        ("environment/pins.py", "cuda/rules.py"),
+        ("environment/pins.py",),
         _exact_pin,
         "def pin(spec):\n    return spec.version if spec.operator == '==' else None\n",
     ),
     Guard(
         "the Unsloth family",
-        ("rules/unsloth.py", "knowledge.py"),
+        ("rules/unsloth.py", "knowledge/"),
         _unsloth_family,
         "from sparkenv.knowledge import packages\nFAMILY = packages().unsloth_family\n",
     ),
@@ -180,6 +214,36 @@ GUARDS = [
     ),
     Guard("TOML loading (tomllib, tomli on 3.10)", ("datafiles.py",), _toml_loader, "import tomllib\n"),
     Guard("lock reading (pylock)", ("lock/",), _pylock_reading, "from packaging.pylock import Pylock\n"),
+    Guard(
+        "the G-number pattern",
+        ("report.py",),
+        _gotcha_pattern,
+        "import re\nID = re.compile(r'G(10|[1-9])')\n",
+    ),
+    Guard(
+        "the host driver's version, read",
+        ("environment/host_driver.py",),
+        _driver_file,
+        "text = open('/proc/driver/nvidia/version').read()\n",
+    ),
+    Guard(
+        "what --gpu accepts",
+        ("cuda/coverage.py",),
+        _gpu_option,
+        "from sparkenv.cuda.coverage import parse_capability\ncap = parse_capability('12.1')\n",
+    ),
+    Guard(
+        "a shared object of another CPU",
+        ("rules/wrong_cpu.py",),
+        _wrong_cpu,
+        "def bad(df, machine):\n    return [so for so in df.shared_objects if so.info.machine != machine]\n",
+    ),
+    Guard(
+        "a requirement marker evaluated",
+        ("environment/markers.py",),
+        _marker_evaluation,
+        "def applies(req, env):\n    return req.marker is None or req.marker.evaluate(env)\n",
+    ),
 ]
 
 
@@ -203,3 +267,41 @@ def test_a_planted_copy_is_found(guard, tmp_path):
     (pkg / "planted.py").write_text(guard.plant)
     last_line = len(guard.plant.rstrip("\n").split("\n"))  # each plant's copy is on its last line
     assert guard.offenders(tmp_path) == [f"sparkenv/planted.py:{last_line}"]
+
+
+@pytest.mark.parametrize("guard", [pytest.param(g, id=g.concept) for g in GUARDS])
+def test_every_owner_exists(guard):
+    """A guard naming a module that moved guards nothing: each owner is a file or folder of sparkenv/."""
+    assert [o for o in guard.owners if not (ROOT / "sparkenv" / o).exists()] == []
+
+
+def test_the_schema_accepts_exactly_the_g_numbers_the_code_knows():
+    """report.schema.json keeps its own "id" pattern (a published contract): it accepts exactly what
+    report.GOTCHA_PATTERN, the code's one pattern, accepts."""
+    import json
+    import re
+
+    from sparkenv.report import GOTCHA_PATTERN, GotchaId
+
+    schema = json.loads((ROOT / "sparkenv" / "data" / "report.schema.json").read_text())
+    ids = schema["properties"]["findings"]["items"]["properties"]["id"]["pattern"]
+    tried = [f"G{n}" for n in range(0, 130)] + ["g1", "G01", "G1 ", "", "G", "GG1", "G10a"]
+    schema_says = [t for t in tried if re.search(ids, t)]
+    assert schema_says == [t for t in tried if re.fullmatch(GOTCHA_PATTERN, t)]
+    assert schema_says == [g.value for g in GotchaId]
+
+
+def test_the_gate_options_have_one_set_of_defaults():
+    """GateArgs declares the gate's options (fastpath.py derives its table from it); the typer command
+    declares the same options with their help, and the same defaults."""
+    import dataclasses
+
+    import typer.main
+
+    from sparkenv.cli import app
+    from sparkenv.gate.entry import GateArgs
+
+    command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "gate")
+    typer_defaults = {p.name: p.default for p in command.params}
+    own = [f for f in dataclasses.fields(GateArgs) if f.name not in ("workload", "reporting")]
+    assert {f.name: typer_defaults.get(f.name, "missing") for f in own} == {f.name: f.default for f in own}

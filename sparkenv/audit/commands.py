@@ -72,11 +72,7 @@ def audit(
     """
     from sparkenv.audit.run import audit as run_audit
     from sparkenv.cuda import coverage
-    from sparkenv.errors import SparkenvError
     from sparkenv.render.emit import emit
 
-    cap = None if gpu.strip().lower() == "none" else coverage.parse_capability(gpu)
-    if cap is None and gpu.strip().lower() != "none":
-        raise SparkenvError(f"--gpu {gpu!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
-    result = run_audit(target, lock=lock, machine=machine, root=root, gpu=cap)
+    result = run_audit(target, lock=lock, machine=machine, root=root, gpu=coverage.parse_gpu_option(gpu))
     raise typer.Exit(emit(result, reporting))

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from sparkenv.cuda.fatbin import KernelTarget
 from sparkenv.knowledge import gate, kernels
-from sparkenv.report import Status
 
 Capability = tuple[int, int]
 _TARGET = re.compile(r"^(sm|compute|lto)_(\d{2,3})([af]?)$")
@@ -29,6 +28,19 @@ def parse_capability(text: str) -> Capability | None:
     if text.isdigit() and len(text) in (2, 3):
         return int(text[:-1]), int(text[-1])
     return None
+
+
+def parse_gpu_option(value: str) -> Capability | None:
+    """`--gpu`'s value (audit, build): a capability such as 12.1 or 9.0, or None for `none` (the kernel
+    check skipped); anything else is a usage error naming the option (exit 2)."""
+    from sparkenv.errors import SparkenvError
+
+    if value.strip().lower() == "none":
+        return None
+    cap = parse_capability(value)
+    if cap is None:
+        raise SparkenvError(f"--gpu {value!r}: not a GPU capability (like 12.1 or 9.0) or 'none'")
+    return cap
 
 
 def cap_text(cap: Capability) -> str:
@@ -60,74 +72,11 @@ def kernels_source() -> str:
     return kernels().source
 
 
-@dataclass(frozen=True)
-class Coverage:
-    status: Status  # PASS (machine code runs), WARN (only PTX / LTO-IR fits), FAIL, INFO (cannot tell)
-    native: tuple[str, ...]  # cubins that run on the GPU
-    jit: tuple[str, ...]  # PTX the driver would JIT-compile for it
-    lto: tuple[str, ...]  # LTO-IR nvJitLink could link for it
-    targets: tuple[str, ...]  # everything read
-    reason: str  # one phrase: why this status
-
-
-def judge(
-    targets: Iterable[KernelTarget | str],
-    cap: Capability,
-    complete: bool = True,
-    payload: Mapping[str, int] | None = None,
-) -> Coverage:
-    """Coverage of one object (or a set of targets) on `cap`. `complete=False`: the reader stopped early
-    or a section was damaged, so a missing target is not proof; the verdict is then at worst INFO.
-    `payload`: bytes per target name (from the entry headers): PTX too small to cost a noticeable JIT is
-    INFO, not WARN (data/kernels.toml cost.ptx_warn_bytes)."""
+def native(targets: Iterable[KernelTarget | str], cap: Capability) -> tuple[str, ...]:
+    """The machine code (cubins) among `targets` that runs on `cap`, by name: a fact, not a verdict
+    (rules/g7_coverage.py judges coverage; the reader asks this to know whether to read deeper)."""
     parsed = sorted({t for t in (parse_target(x) for x in targets) if t is not None})
-    names = tuple(t.name for t in parsed)
-    fits = [t for t in parsed if runs_on(t, cap)]
-    native = tuple(t.name for t in fits if t.kind == "sm")
-    jit = tuple(t.name for t in fits if t.kind == "compute")
-    lto = tuple(t.name for t in fits if t.kind == "lto")
-    want = cap_text(cap)
-    if native:
-        return Coverage(Status.PASS, native, jit, lto, names, f"{', '.join(native)} runs on {want}")
-    cost = kernels().cost
-    if jit:
-        size = sum((payload or {}).get(j, 0) for j in jit) if payload is not None else None
-        if size is not None and size < cost.ptx_warn_bytes:
-            return Coverage(
-                Status.INFO,
-                native,
-                jit,
-                lto,
-                names,
-                f"only PTX fits {want} ({', '.join(jit)}, {size / 1024:.0f} KiB): JIT-compiled at first use, "
-                "small enough to take well under a second",
-            )
-        return Coverage(
-            Status.WARN, native, jit, lto, names, f"only PTX fits {want} ({', '.join(jit)}): {cost.ptx}"
-        )
-    if lto:
-        return Coverage(
-            Status.WARN, native, jit, lto, names, f"only LTO-IR fits {want} ({', '.join(lto)}): {cost.lto}"
-        )
-    if not parsed:
-        return Coverage(Status.INFO, (), (), (), (), "no CUDA kernels read")
-    why = _why_not(parsed, cap)
-    if not complete:
-        return Coverage(
-            Status.INFO, (), (), (), names, f"no code for {want} among what could be read ({why}); incomplete"
-        )
-    return Coverage(Status.FAIL, (), (), (), names, f"no code that runs on {want} ({why})")
-
-
-def _why_not(parsed: list[KernelTarget], cap: Capability) -> str:
-    arch_specific = [t.name for t in parsed if t.variant == "a" and t.arch // 10 == cap[0]]
-    text = "has " + ", ".join(t.name for t in parsed)
-    if arch_specific:
-        text += f"; {', '.join(arch_specific)} is arch-specific: it runs only on exactly that capability"
-    higher = [t.name for t in parsed if t.arch // 10 == cap[0] and t.arch % 10 > cap[1]]
-    if higher:
-        text += f"; {', '.join(higher)} needs a newer GPU of this family"
-    return text
+    return tuple(t.name for t in parsed if t.kind == "sm" and runs_on(t, cap))
 
 
 @dataclass(frozen=True)

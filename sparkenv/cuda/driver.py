@@ -1,9 +1,9 @@
 """Can this host driver run that CUDA release? (G1, before any torch import.)
 
 Pure: the caller reads `/proc/driver/nvidia/version` (or NVML), `CUDA_VERSION` / the environment's
-cudart and the `libcuda.so.<version>` files it sees; this module parses those texts and judges them
-against the dated table in data/drivers.toml (NVIDIA's CUDA toolkit release notes). The judgements
-over them, `judge_driver` / `judge_libcuda`, are sparkenv/rules/g1.py's: the gate, `build`
+cudart; this module parses those texts and judges them
+against the dated table in data/drivers.toml (NVIDIA's CUDA toolkit release notes). The judgement
+over them, `judge_driver`, is sparkenv/rules/g1_driver.py's: the gate, `build`
 (`--driver`) and anything else that needs the decision call those.
 """
 
@@ -18,7 +18,6 @@ from sparkenv.knowledge import drivers
 Version = tuple[int, ...]
 _PROC = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
 _ANY_DRIVER = re.compile(r"\b(\d{3}\.\d{2,3}(?:\.\d{2})?)\b")
-_LIBCUDA = re.compile(r"libcuda\.so\.(\d{3}\.\d+(?:\.\d+)?)$")
 _CUDA = re.compile(r"^\s*v?(\d{1,2})\.(\d{1,2})(?:\.(\d{1,3}))?")
 SUBJECT = "driver"
 
@@ -36,12 +35,6 @@ def parse_proc_version(text: str) -> str | None:
     'NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build …' -> '580.95.05'."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     m = _PROC.search(first) or _ANY_DRIVER.search(first)
-    return m.group(1) if m else None
-
-
-def libcuda_version(path: str) -> str | None:
-    """'/usr/lib/aarch64-linux-gnu/libcuda.so.580.95.05' -> '580.95.05'; None for libcuda.so.1 etc."""
-    m = _LIBCUDA.search(path)
     return m.group(1) if m else None
 
 

@@ -130,10 +130,8 @@ def pinned_major(key: str, specifier: str) -> int | None:
     """Major of an exact pin on a versioned CUDA wheel: cuda-toolkit[..]==13.0.2 -> 13."""
     if key not in versioned_names():
         return None
-    for clause in specifier.split(","):
-        clause = clause.strip()
-        for op in ("===", "==", "~="):
-            if clause.startswith(op):
-                head = clause[len(op) :].strip().split(".")[0]
-                return int(head) if head.isdigit() else None
-    return None
+    from sparkenv.environment.pins import pinned_clause
+
+    version = pinned_clause(specifier)
+    head = version.split(".")[0] if version else ""
+    return int(head) if head.isdigit() else None

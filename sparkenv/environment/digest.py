@@ -3,16 +3,15 @@ torch, CUDA, NCCL, Python and the GPU), and the comparison of every node's diges
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sparkenv.environment import host_driver
 from sparkenv.knowledge import multinode
 
 IMAGE_LOCK = "/opt/sparkenv/pylock.toml"  # where `sparkenv build` puts the image's lock
-DRIVER_FILES = ("/sys/module/nvidia/version", "/proc/driver/nvidia/version")
 
 
 def lock_hash(env: Mapping[str, str]) -> str | None:
@@ -28,20 +27,6 @@ def lock_hash(env: Mapping[str, str]) -> str | None:
         return None
 
 
-def driver_version() -> str | None:
-    """The kernel module's version: visible in containers without nvidia-smi or NVML."""
-    for path in DRIVER_FILES:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read(4096)
-        except OSError:
-            continue
-        words = [w for w in text.split() if w[:1].isdigit() and w.count(".") >= 1]
-        if words:
-            return words[0]
-    return None
-
-
 def own(env: Mapping[str, str], nccl_settings: Mapping[str, tuple[str, str]], version: str) -> dict[str, Any]:
     keys = multinode().agreement.nccl_settings
     return {
@@ -50,7 +35,7 @@ def own(env: Mapping[str, str], nccl_settings: Mapping[str, tuple[str, str]], ve
         # (`-e SPARKENV_IMAGE=REGISTRY/NAME@sha256:…`, the digest `sparkenv build --push` printed).
         "image": env.get("SPARKENV_IMAGE") or None,
         "lock": lock_hash(env),
-        "driver": driver_version(),
+        "driver": host_driver.version(),
         "machine": platform.machine(),
         "nccl_settings": {k: nccl_settings[k][0] for k in keys if k in nccl_settings},
     }
@@ -89,7 +74,3 @@ def compare(peers: Mapping[str, Mapping[str, Any]]) -> list[Difference]:
             if theirs.get(name) != value:
                 out.append(Difference(label(peers[key]), name, value, theirs.get(name)))
     return out
-
-
-def agent_script() -> str:
-    return os.path.join(os.path.dirname(__file__), "store_agent.py")

@@ -17,7 +17,6 @@ from typing import Any
 from sparkenv.cuda import coverage, fatbin, toolchain
 from sparkenv.knowledge import kernels
 from sparkenv.knowledge import toolchain as toolchain_data
-from sparkenv.report import Status
 from sparkenv.stat_cache import StatCache, stat_key
 
 READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored
@@ -70,7 +69,7 @@ def read_object(
     scan = _scan(path, False, key, cache)
     if not scan["nv_fatbin"]:
         return None  # not built by nvcc; a damaged or unreadable file is the ELF reader's to report
-    if coverage.judge(scan["targets"], cap, scan["complete"], scan["payload"]).status is not Status.PASS:
+    if not coverage.native(scan["targets"], cap):  # no machine code for it in .nv_fatbin: read deeper
         scan = _scan(path, True, key, cache)
     return coverage.ObjectKernels(
         shown,

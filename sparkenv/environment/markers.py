@@ -3,6 +3,12 @@ the code (the profile's, the audited environment's, the image's), never for the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+
 
 def marker_environment(machine: str, python: str | None) -> dict[str, str]:
     """PEP 508 marker values for Linux CPython `python` ("3.12" or "3.12.3") on `machine`.
@@ -26,3 +32,21 @@ def marker_environment(machine: str, python: str | None) -> dict[str, str]:
         "sys_platform": "linux",
         "extra": "",
     }
+
+
+def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str] = ("",)) -> bool:
+    """Whether a requirement's marker holds on the target described by `env` (marker_environment), for
+    any of `extras` ("" is the requirement asked for without an extra). No marker holds everywhere.
+
+    The one evaluation of every stage (declared, resolved, the lock's graph, fallbacks, the audit's
+    Requires-Dist, the image's own dependencies): a marker packaging cannot evaluate on this target (an
+    operator undefined for its values, `platform_machine ~= "x86"`) does not hold, at every stage alike.
+    """
+    if marker is None:
+        return True
+    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
+
+    try:
+        return any(marker.evaluate({**env, "extra": extra}) for extra in extras)
+    except (UndefinedComparison, UndefinedEnvironmentName):
+        return False

@@ -69,16 +69,3 @@ def option_value(argv: list[str], names: tuple[str, ...]) -> str | None:
             if i + 1 < len(argv):
                 return argv[i + 1]
     return None
-
-
-def yaml_scalars(text: str) -> dict[str, str]:
-    """Top-level and nested `key: scalar` pairs of a simple YAML file (accelerate's config), by leaf key.
-
-    accelerate writes flat scalar keys; a YAML library would be one more dependency for ten lines.
-    """
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s*([A-Za-z_][\w.-]*)\s*:\s*(.+?)\s*$", line)
-        if m and not m.group(2).startswith(("{", "[", "|", ">")):
-            out.setdefault(m.group(1), m.group(2).strip("'\""))
-    return out

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from packaging.markers import Marker
 from packaging.specifiers import SpecifierSet
 
+from sparkenv.environment.markers import applies
 from sparkenv.profiles import Profile
 
 
@@ -27,7 +28,7 @@ class Declared:
     no_deps: bool = False  # declared in a --no-deps stage
 
     def applies(self, marker_env: dict[str, str]) -> bool:
-        return self.marker is None or self.marker.evaluate(marker_env)
+        return applies(self.marker, marker_env)
 
     @property
     def exact(self) -> str | None:

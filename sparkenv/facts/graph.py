@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.environment.markers import applies
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -28,9 +30,7 @@ class Edge:
 
 def _applies_under(req: Requirement, env: dict[str, str], extras: set[str]) -> str | None:
     """ "" when the requirement applies with no extra, the first extra it applies under, else None."""
-    if req.marker is None:
-        return ""
-    return next((e for e in ("", *sorted(extras)) if req.marker.evaluate({**env, "extra": e})), None)
+    return next((e for e in ("", *sorted(extras)) if applies(req.marker, env, (e,))), None)
 
 
 def edges(

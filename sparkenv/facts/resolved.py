@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import Requirement
 
 from sparkenv.cuda.elf import ElfInfo
+from sparkenv.environment.markers import applies
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
 from sparkenv.profiles import Profile
@@ -60,6 +61,18 @@ class WheelElves:
     unread: str = ""  # why some were not read (past the budget …); "" when all were
 
 
+@dataclass(frozen=True)
+class MetadataProblem:
+    """A locked file whose metadata could not be read (`reason`), or whose Requires-Dist values are not
+    valid requirements (`invalid`): its requirements are unchecked (judged in rules/g9_resolved.py)."""
+
+    key: str
+    version: str
+    file: str
+    reason: str | None = None
+    invalid: tuple[str, ...] = ()
+
+
 @dataclass
 class Locked:
     key: str
@@ -88,6 +101,8 @@ class ResolvedFacts:
     records: dict[str, str] = field(default_factory=dict)
     # What the index says about declared requirements not pinned exactly and sdist-only picks.
     fallbacks: tuple[FallbackFacts, ...] = ()
+    # Files whose metadata could not be read, or holds Requires-Dist values that are not requirements.
+    metadata_problems: tuple[MetadataProblem, ...] = ()
     # What each sdist-only pick (and each package uv could not build) compiles, read from its sdist.
     sdist_builds: dict[str, SdistBuild] = field(default_factory=dict)
     # Packages uv could not build or download; the rest was resolved without them.
@@ -140,4 +155,4 @@ class ResolvedFacts:
 
     def applicable_requires(self, key: str) -> list[Requirement]:
         """Requires-Dist of `key` whose markers hold on the target."""
-        return [r for r in self.locked[key].requires or [] if r.marker is None or r.marker.evaluate(self.env)]
+        return [r for r in self.locked[key].requires or [] if applies(r.marker, self.env)]

@@ -4,20 +4,16 @@ and under --deep the isolated torch process (seconds: import torch, the first CU
 overlap with everything the gate does after; probes.gather collects them under its one deadline, and
 runs them itself where they were not started here (the typer command, --facts, --sample, policy off).
 
-Only the fast path (sparkenv/entry.py) calls start(), after the same validation the run does, so a bad
-argument never leaves a process behind; the torch process is registered with orchestrate like every
-child, so signals and the deadline kill it."""
+Only the fast path (sparkenv/entry.py, through gate/entry.start_early) starts them, after the same
+validation the run does, so a bad argument never leaves a process behind; the torch process is
+registered with orchestrate like every child, so signals and the deadline kill it."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
-
-from sparkenv.errors import SparkenvError
-from sparkenv.gate.entry import GateArgs, validate
 
 
 class _Gpu:
@@ -41,26 +37,18 @@ _gpu: _Gpu | None = None
 _torch: Any = None  # orchestrate.Bounded, or None
 
 
-def start(a: GateArgs) -> None:
+def start(gpu: bool, torch: list[str] | None) -> None:
+    """Start NVML's probe in a daemon thread (`gpu`) and the torch process for `torch` (its command line,
+    torch_argv's), for arguments already validated (gate/entry.py's start_early decides which)."""
     global _gpu, _torch
-    try:
-        policy = validate(a)
-        a.reporting.check()
-    except SparkenvError:
-        return  # the run says it, with exit 2; nothing was started
-    if a.facts or policy == "off":
-        return
-    if not a.sample:  # --sample watches the GPU for a window: the probe itself does it, under the deadline
+    if gpu:
         _gpu = _Gpu()
         threading.Thread(target=_gpu.run, name="sparkenv-probe-gpu-early", daemon=True).start()
-    deep = a.deep or a.bandwidth or a.import_unsloth
-    if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
+    if torch is not None:
         from sparkenv.gate import orchestrate
 
         try:
-            _torch = orchestrate.Bounded(
-                torch_argv(a.python or sys.executable, a.bandwidth, a.import_unsloth)
-            )
+            _torch = orchestrate.Bounded(torch)
         except OSError:
             _torch = None  # the probe tries again and reports why it cannot run
 

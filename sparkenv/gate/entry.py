@@ -64,6 +64,27 @@ def validate(a: GateArgs) -> str:
     return chosen
 
 
+def start_early(a: GateArgs) -> None:
+    """The fast path's early start (gate/early.py): NVML and the --deep torch process, only for arguments
+    the run will accept, so a bad argument never leaves a process behind."""
+    from sparkenv.gate import early
+
+    try:
+        policy = validate(a)
+        a.reporting.check()
+    except SparkenvError:
+        return  # the run says it, with exit 2; nothing was started
+    if a.facts or policy == "off":
+        return
+    # --sample watches the GPU for a window: the probe itself does it, under the deadline
+    early.start(gpu=not a.sample, torch=None)
+    deep = a.deep or a.bandwidth or a.import_unsloth
+    if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
+        early.start(
+            gpu=False, torch=early.torch_argv(a.python or sys.executable, a.bandwidth, a.import_unsloth)
+        )
+
+
 def run(a: GateArgs) -> int:
     """Returns the exit code; execs the workload instead of returning when it should start."""
     from sparkenv.report import Status

@@ -6,32 +6,27 @@ None, and the typer command answers with its usual help or error."""
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 
 from sparkenv.errors import SparkenvError
 from sparkenv.gate.entry import GateArgs, env_flag
 from sparkenv.render import options as reporting
 
-VALUED = {
-    "--policy": "policy",
-    "--need-gb": "need_gb",
-    "--sample": "sample",
-    "--dump-facts": "dump_facts",
-    "--facts": "facts",
-    "--deep-cache": "deep_cache",
-    "--python": "python",
-    "--deadline": "deadline",
-    **reporting.VALUED,
-}
+# The gate's own options are GateArgs' fields (`--need-gb` is need_gb): declared once there, with their
+# types and defaults; the typer command declares the same names with their help (a test keeps the three
+# in step: names here, defaults there).
+_OWN = {f.name: str(f.type) for f in fields(GateArgs) if f.name not in ("workload", "reporting")}
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+VALUED = {**{_option(n): n for n, kind in _OWN.items() if kind != "bool"}, **reporting.VALUED}
 REPEATED = reporting.REPEATED  # lists: each occurrence adds to it
-FLAGS = {
-    "--bandwidth": "bandwidth",
-    "--import-unsloth": "import_unsloth",
-    "--deep": "deep",
-    "--link-test": "link_test",
-    **reporting.FLAGS,
-}
+FLAGS = {**{_option(n): n for n, kind in _OWN.items() if kind == "bool"}, **reporting.FLAGS}
 REPORTING = frozenset({*reporting.VALUED.values(), *reporting.FLAGS.values()})  # ReportOptions' fields
-FLOATS = {"need_gb", "sample", "deadline"}
+FLOATS = {n for n, kind in _OWN.items() if kind == "float"}
 
 
 def parse(argv: list[str]) -> GateArgs | None:

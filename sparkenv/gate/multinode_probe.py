@@ -5,6 +5,7 @@ interpreter. Everything under the gate's one deadline; the agent is killed with 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from collections.abc import Mapping
@@ -122,7 +123,7 @@ def _agree(
     try:
         # The gate's own runner: its own session, killed at the deadline and on any signal the gate gets.
         ran = orchestrate.bounded_run(
-            [python, "-X", "utf8", digest.agent_script(), json.dumps(cfg)], deadline - 0.3
+            [python, "-X", "utf8", _agent_script(), json.dumps(cfg)], deadline - 0.3
         )
     except OSError as exc:
         return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}
@@ -145,3 +146,10 @@ def _agree(
     result["agent_s"] = round(time.monotonic() - started, 3)
     result["nodes"] = plan.nodes
     return result
+
+
+def _agent_script() -> str:
+    """multinode/store_agent.py, run by path in the workload's interpreter (imports nothing of sparkenv)."""
+    import sparkenv.multinode
+
+    return os.path.join(os.path.dirname(sparkenv.multinode.__file__), "store_agent.py")

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.environment import container, parsers
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.environment.servers import identify, prefilter_words
@@ -27,8 +26,6 @@ from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.knowledge import gate
 from sparkenv.names import canonical as _canonical
-
-PROC_DRIVER = "/proc/driver/nvidia/version"
 
 ENV_KEYS = (
     "WORLD_SIZE",
@@ -234,15 +231,9 @@ def probe_torch_static(python: str) -> dict[str, Any]:
 
 def probe_driver() -> dict[str, Any]:
     """The kernel module's version: there even where libnvidia-ml is not mounted into the container."""
-    try:
-        text = read_text(PROC_DRIVER, what="the NVIDIA driver version", limit=64 << 10)
-    except UnreadableFile as exc:
-        return {"proc_version": None, "version": None, "error": exc.reason}
-    return {
-        "proc_version": text.strip()[:500],
-        "version": parse_proc_version(text),
-        "source": PROC_DRIVER,
-    }
+    from sparkenv.environment import host_driver
+
+    return host_driver.read()
 
 
 def probe_meminfo() -> dict[str, int]:

@@ -75,60 +75,25 @@ def findings_of(audit: dict) -> list[Finding]:
 def build(req: BuildRequest) -> BuildOutcome:
     req.reporting.check()
     from sparkenv import profiles
-    from sparkenv.errors import SparkenvError
     from sparkenv.image import context, engine, runtime
     from sparkenv.render.emit import write_atomic
 
     started = time.perf_counter()
-    if req.tag is not None:
-        from sparkenv.image.reference import check_tag
-
-        check_tag(req.tag)  # before any work, --dry-run too: a bad name must not cost a whole build
-    if req.push is not None:
-        from sparkenv.image.reference import check_tag
-
-        check_tag(req.push, "--push")
-    if req.inputs and req.lock:
-        raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
-    if req.inputs:
-        from sparkenv.resolve import run
-
-        result = run.lock(
-            paths=list(req.inputs), profile_arg=req.profile, platform=None, output_dir=req.output_dir
-        )
-        if result.exit_code():
-            return BuildOutcome(result, "sparkenv build: the lock has a FAIL: nothing was built", code=1)
-        # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
-        lock_path = Path(req.output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml"
-    else:
-        lock_path = Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml")
+    _check_names(req)
+    lock_path, failed = _lock_path(req)
+    if failed is not None:
+        return failed
     from sparkenv.lock import read as lockread
 
     locked = lockread.sparkenv_lock(lock_path)
     prof = context.profile_for(locked, req.profile)
-    source = "--platform" if req.platform else f"{locked.path}: [tool.sparkenv] platform ="
-    platform = req.platform or locked.platform or prof.platform
-    if platform not in profiles.PLATFORMS:  # name where the bad value came from: the option or the lock
-        raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
-    platform = profiles.canonical_platform(platform)
-    machine = profiles.PLATFORMS[platform]
+    platform, machine = _platform(req, locked, prof)
     from sparkenv.image.target import driver_check, target_gpu
 
     gpu_text = target_gpu(req.gpu, prof)
-    driver_line = driver_check(req.driver, prof)
-    if driver_line:
-        print(driver_line, flush=True)
-    ca = req.ca_bundle or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
-    ca_path = Path(ca) if ca else None
-    if ca_path is not None and not ca_path.is_file():
-        if req.ca_bundle:  # named on the command line: say what it really is (missing, a FIFO, a folder …)
-            from sparkenv import safe_read
-
-            try:
-                safe_read.require_regular(ca_path, what="a CA bundle (PEM)")
-            except safe_read.UnreadableFile as exc:
-                raise SparkenvError(f"{req.ca_bundle}: not a usable CA bundle: {exc.reason}") from None
-        ca_path = None
+    driver = driver_check(req.driver, prof)  # a finding of the build's report
+    driver_findings = [driver] if driver else []
+    ca_path = _ca_bundle(req.ca_bundle)
     target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
     wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
     ref = req.tag or req.push or f"sparkenv/{prof.file_stem}:latest"
@@ -137,15 +102,7 @@ def build(req: BuildRequest) -> BuildOutcome:
     )
 
     if req.dry_run:
-        files = plan.files()
-        lines = [files["Dockerfile"][0].decode().rstrip("\n"), f"# context ({len(files)} files):"]
-        lines += [f"#   {name} ({len(data)} bytes)" for name, (data, _) in sorted(files.items())]
-        lines.append(
-            f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL"
-        )
-        if req.push:
-            lines.append(f"# then push {req.push} and print its digest")
-        return BuildOutcome(dry_run="\n".join(lines) + "\n")
+        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push))
 
     from sparkenv import signals
 
@@ -176,7 +133,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         raise engine.BuildFailed(
             f"the image's audit did not run (exit {checked.exit_code}: {last}); image {short} left untagged"
         )
-    report = Report("build", ref, findings_of(checked.report), profile=prof.name)
+    report = Report("build", ref, [*driver_findings, *findings_of(checked.report)], profile=prof.name)
     view = shown(report, req.reporting)  # --select/--ignore and the waivers: the tag follows what is shown
     report = view.report
     report.context = {
@@ -191,14 +148,11 @@ def build(req: BuildRequest) -> BuildOutcome:
     }
     code = report.exit_code(req.reporting.strict)
     if code:
-        why = f"{report.count(Status.FAIL)} FAIL"
-        if req.reporting.strict and not report.count(Status.FAIL):
-            why = f"{report.count(Status.WARN)} WARN and {report.count(Status.ERROR)} ERROR (--strict)"
         report.context["tagged"] = False
         return BuildOutcome(
             view,
-            f"sparkenv build: image {short} NOT tagged {ref}: its audit found {why} "
-            f"(report: {context.report_path(locked)})",
+            f"sparkenv build: image {short} NOT tagged {ref}: its audit found "
+            f"{_why(report, req.reporting.strict)} (report: {context.report_path(locked)})",
             code=code,
         )
     engine.tag(client, image_id, ref)
@@ -210,16 +164,108 @@ def build(req: BuildRequest) -> BuildOutcome:
     )
     pinned = ""
     if req.push:
-        from sparkenv.image import push as pushing
-
-        if req.push != ref:
-            engine.tag(client, image_id, req.push)
-        signals.on_interrupt(f"push of {req.push} stopped: the registry holds no manifest for it")
-        digest = pushing.push(client, req.push, req.reporting.quiet)
-        signals.forget(f"push of {req.push} stopped: the registry holds no manifest for it")
-        pinned = f"{pushing.split(req.push)[0]}@{digest}"
+        pinned = _push(client, image_id, ref, req.push, req.reporting.quiet)
         message += f"\nsparkenv build: pushed {req.push}; on every node: docker pull {pinned}"
     return BuildOutcome(view, message, pinned=pinned)
+
+
+def _check_names(req: BuildRequest) -> None:
+    """--tag and --push against Docker's reference grammar, before any work (--dry-run too): a bad name
+    must not cost a whole build."""
+    from sparkenv.image.reference import check_tag
+
+    if req.tag is not None:
+        check_tag(req.tag)
+    if req.push is not None:
+        check_tag(req.push, "--push")
+
+
+def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
+    """The lock to build: --lock, INPUT files locked first (a FAIL there builds nothing), or the
+    profile's shipped lock."""
+    from sparkenv import profiles
+    from sparkenv.errors import SparkenvError
+
+    if req.inputs and req.lock:
+        raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
+    if not req.inputs:
+        return Path(req.lock or f"lockfiles/pylock.{profiles.load(req.profile).file_stem}.toml"), None
+    from sparkenv.resolve import run
+
+    result = run.lock(
+        paths=list(req.inputs), profile_arg=req.profile, platform=None, output_dir=req.output_dir
+    )
+    if result.exit_code():
+        return Path(), BuildOutcome(result, "sparkenv build: the lock has a FAIL: nothing was built", code=1)
+    # the lock is named by the profile name (a profile file's too): pylock.<name with dots as dashes>.toml
+    return Path(req.output_dir) / f"pylock.{str(result.profile).replace('.', '-')}.toml", None
+
+
+def _platform(req: BuildRequest, locked, prof) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """(platform, machine): --platform, else the lock's, else the profile's; a bad value names where it
+    came from (the option or the lock)."""
+    from sparkenv import profiles
+    from sparkenv.errors import SparkenvError
+
+    source = "--platform" if req.platform else f"{locked.path}: [tool.sparkenv] platform ="
+    platform = req.platform or locked.platform or prof.platform
+    if platform not in profiles.PLATFORMS:
+        raise SparkenvError(f"{source} {platform!r}: not one of {', '.join(sorted(profiles.PLATFORMS))}")
+    platform = profiles.canonical_platform(platform)
+    return platform, profiles.PLATFORMS[platform]
+
+
+def _ca_bundle(named: str | None) -> Path | None:
+    """--ca-bundle, else $PIP_CERT or $SSL_CERT_FILE when it is a file; a named one that is not usable is
+    an error saying what it really is (missing, a FIFO, a folder …)."""
+    from sparkenv.errors import SparkenvError
+
+    ca = named or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
+    ca_path = Path(ca) if ca else None
+    if ca_path is None or ca_path.is_file():
+        return ca_path
+    if named:
+        from sparkenv import safe_read
+
+        try:
+            safe_read.require_regular(ca_path, what="a CA bundle (PEM)")
+        except safe_read.UnreadableFile as exc:
+            raise SparkenvError(f"{named}: not a usable CA bundle: {exc.reason}") from None
+    return None
+
+
+def _dry_run(plan, driver_findings: list[Finding], ref: str, gpu_text: str, push: str | None) -> str:  # type: ignore[no-untyped-def]
+    """What --dry-run prints: the driver finding, the rendered Dockerfile and the build context."""
+    from sparkenv.render.text import finding_line
+
+    files = plan.files()
+    lines = [finding_line(f) for f in driver_findings]
+    lines += [files["Dockerfile"][0].decode().rstrip("\n"), f"# context ({len(files)} files):"]
+    lines += [f"#   {name} ({len(data)} bytes)" for name, (data, _) in sorted(files.items())]
+    lines.append(f"# would tag {ref} after `sparkenv audit --json --gpu {gpu_text}` in the image has no FAIL")
+    if push:
+        lines.append(f"# then push {push} and print its digest")
+    return "\n".join(lines) + "\n"
+
+
+def _why(report: Report, strict: bool) -> str:
+    if strict and not report.count(Status.FAIL):
+        return f"{report.count(Status.WARN)} WARN and {report.count(Status.ERROR)} ERROR (--strict)"
+    return f"{report.count(Status.FAIL)} FAIL"
+
+
+def _push(client, image_id: str, ref: str, push: str, quiet: bool) -> str:  # type: ignore[no-untyped-def]
+    """Tag `push` (when it is not the tag already), push it, and return it pinned by digest."""
+    from sparkenv import signals
+    from sparkenv.image import engine
+    from sparkenv.image import push as pushing
+
+    if push != ref:
+        engine.tag(client, image_id, push)
+    signals.on_interrupt(f"push of {push} stopped: the registry holds no manifest for it")
+    digest = pushing.push(client, push, quiet)
+    signals.forget(f"push of {push} stopped: the registry holds no manifest for it")
+    return f"{pushing.split(push)[0]}@{digest}"
 
 
 def _version() -> str:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.environment.markers import applies
 from sparkenv.errors import ServiceMissing, SparkenvError
 
 # Not carried into images: uv is only for `sparkenv lock`, which runs on the host.
@@ -160,7 +160,7 @@ def requirements_closure(target: Target) -> dict[str, str]:
             ) from None
         for text in dist.requires or []:
             req = Requirement(text)
-            if req.marker is not None and not Marker(str(req.marker)).evaluate(env):
+            if not applies(req.marker, env):
                 continue
             key = canonicalize_name(req.name)
             if key in LEFT_OUT or key in pins:

@@ -47,10 +47,11 @@ def sdpa(
     """
     from sparkenv.environment import target as targets
     from sparkenv.errors import SparkenvError
+    from sparkenv.facts.override import OverrideFacts
     from sparkenv.patches import install as inst
     from sparkenv.render.emit import emit
     from sparkenv.report import Report
-    from sparkenv.rules.g2 import OverrideFacts, override_outcome
+    from sparkenv.rules.g2 import override_outcome
 
     if install and uninstall:
         raise SparkenvError("--install and --uninstall exclude each other")

@@ -8,9 +8,11 @@ import os
 import re
 from typing import TextIO
 
+from sparkenv.report import GOTCHA_PATTERN
+
 _CODES = {"FAIL": "1;31", "ERROR": "1;35", "WARN": "33", "PASS": "32", "SKIP": "2"}
 _VERDICT = {"blocked": "1;31", "ready-with-warnings": "33", "ready": "32"}
-_LINE = re.compile(r"^(G(?:10|[1-9]) )(PASS|FAIL|WARN|SKIP|INFO|ERROR)(:)", re.M)
+_LINE = re.compile(rf"^({GOTCHA_PATTERN} )(PASS|FAIL|WARN|SKIP|INFO|ERROR)(:)", re.M)
 _VERDICT_LINE = re.compile(r"^(verdict: )(ready-with-warnings|ready|blocked)", re.M)
 
 

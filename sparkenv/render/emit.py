@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from sparkenv.render.options import ReportOptions
+from sparkenv.render.options import ReportOptions, output_format
 from sparkenv.report import Report
 
 
@@ -75,20 +75,6 @@ def emit(result: Report | Shown, options: ReportOptions, *, stream: TextIO | Non
         out.write(colour.paint(body) if colour.wanted(out) else body)
     out.flush()
     return view.report.exit_code(options.strict)
-
-
-FORMATS = ("text", "json", "github")
-
-
-def output_format(options: ReportOptions) -> str:
-    from sparkenv.errors import SparkenvError
-
-    fmt = options.fmt
-    if fmt is not None and fmt not in FORMATS:
-        raise SparkenvError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
-    if options.json_out and fmt not in (None, "json"):
-        raise SparkenvError(f"--json and --format {fmt} disagree: give one")
-    return "json" if options.json_out else fmt or "text"
 
 
 def _takes_unicode(stream: TextIO) -> bool:

@@ -60,10 +60,23 @@ class ReportOptions(NamedTuple):
     def check(self) -> ReportOptions:
         """The usage errors of the options themselves (a bad --select, --format or --json/--format
         clash), raised before any work starts: exit 2 at once, not after a resolution or a build."""
-        from sparkenv.render.emit import output_format
         from sparkenv.report import parse_ids
 
         parse_ids(self.select, "--select")
         parse_ids(self.ignore, "--ignore")
         output_format(self)
         return self
+
+
+FORMATS = ("text", "json", "github")
+
+
+def output_format(options: ReportOptions) -> str:
+    from sparkenv.errors import SparkenvError
+
+    fmt = options.fmt
+    if fmt is not None and fmt not in FORMATS:
+        raise SparkenvError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    if options.json_out and fmt not in (None, "json"):
+        raise SparkenvError(f"--json and --format {fmt} disagree: give one")
+    return "json" if options.json_out else fmt or "text"

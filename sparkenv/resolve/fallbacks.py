@@ -30,6 +30,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from sparkenv.environment.markers import applies
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
@@ -194,7 +195,7 @@ def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict
     env = profile.marker_env()
     problems = []
     for req in metadata.parse(text, "").requires:
-        if req.marker is not None and not req.marker.evaluate(env):
+        if not applies(req.marker, env):
             continue
         dep = canonicalize_name(req.name)
         if dep in versions:

@@ -21,10 +21,8 @@ def check_declared(
     offline: bool = False,
     allow_replace: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    from sparkenv.rules import g9
-
     facts = DeclaredFacts(tuple(declared), profile, tuple(index_urls), staged, offline, allow_replace)
-    return g9.replaced_on_purpose(rules.evaluate(rules.Stage.DECLARED, facts), facts.allow_replace)
+    return rules.evaluate(rules.Stage.DECLARED, facts)
 
 
 def check_lockfile(facts: LockFileFacts) -> list[Finding]:

@@ -19,11 +19,11 @@ from sparkenv import confine, profiles
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
-from sparkenv.facts.resolved import BuildFailure, Locked, SdistBuild
+from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
 from sparkenv.lock import from_uv
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
-from sparkenv.report import Finding, GotchaId, Report, Status, merge_by_subject
+from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import interrupt, metadata, policy, uvdriver
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
@@ -328,36 +328,18 @@ def _resolved_findings(
     from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
-    out: list[Finding] = []
+    problems: list[MetadataProblem] = []
     requires = {}
     for key, meta in sorted(metas.items()):
         pkg = locked[key]
         fname = (pkg.wheels or [pkg.sdist or key])[0]
         if isinstance(meta, str):
-            out.append(
-                Finding(
-                    id=GotchaId.G9,
-                    status=Status.ERROR,
-                    summary=f"cannot read the metadata of {fname} ({key} {pkg.version}): {meta}; its "
-                    "requirements cannot be checked, so no lock is written",
-                    subject=key,
-                    evidence=(fname,),
-                    fix="make the index serve the file (or its PEP 658 .metadata), then lock again",
-                )
-            )
+            problems.append(MetadataProblem(key, pkg.version, fname, reason=meta))
             continue
         pkg.requires = meta.requires
         requires[key] = meta.requires
-        for bad in meta.invalid:
-            out.append(
-                Finding(
-                    id=GotchaId.G9,
-                    status=Status.ERROR,
-                    summary=f"{fname}: Requires-Dist {bad!r} is not a valid requirement",
-                    subject=key,
-                    evidence=(fname,),
-                )
-            )
+        if meta.invalid:
+            problems.append(MetadataProblem(key, pkg.version, fname, invalid=tuple(meta.invalid)))
     failed, failed_refs = _failed(failures or [], index_url)
     for key, meta in metadata.read(failed_refs, index_url=index_url).items():
         if isinstance(meta, metadata.Metadata):  # its requirements still count (a torch pin, a base conflict)
@@ -379,7 +361,7 @@ def _resolved_findings(
     so_files = wheel_files.read(_refs(raw))
     gpu_refs = [r for r in _refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
     fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)
-    out += policy.check_resolved(
+    return policy.check_resolved(
         locked,
         roots,
         profile,
@@ -389,6 +371,7 @@ def _resolved_findings(
         allow_replace=frozenset(allowed),
         records=records,
         fallbacks=tuple(fallback_facts),
+        metadata_problems=tuple(problems),
         sdist_builds=_sdist_builds(sdist_refs),
         wheel_files=so_files,
         wheel_elves=wheel_elf.read(
@@ -397,7 +380,6 @@ def _resolved_findings(
         build_failures=tuple(failed),
         root_extras=root_extras,
     )
-    return out
 
 
 def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]

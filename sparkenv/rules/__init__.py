@@ -3,17 +3,20 @@
 Where things go (read this before adding a check):
 
 - `rules/gN.py` — every judgement of gotcha N, one section per stage that can see it, each a pure
-  function of that stage's typed facts that returns Findings. At the end of the module, `RULES` names
+  function of that stage's typed facts that returns Findings (a gotcha that outgrows one file keeps
+  RULES in gN.py and its stages in gN_<stage>.py: g1_installed.py, g9_resolved.py …; the rule's name
+  stays `g1.installed`). At the end of the module, `RULES` names
   (stage, function, what it looks at); the stage runners and `sparkenv explain` read only that, so a
   rule listed there runs, and a rule that runs is listed. New judgement for G7 in the gate? A function
   in rules/g7.py and a `Rule(Stage.LIVE, …)` line; nothing in gate/.
 - `rules/<concept>.py` — one classifier per concept that several stages ask about:
   `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
   one precedence and one severity table), `unsloth.py` (the Unsloth family), `hosts.py` (known-bad
-  host builds). Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
+  host builds), `wrong_cpu.py` (shared objects of another CPU), `replaced.py` (a base package replaced
+  on purpose). Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
   pure readers from `sparkenv/environment/` (`markers.py`, the marker environment of a target;
   `pins.py`, exact pins); they never import a stage package (tests/test_layers.py).
-  The host driver against a CUDA release is in g1.py, a package's
+  The host driver against a CUDA release is in g1_driver.py, a package's
   GPU code, Triton's ptxas and TORCH_CUDA_ARCH_LIST in g7.py; what they read is parsed in
   `sparkenv/cuda/`.
   The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
@@ -44,7 +47,7 @@ from typing import Any
 
 from sparkenv.report import Finding, GotchaId, Status, merge_by_subject
 
-GOTCHAS = tuple(GotchaId)  # G1 … G10, in order
+GOTCHAS = tuple(GotchaId)  # G1 … G10, in order: the catalogue's (data/gotchas.toml)
 
 
 class Stage(str, enum.Enum):
@@ -80,7 +83,12 @@ class Rule:
 
     @property
     def name(self) -> str:
+        # A gotcha's rules may live in several files (rules/g1_installed.py …): the name says the gotcha
+        # (`g1.installed`), as RULES in rules/g1.py lists it, not the file that holds the function.
         module = self.check.__module__.rsplit(".", 1)[-1]
+        gotcha, _, part = module.partition("_")
+        if part and gotcha[:1] == "g" and gotcha[1:].isdigit():
+            module = gotcha
         return f"{module}.{self.check.__name__}"
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
-from sparkenv.environment.markers import marker_environment
+from sparkenv.environment.markers import applies, marker_environment
 from sparkenv.report import Status
 
 if TYPE_CHECKING:
@@ -162,7 +162,6 @@ def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, st
     """(normalized name, specifier) of a CUDA-relevant requirement whose marker holds on the target."""
     # packaging is imported here, not at the top: the gate imports this module and starts before every
     # workload; only the audit reads Requires-Dist.
-    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
     from packaging.utils import canonicalize_name
 
     head = rules.requirement_name(raw)
@@ -171,10 +170,7 @@ def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, st
     req = _parse_requirement(raw)
     if req is None:
         return None
-    try:
-        if req.marker is not None and not req.marker.evaluate(env):
-            return None
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+    if not applies(req.marker, env):
         return None
     return canonicalize_name(req.name), str(req.specifier)
 

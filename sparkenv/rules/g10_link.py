@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.environment.launch import Launch
@@ -16,7 +17,7 @@ from sparkenv.report import Finding, GotchaId, Status
 if TYPE_CHECKING:
     from sparkenv.knowledge.records.multinode import Multinode
 
-G = GotchaId.G10
+_finding = partial(Finding, GotchaId.G10)  # every finding of this module is G10's
 
 
 def _data() -> Multinode:
@@ -79,8 +80,7 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
     if not link["rdma"]:
         status = Status.WARN if spark else Status.INFO
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=status,
                 summary="no RDMA device visible (/sys/class/infiniband is empty): NCCL falls back to TCP "
                 "sockets, a fraction of the link's bandwidth",
@@ -90,77 +90,12 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
                 "on the host: the mlx5 driver and rdma-core",
             )
         ]
-    out = []
     expected = data.spark.port_rate_gbps if spark else data.link.min_rate_gbps
     active = active_devices(link)
-    for dev, port, p in _ports(link):
-        where = f"{dev} port {port}"
-        netdevs = link["rdma"][dev].get("netdevs") or []
-        evidence = tuple(
-            x
-            for x in (
-                f"state {p.get('state')}, {p.get('phys_state')}",
-                f"rate {p.get('rate')}" if p.get("rate") else None,
-                f"link layer {p.get('link_layer')}" if p.get("link_layer") else None,
-                f"netdev {', '.join(netdevs)}" if netdevs else None,
-            )
-            if x
-        )
-        if p.get("state") != "ACTIVE":
-            out.append(
-                Finding(
-                    id=G,
-                    status=Status.INFO,
-                    summary=f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in "
-                    "use)",
-                    subject=f"rdma:{dev}",
-                    evidence=evidence,
-                )
-            )
-            continue
-        rate = p.get("rate_gbps")
-        if rate is not None and rate < expected:
-            out.append(
-                Finding(
-                    id=G,
-                    status=Status.WARN,
-                    summary=f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
-                    "(NCCL will crawl and large collectives can stall)",
-                    subject=f"rdma:{dev}",
-                    evidence=evidence,
-                    fix="reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
-                    "check-connectx-bandwidth (dgx-spark-playbooks#108) measures the rail",
-                )
-            )
-            continue
-        mtus = [(n, (link["net"].get(n) or {}).get("mtu")) for n in netdevs]
-        low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < data.spark.mtu]
-        if low:
-            out.append(
-                Finding(
-                    id=G,
-                    status=Status.WARN,
-                    summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
-                    f"{data.spark.mtu} the Spark playbooks use, NCCL's throughput drops",
-                    subject=f"rdma:{dev}",
-                    evidence=evidence,
-                    fix=f"ip link set {netdevs[0]} mtu {data.spark.mtu} on both nodes (and on the switch)",
-                )
-            )
-            continue
-        out.append(
-            Finding(
-                id=G,
-                status=Status.PASS,
-                summary=f"{where} is Active at {rate:g} Gb/s",
-                subject=f"rdma:{dev}",
-                evidence=evidence,
-            )
-        )
+    out = [_port(link, dev, port, p, spark, expected) for dev, port, p in _ports(link)]
     if not active:
         out.append(
-            Finding(
-                id=G,
+            _finding(
                 status=Status.WARN if spark else Status.INFO,
                 summary=f"{len(link['rdma'])} RDMA device(s), none Active: no cable, or the peer is down; "
                 "NCCL falls back to TCP sockets",
@@ -172,6 +107,66 @@ def _rdma(link: Mapping[str, Any], spark: bool) -> list[Finding]:
     return out
 
 
+def _port(
+    link: Mapping[str, Any],
+    dev: str,
+    port: str,
+    p: Mapping[str, Any],
+    spark: bool,
+    expected: float,
+) -> Finding:
+    """One RDMA port: not Active (INFO), Active below the expected rate or the Spark's MTU (WARN), or
+    Active as expected (PASS)."""
+    spark_data = _data().spark
+    where = f"{dev} port {port}"
+    netdevs = link["rdma"][dev].get("netdevs") or []
+    evidence = tuple(
+        x
+        for x in (
+            f"state {p.get('state')}, {p.get('phys_state')}",
+            f"rate {p.get('rate')}" if p.get("rate") else None,
+            f"link layer {p.get('link_layer')}" if p.get("link_layer") else None,
+            f"netdev {', '.join(netdevs)}" if netdevs else None,
+        )
+        if x
+    )
+    if p.get("state") != "ACTIVE":
+        return _finding(
+            status=Status.INFO,
+            summary=f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in use)",
+            subject=f"rdma:{dev}",
+            evidence=evidence,
+        )
+    rate = p.get("rate_gbps")
+    if rate is not None and rate < expected:
+        return _finding(
+            status=Status.WARN,
+            summary=f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
+            "(NCCL will crawl and large collectives can stall)",
+            subject=f"rdma:{dev}",
+            evidence=evidence,
+            fix="reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
+            "check-connectx-bandwidth (dgx-spark-playbooks#108) measures the rail",
+        )
+    mtus = [(n, (link["net"].get(n) or {}).get("mtu")) for n in netdevs]
+    low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < spark_data.mtu]
+    if low:
+        return _finding(
+            status=Status.WARN,
+            summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
+            f"{spark_data.mtu} the Spark playbooks use, NCCL's throughput drops",
+            subject=f"rdma:{dev}",
+            evidence=evidence,
+            fix=f"ip link set {netdevs[0]} mtu {spark_data.mtu} on both nodes (and on the switch)",
+        )
+    return _finding(
+        status=Status.PASS,
+        summary=f"{where} is Active at {rate:g} Gb/s",
+        subject=f"rdma:{dev}",
+        evidence=evidence,
+    )
+
+
 def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
     if not active_devices(link):
         return []
@@ -179,8 +174,7 @@ def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]])
     disable = settings.get("NCCL_IB_DISABLE")
     if disable and disable[0].strip() not in ("", "0"):
         out.append(
-            Finding(
-                id=G,
+            _finding(
                 status=Status.WARN,
                 summary=f"NCCL_IB_DISABLE={disable[0]} ({disable[1]}) with Active RDMA devices: NCCL uses "
                 "TCP sockets, a fraction of the link",
@@ -192,12 +186,10 @@ def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]])
     net = settings.get("NCCL_NET")
     if net and net[0].strip().lower() == "socket":
         out.append(
-            Finding(
-                id=G,
+            _finding(
                 status=Status.WARN,
                 summary=f"NCCL_NET={net[0]} ({net[1]}) with Active RDMA devices: NCCL uses TCP sockets",
                 subject="NCCL_NET",
-                evidence=(),
                 fix=f"unset NCCL_NET or set it to IB (set in {net[1]})",
             )
         )
@@ -220,8 +212,7 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
         if twins:
             pair = ",".join(twins[0])
             return [
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.WARN,
                     summary="NCCL_IB_HCA is unset while both halves of a ConnectX-7 port are Active "
                     f"({pair}): NCCL may drive one half only, about half the port (dgx-spark-playbooks#102: "
@@ -232,8 +223,7 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
                 )
             ]
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.INFO,
                 summary="NCCL_IB_HCA is unset: NCCL uses every Active RDMA device",
                 subject="NCCL_IB_HCA",
@@ -247,8 +237,7 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
     evidence = (f"{value} from {source}", f"devices here: {', '.join(devices)}")
     if unknown:
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.FAIL,
                 summary=f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node "
                 "(another machine's names, or a leftover nccl.conf)",
@@ -259,8 +248,7 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
         ]
     if not [d for d in chosen if d in active]:
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.FAIL,
                 summary=f"NCCL_IB_HCA={value} selects only devices that are not Active "
                 f"({', '.join(chosen) or 'none'})",
@@ -274,8 +262,7 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
         a, b = half[0]
         missing = b if a in chosen else a
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.WARN,
                 summary=f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about "
                 "half the port's bandwidth",
@@ -285,8 +272,7 @@ def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark
             )
         ]
     return [
-        Finding(
-            id=G,
+        _finding(
             status=Status.PASS,
             summary=f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}",
             subject="NCCL_IB_HCA",
@@ -314,8 +300,7 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
             key=int,
         )
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.INFO,
                 summary="NCCL_IB_GID_INDEX is unset: NCCL picks the GID; RoCE v2 IPv4 GIDs here: "
                 f"{', '.join(v2) or 'none'}",
@@ -337,8 +322,7 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
     evidence = (f"{value} from {source}",)
     if bad:
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.FAIL,
                 summary=f"NCCL_IB_GID_INDEX={value}: no GID at that index on {', '.join(bad)}: NCCL's "
                 "connections fail or hang",
@@ -350,8 +334,7 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
         ]
     if weak:
         return [
-            Finding(
-                id=G,
+            _finding(
                 status=Status.WARN,
                 summary=f"NCCL_IB_GID_INDEX={value} is not a RoCE v2 GID on {', '.join(weak)}: "
                 "not routable across subnets",
@@ -361,8 +344,7 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
             )
         ]
     return [
-        Finding(
-            id=G,
+        _finding(
             status=Status.PASS,
             summary=f"NCCL_IB_GID_INDEX={value} is RoCE v2 on {', '.join(good)}",
             subject="NCCL_IB_GID_INDEX",
@@ -381,71 +363,65 @@ def _ifname(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) ->
     fast = link_interfaces(link)
     setting = settings.get("NCCL_SOCKET_IFNAME")
     if setting is None:
-        up = [
-            n
-            for n in names
-            if _up(net, n) and net[n]["addresses"] and not n.startswith(("docker", "veth", "br-"))
-        ]
-        other = [n for n in up if n not in fast]
-        if fast and other:
-            return [
-                Finding(
-                    id=G,
-                    status=Status.WARN,
-                    summary=f"NCCL_SOCKET_IFNAME is unset and {', '.join(other)} "
-                    f"{'are' if len(other) > 1 else 'is'} up beside the link "
-                    f"({', '.join(sorted(fast))}): NCCL's bootstrap may pick the wrong interface",
-                    subject="NCCL_SOCKET_IFNAME",
-                    evidence=(),
-                    fix=f"export NCCL_SOCKET_IFNAME={preferred(link)} (the same name on every node)",
-                )
-            ]
-        return [
-            Finding(
-                id=G,
-                status=Status.INFO,
-                summary="NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up",
-                subject="NCCL_SOCKET_IFNAME",
-                evidence=tuple(f"up: {n}" for n in up),
-            )
-        ]
-    value, source = setting
+        return [_ifname_unset(link, names, fast)]
+    return [_ifname_set(net, names, fast, *setting)]
+
+
+def _ifname_unset(link: Mapping[str, Any], names: list[str], fast: set[str]) -> Finding:
+    """No NCCL_SOCKET_IFNAME: NCCL takes the first interface up, which may not be the link."""
+    net = link["net"]
+    up = [
+        n
+        for n in names
+        if _up(net, n) and net[n]["addresses"] and not n.startswith(("docker", "veth", "br-"))
+    ]
+    other = [n for n in up if n not in fast]
+    if fast and other:
+        return _finding(
+            status=Status.WARN,
+            summary=f"NCCL_SOCKET_IFNAME is unset and {', '.join(other)} "
+            f"{'are' if len(other) > 1 else 'is'} up beside the link "
+            f"({', '.join(sorted(fast))}): NCCL's bootstrap may pick the wrong interface",
+            subject="NCCL_SOCKET_IFNAME",
+            fix=f"export NCCL_SOCKET_IFNAME={preferred(link)} (the same name on every node)",
+        )
+    return _finding(
+        status=Status.INFO,
+        summary="NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up",
+        subject="NCCL_SOCKET_IFNAME",
+        evidence=tuple(f"up: {n}" for n in up),
+    )
+
+
+def _ifname_set(net: Mapping[str, Any], names: list[str], fast: Any, value: str, source: str) -> Finding:
+    """NCCL_SOCKET_IFNAME set: it must select an interface that is up, and the fast link."""
     lst = DeviceList.parse(value)
     chosen = [n for n in lst.select(names) if _up(net, n)]
     evidence = (f"{value} from {source}", f"interfaces here: {', '.join(names)}")
     if not chosen:
-        return [
-            Finding(
-                id=G,
-                status=Status.FAIL,
-                summary=f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL "
-                "cannot bootstrap",
-                subject="NCCL_SOCKET_IFNAME",
-                evidence=evidence,
-                fix=f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
-            )
-        ]
-    slow = [n for n in chosen if is_slow(n, net)]
-    if slow:
-        return [
-            Finding(
-                id=G,
-                status=Status.WARN,
-                summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
-                subject="NCCL_SOCKET_IFNAME",
-                evidence=evidence,
-                fix=f"name the link: {', '.join(sorted(fast)) or '?'}",
-            )
-        ]
-    return [
-        Finding(
-            id=G,
-            status=Status.PASS,
-            summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
+        return _finding(
+            status=Status.FAIL,
+            summary=f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL "
+            "cannot bootstrap",
             subject="NCCL_SOCKET_IFNAME",
             evidence=evidence,
+            fix=f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
         )
-    ]
+    slow = [n for n in chosen if is_slow(n, net)]
+    if slow:
+        return _finding(
+            status=Status.WARN,
+            summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
+            subject="NCCL_SOCKET_IFNAME",
+            evidence=evidence,
+            fix=f"name the link: {', '.join(sorted(fast)) or '?'}",
+        )
+    return _finding(
+        status=Status.PASS,
+        summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
+        subject="NCCL_SOCKET_IFNAME",
+        evidence=evidence,
+    )
 
 
 def _iface_of(address: str, net: Mapping[str, Any]) -> tuple[str | None, bool]:
@@ -484,8 +460,7 @@ def _advertised(
             ip = ipaddress.IPv4Address(address)
         except ValueError:
             out.append(
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.WARN,
                     summary=f"{s.source}: {s.value} does not resolve to an IPv4 address here",
                     subject=subject,
@@ -496,8 +471,7 @@ def _advertised(
             continue
         if ip.is_loopback or ip.is_unspecified:
             out.append(
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.FAIL,
                     summary=f"{s.source}: {shown} cannot be reached from another node",
                     subject=subject,
@@ -509,8 +483,7 @@ def _advertised(
         iface, _own = _iface_of(address, net)
         if iface is None:
             out.append(
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.INFO,
                     summary=f"{s.source}: {shown} is not on a directly attached subnet (routed)",
                     subject=subject,
@@ -519,8 +492,7 @@ def _advertised(
             )
         elif is_slow(iface, net):
             out.append(
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.WARN,
                     summary=f"{s.source}: {shown} is on "
                     f"{iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, not the link: the "
@@ -532,8 +504,7 @@ def _advertised(
             )
         elif fast and iface not in fast:
             out.append(
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.WARN,
                     summary=f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
                     subject=subject,
@@ -543,8 +514,7 @@ def _advertised(
             )
         else:
             out.append(
-                Finding(
-                    id=G,
+                _finding(
                     status=Status.PASS,
                     summary=f"{s.source}: {shown} is on {iface}",
                     subject=subject,

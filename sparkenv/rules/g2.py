@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.patches.sdpa import mode_from_env
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage, cuda_major, unsloth
+from sparkenv.rules import Rule, Stage, cuda_major, unsloth, wrong_cpu
 from sparkenv.rules.cuda_major import Binding
+from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
     from sparkenv.facts.installed import AuditFacts, DistFacts
     from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.override import OverrideFacts
     from sparkenv.facts.resolved import ResolvedFacts, SdistBuild
     from sparkenv.profiles import Profile
 
@@ -38,6 +39,10 @@ _EXPLAIN = "see `sparkenv explain G2`"
 
 
 def declared(facts: DeclaredFacts) -> list[Finding]:
+    return replaced_on_purpose(_declared(facts), facts.allow_replace)
+
+
+def _declared(facts: DeclaredFacts) -> list[Finding]:
     compiles = packages().compiles_cuda
     out: list[Finding] = []
     for d in facts.applicable:
@@ -302,7 +307,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     where = origin(df)
     target = rules.target_major()
     evidence = [f"origin: {where}", *(f"{so.relpath} ({so.info.machine})" for so in df.shared_objects[:8])]
-    wrong_arch = [so for so in df.shared_objects if so.info.machine != facts.target.machine]
+    wrong_arch = wrong_cpu.shared_objects(df, facts.target.machine)
     others = sorted(m for m in b.majors if m != target)
     troubles = []
     if df.dist.files_known and not df.shared_objects:
@@ -482,23 +487,9 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
 # sparkenv patch sdpa: what the override's state means after an action (install, uninstall, status)
 
 
-@dataclass(frozen=True)
-class OverrideFacts:
-    action: str  # "install", "uninstall" or "status"
-    site: str  # the site folder acted on
-    target: str  # what the user named, for the fix commands
-    pth: str
-    module: str
-    present: bool  # the .pth is there
-    module_present: bool  # the hook module the .pth imports is there
-    current: bool  # the hook module is this sparkenv's
-    interpreter_found: bool
-    verified: tuple[bool, str] | None  # after --install: did a fresh interpreter load it, and why not
-    removed: tuple[str, ...]  # after --uninstall: the files removed
-    source: str  # this sparkenv's hook module
-
-
 def override_outcome(f: OverrideFacts) -> Finding:
+    """`sparkenv patch sdpa` (--install, --uninstall, status): the override's state, judged here and
+    called by the patch command directly (patching is an action, not a stage of the registry)."""
     pth_name, module_name = f.pth.rsplit("/", 1)[-1], f.module.rsplit("/", 1)[-1]
     if f.action == "install":
         evidence = (f"wrote {f.module}", f"wrote {f.pth}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.knowledge import gate
@@ -10,6 +11,8 @@ from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
+
+_finding = partial(Finding, GotchaId.G3)  # every finding of this module is G3's
 
 GIB = 1 << 20  # kB per GiB
 DROP = "between runs, as root: sync; echo 3 > /proc/sys/vm/drop_caches (sparkenv never does it itself)"
@@ -23,8 +26,7 @@ def live(f: GateFacts) -> list[Finding]:
     total, avail = m.get("MemTotal"), m.get("MemAvailable")
     if not total or avail is None:
         return [
-            Finding(
-                id=GotchaId.G3,
+            _finding(
                 status=Status.ERROR,
                 summary="/proc/meminfo has no MemTotal/MemAvailable",
                 subject="memory",
@@ -47,8 +49,7 @@ def live(f: GateFacts) -> list[Finding]:
     summary = f"MemAvailable {avail / GIB:.1f} GiB of {total / GIB:.1f} GiB; page cache {cache / GIB:.1f} GiB"
     if f.need_gb and avail / GIB < f.need_gb:
         return [
-            Finding(
-                id=GotchaId.G3,
+            _finding(
                 status=Status.WARN,
                 summary=f"{summary}: below the {f.need_gb:g} GiB this run needs",
                 subject="memory",
@@ -58,8 +59,7 @@ def live(f: GateFacts) -> list[Finding]:
         ]
     if cache > limits.page_cache_warn_fraction * total:
         return [
-            Finding(
-                id=GotchaId.G3,
+            _finding(
                 status=Status.WARN,
                 summary=f"{summary}: the page cache holds memory the GPU may need",
                 subject="memory",

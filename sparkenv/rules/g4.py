@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.knowledge import gate
@@ -11,6 +12,8 @@ from sparkenv.rules import Rule, Stage
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
     from sparkenv.knowledge.records.gate import Power
+
+_finding = partial(Finding, GotchaId.G4)  # every finding of this module is G4's
 
 # nvidia-smi clocks_event_reasons bits that mean heat or power, not idleness or app clocks.
 REASONS = {
@@ -31,8 +34,7 @@ def live(f: GateFacts) -> list[Finding]:
     if gpu is None:
         readings = f.gpu_readings
         return [
-            Finding(
-                id=GotchaId.G4,
+            _finding(
                 status=Status.SKIP,
                 summary=f"no GPU reading: {readings.get('error', 'no GPU reported')}",
                 subject="gpu0",
@@ -69,8 +71,7 @@ def live(f: GateFacts) -> list[Finding]:
         evidence.append(f"{len(samples)} samples over {samples[-1]['t'] - samples[0]['t']:.1f} s")
     if findings:
         return [
-            Finding(
-                id=GotchaId.G4,
+            _finding(
                 status=Status.WARN,
                 summary=f"{reading}; {'; '.join(findings)}",
                 subject="gpu0",
@@ -80,8 +81,7 @@ def live(f: GateFacts) -> list[Finding]:
         ]
     note = "" if samples else " (one reading; --sample SECONDS watches for a plateau)"
     return [
-        Finding(
-            id=GotchaId.G4,
+        _finding(
             status=Status.INFO,
             summary=reading + note,
             subject="gpu0",

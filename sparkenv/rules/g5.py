@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.knowledge import gate
@@ -10,6 +11,8 @@ from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
+
+_finding = partial(Finding, GotchaId.G5)  # every finding of this module is G5's
 
 
 def live(f: GateFacts) -> list[Finding]:
@@ -21,8 +24,7 @@ def live(f: GateFacts) -> list[Finding]:
         evidence = (f"device copy of {measured['bytes'] / 2**20:.0f} MiB, median of {measured['iters']}",)
         if f.is_gb10 and gbps < 0.9 * b.measured_low:
             return [
-                Finding(
-                    id=GotchaId.G5,
+                _finding(
                     status=Status.WARN,
                     summary=f"measured {gbps:g} GB/s, below the {budget} a GB10 sustains",
                     subject="bandwidth",
@@ -34,8 +36,7 @@ def live(f: GateFacts) -> list[Finding]:
             f"GB10 budget {budget}" if f.is_gb10 else f"{f.gpu_name or 'this GPU'}; GB10 budget is {budget}"
         )
         return [
-            Finding(
-                id=GotchaId.G5,
+            _finding(
                 status=Status.INFO,
                 summary=f"measured {gbps:g} GB/s device copy ({where})",
                 subject="bandwidth",
@@ -44,8 +45,7 @@ def live(f: GateFacts) -> list[Finding]:
         ]
     if f.platform == "no-gpu":
         return [
-            Finding(
-                id=GotchaId.G5,
+            _finding(
                 status=Status.SKIP,
                 summary=f"no GPU: nothing to measure (a GB10 sustains {budget})",
                 subject="bandwidth",
@@ -53,8 +53,7 @@ def live(f: GateFacts) -> list[Finding]:
         ]
     if f.is_gb10:
         return [
-            Finding(
-                id=GotchaId.G5,
+            _finding(
                 status=Status.INFO,
                 summary=f"plan with {budget} sustained, not the {b.spec:g} GB/s spec (--bandwidth "
                 "measures it)",
@@ -62,8 +61,7 @@ def live(f: GateFacts) -> list[Finding]:
             )
         ]
     return [
-        Finding(
-            id=GotchaId.G5,
+        _finding(
             status=Status.INFO,
             summary=f"not a GB10: its budget is {budget}; --bandwidth measures this GPU",
             subject="bandwidth",

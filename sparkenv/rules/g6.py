@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.environment import parsers
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
     from sparkenv.knowledge.records.gate import ServerCaps
     from sparkenv.knowledge.records.servers import Server
+
+_finding = partial(Finding, GotchaId.G6)  # every finding of this module is G6's
 
 
 def live(f: GateFacts) -> list[Finding]:
@@ -35,9 +38,7 @@ def live(f: GateFacts) -> list[Finding]:
         err = f.error_finding(GotchaId.G6, "processes", "gpu processes")
         if err:
             return [err]
-        out.append(
-            Finding(id=GotchaId.G6, status=Status.PASS, summary=_nothing_seen(f), subject="gpu processes")
-        )
+        out.append(_finding(status=Status.PASS, summary=_nothing_seen(f), subject="gpu processes"))
     return out
 
 
@@ -60,59 +61,21 @@ def _in_container(f: GateFacts) -> bool:
 def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Finding]:
     """Every process NVML lists, with its memory, judged against the GPU's total, or on a GPU that
     reports none (GB10: unified memory) against MemTotal."""
+    total, of, warn_at = _memory_total(f, limits)
     out: list[Finding] = []
-    apps = f.gpu_readings.get("apps") or []
-    gpu_total = (f.gpu0 or {}).get("memory.total")
-    total, of = (gpu_total, "of the GPU") if isinstance(gpu_total, (int, float)) and gpu_total else (None, "")
-    warn_at = limits.safe_fraction
-    if total is None:
-        mem_total_kb = (f.section("meminfo") or {}).get("MemTotal")
-        if isinstance(mem_total_kb, int) and mem_total_kb:
-            total, of = mem_total_kb / 1024, "of unified memory (MemTotal)"
-            warn_at = gate().unified_memory.other_processes_warn_fraction
     listed = 0.0
-    for app in apps:
-        pid = app.get("pid")
-        if pid in seen:
+    for app in f.gpu_readings.get("apps") or []:
+        if app.get("pid") in seen:
             continue
         used = app.get("used_gpu_memory", app.get("used_memory"))
         if isinstance(used, (int, float)):
             listed += used
-        share = used / total if isinstance(used, (int, float)) and total else None
-        held = f"{used:.0f} MiB" if isinstance(used, (int, float)) else "an unknown amount"
-        if app.get("process_name"):
-            who = f"{app['process_name']} (pid {pid})"
-        elif app.get("host_pid_visible") is False:
-            who = f"host pid {pid} (another container's or the host's process: its name is not visible here)"
-        else:
-            who = f"pid {pid} (name unknown)"
-        text = f"{who} holds {held} of GPU memory"
-        if share is not None and share > warn_at:
-            out.append(
-                Finding(
-                    id=GotchaId.G6,
-                    status=Status.WARN,
-                    summary=f"{text} ({share:.0%} {of})",
-                    subject=f"pid {pid}",
-                    evidence=(),
-                    fix="stop or cap it before a large job: unified memory is one pool",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    id=GotchaId.G6,
-                    status=Status.INFO,
-                    summary=text + (f" ({share:.0%} {of})" if share else ""),
-                    subject=f"pid {pid}",
-                )
-            )
+        out.append(_gpu_process(app, used, total, of, warn_at))
     used_total = (f.gpu0 or {}).get("memory.used")
     unlisted = used_total - listed if isinstance(used_total, (int, float)) else 0
     if unlisted > gate().unified_memory.unaccounted_info_mib:
         out.append(
-            Finding(
-                id=GotchaId.G6,
+            _finding(
                 status=Status.INFO,
                 summary=f"{unlisted:.0f} MiB of GPU memory is in use beyond what the listed processes hold: "
                 "processes this container cannot see (other containers, the host) or driver reservations",
@@ -120,6 +83,45 @@ def _gpu_processes(f: GateFacts, seen: set[int], limits: ServerCaps) -> list[Fin
             )
         )
     return out
+
+
+def _memory_total(f: GateFacts, limits: ServerCaps) -> tuple[float | None, str, float]:
+    """(MiB a process's share is taken of, the words for it, the share that warns): the GPU's memory, or
+    on a GPU that reports none (GB10: unified memory) MemTotal, with its own threshold."""
+    gpu_total = (f.gpu0 or {}).get("memory.total")
+    if isinstance(gpu_total, (int, float)) and gpu_total:
+        return gpu_total, "of the GPU", limits.safe_fraction
+    mem_total_kb = (f.section("meminfo") or {}).get("MemTotal")
+    if isinstance(mem_total_kb, int) and mem_total_kb:
+        return (
+            mem_total_kb / 1024,
+            "of unified memory (MemTotal)",
+            gate().unified_memory.other_processes_warn_fraction,
+        )
+    return None, "", limits.safe_fraction
+
+
+def _gpu_process(app: dict, used: object, total: float | None, of: str, warn_at: float) -> Finding:
+    pid = app.get("pid")
+    share = used / total if isinstance(used, (int, float)) and total else None
+    held = f"{used:.0f} MiB" if isinstance(used, (int, float)) else "an unknown amount"
+    if app.get("process_name"):
+        who = f"{app['process_name']} (pid {pid})"
+    elif app.get("host_pid_visible") is False:
+        who = f"host pid {pid} (another container's or the host's process: its name is not visible here)"
+    else:
+        who = f"pid {pid} (name unknown)"
+    text = f"{who} holds {held} of GPU memory"
+    if share is not None and share > warn_at:
+        return _finding(
+            status=Status.WARN,
+            summary=f"{text} ({share:.0%} {of})",
+            subject=f"pid {pid}",
+            fix="stop or cap it before a large job: unified memory is one pool",
+        )
+    return _finding(
+        status=Status.INFO, summary=text + (f" ({share:.0%} {of})" if share else ""), subject=f"pid {pid}"
+    )
 
 
 def _ray(f: GateFacts) -> list[Finding]:
@@ -134,8 +136,7 @@ def _ray(f: GateFacts) -> list[Finding]:
         return []
     if env.get("RAY_memory_monitor_refresh_ms", "").strip() == "0":
         return [
-            Finding(
-                id=GotchaId.G6,
+            _finding(
                 status=Status.INFO,
                 summary="Ray's memory monitor is off (RAY_memory_monitor_refresh_ms=0)",
                 subject="ray",
@@ -143,8 +144,7 @@ def _ray(f: GateFacts) -> list[Finding]:
         ]
     threshold = env.get("RAY_memory_usage_threshold") or f"{spec.default_threshold:g} (default)"
     return [
-        Finding(
-            id=GotchaId.G6,
+        _finding(
             status=Status.WARN,
             summary="Ray on unified memory: its memory monitor counts GPU allocations as node memory and "
             f"kills workers past RAY_memory_usage_threshold {threshold}",
@@ -162,8 +162,7 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
     cap_args = server.cap_args
     raw = parsers.option_value(argv, cap_args) if cap_args else None
     if not cap_args:
-        return Finding(
-            id=GotchaId.G6,
+        return _finding(
             status=Status.WARN,
             summary=f"{name} server ({who}) has no memory cap to read: it can grow into the unified pool",
             subject=subject,
@@ -174,16 +173,14 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
         # a server with cap_args has a default_fraction: the loader checks it
         fraction = float(raw) if raw is not None else float(server.default_fraction)  # type: ignore[arg-type]
     except ValueError:
-        return Finding(
-            id=GotchaId.G6,
+        return _finding(
             status=Status.WARN,
             summary=f"{name} ({who}): cannot read {cap_args[0]}={raw!r}",
             subject=subject,
         )
     how = f"{cap_args[0]} {raw}" if raw is not None else f"no {cap_args[0]} (default {fraction:g})"
     if fraction <= limits.safe_fraction:
-        return Finding(
-            id=GotchaId.G6,
+        return _finding(
             status=Status.PASS,
             summary=f"{name} ({who}) capped at {how}: a small job can run beside it",
             subject=subject,
@@ -191,8 +188,7 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
     extra = ""
     if gb10 and name == "vLLM" and fraction > limits.vllm_ceiling:
         extra = f"; above {limits.vllm_ceiling:g} its start-up profiling can wedge a GB10 (vllm#46307)"
-    return Finding(
-        id=GotchaId.G6,
+    return _finding(
         status=Status.WARN,
         summary=f"{name} ({who}) is near capacity with {how}{extra}",
         subject=subject,

@@ -10,6 +10,7 @@ ptxas and TORCH_CUDA_ARCH_LIST as the workload will see them, NVFP4 intent (gate
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import coverage, toolchain
@@ -17,11 +18,13 @@ from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.knowledge import gate
 from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage
+from sparkenv.rules import Rule, Stage, g7_coverage
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
     from sparkenv.facts.live import GateFacts
+
+_finding = partial(Finding, GotchaId.G7)  # every finding of this module is G7's
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -32,8 +35,7 @@ def installed(facts: AuditFacts) -> list[Finding]:
     cap = facts.gpu
     if cap is None:
         return [
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.SKIP,
                 summary="kernel coverage not checked (--gpu none)",
                 subject="kernels",
@@ -64,8 +66,7 @@ def _census(objects: int, carriers: int, deep: int, gpu: str) -> Finding:
         if objects
         else f"no installed distribution carries CUDA kernels; target {gpu}"
     )
-    return Finding(
-        id=GotchaId.G7,
+    return _finding(
         status=Status.INFO,
         summary=summary,
         subject="kernels",
@@ -87,26 +88,13 @@ def package_finding(
     objects = [o for o in objects if o.targets or not o.complete]
     if not objects:
         return None
-    targets = sorted({t for o in objects for t in o.targets})
-    payload: dict[str, int] = {}
-    for o in objects:
-        for name, n in (o.payload or {}).items():
-            payload[name] = payload.get(name, 0) + n
-    sized = all(o.payload is not None for o in objects)
-    complete = all(o.complete for o in objects)
-    got = coverage.judge(targets, cap, complete, payload if sized else None)
-    evidence = tuple(
-        f"{o.path}: {', '.join(o.targets) or 'nothing read'}"
-        + (f" [in {', '.join(o.sections)}]" if o.sections and tuple(o.sections) != (".nv_fatbin",) else "")
-        + (f" ({o.problem})" if o.problem else "")
-        for o in sorted(objects, key=lambda o: o.path)
-    )
+    got = _package_coverage(objects, cap)
+    evidence = tuple(_object_evidence(o) for o in sorted(objects, key=lambda o: o.path))
     name = f"{key} {version}"
     n = len(objects)
     where = f"{n} object{'s' if n != 1 else ''} with kernels"
     if got.status is Status.PASS:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.PASS,
             summary=f"{name}: {where}; runs on {gpu} ({got.reason})",
             subject=key,
@@ -114,8 +102,7 @@ def package_finding(
         )
     shown = ", ".join(o.path for o in objects[:3]) + (f" and {n - 3} more" if n > 3 else "")
     if got.status is Status.FAIL:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.FAIL,
             summary=f"{name} ({shown}) cannot run on {gpu}: {got.reason} — fails with 'no kernel image is "
             f"available for execution on the device'",
@@ -127,8 +114,7 @@ def package_finding(
             f'TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
         )
     if got.status is Status.WARN:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.WARN,
             summary=f"{name} ({shown}): {got.reason}",
             subject=key,
@@ -137,12 +123,32 @@ def package_finding(
             "while building the image so the JIT cache ships warm",
         )
     problems = "; ".join(f"{o.path}: {o.problem}" for o in objects if o.problem)
-    return Finding(
-        id=GotchaId.G7,
+    return _finding(
         status=Status.INFO,
         summary=f"{name} ({shown}): {got.reason}" + (f" — {problems}" if problems else ""),
         subject=key,
         evidence=evidence,
+    )
+
+
+def _package_coverage(
+    objects: list[coverage.ObjectKernels], cap: coverage.Capability
+) -> g7_coverage.Coverage:
+    """The coverage verdict on the union of the objects' targets, payload sizes summed when all known."""
+    targets = sorted({t for o in objects for t in o.targets})
+    payload: dict[str, int] = {}
+    for o in objects:
+        for name, n in (o.payload or {}).items():
+            payload[name] = payload.get(name, 0) + n
+    sized = all(o.payload is not None for o in objects)
+    complete = all(o.complete for o in objects)
+    return g7_coverage.judge(targets, cap, complete, payload if sized else None)
+
+
+def _object_evidence(o: coverage.ObjectKernels) -> str:
+    sections = f" [in {', '.join(o.sections)}]" if o.sections and tuple(o.sections) != (".nv_fatbin",) else ""
+    return f"{o.path}: {', '.join(o.targets) or 'nothing read'}{sections}" + (
+        f" ({o.problem})" if o.problem else ""
     )
 
 
@@ -165,8 +171,7 @@ def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, l
         release = tools.env_release.get(path)
         source = f"{var}={path}"
         if release is None:
-            return Finding(
-                id=GotchaId.G7,
+            return _finding(
                 status=Status.FAIL if live else Status.WARN,
                 summary=f"{name}: {source} is not a readable ptxas: Triton cannot compile kernels for {arch}",
                 subject=subject,
@@ -177,8 +182,7 @@ def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, l
         release = tools.bundled.get(tool)
         source = f"its bundled {tool}"
         if tool not in tools.bundled:
-            return Finding(
-                id=GotchaId.G7,
+            return _finding(
                 status=Status.INFO,
                 summary=f"{name}: no bundled {tool} found",
                 subject=subject,
@@ -190,8 +194,7 @@ def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, l
         f"{k}={v}" for k, v in sorted(tools.env.items())
     )
     if need is None or release is None:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.INFO,
             summary=f"{name} compiles with {source} (CUDA {release or 'release not read'}); no known minimum "
             f"for {arch}{note}",
@@ -199,16 +202,14 @@ def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, l
             evidence=evidence,
         )
     if toolchain.release_tuple(release) >= toolchain.release_tuple(need):
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.PASS,
             summary=f"{name} compiles with {source} (CUDA {release}), which accepts {arch} "
             f"(needs CUDA >= {need}){note}",
             subject=subject,
             evidence=evidence,
         )
-    return Finding(
-        id=GotchaId.G7,
+    return _finding(
         status=Status.FAIL if live else Status.WARN,
         summary=f"{name} compiles with {source} (CUDA {release}), which rejects {arch} (needs CUDA >= "
         f"{need}): torch.compile and every Triton kernel fail with \"Value '{arch}' is not defined for "
@@ -227,8 +228,7 @@ def judge_arch_list(value: str | None, cap: coverage.Capability, where: str) -> 
     subject = "TORCH_CUDA_ARCH_LIST"
     targets = toolchain.parse_arch_list(value)
     if targets is None or not targets:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.WARN,
             summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) is not a list of capabilities like "12.0 '
             '12.1+PTX"',
@@ -236,19 +236,17 @@ def judge_arch_list(value: str | None, cap: coverage.Capability, where: str) -> 
             evidence=(value,),
             fix=f'set TORCH_CUDA_ARCH_LIST="{coverage.cap_text(cap)}"',
         )
-    got = coverage.judge(targets, cap)
+    got = g7_coverage.judge(targets, cap)
     gpu = coverage.gpu_label(cap)
     if got.status is Status.PASS:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.PASS,
             summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}) builds extensions that run on {gpu} '
             f"({got.reason})",
             subject=subject,
         )
     status = Status.WARN if got.status in (Status.WARN, Status.INFO) else Status.FAIL
-    return Finding(
-        id=GotchaId.G7,
+    return _finding(
         status=status,
         summary=f'TORCH_CUDA_ARCH_LIST="{value}" ({where}): extensions compiled under it '
         + (
@@ -270,8 +268,7 @@ def live(f: GateFacts) -> list[Finding]:
     cap = f.capability
     if cap is None:
         return [
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.SKIP,
                 summary="no GPU capability known (no GPU, or torch/nvidia-smi missing)",
                 subject="capability",
@@ -280,8 +277,7 @@ def live(f: GateFacts) -> list[Finding]:
     out = _live_coverage(f, cap)
     if not f.is_gb10:
         return [
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.SKIP,
                 summary=f"capability {cap} is not a GB10 (12, 1)",
                 subject="capability",
@@ -291,30 +287,27 @@ def live(f: GateFacts) -> list[Finding]:
     arch = (f.device or {}).get("arch_list")
     if arch is None:
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.PASS,
                 summary=f"capability {cap}: a GB10 (torch arch list not read)",
                 subject="capability",
             )
         )
-    elif coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
+    elif g7_coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.PASS,
                 summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
                 "SM121 (sm_120/compute_120)",
                 subject="capability",
             )
         )
-    elif coverage.judge(arch, cap).status is Status.WARN:
+    elif g7_coverage.judge(arch, cap).status is Status.WARN:
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.WARN,
                 summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
-                f"{coverage.judge(arch, cap).reason}",
+                f"{g7_coverage.judge(arch, cap).reason}",
                 subject="capability",
                 evidence=tuple(arch),
                 fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
@@ -322,8 +315,7 @@ def live(f: GateFacts) -> list[Finding]:
         )
     else:
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.FAIL,
                 summary=f"capability {cap}: GB10, but torch was built for {', '.join(arch)}: "
                 "no sm_120/compute_120 code to run on SM121",
@@ -337,8 +329,7 @@ def live(f: GateFacts) -> list[Finding]:
         out.append(_kernels(intent, f.section("kernels") or {}))
     elif intent:
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.WARN,
                 summary=f"NVFP4 is intended ({intent}): on SM121 it runs ~32% slower than FP8 unless the "
                 "kernels target sm_121a, and no installed NVFP4 kernel package was found to read "
@@ -365,8 +356,7 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
     facts = f.section("kernel_coverage")
     if facts is not None and facts.get("packages") is None:
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.INFO,
                 summary="the kernels of every package are not read in the default mode: `--deep` reads them "
                 "here; `sparkenv audit` and `sparkenv build` judge them with the same rule",
@@ -386,8 +376,7 @@ def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:
             out.append(judge_triton_ptxas(triton, cap, live=True))
     elif f.probe_error("kernel_coverage"):
         out.append(
-            Finding(
-                id=GotchaId.G7,
+            _finding(
                 status=Status.ERROR,
                 summary=f"kernel_coverage probe failed: {f.probe_error('kernel_coverage')}",
                 subject="kernels",
@@ -405,16 +394,14 @@ def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
     evidence = tuple(f"{n} {k.get('version')}: {', '.join(k['targets'])}" for n, k in sorted(seen.items()))
     with_121a = sorted(n for n, k in seen.items() if good & set(k["targets"]))
     if with_121a:
-        return Finding(
-            id=GotchaId.G7,
+        return _finding(
             status=Status.PASS,
             summary=f"NVFP4 is intended ({intent}) and {', '.join(with_121a)} kernels target sm_121a",
             subject="nvfp4",
             evidence=evidence,
         )
     found = "; ".join(evidence) if evidence else "no CUDA kernels found in " + ", ".join(sorted(kernels))
-    return Finding(
-        id=GotchaId.G7,
+    return _finding(
         status=Status.WARN,
         summary=f"NVFP4 is intended ({intent}) but no kernel targets sm_121a ({found}): "
         "NVFP4 runs ~32% slower than FP8 on SM121 without it",

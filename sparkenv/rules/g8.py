@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -13,14 +14,15 @@ from sparkenv.rules import Rule, Stage
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
 
+_finding = partial(Finding, GotchaId.G8)  # every finding of this module is G8's
+
 
 def live(f: GateFacts) -> list[Finding]:
     data = playbook_issues()
     as_of, repo = data.as_of, data.repository
     if f.section("dists") is None:
         return [
-            Finding(
-                id=GotchaId.G8,
+            _finding(
                 status=Status.ERROR,
                 summary=f"installed packages unknown ({f.probe_error('dists')}); known-issue "
                 f"list of {as_of} not matched",
@@ -32,8 +34,7 @@ def live(f: GateFacts) -> list[Finding]:
         if issue.when and all(_installed(f.dists, name, spec) for name, spec in issue.when):
             names = ", ".join(f"{n} {f.dists[n]}" for n, _ in issue.when)
             out.append(
-                Finding(
-                    id=GotchaId.G8,
+                _finding(
                     status=Status.INFO,
                     summary=f"{issue.id} ({names}): {issue.title} [list of {as_of}]",
                     subject=issue.id,
@@ -43,8 +44,7 @@ def live(f: GateFacts) -> list[Finding]:
             )
     if not out:
         out.append(
-            Finding(
-                id=GotchaId.G8,
+            _finding(
                 status=Status.PASS,
                 summary=f"no known playbook issue matches the installed packages "
                 f"[list of {as_of}; check {repo} for newer ones]",

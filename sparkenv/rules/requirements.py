@@ -20,12 +20,13 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from sparkenv.environment import markers
+from sparkenv.environment.markers import applies
 
 if TYPE_CHECKING:
     from sparkenv.environment.distributions import Distribution
@@ -116,10 +117,7 @@ class _Markers:
         key = (str(marker), extra)
         hit = self.cache.get(key)
         if hit is None:
-            try:
-                hit = marker.evaluate({**self.env, "extra": extra})
-            except (UndefinedComparison, UndefinedEnvironmentName):
-                hit = False
+            hit = applies(marker, self.env, (extra,))
             self.cache[key] = hit
         return hit
 

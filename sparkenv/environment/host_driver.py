@@ -1,0 +1,33 @@
+"""The host's NVIDIA driver version, read from the loaded kernel module: one reader for the gate's probe,
+the multi-node digest and `sparkenv build` on the Spark itself. It is there even where libnvidia-ml is
+not mounted into a container; the version is parsed by sparkenv/cuda/driver.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROC_DRIVER = "/proc/driver/nvidia/version"
+# The bare version, where /proc/driver/nvidia is hidden (some container runtimes)
+SYS_MODULE = "/sys/module/nvidia/version"
+
+
+def read() -> dict[str, Any]:
+    """{"proc_version", "version", "source"}, or {"proc_version": None, "version": None, "error": why}
+    (the gate records it as it is, so the snapshot says why the driver is unknown)."""
+    from sparkenv.cuda.driver import parse_proc_version
+    from sparkenv.safe_read import UnreadableFile, read_text
+
+    try:
+        text = read_text(PROC_DRIVER, what="the NVIDIA driver version", limit=64 << 10, errors="replace")
+    except UnreadableFile as exc:
+        try:
+            bare = read_text(SYS_MODULE, what="the NVIDIA driver version", limit=4096, errors="replace")
+        except UnreadableFile:
+            return {"proc_version": None, "version": None, "error": exc.reason}
+        return {"proc_version": None, "version": parse_proc_version(bare), "source": SYS_MODULE}
+    return {"proc_version": text.strip()[:500], "version": parse_proc_version(text), "source": PROC_DRIVER}
+
+
+def version() -> str | None:
+    """The kernel module's version, or None where no NVIDIA driver is loaded (or it cannot be read)."""
+    return read()["version"]
