@@ -11,11 +11,18 @@ The CUDA major of each piece of evidence comes from rules/cuda_major.py, for all
 
 from __future__ import annotations
 
-from sparkenv.rules import Rule, Stage
-from sparkenv.rules.g1_declared import declared, fix_for, resolved, resolved_cpu_only
+from typing import TYPE_CHECKING
+
+from sparkenv.rules import Rule, Stage, g1_declared
+from sparkenv.rules.g1_declared import declared, fix_for, resolved_cpu_only
 from sparkenv.rules.g1_driver import driver_for_image, judge_driver
 from sparkenv.rules.g1_installed import installed
 from sparkenv.rules.g1_live import LIVE_FIX, live
+from sparkenv.rules.g1_wheels import resolved_wheel_files
+
+if TYPE_CHECKING:
+    from sparkenv.facts.resolved import ResolvedFacts
+    from sparkenv.report import Finding
 
 __all__ = [
     "LIVE_FIX",
@@ -28,7 +35,14 @@ __all__ = [
     "live",
     "resolved",
     "resolved_cpu_only",
+    "resolved_wheel_files",
 ]
+
+
+def resolved(facts: ResolvedFacts) -> list[Finding]:
+    """Stage.RESOLVED: names, labels and Requires-Dist (g1_declared), and what each wheel ships
+    (g1_wheels)."""
+    return g1_declared.resolved(facts) + resolved_wheel_files(facts)
 
 
 RULES = (

@@ -207,9 +207,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                     )
                 )
         out += fails or _cuda_pass(key, pkg.version, desc, ev)
-    from sparkenv.rules.g1_wheels import resolved_wheel_files  # it reads fix_for from here
-
-    return out + resolved_cpu_only(facts) + resolved_wheel_files(facts)
+    return out + resolved_cpu_only(facts)
 
 
 def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
