@@ -30,10 +30,19 @@ def folder(*parts: str) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        blocker = next((p for p in (path, *path.parents) if _is_file(p)), None)
         why = f"{printable(str(blocker))} is a file, not a folder" if blocker else exc.strerror
         raise SparkenvError(
             f"cannot use the cache folder {printable(str(path))} ({_source()}): {why}; point "
             "SPARKENV_CACHE_DIR or XDG_CACHE_HOME at a writable folder"
         ) from None
     return path
+
+
+def _is_file(path: Path) -> bool:
+    """Something other than a folder is there; False when it cannot even be looked at (a parent
+    folder of mode 700 owned by another user: the error is then the permission, said as such)."""
+    try:
+        return path.exists() and not path.is_dir()
+    except OSError:
+        return False

@@ -19,8 +19,9 @@ app = typer.Typer(
     help="Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts.\n\n"
     f"Each finding is one line, G-number first ({GotchaId.span()}, see `sparkenv explain`). "
     "Exit codes: 0 no FAIL, 1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, "
-    "3 a needed service is missing, "
-    "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), 70 a bug in sparkenv (please report).",
+    "3 a needed service is missing (or stdout cannot be written), "
+    "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), "
+    "141 stdout closed early (broken pipe), 70 a bug in sparkenv (please report).",
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
@@ -115,6 +116,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.image.commands",
     "sparkenv.audit.commands",
     "sparkenv.gate.commands",
+    "sparkenv.watch.commands",
     "sparkenv.patches.commands",
 )
 
@@ -131,6 +133,10 @@ _register_stages()
 
 
 def main() -> None:
+    process_exit.guarded(_main)
+
+
+def _main() -> None:
     from sparkenv import signals
     from sparkenv.errors import SparkenvError
 
@@ -142,6 +148,8 @@ def main() -> None:
         if code == 130:  # typer turns Ctrl-C (and our SIGTERM/SIGHUP) into a silent Exit(130)
             _stopped(signals.received())
         sys.exit(code if isinstance(code, int) else 0)
+    except process_exit.OutputFailed:
+        raise
     except SparkenvError as exc:
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

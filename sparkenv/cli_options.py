@@ -139,10 +139,14 @@ def bundle(values: dict[str, Any]) -> ReportOptions:
     )
 
 
-def positive_seconds(value: float | None) -> float | None:
-    """A duration option: finite and above zero (`nan`, `inf`, 0 and negatives are usage errors, exit 2)."""
-    import math
+def positive_seconds(param: typer.CallbackParam, value: float | None) -> float | None:
+    """A duration option: finite, above zero and within sparkenv.bounds (`nan`, `inf`, 0, negatives and
+    1e10 are usage errors, exit 2)."""
+    from sparkenv.bounds import seconds_problem
 
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise typer.BadParameter(f"{value} is not a positive number of seconds")
+    problem = None if value is None else seconds_problem(value, zero_ok=False)
+    if problem:  # one line, exit 2 (a click usage error prints four)
+        from sparkenv.errors import SparkenvError
+
+        raise SparkenvError(f"{'/'.join(param.opts) or param.name}: {problem}")
     return value

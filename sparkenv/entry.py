@@ -10,7 +10,9 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["gate"]:
-        _gate(argv[1:])
+        from sparkenv import process_exit
+
+        process_exit.guarded(lambda: _gate(argv[1:]))
     from sparkenv.cli import main as cli_main
 
     cli_main()
@@ -18,9 +20,9 @@ def main() -> None:
 
 def _gate(argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option)."""
-    from sparkenv import process_exit, signals
+    from sparkenv import children, process_exit, signals
     from sparkenv.errors import SparkenvError
-    from sparkenv.gate import entry, fastpath, orchestrate
+    from sparkenv.gate import entry, fastpath
 
     process_exit.survive_any_encoding()
     signals.install()
@@ -30,14 +32,17 @@ def _gate(argv: list[str]) -> None:
             return
         entry.start_early(args)  # NVML and the --deep torch process run while the rest is imported
         entry.finish(entry.run(args))
+    except process_exit.OutputFailed:
+        children.kill_all()
+        raise
     except SparkenvError as exc:
-        orchestrate.kill_children()  # a probe started early never outlives the gate
+        children.kill_all()  # a probe started early never outlives the gate
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         entry.finish(exc.exit_code)
     except KeyboardInterrupt:  # before the probes' own handler is in place (gate/entry.py)
-        if orchestrate.kill_children():
+        if children.kill_all():
             signals.cleaned("the gate's probes were killed")
         process_exit.stopped(signals.received())
     except Exception as exc:
-        orchestrate.kill_children()
+        children.kill_all()
         process_exit.internal_error(exc)

@@ -90,6 +90,26 @@ def _plan(path: PathLike, make_parents: bool) -> _Planned:
     raise OutputError(dest, "not a regular file (a socket or block device)")
 
 
+def check_folder(folder: PathLike, option: str) -> None:
+    """An output folder (`--output-dir`), checked before long work: it is a folder or can be made one
+    (its nearest existing parent is a writable folder). SparkenvError naming the option otherwise."""
+    path = os.path.abspath(os.fspath(folder))
+    probe = path
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    try:
+        st = os.stat(probe)
+    except OSError as exc:
+        raise SparkenvError(f"{option} {printable(os.fspath(folder))}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        where = "" if probe == path else f" ({printable(probe)} is in the way)"
+        raise SparkenvError(f"{option} {printable(os.fspath(folder))}: not a folder{where}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise SparkenvError(
+            f"{option} {printable(os.fspath(folder))}: permission denied in {printable(probe)}"
+        )
+
+
 def check(paths: Iterable[PathLike | None], make_parents: bool = False) -> None:
     """Validate output paths before long work starts, so a typo does not cost a whole run."""
     planned: list[_Planned] = []

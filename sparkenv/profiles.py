@@ -182,6 +182,11 @@ def _parse(text: str, where: str) -> Profile:
                 Version(version)
             except InvalidVersion:
                 raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
+    from sparkenv.image_reference import check_digest, check_image
+
+    if data.get("image"):  # "" is allowed: a profile for a venv, built on with --base
+        check_image(str(data["image"]), f"{where}: image")
+    check_digest(str(data.get("digest", "")), f"{where}: digest")
     return Profile(
         name=str(data["name"]),
         reviewed=str(data.get("reviewed", "")),

@@ -62,6 +62,15 @@ def _not_regular(path: str, mode: int, what: str) -> UnreadableFile:
     return UnreadableFile(path, f"{kind_of(mode)}{target}, not a regular file; expected {what}")
 
 
+def stat_target(path: str | os.PathLike[str]) -> os.stat_result:
+    """os.stat of a path a user named, or UnreadableFile with the real cause (a symlink loop is not
+    "no such file", a broken symlink names where it points)."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        raise _open_error(os.fspath(path), exc) from None
+
+
 def _open_error(path: str, exc: OSError) -> UnreadableFile:
     code = exc.errno
     if code == errno.ENOENT:

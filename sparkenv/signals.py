@@ -13,8 +13,12 @@ the default dispositions back.
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import threading
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 _HANDLED = (signal.SIGTERM, signal.SIGHUP)
 
@@ -39,11 +43,41 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum)
 
 
+def install_handler(
+    handler: Callable[[int, FrameType | None], Any], sigs: tuple[int, ...] = _HANDLED
+) -> Callable[[], None]:
+    """The one place sparkenv sets a signal handler: `handler` for each of `sigs`, except one the
+    parent asked to ignore (nohup keeps SIGHUP ignored), and only from the main thread (elsewhere
+    Python refuses; nothing is set). Returns the function that puts the previous handlers back."""
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in sigs:
+            if sig != signal.SIGINT and signal.getsignal(sig) is signal.SIG_IGN:
+                continue
+            with contextlib.suppress(ValueError, OSError):  # a signal this platform lacks
+                previous[sig] = signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
 def install() -> None:
-    for sig in _HANDLED:
-        if signal.getsignal(sig) is signal.SIG_IGN:
-            continue  # nohup and friends asked for this signal to be ignored: keep it so
-        signal.signal(sig, _handler)
+    """SIGTERM and SIGHUP raise Terminated for the rest of the run (the CLI's start)."""
+    install_handler(_handler)
+
+
+@contextlib.contextmanager
+def raising() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Terminated while the block runs, as under the CLI (for a library caller
+    that did not install()); the previous handlers come back after."""
+    restore = install_handler(_handler)
+    try:
+        yield
+    finally:
+        restore()
 
 
 def record(signum: int) -> None:

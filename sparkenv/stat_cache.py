@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+CACHE_LIMIT = 64 << 20  # a venv's kernels.json is ~1 MB
+
 
 def stat_key(path: str) -> list[int] | None:
     """The file's identity as the cache compares it; None when it cannot be stat'ed."""
@@ -29,9 +31,13 @@ class StatCache:
         self.path, self.reader, self.entries, self.dirty = path, reader, {}, False
         if path is None:
             return
+        from sparkenv import safe_read
+
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+            # through safe_read: a FIFO put in the cache's place must not hang a start, nor a huge file
+            # fill memory; either is just a cache not used
+            data = json.loads(safe_read.read_text(path, what="a cache file", limit=CACHE_LIMIT))
+        except (safe_read.UnreadableFile, ValueError, RecursionError):
             return
         if isinstance(data, dict) and data.get("reader") == reader:
             entries = data.get("entries")

@@ -55,22 +55,23 @@ def debian_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def _cuda13_libs() -> dict[str, bytes]:
-    """torch/lib/libtorch_cuda.so linked against a stub libcudart.so.13: real ELF, compiled with gcc."""
+def cuda13_libs(cc: str = "gcc") -> dict[str, bytes]:
+    """torch/lib/libtorch_cuda.so linked against a stub libcudart.so.13: real ELF, compiled by `cc`
+    (aarch64-linux-gnu-gcc for the arm64 stand-in)."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "stub.c").write_text("int sparkenv_stub(void) { return 1; }\n")
         (d / "m.c").write_text("int sparkenv_torch_cuda(void) { return 2; }\n")
-        cc = ["gcc", "-shared", "-fPIC"]
+        flags = [cc, "-shared", "-fPIC"]
         subprocess.run(
-            [*cc, "-Wl,-soname,libcudart.so.13", "-o", "libcudart.so.13", "stub.c"],
+            [*flags, "-Wl,-soname,libcudart.so.13", "-o", "libcudart.so.13", "stub.c"],
             cwd=d,
             check=True,
             timeout=120,
             capture_output=True,
         )
         subprocess.run(
-            [*cc, "-o", "libtorch_cuda.so", "m.c", "-Wl,--no-as-needed", "./libcudart.so.13"],
+            [*flags, "-o", "libtorch_cuda.so", "m.c", "-Wl,--no-as-needed", "./libcudart.so.13"],
             cwd=d,
             check=True,
             timeout=120,
@@ -79,14 +80,15 @@ def _cuda13_libs() -> dict[str, bytes]:
         return {f"torch/lib/{n}": (d / n).read_bytes() for n in ("libtorch_cuda.so", "libcudart.so.13")}
 
 
-def _fake_dist(name: str, version: str) -> dict[str, bytes]:
-    """An installed distribution's files (dist-info with a RECORD, one module), as pip would leave them."""
+def fake_dist(name: str, version: str, cc: str = "gcc", tag: str = "py3-none-any") -> dict[str, bytes]:
+    """An installed distribution's files (dist-info with a RECORD, one module), as pip would leave them;
+    torch with its CUDA library built by `cc` and its wheel `tag`."""
     mod = name.replace("-", "_")
     files = {
-        **(_cuda13_libs() if name == "torch" else {}),
+        **(cuda13_libs(cc) if name == "torch" else {}),
         f"{mod}/__init__.py": f"__version__ = {version!r}\n".encode(),
     }
-    return artifacts.dist_info(name, version, (), files, purelib=True)
+    return artifacts.dist_info(name, version, (), files, tag=tag, purelib=True)
 
 
 ENTRYPOINT_SH = """#!/bin/bash
@@ -117,7 +119,7 @@ def ensure_standin(client, timeout: float = 900) -> str:  # type: ignore[no-unty
         _import_rootfs(timeout)
     ctx: dict[str, bytes] = {"nvidia_entrypoint.sh": ENTRYPOINT_SH.encode()}
     for name, version in PROVIDES.items():
-        for path, data in _fake_dist(name, version).items():
+        for path, data in fake_dist(name, version).items():
             ctx[f"site/{path}"] = data
     ctx["constraint.txt"] = "".join(f"{k}=={v}\n" for k, v in CONSTRAINED.items()).encode()
     ctx["10-banner.txt"] = b"== NGC stand-in (sparkenv tests) ==\n"
@@ -132,17 +134,24 @@ ENV NVIDIA_PYTORCH_VERSION=25.11 PIP_CONSTRAINT=/etc/pip/constraint.txt PIP_BREA
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]
 """.encode()
-    buf = io.BytesIO()
+    client.images.build(
+        fileobj=context_tar(ctx), custom_context=True, tag=STANDIN_TAG, rm=True, forcerm=True, timeout=600
+    )
+    return STANDIN_TAG
+
+
+def context_tar(ctx: dict[str, bytes]) -> io.BytesIO:
+    """A build context: the .sh files executable, the rest plain files."""
     import tarfile
 
+    buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
         for name, data in sorted(ctx.items()):
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o755 if name.endswith(".sh") else 0o644
             tf.addfile(info, io.BytesIO(data))
     buf.seek(0)
-    client.images.build(fileobj=buf, custom_context=True, tag=STANDIN_TAG, rm=True, forcerm=True, timeout=600)
-    return STANDIN_TAG
+    return buf
 
 
 def _import_rootfs(timeout: float) -> None:

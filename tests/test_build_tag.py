@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkenv.errors import SparkenvError
-from sparkenv.image.reference import check_tag
+from sparkenv.image_reference import check_tag
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "lockfiles" / "pylock.ngc-25-11.toml"

@@ -237,7 +237,7 @@ def test_servers_and_their_caps(run, tmp_path):
             ["vllm", "serve", "m", "--tensor-parallel-size", "2"],
             {"NNODES": "2"},
             {},
-            "G10 WARN: inference with tensor parallel size 2 across 2 nodes",
+            "G10 WARN: serving with tensor parallel size 2 across 2 nodes",
         ),
         (
             ["accelerate", "launch", "train.py"],

@@ -136,6 +136,7 @@ def test_the_default_start_does_without_these_modules(tmp_path):
     assert "sparkenv.gate.probes" in imported  # it did probe
     avoided = {"subprocess", "importlib.resources", "zipfile", "tempfile", "socket", "hashlib"}
     assert not imported & avoided, sorted(imported & avoided)
+    assert not {m for m in imported if m.startswith("sparkenv.watch")}  # only under --watch
 
 
 def test_deep_starts_torch_once_before_the_rest_and_uses_that_process(tmp_path):

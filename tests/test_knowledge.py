@@ -143,6 +143,8 @@ HOSTILE = [
     ("playbook_issues", ("issue", 0, "when", 0, 0), "", "issue[0].when[0][0] must be a distribution name"),
     ("playbook_issues", ("as_of",), DELETE, "as_of is missing"),
     ("gotchas", ("G4",), DELETE, "G4 is missing"),
+    ("watch", ("memory", "eta_warn_s"), "soon", "memory.eta_warn_s must be a number"),
+    ("watch", ("throttle", "source"), DELETE, "throttle.source is missing"),
     ("gotchas", ("G1", "title"), 1, "G1.title must be a string"),
     ("gotchas", ("G11",), {"title": "", "symptom": "", "cause": "", "fix": ""}, "must be one of G1, G2"),
     ("packages", ("drift_prone",), "torch", "drift_prone must be a list"),

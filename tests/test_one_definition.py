@@ -122,6 +122,39 @@ def _marker_evaluation(node: ast.AST) -> bool:
     return node.func.attr == "evaluate" and "marker" in ast.unparse(node.func.value).lower()
 
 
+def _signal_handler(node: ast.AST) -> bool:
+    return _call(node, "signal", {"signal"})
+
+
+def _terminated_class(node: ast.AST) -> bool:
+    return isinstance(node, ast.ClassDef) and node.name == "Terminated"
+
+
+def _child_process(node: ast.AST) -> bool:
+    """A child started outside the registry: subprocess's starters, or a session of its own."""
+    own_session = isinstance(node, ast.keyword) and node.arg in ("start_new_session", "process_group")
+    return own_session or _call(node, "subprocess", {"Popen", "run", "call", "check_call", "check_output"})
+
+
+def _one_shot_container(node: ast.AST) -> bool:
+    f = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr in ("create", "run")
+        and isinstance(f.value, ast.Attribute)
+        and f.value.attr == "containers"
+    )
+
+
+def _include_parsing(node: ast.AST) -> bool:
+    """Finding `-r`/`-c` includes: by pip-requirements-parser's line reading (its preprocess and option
+    parser), or by a pattern of one's own naming the options."""
+    if isinstance(node, ast.ImportFrom) and node.module == "pip_requirements_parser":
+        return any(a.name in ("preprocess", "get_line_parser", "break_args_options") for a in node.names)
+    text = _text(node) or ""
+    return any(p in text for p in ("--requirement", "--constraint", "-r|-c", "-c|-r"))
+
+
 @dataclass(frozen=True)
 class Guard:
     concept: str
@@ -243,6 +276,31 @@ GUARDS = [
         ("environment/markers.py",),
         _marker_evaluation,
         "def applies(req, env):\n    return req.marker is None or req.marker.evaluate(env)\n",
+    ),
+    Guard("signal handlers", ("signals.py",), _signal_handler, "import signal\nsignal.signal(15, print)\n"),
+    Guard(
+        "the Terminated signal exception",
+        ("signals.py",),
+        _terminated_class,
+        "class Terminated(Exception): ...\n",
+    ),
+    Guard(
+        "the child-process registry (own session, killed with its group)",
+        ("children.py",),
+        _child_process,
+        "import subprocess\nproc = subprocess.run(['uv', 'pip', 'compile'], timeout=60)\n",
+    ),
+    Guard(
+        "one-shot containers",
+        ("image/engine.py",),
+        _one_shot_container,
+        "def probe(client):\n    return client.containers.run('img', 'python3 -V', remove=True)\n",
+    ),
+    Guard(
+        "-r/-c include parsing",
+        ("lock/includes.py",),
+        _include_parsing,
+        "import re\nINCLUDE = re.compile(r'^(?:-r|-c|--requirement|--constraint)\\s+(\\S+)')\n",
     ),
 ]
 

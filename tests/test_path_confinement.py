@@ -123,3 +123,45 @@ def test_a_profile_name_with_a_path_is_refused(project: Path):
     proc = cli("lock", "requirements.txt", "--profile", "mine.toml", cwd=project)
     assert proc.returncode == 2 and "name '../../../x' may hold only a-z, 0-9" in proc.stderr
     assert not list(project.parent.parent.glob("**/pylock.*x*.toml"))
+
+
+# Every include form pip reads, each read by pip-requirements-parser's own line parsing (lock/includes.py),
+# so the fence sees the file the parser would open: a regular expression missed all but the first.
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-r ../../../../secret.txt",
+        "-r../../../../secret.txt",
+        "-c../../../../secret.txt",
+        "--pre -r ../../../../secret.txt",
+        "-r\\\n../../../../secret.txt",
+        "--requirement=../../../../secret.txt",
+        "--constraint ../../../../secret.txt",
+    ],
+    ids=[
+        "spaced",
+        "attached",
+        "constraint-attached",
+        "after-an-option",
+        "continued",
+        "long-equals",
+        "long-c",
+    ],
+)
+def test_every_include_form_is_fenced(project: Path, line: str):
+    (project / "lockfiles" / "inputs" / "playbook-unsloth.txt").write_text(f"peft\n{line}\n")
+    proc = cli("lock", "--check", "--output-dir", "lockfiles", cwd=project)
+    refused(proc, "../../../../secret.txt")
+    assert "playbook-unsloth.txt:2" in proc.stderr
+
+
+def test_more_includes_than_the_cap_are_refused_not_cut_short(project: Path):
+    """Past the cap the parser went on reading files the fence never saw; now the lock is refused."""
+    inputs = project / "lockfiles" / "inputs"
+    for i in range(1001):
+        (inputs / f"r{i}.txt").write_text(f"-r r{i + 1}.txt\n")
+    (inputs / "r1001.txt").write_text("-r ../../../../secret.txt\n")
+    (inputs / "playbook-unsloth.txt").write_text("-r r0.txt\n")
+    proc = cli("lock", "--check", "--output-dir", "lockfiles", cwd=project)
+    assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
+    assert "includes more than 1000 requirements files" in proc.stderr

@@ -14,8 +14,10 @@ one says so (`complete=False`). Never raises on damaged input: a defect comes ba
 
 from __future__ import annotations
 
+import array
 import os
 import struct
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
     from sparkenv.knowledge.records.kernels import Limits
 
 FATBIN_MAGIC = 0xBA55ED50
-_MAGIC_BYTES = struct.pack("<I", FATBIN_MAGIC)
+_WELL_FORMED = struct.pack("<IHH", FATBIN_MAGIC, 1, 16)  # magic, version 1, a 16-byte header
+_HEADER_LEN = 16
 _ENTRY = struct.Struct(
     "<HHIQIIHHIIIQ"
 )  # kind, ?, header size, payload size, csize, ?, minor, major, arch, …, flags
@@ -146,6 +149,7 @@ class _Budget:
         self.limits = limits
         self.stop_at = time.monotonic() + limits.max_seconds
         self.exhausted = False
+        self.why = ""
 
     def check(self, scan: KernelScan) -> str | None:
         if scan.headers > self.limits.max_headers:
@@ -154,10 +158,15 @@ class _Budget:
         if scan.entries > self.limits.max_entries:
             self.exhausted = True
             return f"stopped after {self.limits.max_entries} kernel entries (too many entries)"
+        if self.late():
+            return self.why
+        return None
+
+    def late(self) -> bool:
         if time.monotonic() > self.stop_at:
             self.exhausted = True
-            return f"stopped after {self.limits.max_seconds:g} s"
-        return None
+            self.why = f"stopped after {self.limits.max_seconds:g} s"
+        return self.exhausted
 
 
 class _Window:
@@ -168,20 +177,35 @@ class _Window:
     def __init__(self, read: elf.Reader, size: int = 1 << 16) -> None:
         self._read, self._size, self._start, self._data = read, size, -1, b""
 
-    def next_magic(self, offset: int, end: int, base: int, align: int = 8) -> int:
+    def next_magic(self, offset: int, end: int, base: int, budget: _Budget, align: int = 8) -> int:
         """The next offset from `offset`, `align`-byte aligned from `base`, where a fatbin header may
-        start. nvcc aligns fatbins to 8 in .nv_fatbin; data sections are searched at any offset."""
+        start. nvcc aligns fatbins to 8 in .nv_fatbin; data sections are searched at any offset, for a
+        well-formed header only (magic, version 1, 16 bytes). The search runs at C speed whatever the
+        bytes (a flood of magic numbers off the 8-byte grid cost one Python step each, for minutes), and
+        checks the time budget once per window: past it, `end` comes back and the budget says why."""
         while offset < end:
-            chunk = self(offset, min(self._size, end - offset))
-            if not chunk:
+            if budget.late():
                 return end
-            at = chunk.find(_MAGIC_BYTES)
-            while at >= 0 and (offset + at - base) % align:
-                at = chunk.find(_MAGIC_BYTES, at + 1)
-            if at >= 0:
-                return offset + at
-            step = max(8, len(chunk) - len(_MAGIC_BYTES) + 1)
-            offset += step & ~7 if align == 8 else step
+            if align == 8:
+                offset += (base - offset) % 8
+            chunk = self(offset, min(self._size, end - offset))
+            if len(chunk) < _HEADER_LEN:
+                return end
+            if align == 8:
+                usable = len(chunk) // 8 * 8
+                words = array.array("I")
+                words.frombytes(chunk[:usable])
+                if sys.byteorder != "little":
+                    words.byteswap()
+                try:
+                    return offset + 8 * words[0::2].index(FATBIN_MAGIC)
+                except ValueError:
+                    offset += usable
+            else:
+                at = chunk.find(_WELL_FORMED)
+                if at >= 0:
+                    return offset + at
+                offset += len(chunk) - len(_WELL_FORMED) + 1
         return end
 
     def __call__(self, offset: int, n: int) -> bytes:
@@ -203,7 +227,9 @@ def _entries(
         if magic != FATBIN_MAGIC or (align == 1 and (version, header_size) != (1, 16)):
             # padding or other data: skip it at C speed. Off nvcc's 8-byte grid (data sections) only a
             # well-formed header (version 1, 16 bytes) counts, so four stray bytes are not a fatbin.
-            pos = read.next_magic(pos + (8 if align == 8 else 1), end, start, align)
+            pos = read.next_magic(pos + (8 if align == 8 else 1), end, start, budget, align)
+            if budget.exhausted:
+                return budget.why
             continue
         out.headers += 1
         out.fatbin_bytes += header_size + fat_size

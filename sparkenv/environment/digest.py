@@ -19,12 +19,15 @@ def lock_hash(env: Mapping[str, str]) -> str | None:
     The same value `sparkenv build` writes into the io.sparkenv.lock-hash label."""
     import hashlib  # here: the gate's checks import this module at every start, single-node too
 
+    from sparkenv import safe_read
+
     path = env.get("SPARKENV_LOCK") or IMAGE_LOCK
     try:
-        with open(path, "rb") as fh:
-            return "sha256:" + hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
+        # through safe_read: $SPARKENV_LOCK naming a FIFO or /dev/zero must not hang or fill the gate
+        data = safe_read.read_bytes(path, what="a lock", limit=64 << 20)
+    except safe_read.UnreadableFile:
         return None
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def own(env: Mapping[str, str], nccl_settings: Mapping[str, tuple[str, str]], version: str) -> dict[str, Any]:

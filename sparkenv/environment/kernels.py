@@ -45,7 +45,7 @@ def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None)
     slot = "deep" if deep else "shallow"
     if cache is not None:
         hit = cache.get(path, key, slot)
-        if isinstance(hit, dict):
+        if _well_formed(hit):  # a damaged or hand-edited entry is read again, never fatal
             return hit
     scan = fatbin.scan(path, deep=deep)
     found = {
@@ -59,6 +59,22 @@ def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None)
     if cache is not None:
         cache.put(path, key, slot, found)
     return found
+
+
+def _well_formed(hit: Any) -> bool:
+    """A cached scan has exactly the types _scan writes."""
+    return (
+        isinstance(hit, dict)
+        and isinstance(hit.get("targets"), list)
+        and all(isinstance(t, str) for t in hit["targets"])
+        and isinstance(hit.get("complete"), bool)
+        and (hit.get("problem") is None or isinstance(hit.get("problem"), str))
+        and isinstance(hit.get("sections"), list)
+        and all(isinstance(t, str) for t in hit["sections"])
+        and isinstance(hit.get("payload"), dict)
+        and all(isinstance(k, str) and type(v) is int for k, v in hit["payload"].items())
+        and isinstance(hit.get("nv_fatbin"), bool)
+    )
 
 
 def read_object(

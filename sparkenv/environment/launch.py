@@ -4,7 +4,10 @@ agreement probe). Sources per launcher: torchrun (`--nnodes`, `--node-rank`, `--
 `--rdzv-endpoint`), accelerate (`--num_machines`, `--machine_rank`, `--main_process_ip`, its YAML
 config, `parallelism_config_tp_size` / $PARALLELISM_CONFIG_TP_SIZE), DeepSpeed (`--num_nodes`,
 `--master_addr`, its JSON `tensor_parallel`), vLLM / SGLang (`--tensor-parallel-size`/`-tp`, `--tp-size`,
-`--nnodes`, `--node-rank`, `--dist-init-addr`, $VLLM_HOST_IP), Ray (`$RAY_ADDRESS`, `ray start`)."""
+`--nnodes`, `--node-rank`, `--dist-init-addr`, $VLLM_HOST_IP, `--pipeline-parallel-size`/`-pp`, `--pp-size`,
+their `--config` YAML), TensorRT-LLM (`trtllm-serve --tp_size --pp_size`, its `--extra_llm_api_options`
+YAML), Megatron-style trainers (`--tensor-model-parallel-size`, `--pipeline-model-parallel-size`), Ray
+(`$RAY_ADDRESS`, `ray start --head`, `ray start --address`, `--distributed-executor-backend ray`)."""
 
 from __future__ import annotations
 
@@ -13,8 +16,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkenv.environment import parsers
+from sparkenv.environment.servers import identify
 
-LAUNCHERS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm", "sglang", "ray")
+LAUNCHERS = (
+    "torchrun",
+    "torch.distributed.run",
+    "accelerate",
+    "deepspeed",
+    "vllm",
+    "sglang",
+    "trtllm",
+    "ray",
+)
+TP_OPTIONS = (
+    "--tensor-parallel-size",
+    "-tp",
+    "--tp-size",
+    "--tp",
+    "--parallelism-config-tp-size",
+    "--tensor-model-parallel-size",  # Megatron-LM / NeMo trainers
+)
+PP_OPTIONS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp", "--pipeline-model-parallel-size")
+# Launchers' YAML configs (read by gate/probes.py into `configs`) spell the sizes either way.
+TP_KEYS = ("tensor_parallel_size", "tensor-parallel-size", "tp_size", "tp-size")
+PP_KEYS = ("pipeline_parallel_size", "pipeline-parallel-size", "pp_size", "pp-size")
 
 
 @dataclass(frozen=True)
@@ -40,6 +65,14 @@ class Launch:
     local_rank: int | None
     ray: bool
     advertised: tuple[Setting, ...] = field(default_factory=tuple)  # addresses this node tells peers
+    pp: int = 1
+    pp_from: Setting | None = None
+    # Ray: "head" (`ray start --head`), "join" (`ray start --address`), "driver" (a workload that
+    # connects to a cluster: $RAY_ADDRESS, `--distributed-executor-backend ray`), "client" (`ray job
+    # submit`: the job runs on the cluster's nodes, not here); None without Ray.
+    ray_role: str | None = None
+    ray_address: Setting | None = None  # the cluster's GCS address (`ray start --address`, $RAY_ADDRESS)
+    serving: bool = False  # an inference server (data/servers.toml), not a trainer
 
     @property
     def multi_node(self) -> bool:
@@ -68,7 +101,7 @@ def launcher(workload: Sequence[str]) -> str | None:
         for name in LAUNCHERS:
             if (
                 base == name
-                or base.startswith(f"{name}.")
+                or base.startswith((f"{name}.", f"{name}-"))
                 or (name == "torchrun" and base == "torch.distributed.run")
             ):
                 return "torchrun" if name == "torch.distributed.run" else name
@@ -110,6 +143,8 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         nodes = (
             _int(nodes_s.value.split(":")[-1]) or 1
         )  # torchrun's elastic MIN:MAX: the most it will wait for
+    elif hosts := _mpi_hosts(workload):  # mpirun -H spark-a,spark-b … (TensorRT-LLM's multi-node launch)
+        nodes, nodes_s = len(hosts), Setting(str(len(hosts)), f"workload mpirun hosts {','.join(hosts)}")
     else:
         world, local = _int(env.get("WORLD_SIZE")), _int(env.get("LOCAL_WORLD_SIZE"))
         if world and local:
@@ -137,23 +172,19 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         port = port or _int(p)
         addr_s = Setting(host, addr_s.source)
     tp_s = (
-        _opt(
-            workload,
-            "--tensor-parallel-size",
-            "--tensor_parallel_size",
-            "-tp",
-            "--tp-size",
-            "--tp_size",
-            "--tp",
-            "--parallelism_config_tp_size",
-            "--parallelism-config-tp-size",
-        )
+        _opt(workload, *TP_OPTIONS)
         or _env(env, "PARALLELISM_CONFIG_TP_SIZE", "TP_SIZE", "TENSOR_PARALLEL_SIZE")
         or _conf(configs, "accelerate", "parallelism_config", "parallelism_config_tp_size")
         or _conf(configs, "accelerate", "parallelism_config_tp_size")
         or _conf(configs, "accelerate", "tp_size")
         or _conf(configs, "deepspeed", "tensor_parallel", "autotp_size")
         or _conf(configs, "deepspeed", "tensor_parallel", "tp_size")
+        or _confs(configs, ("vllm", "sglang", "trtllm"), TP_KEYS)
+    )
+    pp_s = (
+        _opt(workload, *PP_OPTIONS)
+        or _env(env, "PIPELINE_PARALLEL_SIZE", "PP_SIZE")
+        or _confs(configs, ("vllm", "sglang", "trtllm"), PP_KEYS)
     )
     advertised = tuple(
         s
@@ -166,11 +197,9 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         if s
     )
     which = launcher(workload)
-    ray = (
-        bool(env.get("RAY_ADDRESS"))
-        or which == "ray"
-        or (parsers.option_value(list(workload), ("--distributed-executor-backend",)) == "ray")
-    )
+    role, ray_address = _ray(workload, env, which)
+    if role == "join" and nodes < 2 and ray_address:
+        nodes, nodes_s = 2, Setting("2", f"{ray_address.source} (joins a cluster: at least 2 nodes)")
     return Launch(
         launcher=which,
         nodes=nodes,
@@ -182,9 +211,57 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         tp=(_int(tp_s.value) or 1) if tp_s else 1,
         tp_from=tp_s,
         local_rank=_int(env.get("LOCAL_RANK")),
-        ray=ray,
+        ray=role is not None,
         advertised=advertised,
+        pp=(_int(pp_s.value) or 1) if pp_s else 1,
+        pp_from=pp_s,
+        ray_role=role,
+        ray_address=ray_address,
+        serving=serving(workload),
     )
+
+
+def _mpi_hosts(workload: Sequence[str]) -> list[str]:
+    """The distinct hosts of `mpirun -H a,b` / `--host a:1,b:1` (slots after the colon)."""
+    if not workload or not workload[0].rsplit("/", 1)[-1].startswith(("mpirun", "mpiexec")):
+        return []
+    value = parsers.option_value(list(workload), ("-H", "--host"))
+    hosts = [h.split(":")[0] for h in (value or "").split(",") if h.strip()]
+    return list(dict.fromkeys(hosts))
+
+
+def _confs(configs: Mapping[str, Any], which: tuple[str, ...], keys: tuple[str, ...]) -> Setting | None:
+    for name in which:
+        for key in keys:
+            found = _conf(configs, name, key)
+            if found:
+                return found
+    return None
+
+
+def _ray(
+    workload: Sequence[str], env: Mapping[str, str], which: str | None
+) -> tuple[str | None, Setting | None]:
+    """This node's part in a Ray cluster, and the cluster's address."""
+    words = list(workload)
+    env_addr = _env(env, "RAY_ADDRESS")
+    if which == "ray" and "start" in words[:8]:
+        if "--head" in words:
+            return "head", None
+        return "join", _opt(words, "--address") or env_addr
+    if which == "ray":  # `ray job submit …`, `ray status`: a client of the cluster, not one of its nodes
+        return "client", env_addr
+    backend = parsers.option_value(words, ("--distributed-executor-backend",))
+    if env_addr or which == "ray" or backend == "ray":
+        return "driver", env_addr
+    return None, None
+
+
+def serving(workload: Sequence[str]) -> bool:
+    """An inference server (data/servers.toml), also behind a wrapper (`mpirun -n 2 trtllm-llmapi-launch
+    trtllm-serve …`, NGC's entrypoint script)."""
+    words = list(workload)
+    return any(identify(words[i:]) is not None for i in range(min(len(words), 8)))
 
 
 def _endpoint(workload: Sequence[str]) -> Setting | None:

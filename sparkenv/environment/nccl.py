@@ -30,15 +30,28 @@ def parse_conf(text: str) -> dict[str, str]:
     return out
 
 
+CONF_LIMIT = 1 << 20  # an nccl.conf is a few lines
+
+
 def read_confs(env: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The nccl.conf files that exist, with what they set (probe side)."""
-    found = []
+    """The nccl.conf files that exist, with what they set (probe side). One that exists but cannot be
+    read (a FIFO, a device, no permission, over the size cap) is listed with `error`: NCCL may read it
+    differently, so the link lines say so; a FIFO no longer hangs the probe, which dropped every G10
+    line at the deadline."""
+    from sparkenv import safe_read
+
+    found: list[dict[str, Any]] = []
     for path in conf_paths(env):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                found.append({"path": path, "settings": parse_conf(fh.read(65536))})
-        except OSError:
+        if not os.path.lexists(path):
             continue
+        try:
+            text = safe_read.read_bytes(path, what="an nccl.conf", limit=CONF_LIMIT).decode(
+                "utf-8", "replace"
+            )
+        except safe_read.UnreadableFile as exc:
+            found.append({"path": path, "settings": {}, "error": exc.reason})
+            continue
+        found.append({"path": path, "settings": parse_conf(text)})
     return found
 
 

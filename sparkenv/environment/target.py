@@ -44,17 +44,22 @@ def resolve(arg: str | None, machine: str | None = None) -> Target:
         return _finish(f"the running interpreter ({sys.executable})", dirs, Path(sys.executable), machine)
 
     path = Path(arg).expanduser()
+    import stat
+
     try:
-        exists = path.exists()
-    except OSError as exc:  # ELOOP, ENAMETOOLONG …
-        raise SparkenvError(f"{arg}: cannot read target: {exc.strerror}") from None
-    if not exists:
+        st = safe_read.stat_target(path)
+    except safe_read.UnreadableFile as exc:  # a symlink loop, a broken link, no such file …
+        reason = "no such file or directory" if exc.reason == "no such file" else exc.reason
         raise SparkenvError(
-            f"{arg}: no such file or directory (expected a venv, a site-packages folder "
-            "or a Python interpreter)"
-        )
-    if path.is_file():
+            f"{arg}: {reason} (expected a venv, a site-packages folder or a Python interpreter)"
+        ) from None
+    if stat.S_ISREG(st.st_mode):
         return _from_interpreter(path, arg, machine)
+    if not stat.S_ISDIR(st.st_mode):  # /dev/null is a character device, not a permission problem
+        raise SparkenvError(
+            f"{arg}: {safe_read.kind_of(st.st_mode)}, not a venv, a site-packages folder or a Python "
+            "interpreter"
+        )
     if not os.access(path, os.R_OK | os.X_OK):
         raise SparkenvError(f"{arg}: permission denied")
     if _holds_distributions(path):
@@ -135,9 +140,15 @@ def _pyvenv_cfg(prefix: Path) -> dict[str, str]:
     path = prefix / "pyvenv.cfg"
     if not os.path.lexists(path):
         return {}
-    text = safe_read.read_text(path, what="a pyvenv.cfg file", limit=1 << 20, errors="replace")
+    text = safe_read.read_text(path, what="a pyvenv.cfg file", limit=1 << 20, errors="strict")
+    if "\0" in text:
+        raise SparkenvError(f"{path}: damaged (it holds NUL bytes); expected `key = value` lines")
     pairs = (line.partition("=") for line in text.splitlines() if "=" in line)
-    return {k.strip().lower(): v.strip() for k, _, v in pairs}
+    cfg = {k.strip().lower(): v.strip() for k, _, v in pairs}
+    for key in ("version_info", "version"):
+        if key in cfg and not re.fullmatch(r"\d+\.\d+(?:\.\S*)?", cfg[key]):
+            raise SparkenvError(f"{path}: damaged: {key} = {cfg[key][:60]!r} is not a Python version")
+    return cfg
 
 
 def _pyvenv_version(prefix: Path) -> str | None:
@@ -166,6 +177,8 @@ def _interpreter_near_site(site: Path) -> Path | None:
 def _finish(
     description: str, dirs: tuple[Path, ...], interpreter: Path | None, machine: str | None
 ) -> Target:
+    for d in dirs:
+        _readable(d, description)
     version = None
     for d in dirs:
         m = _PYVER_IN_PATH.search(str(d))
@@ -182,6 +195,18 @@ def _finish(
     if found:
         return Target(description, dirs, found, f"interpreter {interpreter}", version, interpreter)
     return Target(description, dirs, host_machine(), "this host (no interpreter found)", version, interpreter)
+
+
+def _readable(site: Path, description: str) -> None:
+    """A site folder that cannot be listed is an environment sparkenv cannot read, never an empty one
+    (a site-packages folder of mode 000 read as "torch is not installed", G8 PASS)."""
+    try:
+        os.listdir(site)
+    except OSError as exc:
+        why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+        raise SparkenvError(
+            f"{site}: cannot read {description}'s installed packages: {why} (run as a user who can read it)"
+        ) from None
 
 
 def _interpreter_machine(interpreter: Path | None) -> str | None:

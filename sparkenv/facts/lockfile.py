@@ -35,6 +35,7 @@ class Currency:
     inputs_changed: bool = False
     profile_changed: bool = False
     requirements_missing: str = ""  # the hashed requirements file the lock names, when it is gone
+    requirements_disagree: str = ""  # how that file's pins differ from the pylock ("" when they agree)
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,42 @@ def gate(
             "workload within it (+1 s) whatever a probe does.",
         ),
     ] = 25.0,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            envvar="SPARKENV_GATE_WATCH",
+            help="After the checks, keep a watcher beside the workload: G3, G4 and G6 judged over time, one "
+            "G-line per condition on stderr, a record that survives a hard power-off, a metrics textfile "
+            "and a plot (sparkenv watch --help). The workload keeps its PID, signals and exit status. "
+            "Also $SPARKENV_GATE_WATCH=1.",
+        ),
+    ] = False,
+    watch_dir: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--watch-dir",
+            metavar="DIR",
+            envvar="SPARKENV_WATCH_DIR",
+            help="With --watch: where the record, metrics and plot go (default ./sparkenv-watch). Also "
+            "$SPARKENV_WATCH_DIR.",
+        ),
+    ] = None,
+    watch_interval: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--watch-interval", metavar="SECONDS", help="With --watch: seconds between readings (2)."
+        ),
+    ] = None,
+    watch_policy: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--watch-policy",
+            metavar="report|stop",
+            help="With --watch: report (default), or stop: send the workload SIGTERM, saying why, before "
+            "predicted memory exhaustion or near the temperature shutdown point.",
+        ),
+    ] = None,
     *,
     reporting: opts.ReportOptions,
 ) -> None:
@@ -129,6 +165,8 @@ def gate(
       sparkenv gate --policy strict -- python train.py --epochs 3
 
       sparkenv gate --deep --sample 10 --bandwidth --dump-facts facts.json
+
+      sparkenv gate --watch --watch-dir /logs -- python train.py   # G3/G4/G6 over the whole run
     """
     from sparkenv.gate import entry
 
@@ -147,6 +185,10 @@ def gate(
             facts=facts,
             python=python,
             deadline=deadline,
+            watch=watch,
+            watch_dir=watch_dir,
+            watch_interval=watch_interval,
+            watch_policy=watch_policy,
             reporting=reporting,
         )
     )

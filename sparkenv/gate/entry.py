@@ -32,6 +32,10 @@ class GateArgs:
     facts: str | None = None
     python: str | None = None
     deadline: float = 25.0
+    watch: bool = False  # --watch: a watcher beside the workload (sparkenv/watch/)
+    watch_dir: str | None = None
+    watch_interval: float | None = None
+    watch_policy: str | None = None
     reporting: ReportOptions = field(default_factory=ReportOptions)  # strict: --fail-on-warn
 
 
@@ -45,9 +49,11 @@ def env_flag(name: str) -> bool:
 
 
 def _seconds(name: str, value: float, *, zero_ok: bool) -> float:
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
-        need = "≥ 0" if zero_ok else "> 0"
-        raise SparkenvError(f"{name}: must be a finite number {need}, not {value:g}")
+    from sparkenv.bounds import seconds_problem
+
+    problem = seconds_problem(value, zero_ok=zero_ok)
+    if problem:
+        raise SparkenvError(f"{name}: {problem}")
     return value
 
 
@@ -58,10 +64,27 @@ def validate(a: GateArgs) -> str:
         raise SparkenvError(f"--policy/$SPARKENV_GATE: {a.policy!r} is not one of {', '.join(POLICIES)}")
     _seconds("--deadline", a.deadline, zero_ok=False)
     _seconds("--sample", a.sample, zero_ok=True)
-    _seconds("--need-gb", a.need_gb, zero_ok=True)
+    if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
+        raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
     if a.python is not None and not os.path.isfile(a.python):
         raise SparkenvError(f"--python {a.python}: no such interpreter")
+    if a.watch:
+        _check_watch(a)
     return chosen
+
+
+def _check_watch(a: GateArgs) -> None:
+    """--watch's options, and its folder made, before any probe: a typo costs no start."""
+    from sparkenv.watch import launch
+
+    if not a.workload:
+        raise SparkenvError("--watch watches a workload: give it after --, e.g. sparkenv gate --watch -- CMD")
+    if a.watch_interval is None:
+        from sparkenv.knowledge import watch as limits
+
+        a.watch_interval = limits().sampling.interval_s
+    a.watch_policy, a.watch_interval = launch.check(a.watch_policy, a.watch_interval, "--watch-")
+    a.watch_dir = launch.check_folder(a.watch_dir or launch.DEFAULT_FOLDER)
 
 
 def start_early(a: GateArgs) -> None:
@@ -93,7 +116,7 @@ def run(a: GateArgs) -> int:
     a.reporting.check()  # a bad --select or --format: exit 2 before any probe
     if chosen == "off":
         if a.workload:
-            exec_workload(a.workload)
+            start_workload(a)
         return 0
     from sparkenv.gate import orchestrate
     from sparkenv.gate.probes import Options
@@ -142,8 +165,18 @@ def run(a: GateArgs) -> int:
             file=sys.stderr,
         )
         return 1
-    exec_workload(a.workload)
+    start_workload(a)
     return 0  # not reached
+
+
+def start_workload(a: GateArgs) -> None:
+    """With --watch, the watcher first (it watches this PID, which the exec hands to the workload)."""
+    if a.watch:
+        from sparkenv.watch import launch
+
+        folder = a.watch_dir or launch.DEFAULT_FOLDER
+        launch.start(folder, a.watch_interval or 2.0, a.watch_policy or "report", a.workload)
+    exec_workload(a.workload)
 
 
 def exec_workload(cmd: list[str]) -> None:
@@ -151,6 +184,9 @@ def exec_workload(cmd: list[str]) -> None:
     threads still stuck (a FIFO, a wedged driver call) vanish with the old image."""
     sys.stdout.flush()
     sys.stderr.flush()
+    from sparkenv import children
+
+    children.before_exec()
     try:
         os.execvp(cmd[0], cmd)
     except OSError as exc:

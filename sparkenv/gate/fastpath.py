@@ -26,7 +26,7 @@ VALUED = {**{_option(n): n for n, kind in _OWN.items() if kind != "bool"}, **rep
 REPEATED = reporting.REPEATED  # lists: each occurrence adds to it
 FLAGS = {**{_option(n): n for n, kind in _OWN.items() if kind == "bool"}, **reporting.FLAGS}
 REPORTING = frozenset({*reporting.VALUED.values(), *reporting.FLAGS.values()})  # ReportOptions' fields
-FLOATS = {n for n, kind in _OWN.items() if kind == "float"}
+FLOATS = {n for n, kind in _OWN.items() if kind in ("float", "float | None")}
 
 
 def parse(argv: list[str]) -> GateArgs | None:
@@ -75,6 +75,10 @@ def parse(argv: list[str]) -> GateArgs | None:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:
         a.deep = env_flag("SPARKENV_GATE_DEEP")
+    if not a.watch and a.workload:  # set in an image's environment, it must not break a bare `gate`
+        a.watch = env_flag("SPARKENV_GATE_WATCH")
+    if a.watch_dir is None:
+        a.watch_dir = os.environ.get("SPARKENV_WATCH_DIR") or None
     if a.deep_cache is None:
         a.deep_cache = os.environ.get("SPARKENV_GATE_DEEP_CACHE") or None
     return a

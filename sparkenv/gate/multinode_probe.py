@@ -5,7 +5,6 @@ interpreter. Everything under the gate's one deadline; the agent is killed with 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from collections.abc import Mapping
@@ -13,7 +12,7 @@ from typing import Any
 
 from sparkenv.environment import digest, launch, nccl
 from sparkenv.knowledge import multinode
-from sparkenv.multinode import sysfs
+from sparkenv.multinode import agent_path, sysfs
 
 SYSFS_ROOT_ENV = "SPARKENV_SYSFS_ROOT"  # a recorded tree (tests, replaying a user's machine)
 
@@ -57,10 +56,32 @@ def gather(
     link_test: bool = False,
 ) -> dict[str, Any]:
     plan = launch.read(workload, env, configs)
-    if not plan.multi_node:
+    if not plan.multi_node and plan.ray_role != "driver":
         return {"multi_node": False}
+    if not plan.multi_node:
+        # A Ray workload spans the cluster's nodes, whatever the launch names: ask the cluster first.
+        from sparkenv.gate import ray_probe
+
+        settings = nccl.effective(
+            {k: v for k, v in env.items() if k.startswith("NCCL_")}, nccl.read_confs(env)
+        )
+        agreement = ray_probe.agree(plan, env, settings, python, deadline, version, link_test)
+        if int(agreement.get("nodes") or 1) <= 1:
+            return {"multi_node": False, "agreement": agreement}
+        out = gather_link(plan, env, deadline)
+        out["agreement"] = agreement
+        return out
+    out = gather_link(plan, env, deadline)
+    settings = nccl.effective(out["nccl_env"], out["nccl_confs"])
+    out["agreement"] = _agree(
+        plan, env, settings, python, deadline, version, out["link"], out["resolved"], link_test
+    )
+    return out
+
+
+def gather_link(plan: launch.Launch, env: Mapping[str, str], deadline: float) -> dict[str, Any]:
+    """This node's link facts and NCCL settings."""
     confs = nccl.read_confs(env)
-    settings = nccl.effective({k: v for k, v in env.items() if k.startswith("NCCL_")}, confs)
     link = sysfs.read_link(env.get(SYSFS_ROOT_ENV) or "/")
     hosts = sorted({s.value for s in plan.advertised})
     out: dict[str, Any] = {
@@ -70,9 +91,6 @@ def gather(
         "nccl_confs": confs,
         "resolved": resolve(hosts, min(2.0, deadline - time.monotonic() - 1.0)),
     }
-    out["agreement"] = _agree(
-        plan, env, settings, python, deadline, version, link, out["resolved"], link_test
-    )
     return out
 
 
@@ -90,7 +108,9 @@ def _agree(
     if plan.local_rank not in (None, 0):
         return {"skipped": f"local rank {plan.local_rank}: the node's local rank 0 compares for this node"}
     if plan.ray:
-        return {"skipped": "under Ray: agreement through Ray's KV store is not built yet"}
+        from sparkenv.gate import ray_probe
+
+        return ray_probe.agree(plan, env, settings, python, deadline, version, link_test)
     if plan.master_addr is None:
         return {"error": "no master address (--master-addr, MASTER_ADDR, --rdzv-endpoint, main_process_ip)"}
     host = plan.master_addr.value
@@ -123,7 +143,7 @@ def _agree(
     try:
         # The gate's own runner: its own session, killed at the deadline and on any signal the gate gets.
         ran = orchestrate.bounded_run(
-            [python, "-X", "utf8", _agent_script(), json.dumps(cfg)], deadline - 0.3
+            [python, "-X", "utf8", agent_path("store_agent.py"), json.dumps(cfg)], deadline - 0.3
         )
     except OSError as exc:
         return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}
@@ -146,10 +166,3 @@ def _agree(
     result["agent_s"] = round(time.monotonic() - started, 3)
     result["nodes"] = plan.nodes
     return result
-
-
-def _agent_script() -> str:
-    """multinode/store_agent.py, run by path in the workload's interpreter (imports nothing of sparkenv)."""
-    import sparkenv.multinode
-
-    return os.path.join(os.path.dirname(sparkenv.multinode.__file__), "store_agent.py")

@@ -10,68 +10,19 @@ process group.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import signals
+from sparkenv import children, signals
 
 if TYPE_CHECKING:  # subprocess is imported where a child is started: the default gate starts none
     import subprocess
 
-_children: set[subprocess.Popen[bytes]] = set()
-_lock = threading.Lock()
 
-
-def spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start a child in its own session (so killpg reaches its children too) and remember it."""
-    import subprocess
-
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=env,
-    )
-    with _lock:
-        _children.add(proc)
-    return proc
-
-
-def kill(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        proc.kill()
-
-
-def forget(proc: subprocess.Popen[bytes]) -> None:
-    with _lock:
-        _children.discard(proc)
-
-
-def kill_children() -> int:
-    """Kill every registered child's process group, reaping what can be reaped without waiting; how
-    many there were."""
-    with _lock:
-        procs = list(_children)
-        _children.clear()
-    if not procs:
-        return 0
-    import subprocess
-
-    for proc in procs:
-        kill(proc)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.05)
-    return len(procs)
-
-
+# (one registry of children for every command: sparkenv/children.py)
 def bounded_run(argv: list[str], deadline: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run argv until it exits or the monotonic `deadline`; never wait on pipes after that."""
     return Bounded(argv, env).finish(deadline)
@@ -88,7 +39,7 @@ class Bounded:
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
-        self.proc = spawn(argv, env)
+        self.proc: subprocess.Popen[bytes] = children.spawn(argv, env)
         self.out: list[bytes] = []
         self.err: list[bytes] = []
         self.readers = [
@@ -107,13 +58,12 @@ class Bounded:
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
-            kill(proc)
+            children.kill(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.2)
         finally:
             # The probe is done: anything it left in its session (a wrapper's background child) goes too.
-            kill(proc)
-            forget(proc)
+            children.stop(proc, reap_s=0.2)  # its group, and orphans it left (a wrapper's setsid child)
         # The pipes close when every holder exits; a holder outside our process group may never exit.
         for r in readers:
             r.join(timeout=max(0.0, min(0.2, deadline + 0.3 - time.monotonic())) if not timed_out else 0.1)
@@ -182,19 +132,10 @@ class Interrupted(signals.Terminated):
 def on_signals_kill_children() -> Callable[[], None]:
     """While the gate probes, SIGTERM/SIGINT/SIGHUP kill the probes' process groups and end the gate
     (128 + signal, like a shell). Returns a function that restores the previous handlers."""
-    previous: dict[int, Any] = {}
 
     def handler(signum: int, _frame: Any) -> None:
-        kill_children()
+        children.kill_all()
         signals.record(signum)
         raise Interrupted(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        with contextlib.suppress(ValueError, OSError):  # not the main thread, or an unsupported signal
-            previous[sig] = signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-    return restore
+    return signals.install_handler(handler, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkenv import children
 from sparkenv.environment import container, parsers
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.environment.servers import identify, prefilter_words
@@ -131,7 +132,7 @@ def gather(opts: Options) -> dict[str, Any]:
         name: err or f"did not answer within the {opts.deadline_s:g} s deadline"
         for name, err in errors.items()
     }
-    orchestrate.kill_children()
+    children.kill_all()
     facts["gather_s"] = round(time.monotonic() - started, 3)
     return facts
 
@@ -399,6 +400,16 @@ def probe_configs(workload: list[str]) -> dict[str, Any]:
     ds = parsers.option_value(workload, ("--deepspeed", "--deepspeed_config"))
     if ds and ds.endswith(".json"):
         out["deepspeed"] = _read_config(ds, json.loads)
+    # Serving launchers' YAML (their tensor- and pipeline-parallel sizes): vLLM's and SGLang's
+    # `--config`, TensorRT-LLM's `--extra_llm_api_options` (older: `--config`).
+    from sparkenv.environment.launch import launcher
+
+    which = launcher(workload)
+    if which in ("vllm", "sglang", "trtllm"):
+        names = ("--extra_llm_api_options", "--config") if which == "trtllm" else ("--config",)
+        path = parsers.option_value(workload, names)
+        if path and path.endswith((".yaml", ".yml")):
+            out[which] = _read_config(path, _yaml)
     return out
 
 
@@ -418,7 +429,8 @@ def probe_multinode(opts: Options, deadline: float) -> dict[str, Any]:
 
     configs = probe_configs(opts.workload)
     env = dict(os.environ)
-    if not launch.read(opts.workload, env, configs).multi_node:
+    plan = launch.read(opts.workload, env, configs)
+    if not plan.multi_node and plan.ray_role != "driver":
         return {"multi_node": False}  # as probe.gather says it, without importing the link machinery
     from sparkenv import __version__
     from sparkenv.gate import multinode_probe as probe

@@ -75,6 +75,9 @@ class Base:
 
 def default_base(profile: Profile, override: str | None) -> Base:
     if override:
+        from sparkenv.image_reference import check_image
+
+        check_image(override, "--base")
         return Base(override, "", override)
     if not profile.image:
         raise SparkenvError(f"profile {profile.name} names no base image: pass --base IMAGE")

@@ -3,7 +3,6 @@ run the image's own audit in a throw-away container, tag. Every call has a timeo
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -254,58 +253,169 @@ class Verification:
         return sum(1 for f in self.report.get("findings", []) if f.get("status") == "FAIL")
 
 
-def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str = "12.1") -> Verification:
-    """`sparkenv audit --json --lock … --gpu GPU` inside the image, in a container that is always
-    removed. `gpu`: the GPU the image's extensions must run on (G7), `none` to skip."""
+ONE_SHOT_OUTPUT_CAP = 8 << 20  # bytes kept of a one-shot container's stdout (and again of its stderr)
+
+
+@dataclass
+class OneShot:
+    exit_code: int
+    stdout: str
+    stderr: str
+    truncated: bool  # an output was over ONE_SHOT_OUTPUT_CAP: the rest was not read
+
+
+class OneShotTimeout(SparkenvError):
+    """The container ran past its time: it was removed (exit 2: the image, not the engine, is at fault)."""
+
+
+class OneShotNoProgram(SparkenvError):
+    """The image lacks the program the container was to run (python3 in a non-Python image): exit 2."""
+
+
+def run_once(
+    client: Any, image: str, argv: list[str], *, timeout: float, label: str, what: str, name: str
+) -> OneShot:
+    """The one way sparkenv runs a container: `argv` (as the entrypoint: the image's own is bypassed)
+    in `image`, network off, labelled `label`, waited on for at most `timeout` seconds, its outputs read
+    up to a cap, and always removed — on an error, a timeout, Ctrl-C, SIGTERM or SIGHUP too (the
+    closing line then says so). The engine's errors become ServiceMissing (exit 3) with its message;
+    `what` names the run in messages ("the image's audit"), `name` the container ("verification")."""
+    import time
+
     import requests
     import urllib3
-    from docker.errors import DockerException
+    from docker.errors import APIError, DockerException
+
+    from sparkenv import signals
 
     container = None
     interrupted = False
+    started = time.monotonic()
     try:
-        container = client.containers.create(
-            image_id,
-            entrypoint=["/usr/local/bin/sparkenv"],
-            command=["audit", "--json", "--lock", "/opt/sparkenv/pylock.toml", "--gpu", gpu],
-            network_disabled=True,
-            labels={"io.sparkenv.verify": "1"},
-        )
-        container.start()
-        try:
-            result = container.wait(timeout=timeout)
-        except requests.exceptions.ReadTimeout:
-            raise BuildFailed(f"the image's audit ran over {timeout} s; the image was not tagged") from None
-        out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-        err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+        with signals.raising():  # SIGTERM unwinds like Ctrl-C, so the container goes either way
+            container = client.containers.create(
+                image, entrypoint=argv[:1], command=argv[1:], network_disabled=True, labels={label: "1"}
+            )
+            container.start()
+            try:
+                result = container.wait(timeout=timeout)
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as exc:
+                # docker-py's wait timeout surfaces as either, depending on where urllib3 noticed it
+                if time.monotonic() - started >= timeout - 0.5:
+                    raise OneShotTimeout(f"{what} ran over {timeout:g} s: stopped and removed") from None
+                raise lost(exc) from None
+            out, cut_out = _capped_logs(container, stdout=True)
+            err, cut_err = _capped_logs(container, stdout=False)
+    except APIError as exc:
+        explanation = str(exc.explanation or exc)
+        if re.search(r"executable file not found|no such file or directory", explanation, re.I):
+            raise OneShotNoProgram(
+                f"{what}: the image has no {argv[0]} to run ({explanation.splitlines()[0][:300]})"
+            ) from None
+        raise ServiceMissing(
+            f"the Docker engine refused {what}: {explanation.splitlines()[0][:300]}"
+        ) from None
     except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         raise lost(exc) from None
     except DockerException as exc:
-        if isinstance(exc, SparkenvError):
-            raise
-        raise BuildFailed(f"could not run the image's audit: {exc}") from None
+        raise ServiceMissing(f"the Docker engine failed {what}: {str(exc).splitlines()[0][:300]}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the container goes all the same
         interrupted = True
         raise
     finally:
         if container is not None:
-            # the engine went away: nothing more to do, the error above says so
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
-                if interrupted:
-                    from sparkenv import signals
+            _remove(container, interrupted, name)
+    return OneShot(int(result.get("StatusCode", -1)), out, err, cut_out or cut_err)
 
-                    signals.cleaned(f"removed the verification container {container.short_id}")
+
+def _capped_logs(container: Any, stdout: bool) -> tuple[str, bool]:
+    """One stream of the container's output, at most ONE_SHOT_OUTPUT_CAP bytes of it (a hostile image
+    printing 300 MB must not cost sparkenv 900 MB of memory)."""
+    got: list[bytes] = []
+    size = 0
+    stream = container.logs(stdout=stdout, stderr=not stdout, stream=True)
     try:
-        report = json.loads(out)
+        for chunk in stream:
+            got.append(chunk[: ONE_SHOT_OUTPUT_CAP - size])
+            size += len(chunk)
+            if size >= ONE_SHOT_OUTPUT_CAP:
+                return b"".join(got).decode("utf-8", "replace"), True
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()
+    return b"".join(got).decode("utf-8", "replace"), False
+
+
+def _remove(container: Any, interrupted: bool, name: str) -> None:
+    import requests
+    from docker.errors import DockerException
+
+    try:
+        container.remove(force=True)
+    except (DockerException, requests.RequestException, OSError):
+        return  # the engine went away: the error being raised says so
+    if interrupted:
+        from sparkenv import signals
+
+        signals.cleaned(f"removed the {name} container {container.short_id}")
+
+
+def verify(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT, gpu: str = "12.1") -> Verification:
+    """`sparkenv audit --json --lock … --gpu GPU` inside the image, in a container that is always
+    removed. `gpu`: the GPU the image's extensions must run on (G7), `none` to skip."""
+    argv = ["/usr/local/bin/sparkenv", "audit", "--json", "--lock", "/opt/sparkenv/pylock.toml", "--gpu", gpu]
+    try:
+        ran = run_once(
+            client,
+            image_id,
+            argv,
+            timeout=timeout,
+            label="io.sparkenv.verify",
+            what="the image's audit",
+            name="verification",
+        )
+    except OneShotTimeout:
+        raise BuildFailed(f"the image's audit ran over {timeout} s; the image was not tagged") from None
+    except OneShotNoProgram as exc:
+        raise BuildFailed(f"could not run the image's audit: {exc}") from None
+    try:
+        report = json.loads(ran.stdout)
     except ValueError:
         report = None
-    return Verification(int(result.get("StatusCode", -1)), report, out, err)
+    return Verification(ran.exit_code, report, ran.stdout, ran.stderr)
 
 
 def tag(client: Any, image_id: str, ref: str) -> None:
+    """Tag the image `ref`; the engine's refusal is ServiceMissing (exit 3) with its message."""
+    import requests
+    from docker.errors import APIError
+
     repo, _, version = ref.rpartition(":")
     if not repo or "/" in version:
         repo, version = ref, "latest"
-    if not client.api.tag(image_id, repo, version, force=True):
+    try:
+        done = client.api.tag(image_id, repo, version, force=True)
+    except APIError as exc:
+        raise ServiceMissing(
+            f"the Docker engine did not tag {image_id} as {ref}: {exc.explanation or exc}"
+        ) from None
+    except (requests.RequestException, OSError) as exc:
+        raise lost(exc) from None
+    if not done:
         raise BuildFailed(f"the engine did not tag {image_id} as {ref}")
+
+
+def untag(client: Any, ref: str) -> None:
+    """Remove the tag `ref` (the image stays under its other tags); best effort on the way out of a
+    failure: the failure being raised is the message, and the engine may be the thing that failed."""
+    import requests
+    from docker.errors import DockerException
+
+    try:
+        client.api.remove_image(ref, noprune=True)
+    except (DockerException, requests.RequestException, OSError):
+        return
+    from sparkenv import signals
+
+    signals.cleaned(f"removed the local tag {ref}")

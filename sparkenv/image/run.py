@@ -124,8 +124,8 @@ def build(req: BuildRequest) -> BuildOutcome:
             f"{wanted} machine (or with binfmt/qemu for {wanted}); nothing was tagged"
         )
     checked = engine.verify(client, image_id, gpu=gpu_text)
-    if checked.report is not None:
-        write_atomic(str(context.report_path(locked)), checked.raw)
+    # the image's audit report is written after the last step that can fail (tag, push): a failed
+    # push must not leave a new report beside an old tag
     short = image_id.removeprefix("sha256:")[:12]
     took = time.perf_counter() - started
     if checked.report is None or checked.exit_code not in (0, 1):
@@ -149,6 +149,7 @@ def build(req: BuildRequest) -> BuildOutcome:
     code = report.exit_code(req.reporting.strict)
     if code:
         report.context["tagged"] = False
+        write_atomic(str(context.report_path(locked)), checked.raw)  # why it was not tagged
         return BuildOutcome(
             view,
             f"sparkenv build: image {short} NOT tagged {ref}: its audit found "
@@ -166,13 +167,14 @@ def build(req: BuildRequest) -> BuildOutcome:
     if req.push:
         pinned = _push(client, image_id, ref, req.push, req.reporting.quiet)
         message += f"\nsparkenv build: pushed {req.push}; on every node: docker pull {pinned}"
+    write_atomic(str(context.report_path(locked)), checked.raw)
     return BuildOutcome(view, message, pinned=pinned)
 
 
 def _check_names(req: BuildRequest) -> None:
     """--tag and --push against Docker's reference grammar, before any work (--dry-run too): a bad name
     must not cost a whole build."""
-    from sparkenv.image.reference import check_tag
+    from sparkenv.image_reference import check_tag
 
     if req.tag is not None:
         check_tag(req.tag)
@@ -260,10 +262,16 @@ def _push(client, image_id: str, ref: str, push: str, quiet: bool) -> str:  # ty
     from sparkenv.image import engine
     from sparkenv.image import push as pushing
 
-    if push != ref:
+    extra_tag = push != ref
+    if extra_tag:
         engine.tag(client, image_id, push)
     signals.on_interrupt(f"push of {push} stopped: the registry holds no manifest for it")
-    digest = pushing.push(client, push, quiet)
+    try:
+        digest = pushing.push(client, push, quiet)
+    except BaseException:  # a failed or stopped push leaves no local tag for the registry name
+        if extra_tag:
+            engine.untag(client, push)
+        raise
     signals.forget(f"push of {push} stopped: the registry holds no manifest for it")
     return f"{pushing.split(push)[0]}@{digest}"
 

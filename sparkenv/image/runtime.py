@@ -190,14 +190,22 @@ def dependency_wheels(target: Target, timeout: float = DOWNLOAD_TIMEOUT) -> list
     cmd += ["--abi", f"cp{target.python.replace('.', '')}", "--abi", "abi3", "--abi", "none"]
     for plat in target.platforms():
         cmd += ["--platform", plat]
+    from sparkenv import children
+
     try:
-        proc = subprocess.run([*cmd, *pinned], capture_output=True, text=True, timeout=timeout)
+        proc = children.spawn([*cmd, *pinned], text=True)  # its own session, killed with it on a timeout
+    except OSError as exc:
+        raise ServiceMissing(f"cannot run pip to download sparkenv's runtime wheels: {exc}") from None
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ServiceMissing(
             f"downloading sparkenv's runtime wheels took over {timeout:.0f} s: is the index reachable?"
         ) from None
+    finally:
+        children.stop(proc)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
         raise ServiceMissing(
             f"cannot download sparkenv's runtime wheels for Python {target.python} {target.machine} "
             f"({last}); the host's pip needs the package index (set PIP_CERT behind a TLS proxy)"

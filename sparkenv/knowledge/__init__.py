@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from sparkenv.knowledge.records.playbook_issues import PlaybookIssues
     from sparkenv.knowledge.records.servers import Servers
     from sparkenv.knowledge.records.toolchain import Toolchain
+    from sparkenv.knowledge.records.watch import Watch
     from sparkenv.report import GotchaId
 
 __all__ = ["FILES", "KnowledgeError"]
@@ -49,6 +50,7 @@ FILES = (
     "playbook_issues",
     "servers",
     "toolchain",
+    "watch",
 )  # sparkenv/data/<name>.toml, each with a loader below
 
 
@@ -74,3 +76,4 @@ packages: Callable[[], Packages] = _loader("packages")
 playbook_issues: Callable[[], PlaybookIssues] = _loader("playbook_issues")
 servers: Callable[[], Servers] = _loader("servers")
 toolchain: Callable[[], Toolchain] = _loader("toolchain")
+watch: Callable[[], Watch] = _loader("watch")

@@ -3,26 +3,61 @@
 pip-requirements-parser opens the files itself with a plain open(): a FIFO among the includes would hang
 it and /dev/zero would fill memory. Walking the includes here first, with the same rules as every other
 user-supplied file, turns those into one line naming the file and the line that includes it.
+
+The includes are found by the parser's own line reading (its `preprocess`: comments, `\\` continuations;
+its option parser: `-r../x`, `-c../x`, `--pre -r ../x`, `--requirement=x`, abbreviations), and each
+target joined to its file's folder the way the parser joins it: so the confinement check (for inputs a
+lock names) sees exactly the files the parser will open, not what a regular expression guessed. A tree of
+more than MAX_FILES files is refused, not cut short (the parser would go on reading past the cut).
 """
 
 from __future__ import annotations
 
-import re
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparkenv import safe_read
 
-_INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s+)(\S+)", re.MULTILINE)
 REQUIREMENTS_LIMIT = 16 << 20
-_MAX_FILES = 1000  # includes form a tree in practice; this bounds a hostile one
+MAX_FILES = 1000  # includes form a tree in practice; this bounds a hostile one
 
 
 @dataclass(frozen=True)
-class _Include:
+class Include:
     line: str  # "FILE:LINE" of the including line, as the user sees FILE
     target: str  # what that line names
     folder: Path  # the including file's folder: the target is relative to it
+
+
+def includes_of(text: str) -> list[tuple[int, str]]:
+    """(line number, target) of every `-r`/`-c` include in a requirements file's text, read by
+    pip-requirements-parser's own preprocessing and option parser. A line the parser cannot read is
+    skipped here: the parser reports it as an invalid line when the file is parsed."""
+    from pip_requirements_parser import (
+        CommentLine,
+        OptionParsingError,
+        break_args_options,
+        get_line_parser,
+        preprocess,
+    )
+
+    parse_line = get_line_parser()
+    found = []
+    for numbered in preprocess(text):
+        if isinstance(numbered, CommentLine):
+            continue
+        lineno, line = numbered
+        if not break_args_options(line)[1]:
+            continue  # no option on the line: a requirement, never an include
+        try:
+            _, options, _ = parse_line(line)
+        except (OptionParsingError, ValueError):  # ValueError: shlex's unbalanced quote
+            continue
+        # the parser follows only the first of several on one line: list them all, so none is unread
+        for target in [*(options.requirements or []), *(options.constraints or [])]:
+            found.append((lineno, target))
+    return found
 
 
 def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str]:
@@ -30,8 +65,8 @@ def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str
     first file that cannot be read ("TOP:LINE: cannot open included file X: reason" for an include).
     With `fence` (inputs named by a lock), an include outside that folder is refused before it is read."""
     texts: dict[Path, str] = {}
-    todo: list[tuple[Path, str, _Include | None]] = [(path, shown, None)]
-    while todo and len(texts) < _MAX_FILES:
+    todo: list[tuple[Path, str, Include | None]] = [(path, shown, None)]
+    while todo:
         current, current_shown, inc = todo.pop()
         try:
             key = current.resolve()
@@ -39,6 +74,10 @@ def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str
             key = current
         if key in texts:
             continue
+        if len(texts) >= MAX_FILES:
+            raise safe_read.UnreadableFile(
+                inc.line if inc else shown, f"includes more than {MAX_FILES} requirements files"
+            )
         if fence is not None and inc is not None:
             from sparkenv.confine import inside
 
@@ -53,16 +92,24 @@ def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str
             reason = f"cannot open included file {inc.target}: {exc.reason}"
             raise safe_read.UnreadableFile(inc.line, reason) from None
         texts[key] = text
-        for lineno, line in enumerate(text.splitlines(), 1):
-            m = _INCLUDE.match(line)
-            if m and "://" not in m.group(1):
-                target = m.group(1)
-                shown_target = str(Path(current_shown).parent / target)
-                todo.append(
-                    (
-                        current.parent / target,
-                        shown_target,
-                        _Include(f"{current_shown}:{lineno}", target, current.parent),
-                    )
+        for lineno, target in includes_of(text):
+            if _is_url(target):  # the parser would open() the URL's text as a path relative to the cwd
+                raise safe_read.UnreadableFile(
+                    f"{current_shown}:{lineno}",
+                    f"includes {target}: a URL; sparkenv reads only local requirements files (download it)",
                 )
+            # os.path.join, as the parser joins: an absolute target replaces the folder
+            todo.append(
+                (
+                    Path(os.path.join(current.parent, target)),
+                    os.path.join(os.path.dirname(current_shown), target),
+                    Include(f"{current_shown}:{lineno}", target, current.parent),
+                )
+            )
     return texts
+
+
+def _is_url(target: str) -> bool:
+    from pip_requirements_parser import SCHEME_RE
+
+    return bool(SCHEME_RE.search(target))

@@ -240,19 +240,39 @@ def _stages(tool: dict[str, Any], packages: tuple[LockedPackage, ...], path: str
 def _agrees(lock: Lock, req: Path, pinned: Pinned) -> None:
     """The hashed requirements file pins what the pylock locks, with the same hashes: one lock, two
     spellings. A hand-edited one would build something the lock's hash does not name."""
+    problem = disagreement(lock, pinned)
+    if problem:
+        raise SparkenvError(f"{req}: disagrees with {lock.path}: it {problem}; re-lock (sparkenv lock)")
+
+
+def disagreement(lock: Lock, pinned: Pinned) -> str:
+    """How the hashed requirements file's pins (`pinned`) differ from the pylock, first difference
+    only ("pins x==2.0, pylock… locks 1.0"); "" when they agree. Build refuses such a pair and
+    `lock --check` calls it stale: one judgement of the two spellings."""
     locked = {p.name: (p.version, frozenset(p.hashes)) for p in lock.packages}
     for name in sorted(locked.keys() | pinned.keys()):
         if name not in pinned:
-            problem = f"lacks {name}, which {lock.file.name} locks"
-        elif name not in locked:
-            problem = f"pins {name}, which {lock.file.name} does not lock"
-        elif pinned[name][0] != locked[name][0]:
-            problem = f"pins {name}=={pinned[name][0]}, {lock.file.name} locks {locked[name][0]}"
-        elif pinned[name][1] != locked[name][1]:
-            problem = f"has other hashes for {name} than {lock.file.name}"
-        else:
-            continue
-        raise SparkenvError(f"{req}: disagrees with {lock.path}: it {problem}; re-lock (sparkenv lock)")
+            return f"lacks {name}, which {lock.file.name} locks"
+        if name not in locked:
+            return f"pins {name}, which {lock.file.name} does not lock"
+        if pinned[name][0] != locked[name][0]:
+            return f"pins {name}=={pinned[name][0]}, {lock.file.name} locks {locked[name][0]}"
+        if pinned[name][1] != locked[name][1]:
+            return f"has other hashes for {name} than {lock.file.name}"
+    return ""
+
+
+def requirements_disagreement(lock: Lock) -> str:
+    """`disagreement` of the lock and the hashed requirements file it names, read safely; "" when they
+    agree or the file is missing (said elsewhere). An unreadable file is SparkenvError naming it."""
+    req = requirements_file(lock)
+    if not req.is_file() and not req.is_symlink():
+        return ""
+    try:
+        safe_read.read_text(req, what="the lock's hashed requirements", limit=REQUIREMENTS_LIMIT)
+    except safe_read.UnreadableFile as exc:
+        raise SparkenvError(f"{req}: cannot read the lock's hashed requirements: {exc.reason}") from None
+    return disagreement(lock, _parse_requirements(req))
 
 
 def _requirements_lock(path: Path, shown: str) -> Lock:

@@ -57,9 +57,14 @@ class Installed:
     @property
     def current(self) -> bool:
         """The installed copy is this sparkenv's sdpa.py (an older copy keeps working, but not improving)."""
+        from sparkenv import safe_read
+
         try:
-            return self.module.read_bytes() == SOURCE.read_bytes()
-        except OSError:
+            # through safe_read: a module that is a FIFO or /dev/zero is not current, and never a hang
+            return safe_read.read_bytes(self.module, what="the SDPA override module", limit=1 << 20) == (
+                SOURCE.read_bytes()
+            )
+        except safe_read.UnreadableFile:
             return False
 
 
@@ -107,26 +112,33 @@ def verify(interpreter: Path, site: Path, timeout: float = 60.0) -> tuple[bool, 
         "'origin': getattr(finder, 'origin', None), "
         "'heavy': sorted(m for m in ('torch', 'transformers', 'unsloth') if m in sys.modules)}))\n"
     )
+    from sparkenv import children
+
     try:
-        proc = subprocess.run(
-            [str(interpreter), "-c", code], capture_output=True, text=True, timeout=timeout, env=env
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"could not run {interpreter}: {exc}"
+        # its own session, killed with everything it started when it overruns (sparkenv/children.py)
+        proc = children.spawn([str(interpreter), "-c", code], env, text=True)
+    except OSError as exc:
+        return False, f"could not run {interpreter}: {exc.strerror or exc}"
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"{interpreter} did not start within {timeout:g} s: stopped it and what it started"
+    finally:
+        children.stop(proc, reap_s=1.0)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
         return False, f"{interpreter} exited {proc.returncode}: {last}"
     try:
-        seen = json.loads(proc.stdout.strip().splitlines()[-1])
+        seen = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return False, f"{interpreter} printed no status"
     if not seen.get("hook"):
         return False, f"{interpreter} does not run {site / pth_name()} (is {site} one of its site folders?)"
     if seen.get("heavy"):
         return False, f"the hook imported {', '.join(seen['heavy'])} at start-up"
-    if proc.stderr.strip():
+    if stderr.strip():
         return (
             True,
-            f"{interpreter} loads the hook at start-up, but printed: {proc.stderr.strip().splitlines()[-1]}",
+            f"{interpreter} loads the hook at start-up, but printed: {stderr.strip().splitlines()[-1]}",
         )
     return True, f"a fresh {interpreter} loads the hook at start-up (from {seen.get('origin')})"

@@ -34,7 +34,6 @@ _SETTINGS = {
     "extra-index-url": schema.STRINGS,
 }
 NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
-_INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)[\s=]+(\S+)", re.MULTILINE)
 
 
 @dataclass
@@ -76,41 +75,17 @@ def _where(filename: str, line: int | None) -> str:
     return f"{filename}:{line}" if line else filename
 
 
-def _missing_include(path: Path, arg: str, message: str) -> str:
-    """pip-requirements-parser names the missing file, not the line that includes it: find that line."""
-    m = re.search(r"requirements file: (.+?)(?:\|n|\n|$)", message)
-    missing = m.group(1).strip() if m else ""
-    seen: set[Path] = set()
-    todo = [(path, arg)]
-    while todo:
-        current, shown = todo.pop()
-        if current in seen or not current.is_file():
-            continue
-        seen.add(current)
-        text = current.read_text(encoding="utf-8", errors="replace")
-        for lineno, line in enumerate(text.splitlines(), 1):
-            inc = _INCLUDE.match(line)
-            if not inc:
-                continue
-            target = inc.group(1)
-            if target == missing or not (current.parent / target).is_file():
-                return f"{shown}:{lineno}: cannot open included file {target}"
-            todo.append((current.parent / target, str(Path(shown).parent / target)))
-    return f"{arg}: {message.split('|n')[0]}"
-
-
 def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = None) -> None:
-    from pip_requirements_parser import RequirementsFile
+    from pip_requirements_parser import InstallationError, RequirementsFile
 
     from sparkenv.lock.includes import prescan
 
-    texts = prescan(
-        path, arg, fence
-    )  # FIFOs, devices, huge or undecodable files: one line, before the parser
+    # FIFOs, devices, huge or undecodable files, missing or fenced includes: one line, before the parser
+    texts = prescan(path, arg, fence)
     try:
         parsed = RequirementsFile.from_file(str(path), include_nested=True)
-    except Exception as exc:  # InstallationError for a missing include, OSError, decoding errors …
-        raise SparkenvError(_missing_include(path, arg, str(exc))) from None
+    except (InstallationError, OSError) as exc:  # a file swapped or removed since the prescan read it
+        raise SparkenvError(f"{arg}: {str(exc).split('|n')[0]}") from None
     if parsed.invalid_lines:
         bad = parsed.invalid_lines[0]
         first = bad.error_message.splitlines()[0] if bad.error_message else "invalid line"

@@ -13,17 +13,16 @@ frameworks, never ones that look like credentials.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
 import re
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sparkenv.errors import SparkenvError
+from sparkenv import schema
+from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.printable import printable
 
 PROBE_TIMEOUT = 120
 PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
@@ -92,86 +91,92 @@ print(json.dumps({
 """
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so the probe container is removed either way."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+# What the probe prints, checked before a value is used: a hostile image can print anything.
+_ANSWER = {
+    "python": schema.STRING,
+    "machine": schema.STRING,
+    "glibc": schema.STRING,
+    "cuda": schema.STRING,
+    "cuda_source": schema.STRING,
+    "os": schema.STRING,
+    "site": schema.STRINGS,
+    "dists": schema.STRING_TABLE,
+}
+_ANSWER_LIMIT = 4 << 20  # bytes: an NGC image's answer is ~30 KB
 
 
 def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIMEOUT) -> dict[str, Any]:
     """Facts of IMAGE: the probe's output plus what the image's configuration says."""
-    import requests
     from docker.errors import DockerException, ImageNotFound
 
     from sparkenv.image import engine
 
     client = engine.connect()
     try:
-        try:
-            img = client.images.get(image)
-        except ImageNotFound:
-            img = None
-        if img is None:
-            try:
-                img = client.images.pull(image, platform=platform)
-            except DockerException as exc:
-                raise SparkenvError(
-                    f"{image}: not here and could not be pulled ({str(exc).splitlines()[0][:200]}): "
-                    f"docker pull {image}, or docker login to its registry"
-                ) from None
-        attrs = img.attrs
-        container = None
-        with _sigterm_as_interrupt():
-            try:
-                container = client.containers.create(
-                    img.id,
-                    entrypoint=["python3", "-c", PROBE],
-                    command=[],
-                    network_disabled=True,
-                    labels={"io.sparkenv.probe": "1"},
-                )
-                container.start()
-                try:
-                    result = container.wait(timeout=timeout)
-                except requests.exceptions.ReadTimeout:
-                    raise SparkenvError(f"{image}: its python3 did not answer within {timeout} s") from None
-                out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-                err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-            finally:
-                if container is not None:
-                    with contextlib.suppress(Exception):
-                        container.remove(force=True)
-    except (requests.RequestException, OSError) as exc:
-        raise engine.lost(exc) from None
+        img = client.images.get(image)
+    except ImageNotFound:
+        img = None
     except DockerException as exc:
-        raise SparkenvError(f"{image}: could not run it: {str(exc).splitlines()[0][:300]}") from None
-    if int(result.get("StatusCode", -1)) != 0:
-        last = (err.strip().splitlines() or ["no output"])[-1]
+        text = str(exc).splitlines()[0][:300]
+        raise ServiceMissing(f"the Docker engine could not look up {image}: {text}") from None
+    if img is None:
+        try:
+            img = client.images.pull(image, platform=platform)
+        except DockerException as exc:
+            raise SparkenvError(
+                f"{image}: not here and could not be pulled ({str(exc).splitlines()[0][:200]}): "
+                f"docker pull {image}, or docker login to its registry"
+            ) from None
+    attrs = img.attrs
+    what = f"{image}'s python3"
+    ran = engine.run_once(
+        client, img.id, ["python3", "-c", PROBE], timeout=timeout, label="io.sparkenv.probe", what=what,
+        name="probe",
+    )  # fmt: skip
+    if ran.exit_code != 0:
+        last = (ran.stderr.strip().splitlines() or ["no output"])[-1][:300]
         raise SparkenvError(f"{image}: running its python3 failed ({last}): is it a Python image?")
-    try:
-        facts: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise SparkenvError(
-            f"{image}: its python3 printed no readable answer ({out.strip()[-200:]!r})"
-        ) from None
+    facts = _answer(image, ran.stdout, ran.truncated)
     config = attrs.get("Config") or {}
-    facts["architecture"] = attrs.get("Architecture", "")
-    facts["image_id"] = attrs.get("Id", "")
+    facts["architecture"] = str(attrs.get("Architecture", ""))
+    facts["image_id"] = str(attrs.get("Id", ""))
     facts["repo_digests"] = [d.split("@", 1)[1] for d in attrs.get("RepoDigests") or [] if "@" in d]
-    facts["env"] = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
+    facts["env"] = dict(e.split("=", 1) for e in config.get("Env") or [] if isinstance(e, str) and "=" in e)
     return facts
+
+
+def _answer(image: str, out: str, truncated: bool) -> dict[str, Any]:
+    """The probe's JSON line, by the schema: every key present with its type, within the size cap."""
+    if truncated or len(out) > _ANSWER_LIMIT:
+        raise SparkenvError(
+            f"{image}: its python3 printed over {_ANSWER_LIMIT >> 20} MiB: not sparkenv's probe"
+        )
+    try:
+        facts = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError, RecursionError):
+        raise SparkenvError(
+            f"{image}: its python3 printed no readable answer ({printable(out.strip()[-200:])!r})"
+        ) from None
+    if not isinstance(facts, dict):
+        raise SparkenvError(f"{image}: its python3 answered {schema.describe(facts)}, not sparkenv's probe")
+    missing = sorted(set(_ANSWER) - set(facts))
+    if missing:
+        raise SparkenvError(f"{image}: its python3's answer lacks {', '.join(missing)}: not sparkenv's probe")
+    schema.check(facts, _ANSWER, f"{image}: its python3's answer")
+    return facts
+
+
+def _without_credentials(value: str) -> str:
+    """An index URL with its user:password@ removed (PIP_INDEX_URL=https://user:token@host/simple)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return value
+    if "@" not in parts.netloc:
+        return value
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def _toml_key(key: str) -> str:
@@ -250,7 +255,12 @@ def render(name: str, image: str, facts: dict[str, Any], today: datetime.date) -
         if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
     }
     lines += ["", "# The image's environment that steers CUDA, pip and the frameworks.", "[env]"]
-    lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in env.items()]
+    # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@: nothing
+    # sparkenv writes holds a credential
+    lines += [
+        f"{_toml_key(k)} = {_toml_str(' '.join(map(_without_credentials, v.split(' '))))}"
+        for k, v in env.items()
+    ]
     return "\n".join(lines) + "\n"
 
 

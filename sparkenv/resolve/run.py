@@ -15,7 +15,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv import confine, profiles
+from sparkenv import confine, profiles, signals
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
@@ -25,7 +25,7 @@ from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import interrupt, metadata, policy, uvdriver
+from sparkenv.resolve import metadata, policy, uvdriver
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
@@ -216,6 +216,9 @@ def lock(
     ignored or waived does not withhold it."""
 
     started = time.perf_counter()
+    from sparkenv import outputs as output_files
+
+    output_files.check_folder(output_dir, "--output-dir")  # before a resolution that can take minutes
     inp = inputs_mod.read(paths, extras)
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
@@ -248,15 +251,15 @@ def lock(
         # index pages of the declared names (for old fallbacks) are read while uv resolves
         prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
         try:
-            with interrupt.raising():
+            with signals.raising():  # the CLI's handlers already raise; a library caller's may not
                 text = _resolve_around_failures(
                     Path(work), profile, index, resolve_stage, excluded, exclude_newer, timeout, failures
                 )
-        except interrupt.Terminated as term:
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
             shutil.rmtree(work, ignore_errors=True)
-            groups = ", ".join(map(str, term.groups))
-            what = f"killed uv (process group {groups}), " if groups else ""
-            raise term.cleaned(f"{what}removed {work}") from None
+            signals.cleaned(f"removed {work}")
+            signals.cleaned("no lock written")
+            raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
     late = _late_keys(inp)
@@ -592,4 +595,5 @@ def _currency(
         inputs_changed=written.input_hash != digest,
         profile_changed=written.profile_hash != lockwrite.profile_hash(profile),
         requirements_missing="" if req.is_file() else str(req),
+        requirements_disagree=lockread.requirements_disagreement(written),
     )

@@ -6,19 +6,17 @@ everything it started, not only its first process.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkenv import children, signals
 from sparkenv.errors import ServiceMissing, SparkenvError
 from sparkenv.profiles import Profile
-from sparkenv.resolve import interrupt
 
 DEFAULT_TIMEOUT = 600.0
 _UNREACHABLE = re.compile(
@@ -135,24 +133,20 @@ def prepare(
 
 
 def run_all(jobs: list[tuple[Stage, list[str], Path]], timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
-    """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote."""
+    """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote. Stopped by a
+    signal (Ctrl-C, SIGTERM, SIGHUP), every uv group is killed before the stop goes on, and the closing
+    line names them."""
     env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1"}
+    started: list[subprocess.Popen[str]] = []
 
     def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:
         stage, cmd, out = job
         try:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                env=env,
-                start_new_session=True,  # its own process group: killpg reaches all it started
-            )
+            # its own session: killpg reaches everything uv started (sparkenv/children.py)
+            proc = children.spawn(cmd, env, text=True)
         except OSError as exc:
             raise ServiceMissing(f"cannot run uv: {exc}") from None
-        interrupt.running.add(proc.pid)
+        started.append(proc)
         try:
             _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -161,24 +155,28 @@ def run_all(jobs: list[tuple[Stage, list[str], Path]], timeout: float = DEFAULT_
             ) from None
         finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
             if proc.returncode is None:
-                stop(proc)
-            interrupt.running.discard(proc.pid)
+                children.kill(proc)
+            children.stop(proc)
         if proc.returncode != 0:
             raise _error(stage, stderr)
         return stage.name, out.read_text(encoding="utf-8")
 
-    if len(jobs) == 1:
-        return dict([one(jobs[0])])
-    with ThreadPoolExecutor(len(jobs)) as pool:
+    pool = ThreadPoolExecutor(len(jobs)) if len(jobs) > 1 else None
+    try:
+        if pool is None:
+            return dict([one(jobs[0])])
         return dict(pool.map(one, jobs))
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    """Kill uv's process group and reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
-        proc.communicate(timeout=5)
+    except KeyboardInterrupt:  # signals.Terminated too: the pool's threads would wait on uv otherwise
+        killed = [p for p in started if p.returncode is None or p.returncode < 0]
+        for proc in started:
+            children.stop(proc)
+        if killed:
+            groups = ", ".join(str(p.pid) for p in killed)
+            signals.cleaned(f"killed uv (process group {groups})")
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 class BuildFailed(SparkenvError):

@@ -26,7 +26,9 @@ Where things go (read this before adding a check):
 - Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
   Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/facts/lockfile.py`'s facts), `audit/`
   (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `image/` (Stage.IMAGE: the
-  facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE).
+  facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE),
+  `watch/` (Stage.WATCH: the time series of `facts/timeseries.py`, judged again at every reading
+  while the workload runs).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
   a profile (type and loading) is `sparkenv/profiles.py`.
@@ -59,6 +61,7 @@ class Stage(str, enum.Enum):
     IMAGE = "image"  # sparkenv build: the image being built, before it is tagged
     INSTALLED = "installed"  # sparkenv audit, and build's self-audit of its image: read from outside
     LIVE = "live"  # sparkenv gate: the running machine, as the image's entrypoint
+    WATCH = "watch"  # sparkenv gate --watch, sparkenv watch: readings over time beside the workload
 
     @property
     def commands(self) -> str:
@@ -72,6 +75,7 @@ _COMMANDS = {
     Stage.IMAGE: "sparkenv build",
     Stage.INSTALLED: "sparkenv audit, sparkenv build (its image audits itself)",
     Stage.LIVE: "sparkenv gate",
+    Stage.WATCH: "sparkenv gate --watch, sparkenv watch",
 }
 
 

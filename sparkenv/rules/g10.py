@@ -1,4 +1,5 @@
-"""G10 live: tensor parallelism across two Sparks (training → FAIL, inference → WARN); for a multi-node
+"""G10 live: tensor and pipeline parallelism against the node's GPUs (rules/parallelism.py: training with
+TP across Sparks → FAIL, serving → WARN); for a multi-node
 launch, this node's link and NCCL settings (rules/g10_link.py), the agreement of all nodes and the
 optional link test (rules/g10_agreement.py). The launch itself is read once, as the launchers read it
 (sparkenv/environment/launch.py)."""
@@ -8,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv.environment import launch, nccl
-from sparkenv.environment.servers import identify
+from sparkenv.facts.parallelism import Parallelism
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import Rule, Stage, g10_agreement, g10_link
+from sparkenv.rules import Rule, Stage, g10_agreement, g10_link, parallelism
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
@@ -50,8 +51,8 @@ def live_parallelism(f: GateFacts) -> list[Finding]:
 
 def _section(f: GateFacts, plan: launch.Launch) -> tuple[dict | None, list[Finding]]:
     """The multinode probe's answer, or the one line saying why there is none."""
-    if not plan.multi_node:
-        return None, []
+    if not plan.multi_node and not (f.section("multinode") or {}).get("multi_node"):
+        return None, []  # a Ray workload counts as multi-node when its cluster has more than one node
     if f.probe_error("multinode") is not None:
         err = f.error_finding(GotchaId.G10, "multinode", "link")
         return None, [err] if err else []
@@ -77,7 +78,18 @@ def live_link(f: GateFacts) -> list[Finding]:
     out = g10_link.check(section["link"], settings, plan, f.is_gb10, section.get("resolved") or {})
     for conf in section.get("nccl_confs") or []:
         keys = sorted(conf.get("settings") or {})
-        if keys:
+        if conf.get("error"):
+            out.append(
+                Finding(
+                    id=GotchaId.G10,
+                    status=Status.ERROR,
+                    summary=f"{conf['path']} cannot be read ({conf['error']}): the NCCL settings above may "
+                    "not be what NCCL uses",
+                    subject=f"nccl.conf:{conf['path']}",
+                    fix=f"make {conf['path']} a regular, readable file, or remove it",
+                )
+            )
+        elif keys:
             out.append(
                 Finding(
                     id=GotchaId.G10,
@@ -94,8 +106,11 @@ def live_agreement(f: GateFacts) -> list[Finding]:
     plan = _plan(f)
     section, _ = _section(f, plan)  # the reason for no section is said once, by live_link
     if section is None:
-        return []
-    return g10_agreement.check(section.get("agreement"), plan.nodes)
+        # A Ray workload whose cluster could not be asked (RAY_ADDRESS of a head that is down): say so.
+        asked = (f.section("multinode") or {}).get("agreement") or {}
+        return g10_agreement.check(asked, plan.nodes) if asked.get("error") else []
+    agreement = section.get("agreement") or {}
+    return g10_agreement.check(agreement, int(agreement.get("nodes") or plan.nodes))
 
 
 def live_known_hosts(f: GateFacts) -> list[Finding]:
@@ -109,50 +124,44 @@ def live_known_hosts(f: GateFacts) -> list[Finding]:
     return [x for x in found if x.id == GotchaId.G10]
 
 
+FLAGS = {
+    "sglang": ("--tp-size", "--pp-size"),
+    "trtllm": ("--tp_size", "--pp_size"),
+}
+
+
+def _local_gpus(f: GateFacts) -> int | None:
+    """NVML's GPU count on this node; None when NVML gave none (no driver, a CPU machine)."""
+    if f.probe_error(f.gpu_probe):
+        return None
+    return len(f.gpu_readings.get("gpus") or []) or None
+
+
+def _measured_gbs(f: GateFacts) -> float | None:
+    """The NCCL bus bandwidth --link-test measured between the nodes (gloo's TCP figure is not the link's)."""
+    test = ((f.section("multinode") or {}).get("agreement") or {}).get("link_test") or {}
+    return test.get("busbw_gbs") if test.get("backend") == "nccl" and not test.get("error") else None
+
+
 def _parallelism(f: GateFacts, plan: launch.Launch) -> list[Finding]:
-    nodes, tp = plan.nodes, plan.tp
-    evidence = tuple(str(x) for x in (plan.nodes_from, plan.tp_from) if x)
-    inference = identify(f.workload) is not None
-    kind = "inference" if inference else "training"
-    if nodes <= 1:
-        text = f"single node{f', tensor parallel size {tp}' if tp > 1 else ''}: nothing crosses the link"
-        return [
-            Finding(
-                id=GotchaId.G10, status=Status.PASS, summary=text, subject="parallelism", evidence=evidence
-            )
-        ]
-    if tp <= 1:
-        return [
-            Finding(
-                id=GotchaId.G10,
-                status=Status.PASS,
-                summary=f"{nodes} nodes without tensor parallelism (DDP/FSDP): fits ConnectX-7",
-                subject="parallelism",
-                evidence=evidence,
-            )
-        ]
-    text = f"{kind} with tensor parallel size {tp} across {nodes} nodes"
-    if inference:
-        return [
-            Finding(
-                id=GotchaId.G10,
-                status=Status.WARN,
-                summary=f"{text}: NVIDIA's serving playbooks do it, but expect it to be slow",
-                subject="parallelism",
-                evidence=evidence,
-                fix="prefer one model per Spark, or pipeline parallelism across nodes",
-            )
-        ]
-    return [
-        Finding(
-            id=GotchaId.G10,
-            status=Status.FAIL,
-            summary=f"{text}: TP traffic is too fine-grained for the link, runs hang or crawl",
-            subject="parallelism",
-            evidence=evidence,
-            fix="train with DDP or FSDP across Sparks; keep TP inside one node",
-        )
-    ]
+    cluster = ((f.section("multinode") or {}).get("agreement") or {}).get("cluster") or {}
+    nodes = max(plan.nodes, int(cluster.get("alive") or 0))
+    evidence = [str(x) for x in (plan.nodes_from, plan.tp_from, plan.pp_from) if x]
+    if cluster.get("alive"):
+        evidence.append(f"Ray cluster: {cluster['alive']} node(s) alive")
+    facts = Parallelism(
+        tp=plan.tp,
+        pp=plan.pp,
+        nodes=nodes,
+        local_gpus=_local_gpus(f),
+        serving=plan.serving,
+        ray=plan.ray,
+        spark=f.is_gb10,
+        link_gbs=_measured_gbs(f),
+        evidence=tuple(evidence),
+        flags=FLAGS.get(plan.launcher or "", ("--tensor-parallel-size", "--pipeline-parallel-size")),
+    )
+    return [parallelism.judge(facts)]
 
 
 PARTS = (
@@ -166,16 +175,21 @@ RULES = (
     Rule(
         Stage.LIVE,
         live,
-        "node count, node rank, master address and tensor-parallel size as torchrun, accelerate (its YAML "
-        "config, parallelism_config_tp_size, $PARALLELISM_CONFIG_TP_SIZE), DeepSpeed, vLLM and SGLang read "
-        "them (tensor parallelism across Sparks); for a multi-node launch, this node's link: RDMA ports "
+        "node count, node rank, master address, tensor- and pipeline-parallel sizes as torchrun (Megatron "
+        "arguments), accelerate (its YAML config, parallelism_config_tp_size, $PARALLELISM_CONFIG_TP_SIZE), "
+        "DeepSpeed, vLLM, SGLang (their --config YAML), TensorRT-LLM (mpirun hosts, its YAML) and Ray read "
+        "them, against the GPUs NVML counts on this node and the Ray cluster's nodes (TP across Sparks: "
+        "training FAIL, serving WARN naming the link's bandwidth and PP across nodes with TP within); for a "
+        "multi-node launch, this node's link: RDMA ports "
         "(state, rate, MTU, GID table) from /sys/class/infiniband and /sys/class/net, NCCL settings from the "
         "environment and nccl.conf files (NCCL_IB_HCA naming both halves of the port, a RoCE v2 "
         "NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME), the address the launcher advertises against the interface "
         "that carries the link; and every node's digest (sparkenv, image as $SPARKENV_IMAGE, lock hash, "
         "driver, CUDA, torch, NCCL, Python, GPU, NCCL settings) exchanged through a torch.distributed "
-        "TCPStore at the job's master address (MASTER_PORT + 17) within --deadline: a difference is a FAIL "
-        "naming node and field on every node; with --link-test, one timed all-reduce between the nodes; "
+        "TCPStore at the job's master address (MASTER_PORT + 17), or under Ray through the cluster's "
+        "internal key-value store, within --deadline: a difference is a FAIL naming node and field on every "
+        "node; with --link-test, one timed all-reduce between the nodes (under Ray, between tasks placed one "
+        "per node, beside Ray's object transfer); "
         "the running kernel build and /proc/meminfo against known-bad hosts (data/hosts.toml, dated: "
         "CmaTotal 0 kB breaks RDMA registration)",
     ),

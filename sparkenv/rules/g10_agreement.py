@@ -21,9 +21,71 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:19] + "…" + text[-12:]
 
 
+_SCALAR = (str, int, float, bool, type(None))
+_NUMBER = (int, float)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, _NUMBER) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+
+
+def malformed(agreement: Any) -> str | None:
+    """What is wrong with the agreement probe's answer, which carries what peers published (anything
+    a hostile or broken peer chose); None when every value has the type this rule reads."""
+    if not isinstance(agreement, Mapping):
+        return "the answer is not a table"
+    for key in ("store", "error", "skipped"):
+        if not isinstance(agreement.get(key), _SCALAR):
+            return f"{key} is not a plain value"
+    peers = agreement.get("peers") or {}
+    if not isinstance(peers, Mapping):
+        return "peers is not a table"
+    for key, peer in peers.items():
+        if not isinstance(key, str) or not key.isdigit() or len(key) > 6:
+            return f"peer key {str(key)[:40]!r} is not a node number"
+        if not isinstance(peer, Mapping):
+            return f"peer {key} is not a table"
+        if not isinstance(peer.get("ordinal"), _SCALAR) or not isinstance(peer.get("name", ""), _SCALAR):
+            return f"peer {key}'s ordinal or name is not a plain value"
+        published = peer.get("digest") or {}
+        if not isinstance(published, Mapping):
+            return f"peer {key}'s digest is not a table"
+        for field, value in published.items():
+            if field == "nccl_settings" and not isinstance(value, Mapping | None):
+                return f"peer {key}'s nccl_settings is not a table"
+            values = value.values() if isinstance(value, Mapping) and field == "nccl_settings" else [value]
+            if not all(isinstance(v, _SCALAR) for v in values):
+                return f"peer {key}'s {str(field)[:40]} is not a plain value"
+    missing = agreement.get("missing") or []
+    if not isinstance(missing, list) or not all(isinstance(m, _SCALAR) for m in missing):
+        return "missing is not a list of node numbers"
+    link = agreement.get("link_test")
+    if link:
+        if not isinstance(link, Mapping):
+            return "link_test is not a table"
+        if not link.get("error"):
+            numbers = ("buffer_mib", "world", "busbw_gbs", "iterations", "median_s", "algbw_gbs")
+            bad = [k for k in numbers if not _is_number(link.get(k))]
+            if bad or not isinstance(link.get("backend"), str):
+                return f"link_test's {(bad or ['backend'])[0]} has the wrong type"
+    return None
+
+
 def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
     if not agreement:
         return []
+    problem = malformed(agreement)
+    if problem:  # judged on nothing a peer sent in the wrong shape: one line saying so, never a crash
+        return [
+            Finding(
+                id=G,
+                status=Status.ERROR,
+                summary=f"agreement between the {nodes} nodes not judged: a malformed answer ({problem})",
+                subject=SUBJECT,
+                fix="run the same sparkenv version on every node; a peer that publishes this is not a "
+                "sparkenv gate",
+            )
+        ]
     if "skipped" in agreement:
         return [
             Finding(
@@ -34,20 +96,27 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
             )
         ]
     store = agreement.get("store", "?")
+    ray = str(store).startswith("Ray") or "Ray" in str(agreement.get("error"))
     if agreement.get("error"):
+        between = "through the Ray cluster" if ray else f"between the {nodes} nodes"
         return [
             Finding(
                 id=G,
                 status=Status.ERROR,
-                summary=f"agreement between the {nodes} nodes could not be checked: {agreement['error']}",
+                summary=f"agreement {between} could not be checked: {agreement['error']}",
                 subject=SUBJECT,
                 evidence=(f"store {store}",),
-                fix="start every node's gate within the deadline (--deadline), with the same master address "
+                fix="start the head (`ray start --head`) first, then every node's gate within the deadline "
+                "(--deadline), with the head's address ($RAY_ADDRESS, `ray start --address`)"
+                if ray
+                else "start every node's gate within the deadline (--deadline), with the same master address "
                 "and port",
             )
         ]
     peers: Mapping[str, Any] = agreement.get("peers") or {}
-    missing = agreement.get("missing") or []
+    missing = [str(m) for m in agreement.get("missing") or []]
+    if agreement.get("unseen"):  # under Ray: expected by the launch, not yet in the cluster
+        missing.append(f"{agreement['unseen']} more")
     out: list[Finding] = []
     diffs = digest.compare(peers)
     ref = peers[min(peers, key=int)] if peers else {}
@@ -72,7 +141,7 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
             Finding(
                 id=G,
                 status=Status.ERROR,
-                summary=f"node(s) {', '.join(str(m) for m in missing)} of {nodes} did not publish within "
+                summary=f"node(s) {', '.join(missing)} of {nodes} did not publish within "
                 f"{agreement.get('waited_s', '?')} s; seen: {seen or 'none'}",
                 subject=SUBJECT,
                 evidence=(f"store {store}",),
@@ -94,8 +163,37 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
                 evidence=(f"store {store}", f"seen: {seen}"),
             )
         )
-    out += _link_test(agreement.get("link_test"), spark=_all_spark(peers))
+    ray_test = agreement.get("ray_link_test") or {}
+    out += _link_test(agreement.get("link_test") or ray_test.get("torch"), spark=_all_spark(peers))
+    out += _ray_transfer(ray_test)
     return out
+
+
+def _ray_transfer(result: Mapping[str, Any]) -> list[Finding]:
+    """--link-test under Ray: the time a peer node's task took to pull an object this node put, beside
+    the torch.distributed all-reduce between the same tasks (judged by _link_test)."""
+    if not result:
+        return []
+    if result.get("error"):
+        return [
+            Finding(
+                id=G,
+                status=Status.ERROR,
+                summary=f"link test through Ray failed: {result['error']}",
+                subject="link-test:ray",
+            )
+        ]
+    return [
+        Finding(
+            id=G,
+            status=Status.INFO,
+            summary=f"Ray object transfer of {result['buffer_mib']} MiB to {result.get('to')}: "
+            f"{result['gbs']:g} GB/s (median of {result['iterations']}, {result['median_s'] * 1000:.2f} ms); "
+            "Ray's object store, not NCCL: no expectation in the data",
+            subject="link-test:ray",
+            evidence=(f"set-up {result.get('setup_s')} s",),
+        )
+    ]
 
 
 def _all_spark(peers: Mapping[str, Any]) -> bool:

@@ -1,4 +1,6 @@
-"""G6 live: other GPU-resident processes and inference servers, and whether they are capped."""
+"""G6 live: other GPU-resident processes and inference servers, and whether they are capped.
+G6 watch: over a run — a GPU process that appears beside the workload, and another process's memory
+growing into the shared pool."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.timeseries import GpuProcess, Series
     from sparkenv.knowledge.records.gate import ServerCaps
     from sparkenv.knowledge.records.servers import Server
 
@@ -198,6 +201,75 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
     )
 
 
+# --- Stage.WATCH: readings over a run (sparkenv gate --watch, sparkenv watch) -------------------------
+
+
+def watch(s: Series) -> list[Finding]:
+    """Every process NVML listed at some reading but not at the first, that is not the workload's; and
+    every other process whose memory grew past the threshold since it was first seen."""
+    from sparkenv.facts.timeseries import clock
+    from sparkenv.knowledge import watch as limits
+
+    if not s.samples:
+        return [_finding(status=Status.SKIP, summary="no readings", subject="gpu processes")]
+    growth_warn = limits().processes.growth_warn_mib
+    before = {a.pid for a in s.samples[0].apps}
+    first: dict[int, tuple[float, GpuProcess]] = {}
+    peak: dict[int, int] = {}
+    for smp in s.samples:
+        for a in smp.apps:
+            if a.own:
+                continue
+            first.setdefault(a.pid, (smp.t, a))
+            if a.used_mib is not None:
+                peak[a.pid] = max(peak.get(a.pid, 0), a.used_mib)
+    new = [pid for pid in first if pid not in before]
+    assumed = None
+    if not s.pids_local and new:
+        # NVML's PIDs are the host's here: the workload cannot be told apart, so the first process
+        # to appear is taken for it.
+        assumed, new = new[0], new[1:]
+    out = []
+    for pid in first:
+        t, a = first[pid]
+        start = a.used_mib or 0
+        grew = peak.get(pid, start) - start
+        who = f"{a.name} (pid {pid})" if a.name else f"pid {pid}"
+        notes = []
+        if pid in new:
+            notes.append(f"a new GPU process {who} appeared at {clock(t)} holding {_mib(a.used_mib)}")
+            server = identify(list(a.argv)) if a.argv else None
+            if server:
+                capped = _server(f"pid {pid}", server, list(a.argv), gate().servers, s.gb10)
+                notes.append(capped.summary)
+        if grew >= growth_warn:
+            notes.append(f"{who}'s GPU memory grew {grew} MiB since {clock(t)} (to {peak[pid]} MiB)")
+        if notes:
+            evidence = ("taken for the workload: the first process to appear (PIDs are the host's here)",)
+            out.append(
+                _finding(
+                    status=Status.WARN,
+                    summary="; ".join(notes),
+                    subject=f"gpu process {pid}",
+                    evidence=evidence if assumed is not None else (),
+                    fix="unified memory is one pool: stop it, or cap it, before it squeezes the run",
+                )
+            )
+    if not out:
+        out.append(
+            _finding(
+                status=Status.PASS,
+                summary=f"no other GPU process appeared or grew over {s.duration:.0f} s",
+                subject="gpu processes",
+            )
+        )
+    return out
+
+
+def _mib(value: int | None) -> str:
+    return f"{value} MiB" if value is not None else "an unknown amount of memory"
+
+
 RULES = (
     Rule(
         Stage.LIVE,
@@ -205,5 +277,11 @@ RULES = (
         "every GPU process NVML lists (the whole GPU, other containers included) with its memory, on "
         "GB10 judged against MemTotal; inference servers (/proc command lines, data/servers.toml) and "
         "whether their memory is capped; Ray's memory monitor on unified memory",
+    ),
+    Rule(
+        Stage.WATCH,
+        watch,
+        "NVML's compute processes every few seconds over the run: one that appears beside the workload "
+        "(an inference server: is it capped), another's memory growing into the pool (data/watch.toml)",
     ),
 )

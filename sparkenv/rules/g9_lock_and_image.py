@@ -77,6 +77,8 @@ def _currency(c: Currency) -> Finding:
         problems.append(f"profile {c.profile} changed since the lock")
     if c.requirements_missing:
         problems.append(f"{c.requirements_missing} is missing")
+    if c.requirements_disagree:
+        problems.append(f"its hashed requirements file disagrees: it {c.requirements_disagree}")
     if problems:
         summary = f"{c.pylock} is stale: {'; '.join(problems)}"
         return _finding(status=Status.FAIL, summary=summary, subject=c.pylock, fix=regen)

@@ -25,6 +25,7 @@ from sparkenv.facts.declared import DeclaredFacts
 from sparkenv.facts.installed import AuditFacts
 from sparkenv.facts.live import GateFacts
 from sparkenv.facts.resolved import Locked, ResolvedFacts
+from sparkenv.facts.timeseries import GpuProcess, GpuReading, Sample, Series
 from sparkenv.lock import read as lockread
 from sparkenv.resolve import inputs
 from sparkenv.resolve import run as resolve_run
@@ -153,3 +154,62 @@ def live_raw(base: str = "h200-static", need_gb: float = 0.0, **edits: Any) -> G
     for key, value in edits.items():
         raw = edit(raw, key.replace("__", "."), value)
     return GateFacts(raw, need_gb)
+
+
+# --- Stage.WATCH: sparkenv gate --watch, sparkenv watch ------------------------------------------------
+
+# An H200 at rest as the watcher read it (tests/fixtures/watch/h200-matmul-cotenant.jsonl, first line):
+# what each synthetic series starts from.
+H200_REST = {
+    "temperature_c": 36,
+    "power_w": 79.1,
+    "power_limit_w": 700.0,
+    "sm_clock_mhz": 345,
+    "sm_clock_max_mhz": 1980,
+    "utilization": 0,
+    "event_reasons": 1,
+    "power_violation_s": 0.0,
+    "thermal_violation_s": 0.0,
+    "sw_thermal_s": 0.0,
+    "hw_thermal_s": 0.0,
+    "hw_power_brake_s": 0.0,
+    "shutdown_c": 95.0,
+}
+MEM_H200 = {"mem_total_kb": 131961788, "mem_available_kb": 131393008, "mem_free_kb": 129532924,
+            "page_cache_kb": 2067436, "psi_some_avg10": 0.0, "psi_full_avg10": 0.0}  # fmt: skip
+
+
+def series(
+    n: int = 30,
+    every: float = 2.0,
+    gpu: Callable[[int], dict[str, Any]] | None = None,
+    mem: Callable[[int], dict[str, Any]] | None = None,
+    apps: Callable[[int], list[dict[str, Any]]] | None = None,
+    gb10: bool = False,
+    pids_local: bool = True,
+    rest: dict[str, Any] | None = None,
+) -> Series:
+    """n readings `every` s apart, each GPU and memory reading the rest values changed by gpu(i) / mem(i),
+    the processes NVML lists given by apps(i); gpu=None with rest={} reads no GPU at all."""
+    base = H200_REST if rest is None else rest
+    samples = []
+    for i in range(n):
+        g = (GpuReading(index=0, **{**base, **(gpu(i) if gpu else {})}),) if base or gpu else ()
+        samples.append(
+            Sample(
+                t=i * every,
+                wall=1_796_175_000 + i * every,
+                gpus=g,
+                apps=tuple(GpuProcess(**a) for a in (apps(i) if apps else [])),
+                **{**MEM_H200, **(mem(i) if mem else {})},
+            )
+        )
+    return Series(tuple(samples), gb10=gb10, pids_local=pids_local)
+
+
+def recorded(name: str) -> Series:
+    """A record the watcher wrote on a real machine (tests/fixtures/watch/), read back as the report does."""
+    from sparkenv.watch import record, report
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "watch" / name
+    return report.series(record.read(str(path)))

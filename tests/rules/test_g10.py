@@ -95,13 +95,14 @@ ROWS = [
     ),
     Row(
         "g10.live",
-        "inference with TP across nodes",
+        "serving with TP across nodes",
         lambda c: sf.live_raw(
             "gb10", workload=["vllm", "serve", "m", "--tensor-parallel-size", "2", "--nnodes", "2"]
         ),
         "parallelism",
         Status.WARN,
-        "prefer one model per Spark",
+        "--tensor-parallel-size 1 --pipeline-parallel-size 2",
+        "serving with tensor parallel size 2 across 2 nodes",
     ),
     Row("g10.live", "a healthy ConnectX-7 port", lambda c: _two_sparks(), "rdma:rocep1s0f1", Status.PASS),
     Row(

@@ -36,6 +36,20 @@ class LinkTest(NamedTuple):
     warn_below_fraction: float
 
 
+class Parallelism(NamedTuple):
+    spark_gpus: int
+    nominal_busbw_gbs: float
+    nominal_source: str
+    two_spark_tp_source: str
+    alternative_source: str
+
+
+class Ray(NamedTuple):
+    namespace: str
+    key_prefix: str
+    default_gcs_port: int
+
+
 class Multinode(NamedTuple):
     reviewed: str
     spark: Spark
@@ -43,6 +57,8 @@ class Multinode(NamedTuple):
     nccl: Nccl
     agreement: Agreement
     link_test: LinkTest
+    parallelism: Parallelism
+    ray: Ray
 
 
 def parse(data: dict[str, Any]) -> Multinode:

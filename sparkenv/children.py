@@ -1,0 +1,180 @@
+"""Every child process sparkenv starts: in a session of its own, registered, and killed with its group.
+
+`spawn` starts the child with `start_new_session=True`, so `os.killpg` reaches everything it started in
+its session; the registry lets a deadline, a signal or the end of a command kill every child still
+running (`kill_all`). A child that leaves its session (`setsid` in a `--python` wrapper script) escapes
+killpg: sparkenv is a child subreaper (Linux prctl) while children run, so such an orphan is re-parented
+to sparkenv when its parent dies, and `kill_all` kills every process whose parent is sparkenv.
+
+subprocess is imported where a child is started: the gate's default path starts none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
+
+_children: set[subprocess.Popen[Any]] = set()
+_lock = threading.Lock()
+_PR_SET_CHILD_SUBREAPER = 36
+# set in every child's environment: an orphan re-parented to sparkenv is killed only when it carries
+# this sparkenv's pid (inherited from the child that started it), never a process someone else started
+_MARK = "SPARKENV_CHILD_OF"
+_subreaper = False
+
+
+def _become_subreaper() -> None:
+    """Orphans of our children come to us, not to init, so kill_all can still find them (Linux only)."""
+    global _subreaper
+    if _subreaper or not os.path.exists("/proc/self"):
+        return
+    _subreaper = True
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def before_exec() -> None:
+    """Undo the subreaper setting before this process execs another program (the gate's workload):
+    prctl's flag survives exec, and a workload that never reaps strangers would collect zombies."""
+    global _subreaper
+    if not _subreaper:
+        return
+    _subreaper = False
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def spawn(
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    *,
+    text: bool = False,
+    stdout: Any = None,
+    stderr: Any = None,
+    stdin: Any = None,
+) -> subprocess.Popen[Any]:
+    """Start argv in its own session, registered; pipes for stdout/stderr and /dev/null for stdin unless
+    given. OSError as Popen raises it (the caller names the program)."""
+    import subprocess
+
+    _become_subreaper()
+    env = {**(os.environ if env is None else env), _MARK: str(os.getpid())}
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
+        stdout=subprocess.PIPE if stdout is None else stdout,
+        stderr=subprocess.PIPE if stderr is None else stderr,
+        start_new_session=True,
+        env=env,
+        text=text,
+    )
+    with _lock:
+        _children.add(proc)
+    return proc
+
+
+def kill(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL the child's whole process group (and the child, should it have left the group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def forget(proc: subprocess.Popen[Any]) -> None:
+    with _lock:
+        _children.discard(proc)
+
+
+def stop(proc: subprocess.Popen[Any], reap_s: float = 5.0) -> None:
+    """Kill the child's group, reap it, forget it: for a child that finished or must finish now."""
+    import subprocess
+
+    kill(proc)
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
+        proc.wait(timeout=reap_s)
+    _kill_orphans()
+    forget(proc)
+
+
+def kill_all() -> int:
+    """Kill every registered child's process group, reaping what can be reaped without waiting, then
+    the orphans re-parented to sparkenv; how many registered children there were."""
+    with _lock:
+        procs = list(_children)
+        _children.clear()
+    if not procs:
+        _kill_orphans()
+        return 0
+    import subprocess
+
+    for proc in procs:
+        kill(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+    _kill_orphans()
+    return len(procs)
+
+
+def _kill_orphans() -> None:
+    """Processes whose parent is sparkenv but that it never started: a child's `setsid` descendants,
+    re-parented here (subreaper) when that child died. Killed with their own groups."""
+    if not _subreaper:
+        return
+    me = os.getpid()
+    with _lock:
+        started = {p.pid for p in _children}
+    for entry in _proc_entries():
+        try:
+            # the command name may hold spaces and parentheses: the fields follow its last ')'
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        pid = int(entry.name)
+        if ppid != me or pid in started or not _marked(entry, me):
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+        _reap(pid)
+
+
+def _reap(pid: int, wait_s: float = 0.5) -> None:
+    """Collect a killed orphan's exit status (it is our child now), so no zombie stays behind."""
+    import time
+
+    stop = time.monotonic() + wait_s
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() > stop:
+            return
+        time.sleep(0.01)
+
+
+def _marked(entry: Path, me: int) -> bool:
+    try:
+        return f"{_MARK}={me}".encode() in (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _proc_entries() -> list[Path]:
+    try:
+        return [e for e in Path("/proc").iterdir() if e.name.isdigit()]
+    except OSError:
+        return []

@@ -1,0 +1,74 @@
+"""Start the watcher beside the workload, from the gate, just before the gate execs the workload.
+
+The watcher is `python -m sparkenv watch --pid <the gate's PID>`: after the exec that PID is the workload's,
+so the workload keeps the gate's PID (the container's main process), its signals and its exit status; the
+watcher runs in its own session and process group, so a Ctrl-C or a signal to the workload's group does not
+reach it, and it ends when the workload ends. It is a child of the workload: should it end first (it never
+does unless it crashes) it stays a zombie until the workload ends, which costs nothing.
+
+Imported only under --watch: the gate's default start stays lean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+from sparkenv.errors import SparkenvError
+
+DEFAULT_FOLDER = "sparkenv-watch"
+POLICIES = ("report", "stop")
+
+
+def check_folder(folder: str) -> str:
+    """The watch folder, made and proven writable now, before the workload starts (exit 2 otherwise)."""
+    path = os.path.abspath(folder)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise SparkenvError(f"--watch-dir {folder}: cannot create it: {exc.strerror}") from None
+    if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+        raise SparkenvError(f"--watch-dir {folder}: not a writable folder")
+    return path
+
+
+def start(folder: str, interval_s: float, policy: str, workload: list[str]) -> subprocess.Popen[bytes]:
+    """The watcher, started; its G-lines go to this process's stderr."""
+    argv = [
+        sys.executable,
+        "-m",
+        "sparkenv",
+        "watch",
+        "--pid",
+        str(os.getpid()),
+        "--dir",
+        folder,
+        "--interval",
+        repr(interval_s),
+        "--policy",
+        policy,
+        "--argv-json",
+        json.dumps(workload),
+    ]
+    # the sparkenv that runs the gate, whatever the workload's folder holds
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__ + "/..")))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    sys.stderr.flush()
+    from sparkenv import children
+
+    # its own session (sparkenv/children.py): it outlives the gate, which execs the workload next
+    return children.spawn(argv, env, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+
+
+def check(policy: str | None, interval: float, prefix: str) -> tuple[str, float]:
+    """(policy, interval) validated, or SparkenvError naming the option (exit 2)."""
+    chosen = (policy or "report").strip().lower()
+    if chosen not in POLICIES:
+        raise SparkenvError(f"{prefix}policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    if not math.isfinite(interval) or interval < 0.2 or interval > 3600:
+        raise SparkenvError(f"{prefix}interval: {interval:g} s is outside 0.2 … 3600")
+    return chosen, interval

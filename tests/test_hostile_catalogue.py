@@ -1,0 +1,710 @@
+"""The hostile-input catalogue (issue 27, item 7): per command, a generator of inputs a user, a stranger's
+repository, a peer or an image can hand sparkenv — special files (FIFOs, /dev/zero, /dev/null, symlink
+loops), huge and malformed values (1e10, nan, image references Docker refuses), hostile names (a newline,
+upper case, a leading dash, 300 characters), outputs that cannot be written (/dev/full, a closed stdout,
+a reader that went away). Each case asserts the exit code, one line on stderr (never a traceback, never
+exit 70), that it ended within its deadline, and that no process it started is left behind.
+
+The command cases run as real processes, several at once (the machine has 2 cores; each waits mostly on
+its interpreter's start), from one session-scoped fixture; each case is its own test so a failure names
+it. What is judged inside one function (the fatbin scanner's budget, the kernel cache's damaged
+entries, the G10 agreement rule on mutated peers, the child registry's setsid orphan, an unreadable
+site folder for an unprivileged user) runs in-process.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "lockfiles"
+MARK = "SPARKENV_HOSTILE_CASE"  # in every case's environment: a process left behind still carries it
+SECRET = "TOP-SECRET-FIRST-LINE"
+
+
+@dataclass
+class Case:
+    id: str
+    argv: list[str]
+    codes: tuple[int, ...]  # the exit codes the contract allows for this input
+    says: str = ""  # a piece of the one stderr line (or of stdout, with on_stdout)
+    deadline: float = 60.0  # seconds the command may take, start-up on a loaded 2-core machine included
+    env: dict[str, str] = field(default_factory=dict)
+    stdout: str = "pipe"  # "pipe", "devfull", "closed", "broken"
+    on_stdout: bool = False  # `says` is looked for on stdout (a finding), stderr may be empty
+    quiet_ok: bool = False  # stderr may be empty (a report on stdout)
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+    seconds: float
+    leftovers: list[str]
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _venv(root: Path, name: str = "venv") -> Path:
+    prefix = root / name
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    return prefix
+
+
+def _dist(site: Path, name: str, metadata_lines: list[str]) -> None:
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    text = "\n".join(["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0", *metadata_lines]) + "\n"
+    (info / "METADATA").write_text(text)
+    (info / "RECORD").write_text(f"{name}-1.0.dist-info/METADATA,,\n")
+
+
+def _project(root: Path) -> Path:
+    """A stranger's project holding the shipped lock, with a secret file outside it."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "secret.txt").write_text(f"{SECRET}\n")
+    proj = root / "work" / "proj"
+    (proj / "lockfiles" / "inputs").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
+        shutil.copy(SHIPPED / name, proj / "lockfiles" / name)
+    shutil.copy(SHIPPED / "inputs" / "playbook-unsloth.txt", proj / "lockfiles" / "inputs")
+    return proj
+
+
+def catalogue(root: Path) -> list[Case]:
+    """Every command's hostile inputs, made under `root`."""
+    cases: list[Case] = []
+    fifo = _fifo(root / "fifo")
+    (root / "loop-a").symlink_to("loop-b")
+    (root / "loop-b").symlink_to("loop-a")
+    (root / "ok.txt").write_text("peft\n")
+
+    # ---- check: every include form, special files as inputs and as includes -------------------------
+    includes = {
+        "include-fifo-attached": ("-rfifo\n", "a FIFO"),
+        "include-fifo-after-option": ("--pre -r fifo\n", "a FIFO"),
+        "include-fifo-continued": ("-r\\\nfifo\n", "a FIFO"),
+        "constraint-fifo-attached": ("-cfifo\n", "a FIFO"),
+        "include-dev-zero": ("-r/dev/zero\n", "a character device"),
+        "include-folder": ("-r .\n", "a directory"),
+        "include-symlink-loop": ("-r loop-a\n", "symlink loop"),
+        "include-missing": ("-r nowhere.txt\n", "no such file"),
+        "include-url": ("-r https://127.0.0.1:9/x.txt\n", "a URL"),
+    }
+    for name, (text, says) in includes.items():
+        (root / f"{name}.txt").write_text(text)
+        cases.append(Case(f"check/{name}", ["check", str(root / f"{name}.txt")], (2,), says))
+    chain = root / "chain"
+    chain.mkdir()
+    for i in range(1002):
+        (chain / f"r{i}.txt").write_text(f"-r r{i + 1}.txt\n")
+    cases.append(Case("check/1002-includes", ["check", str(chain / "r0.txt")], (2,), "more than 1000"))
+    (root / "latin1.txt").write_bytes(b"caf\xe9==1.0\n")
+    cases.append(Case("check/not-utf8", ["check", str(root / "latin1.txt")], (2,), "not UTF-8"))
+    for name, path, says in (
+        ("fifo", fifo, "a FIFO"),
+        ("dev-zero", Path("/dev/zero"), "a character device"),
+        ("symlink-loop", root / "loop-a", "symlink loop"),
+    ):
+        cases.append(Case(f"check/input-{name}", ["check", str(path)], (2,), says))
+
+    # ---- lock: numbers beyond the clock, an output folder that cannot be, a stranger's includes --------
+    for value in ("1e10", "nan", "inf", "-1", "0"):
+        cases.append(Case(f"lock/timeout-{value}", ["lock", str(root / "ok.txt"), "--timeout", value], (2,)))
+    (root / "a-file").write_text("")
+    cases.append(
+        Case(
+            "lock/output-dir-is-a-file",
+            ["lock", str(root / "ok.txt"), "--output-dir", str(root / "a-file" / "x")],
+            (2,),
+            "not a folder",
+            deadline=30,  # refused before any resolution
+        )
+    )
+    for form in (
+        "-c../../../../secret.txt",
+        "--pre -r ../../../../secret.txt",
+        "-r\\\n../../../../secret.txt",
+    ):
+        proj = _project(root / f"fence{len(cases)}")
+        (proj / "lockfiles" / "inputs" / "playbook-unsloth.txt").write_text(f"peft\n{form}\n")
+        cases.append(
+            Case(
+                f"lock-check/fenced {form.splitlines()[0]}",
+                ["lock", "--check", "--output-dir", str(proj / "lockfiles")],
+                (2,),
+                "points outside the project folder",
+            )
+        )
+    proj = _project(root / "disagree")
+    req = proj / "lockfiles" / "requirements.ngc-25-11.txt"
+    req.write_text(req.read_text().replace("accelerate==", "accelerate==9", 1))
+    cases.append(
+        Case(
+            "lock-check/requirements-disagree",
+            ["lock", "--check", "--output-dir", str(proj / "lockfiles")],
+            (1,),
+            "disagrees",
+            on_stdout=True,
+            quiet_ok=True,
+        )
+    )
+
+    # ---- gate: numbers, a FIFO nccl.conf, a --python wrapper leaving a setsid child -------------------
+    for option, value in (
+        ("--deadline", "1e10"),
+        ("--deadline", "nan"),
+        ("--deadline", "0"),
+        ("--sample", "1e10"),
+        ("--need-gb", "1e300"),
+    ):
+        cases.append(Case(f"gate/{option}={value}", ["gate", option, value], (2,), option))
+    nodes = {"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29517"}
+    cases.append(
+        Case(
+            "gate/nccl-conf-fifo",
+            ["gate", "--deadline", "4"],
+            (0, 1),
+            "cannot be read",
+            deadline=30,
+            env={**nodes, "NCCL_CONF_FILE": str(fifo)},
+            on_stdout=True,
+            quiet_ok=True,
+        )
+    )
+    wrapper = root / "bin" / "python3"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nsetsid sleep 300 &\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    cases.append(
+        Case(
+            "gate/python-wrapper-with-setsid-child",
+            ["gate", "--deep", "--deadline", "8", "--python", str(wrapper)],
+            (0, 1),
+            deadline=40,
+            quiet_ok=True,
+        )
+    )
+
+    # ---- audit: special targets, a damaged pyvenv.cfg, the cache as a FIFO, floods, dead outputs -------
+    for name, path, says in (
+        ("dev-null", "/dev/null", "a character device"),
+        ("fifo", str(fifo), "a FIFO"),
+        ("symlink-loop", str(root / "loop-a"), "symlink loop"),
+    ):
+        cases.append(Case(f"audit/{name}", ["audit", path], (2,), says))
+    damaged = _venv(root, "damaged")
+    (damaged / "pyvenv.cfg").write_text("home = /usr/bin\nversion = not-a-version\n")
+    cases.append(Case("audit/damaged-pyvenv-cfg", ["audit", str(damaged)], (2,), "damaged"))
+    flood = _venv(root, "flood")
+    _dist(
+        flood / "lib" / "python3.12" / "site-packages",
+        "huge",
+        [f"Requires-Dist: dep{i} (>=1)" for i in range(50_000)],
+    )
+    cases.append(Case("audit/50000-requires-dist", ["audit", str(flood)], (0, 1), deadline=90, quiet_ok=True))
+    plain = _venv(root, "plain")
+    cache = root / "cache-fifo"
+    cache.mkdir()
+    _fifo(cache / "kernels.json")
+    cases.append(
+        Case(
+            "audit/kernel-cache-fifo",
+            ["audit", str(plain), "--gpu", "12.1"],
+            (0, 1),
+            quiet_ok=True,
+            env={"SPARKENV_CACHE_DIR": str(cache)},
+        )
+    )
+    dead_outputs = (
+        ("devfull", 3, "No space left on device"),
+        ("closed", 3, "stdout cannot be written"),
+        ("broken", 141, "broken pipe"),
+    )
+    for how, code, says in dead_outputs:
+        cases.append(Case(f"audit/stdout-{how}", ["audit", str(plain)], (code,), says, stdout=how))
+        cases.append(Case(f"explain/stdout-{how}", ["explain", "G1"], (code,), says, stdout=how))
+
+    # ---- build: image references Docker refuses, before anything is built ------------------------------
+    refs = {
+        "space": "x y:1",
+        "upper": "UPPER/img",
+        "dash": "-x",
+        "bad-digest": "nvcr.io/nvidia/pytorch@sha256:abc",
+        "300-chars": "a" * 300,
+        "newline": "ok:1\nRUN touch /pwned",
+    }
+    lockdir = root / "build"
+    shutil.copytree(SHIPPED, lockdir / "lockfiles")
+    for name, ref in refs.items():
+        cases.append(
+            Case(
+                f"build/base-{name}",
+                [
+                    "build",
+                    "--dry-run",
+                    "--lock",
+                    str(lockdir / "lockfiles" / "pylock.ngc-25-11.toml"),
+                    "--base",
+                    ref,
+                ],
+                (2,),
+                "--base",
+            )
+        )
+    for name, ref in (("upper", "UPPER/case"), ("newline", "a\nb"), ("digest", "x@sha256:" + "a" * 64)):
+        cases.append(Case(f"build/tag-{name}", ["build", "--dry-run", "--tag", ref], (2,), "--tag"))
+    bad_profile = root / "bad-image.toml"
+    bad_profile.write_text('name = "bad"\nimage = "nvcr.io/x:1\\nRUN touch /pwned"\n')
+    cases.append(
+        Case(
+            "check/profile-image-newline",
+            ["check", str(root / "ok.txt"), "--profile", str(bad_profile)],
+            (2,),
+            "image",
+        )
+    )
+
+    # ---- patch sdpa: the module it reads is /dev/zero or a FIFO ----------------------------------------
+    for name, make in (("dev-zero", lambda p: p.symlink_to("/dev/zero")), ("fifo", _fifo)):
+        prefix = _venv(root, f"sdpa-{name}")
+        site = prefix / "lib" / "python3.12" / "site-packages"
+        (site / "sparkenv-sdpa.pth").write_text("import _sparkenv_sdpa\n")
+        make(site / "_sparkenv_sdpa.py")
+        cases.append(Case(f"patch/sdpa-module-{name}", ["patch", "sdpa", str(prefix)], (0, 1), quiet_ok=True))
+    return cases
+
+
+def _leftovers(marker: str) -> list[str]:
+    """Processes still carrying this case's marker in their environment (zombies are not processes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if f"{MARK}={marker}".encode() not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(f"{entry.name} {comm}")
+    return found
+
+
+def _run(case: Case, n: int) -> Ran:
+    marker = f"{os.getpid()}-{n}"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "NVIDIA_PYTORCH_VERSION")}
+    env.update(case.env)
+    env[MARK] = marker
+    env.setdefault(
+        "SPARKENV_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"hostile-cache-{marker}")
+    )
+    argv = [sys.executable, "-m", "sparkenv", *case.argv]
+    started = time.monotonic()
+    if case.stdout == "closed":
+        # the shell's `>&-`: descriptor 1 closed before the interpreter starts
+        argv = ["/bin/sh", "-c", 'exec "$@" >&-', "sh", *argv]
+        stdout: int | None = subprocess.DEVNULL
+    elif case.stdout == "devfull":
+        stdout = os.open("/dev/full", os.O_WRONLY)
+    else:
+        stdout = subprocess.PIPE
+    proc = subprocess.Popen(
+        argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+    )
+    if isinstance(stdout, int) and stdout > 2:
+        os.close(stdout)
+    try:
+        if case.stdout == "broken":
+            assert proc.stdout is not None
+            proc.stdout.close()  # the reader goes away before sparkenv writes (`sparkenv … | true`)
+            out = b""
+            err = proc.stderr.read() if proc.stderr else b""
+            proc.wait(timeout=case.deadline * 2)
+        else:
+            out, err = proc.communicate(timeout=case.deadline * 2)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    seconds = time.monotonic() - started
+    time.sleep(0.2)  # a process killed on the way out is gone within this
+    left = _leftovers(marker)
+    for line in left:
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    return Ran(
+        proc.returncode,
+        (out or b"").decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        seconds,
+        left,
+    )
+
+
+_ROOT: list[Path] = []
+
+
+def _root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not _ROOT:
+        _ROOT.append(tmp_path_factory.mktemp("hostile"))
+    return _ROOT[0]
+
+
+@pytest.fixture(scope="session")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
+    """Every case of the catalogue, run four at a time."""
+    cases = catalogue(_root(tmp_path_factory))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(_run, cases, range(len(cases))))
+    return {c.id: (c, r) for c, r in zip(cases, results, strict=True)}
+
+
+def _case_ids() -> list[str]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # the ids only: the files are made again in the fixture
+        return [c.id for c in catalogue(Path(tmp))]
+
+
+@pytest.mark.parametrize("case_id", _case_ids())
+def test_hostile_input(ran: dict[str, tuple[Case, Ran]], case_id: str):
+    case, r = ran[case_id]
+    shown = f"{case_id}: exit {r.code} in {r.seconds:.1f} s\nstderr: {r.err[-1500:]}\nstdout: {r.out[-500:]}"
+    assert r.code in case.codes, shown
+    assert "Traceback" not in r.err and "internal error" not in r.err, shown
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 or (case.quiet_ok and not lines), shown
+    if case.says:
+        assert case.says in (r.out if case.on_stdout else r.err), shown
+    assert r.seconds < case.deadline, shown
+    assert r.leftovers == [], shown
+    assert SECRET not in r.out + r.err, shown
+
+
+# ---- judged in-process --------------------------------------------------------------------------------
+
+
+def test_fatbin_flood_off_the_grid_stops_at_its_budget(tmp_path):
+    """.nv_fatbin flooded with the magic number at non-8-aligned offsets: the scanner checks its budget
+    inside its search, so the per-file cap holds (it ran 65 s to over 400 s on 512 MiB before)."""
+    from sparkenv.cuda import fatbin
+    from sparkenv.knowledge import kernels
+
+    magic = struct.pack("<I", fatbin.FATBIN_MAGIC)
+    section = tmp_path / "flood.bin"
+    section.write_bytes((b"\0\0\0\0" + magic) * (32 << 20 >> 3))
+    (tmp_path / "p.c").write_text("int plain(void) { return 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", "libp.so", "p.c"], cwd=tmp_path, check=True, timeout=120)
+    subprocess.run(
+        [
+            "objcopy",
+            "--add-section",
+            f".nv_fatbin={section}",
+            "--set-section-flags",
+            ".nv_fatbin=alloc,load,readonly,data,contents",
+            "libp.so",
+            "libflood.so",
+        ],
+        cwd=tmp_path,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    limits = kernels().limits._replace(max_seconds=0.05)
+    # a budget shorter than the read: the scan must stop at it, say so, and never count a header
+    # off the grid as one
+    found = fatbin.scan(str(tmp_path / "libflood.so"), deep=True, limits=limits)
+    assert found.headers == 0 and not found.complete
+    assert found.problem is not None and "stopped after 0.05 s" in found.problem
+
+
+def test_kernel_cache_damaged_entries_are_read_again(tmp_path, kernels):
+    """A kernel cache whose entries have the wrong types (hand-edited, another version's) is never
+    fatal: the file is scanned again and the entry replaced."""
+    from sparkenv.environment import kernels as kernel_reader
+    from sparkenv.stat_cache import stat_key
+
+    lib = str(kernels.so("sm75"))
+    key = stat_key(lib)
+    cache_file = tmp_path / "kernels.json"
+    whole = {
+        "targets": [1],
+        "complete": True,
+        "problem": None,
+        "sections": [],
+        "payload": {},
+        "nv_fatbin": True,
+    }
+    damaged = [{"targets": 5}, {"targets": ["sm_75"], "complete": "yes"}, [], "x", whole]
+    for entry in damaged:
+        cache_file.write_text(
+            json.dumps(
+                {"reader": kernel_reader._reader_key(), "entries": {lib: {"key": key, "shallow": entry}}}
+            )
+        )
+        cache = kernel_reader.ScanCache(cache_file)
+        found = kernel_reader._scan(lib, False, key, cache)
+        assert found["nv_fatbin"] is True and "sm_75" in found["targets"], entry
+
+
+def test_the_g10_agreement_rule_never_crashes_on_a_peers_answer():
+    """2,000 mutations of a two-node agreement answer (wrong types, foreign keys, NaN, lists for
+    tables): each is judged or named malformed, none raises."""
+    from sparkenv.rules import g10_agreement
+
+    base = {
+        "store": "10.0.0.1:29517",
+        "peers": {
+            "0": {"ordinal": 0, "name": "a", "digest": {"lock": "x", "nccl_settings": {"NCCL_IB_HCA": "m"}}},
+            "1": {"ordinal": 1, "name": "b", "digest": {"lock": "y", "gpu": "NVIDIA GB10"}},
+        },
+        "missing": [],
+        "link_test": {
+            "backend": "nccl",
+            "buffer_mib": 64,
+            "world": 2,
+            "busbw_gbs": 20.0,
+            "iterations": 5,
+            "median_s": 0.01,
+            "algbw_gbs": 10.0,
+            "setup_s": 1,
+            "correct": True,
+        },
+    }
+    values: list = [None, 1, "x", [1], {"a": 1}, {"x": [1]}, 1.5, float("nan"), True, "9" * 30, -1]
+    keys = ["x", "-1", "1e3", " 1", "nccl_settings", "digest", "error", "skipped"]
+    rng = random.Random(27)
+
+    def mutate(o):  # type: ignore[no-untyped-def]
+        o = copy.deepcopy(o)
+        if isinstance(o, dict) and o:
+            k = rng.choice(list(o))
+            r = rng.random()
+            if r < 0.2:
+                o[rng.choice(keys)] = rng.choice(values)
+            elif r < 0.4:
+                o[k] = rng.choice(values)
+            else:
+                o[k] = mutate(o[k])
+            return o
+        if isinstance(o, list) and o:
+            o[rng.randrange(len(o))] = rng.choice(values)
+            return o
+        return rng.choice(values)
+
+    malformed = 0
+    for _ in range(2000):
+        answer = mutate(mutate(base))
+        findings = g10_agreement.check(answer, 2)  # raises on a crash: the test fails with it
+        malformed += any("malformed answer" in f.summary for f in findings)
+    assert 0 < malformed < 2000  # both paths taken: some judged, some named malformed
+
+
+def test_a_setsid_grandchild_is_killed_with_the_registry(tmp_path):
+    """A child whose own child leaves the session (setsid) escapes killpg; sparkenv, a subreaper while
+    it has children, kills it all the same. Run in a fresh interpreter: the subreaper setting is
+    process-wide."""
+    code = (
+        "import os, sys, time\n"
+        "from sparkenv import children\n"
+        "proc = children.spawn(['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300'])\n"
+        "pid = int(proc.stdout.readline())\n"
+        "time.sleep(0.2)\n"
+        "children.kill_all()\n"
+        "time.sleep(0.2)\n"
+        "stat = f'/proc/{pid}/stat'\n"
+        "state = open(stat).read().rsplit(')', 1)[1].split()[0] if os.path.exists(stat) else 'gone'\n"
+        "print(pid, state)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    _pid, state = out.split()
+    assert state == "gone", out  # killed and reaped by its new parent, the registry's interpreter
+
+
+def _as_nobody(fn: Callable[[], str]) -> str:
+    """`fn()` in a forked child running as an unprivileged user (uid 65534): a real permission check,
+    which root would bypass. Everything fn needs is imported before the fork."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read_end)
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            answer = fn()
+        except BaseException as exc:  # the child reports whatever happened, then exits
+            answer = f"RAISED {exc.__class__.__name__}: {exc}"
+        os.write(write_end, answer.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        answer = fh.read().decode()
+    os.waitpid(pid, 0)
+    return answer
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged user is made with setuid, which needs root")
+def test_an_unreadable_site_folder_is_an_error_not_an_empty_environment():
+    import tempfile
+
+    from sparkenv.environment import target
+    from sparkenv.errors import SparkenvError
+
+    # under /tmp itself: pytest's own folders are private to root, and the user must reach the venv
+    home = Path(tempfile.mkdtemp(prefix="sparkenv-unreadable-"))
+    home.chmod(0o755)
+    prefix = _venv(home)
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    _dist(site, "torch", [])
+    for p in (prefix, prefix / "lib", prefix / "lib" / "python3.12"):
+        p.chmod(0o755)
+    (prefix / "pyvenv.cfg").chmod(0o644)
+    site.chmod(0o000)
+
+    def resolve() -> str:
+        try:
+            target.resolve(str(prefix))
+        except SparkenvError as exc:
+            return f"ERROR {exc}"
+        return "resolved as an environment"
+
+    try:
+        answer = _as_nobody(resolve)
+    finally:
+        site.chmod(0o755)
+        shutil.rmtree(home)
+    assert answer.startswith("ERROR") and "permission denied" in answer and str(site) in answer, answer
+
+
+# ---- profiles new --from-image: hostile images ---------------------------------------------------------
+
+_PROBE_STANDIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* Stands in for an image's python3: answers sparkenv's probe as a hostile image would. */
+int main(void) {
+    const char *mode = getenv("HOSTILE_MODE");
+    if (mode && !strcmp(mode, "flood")) {
+        static char block[1 << 16];
+        memset(block, 'x', sizeof block);
+        for (int i = 0; i < 200; i++) fwrite(block, 1, sizeof block, stdout);  /* 12.5 MiB */
+        return 0;
+    }
+    printf("{\"python\": \"3.12.3\", \"machine\": \"x86_64\", \"glibc\": %s, \"cuda\": \"13.0\", "
+           "\"cuda_source\": \"CUDA_VERSION\", \"os\": \"stand-in\", "
+           "\"site\": [\"/usr/lib/python3/dist-packages\"], "
+           "\"dists\": {\"numpy\": \"2.1.0\"}}\n", mode && !strcmp(mode, "type") ? "5" : "\"2.39\"");
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_images(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Images made with `docker import` (no registry, no base image): one without python3, and one whose
+    python3 is a static stand-in answering per $HOSTILE_MODE."""
+    from build_helpers import engine_or_skip
+
+    engine_or_skip()
+    root = tmp_path_factory.mktemp("images")
+    (root / "probe.c").write_text(_PROBE_STANDIN)
+    fs = root / "fs"
+    (fs / "usr" / "bin").mkdir(parents=True)
+    subprocess.run(
+        ["gcc", "-static", "-O1", "-o", str(fs / "usr" / "bin" / "python3"), "probe.c"],
+        cwd=root,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    subprocess.run(["tar", "-C", str(fs), "-cf", str(root / "with.tar"), "."], check=True, timeout=60)
+    (root / "empty").mkdir()
+    (root / "empty" / "README").write_text("no python here\n")
+    subprocess.run(
+        ["tar", "-C", str(root / "empty"), "-cf", str(root / "without.tar"), "."], check=True, timeout=60
+    )
+    tag = f"sparkenv-test/hostile-{os.getpid()}"
+    made = {
+        "type": (root / "with.tar", ["ENV HOSTILE_MODE=type"]),
+        "flood": (root / "with.tar", ["ENV HOSTILE_MODE=flood"]),
+        "secret": (root / "with.tar", ["ENV PIP_INDEX_URL=https://user:s3cr3t-token@127.0.0.1:9/simple"]),
+        "nopython": (root / "without.tar", []),
+    }
+    refs = {}
+    for name, (tar, changes) in made.items():
+        ref = f"{tag}:{name}"
+        args = ["docker", "import", *(a for c in changes for a in ("--change", c)), str(tar), ref]
+        subprocess.run(args, check=True, timeout=120, capture_output=True)
+        refs[name] = ref
+    yield refs
+    subprocess.run(["docker", "rmi", "-f", *refs.values()], timeout=120, capture_output=True)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "image, code, says",
+    [
+        ("type", 2, "glibc must be a string"),
+        ("flood", 2, "printed over"),
+        ("nopython", 2, "has no python3"),
+    ],
+)
+def test_profiles_new_from_a_hostile_image(hostile_images, tmp_path, image, code, says):
+    from conftest import sparkenv as run_cli
+
+    r = run_cli(
+        "profiles", "new", "hostile", "--from-image", hostile_images[image], "-o", str(tmp_path / "p.toml")
+    )
+    assert r.code == code and says in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and "went away" not in r.err, r.err
+    assert not (tmp_path / "p.toml").exists()
+    assert not _probe_containers(hostile_images[image]), "the probe container was left behind"
+
+
+@pytest.mark.docker
+def test_profiles_new_keeps_no_index_credential(hostile_images, tmp_path):
+    from conftest import sparkenv as run_cli
+
+    out = tmp_path / "p.toml"
+    r = run_cli("profiles", "new", "hostile", "--from-image", hostile_images["secret"], "-o", str(out))
+    assert r.code == 0, r.err
+    text = out.read_text()
+    assert "s3cr3t-token" not in text and "user:" not in text
+    assert 'PIP_INDEX_URL = "https://127.0.0.1:9/simple"' in text
+
+
+def _probe_containers(ref: str) -> list[str]:
+    done = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=io.sparkenv.probe", "--filter", f"ancestor={ref}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.split()
