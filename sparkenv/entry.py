@@ -1,6 +1,7 @@
-"""The `sparkenv` command's first stop: `sparkenv gate` takes a fast path that never imports typer
-(the gate runs before every workload; see sparkenv/gate/fastpath.py); every other command goes to the
-typer app in sparkenv.cli. Both end the same way (sparkenv/process_exit.py)."""
+"""The `sparkenv` command's first stop: `sparkenv gate`, `check` and `audit` take a fast path that never
+imports typer (the gate runs before every workload, check on every commit; see sparkenv/fastargs.py);
+every other command goes to the typer app in sparkenv.cli. All end the same way
+(sparkenv/process_exit.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ def main() -> None:
         from sparkenv import process_exit
 
         process_exit.guarded(lambda: _gate(argv[1:]))
+    elif argv[:1] and argv[0] in LEAN:
+        from sparkenv import process_exit
+
+        process_exit.guarded(lambda: _lean(LEAN[argv[0]], argv[1:]))
     from sparkenv.cli import main as cli_main
 
     cli_main()
@@ -46,3 +51,34 @@ def _gate(argv: list[str]) -> None:
     except Exception as exc:
         children.kill_all()
         process_exit.internal_error(exc)
+
+
+# Commands with a parser of their own (sparkenv/fastargs.py): module with parse(argv) and run(args)
+LEAN = {"check": "sparkenv.resolve.check_args", "audit": "sparkenv.audit.audit_args"}
+
+
+def _lean(module_name: str, argv: list[str]) -> None:
+    """Returns only when the typer command should answer instead (--help, an unknown option …)."""
+    import importlib
+
+    from sparkenv import process_exit, signals
+    from sparkenv.errors import SparkenvError
+
+    process_exit.survive_any_encoding()
+    signals.install()
+    try:
+        module = importlib.import_module(module_name)
+        args = module.parse(argv)
+        if args is None:
+            return
+        code = module.run(args)
+    except process_exit.OutputFailed:
+        raise  # guarded() says it in one line
+    except SparkenvError as exc:
+        print(f"sparkenv: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        process_exit.stopped(signals.received())
+    except Exception as exc:
+        process_exit.internal_error(exc)
+    sys.exit(code)

@@ -142,46 +142,13 @@ def _data_dir():
 
 
 def _parse(text: str, where: str) -> Profile:
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
-
-    try:
-        data: dict[str, Any] = parse_toml(text)
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses per nesting level
-        raise SparkenvError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
-    missing = [k for k in _REQUIRED if k not in data or (k == "name" and not data.get(k))]
-    if missing:
-        raise SparkenvError(
-            f"{where}: profile lacks {' and '.join(missing)} (a profile needs name and image, the rest has "
-            "defaults; `sparkenv profiles new NAME --from-image IMAGE` writes a complete one)"
-        )
-    schema.check(data, _SCHEMA, where)
-    if not NAME_RE.fullmatch(data["name"]):
-        raise SparkenvError(
-            f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
-        )
+    data = _checked(_toml(text, where), where)
     data = {**defaults(), **{k: v for k, v in data.items() if v != "" or k in ("image", "digest")}}
     if not data.get("manylinux"):
         data["manylinux"] = "manylinux_" + str(data["glibc"]).replace(".", "_")
     if not data.get("source"):
         data["source"] = f"{where} (hand-written)"
-    for key in ("python", "cuda"):
-        try:
-            Version(data[key])
-        except InvalidVersion:
-            raise SparkenvError(f"{where}: {key} = {data[key]!r} is not a version") from None
-    if data["platform"] not in PLATFORMS:
-        raise SparkenvError(
-            f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
-        )
-    provides = {canonicalize_name(k): str(v) for k, v in (data.get("provides") or {}).items()}
-    for key, version in provides.items():
-        if version:
-            try:
-                Version(version)
-            except InvalidVersion:
-                raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
+    provides = _values(data, where)
     from sparkenv.image_reference import check_digest, check_image
 
     if data.get("image"):  # "" is allowed: a profile for a venv, built on with --base
@@ -206,6 +173,54 @@ def _parse(text: str, where: str) -> Profile:
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         path=where,
     )
+
+
+def _toml(text: str, where: str) -> dict[str, Any]:
+    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+
+    try:
+        return parse_toml(text)
+    except TOMLDecodeError as exc:
+        raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level
+        raise SparkenvError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
+
+
+def _checked(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The keys a profile needs, the schema's types, and a name that can name lock files."""
+    missing = [k for k in _REQUIRED if k not in data or (k == "name" and not data.get(k))]
+    if missing:
+        raise SparkenvError(
+            f"{where}: profile lacks {' and '.join(missing)} (a profile needs name and image, the rest has "
+            "defaults; `sparkenv profiles new NAME --from-image IMAGE` writes a complete one)"
+        )
+    schema.check(data, _SCHEMA, where)
+    if not NAME_RE.fullmatch(data["name"]):
+        raise SparkenvError(
+            f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
+        )
+    return data
+
+
+def _values(data: dict[str, Any], where: str) -> dict[str, str]:
+    """Versions that must be versions, a known platform; returns `provides` with canonical names."""
+    for key in ("python", "cuda"):
+        try:
+            Version(data[key])
+        except InvalidVersion:
+            raise SparkenvError(f"{where}: {key} = {data[key]!r} is not a version") from None
+    if data["platform"] not in PLATFORMS:
+        raise SparkenvError(
+            f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
+        )
+    provides = {canonicalize_name(k): str(v) for k, v in (data.get("provides") or {}).items()}
+    for key, version in provides.items():
+        if version:
+            try:
+                Version(version)
+            except InvalidVersion:
+                raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
+    return provides
 
 
 @functools.cache

@@ -121,6 +121,13 @@ def test_every_rule_module_declares_its_stages():
         assert len({r.stage for r in found}) == len(found), f"{gid}: one rule per stage"
 
 
+def test_the_stage_index_names_exactly_the_modules_with_rules_at_that_stage():
+    """rules.HAS_STAGE lets check and lock import three rule modules, not ten: it must match RULES."""
+    for stage, listed in rules.HAS_STAGE.items():
+        having = {gid.value for gid in rules.GOTCHAS if any(r.stage is stage for r in rules.rules_of(gid))}
+        assert listed == having, stage
+
+
 def _gate_g2_unsloth(env_value: str | None) -> Finding:
     import gate_helpers as gh
 

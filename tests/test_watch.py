@@ -156,10 +156,21 @@ def _eater(seconds: float, cap_gib: float) -> tuple[list[str], float]:
     return python(code), avail / (n * chunk / seconds)
 
 
+def _eaten(folder: Path, *opts: str) -> tuple[subprocess.Popen[str], str, float]:
+    """The eater under `gate --watch`. MemAvailable is the whole machine's: on a shared machine another
+    process freeing gigabytes during those 12 s can hide the eater's fall (seen once: 19.0 → 20.4 GiB
+    while 3.8 GiB were eaten), so a run with no G3 fall at all is tried once more."""
+    for attempt in (1, 2):
+        argv, eta = _eater(12.0, 6.0)
+        proc = gate(folder / f"try{attempt}", argv, *opts)
+        _out, err = proc.communicate(timeout=120)
+        if "exhausted in ~" in err:
+            break
+    return proc, err, eta
+
+
 def test_memory_eaten_fast_is_g3_with_a_time_to_exhaustion(tmp_path):
-    argv, eta = _eater(12.0, 6.0)
-    proc = gate(tmp_path / "w", argv)
-    _out, err = proc.communicate(timeout=120)
+    proc, err, eta = _eaten(tmp_path)
     assert proc.returncode == 0, err
     line = next((ln for ln in err.splitlines() if ln.startswith("G3 ") and "exhausted in" in ln), None)
     assert line, err
@@ -177,11 +188,9 @@ def test_memory_eaten_fast_is_g3_with_a_time_to_exhaustion(tmp_path):
 
 
 def test_watch_policy_stop_sends_sigterm_before_predicted_exhaustion(tmp_path):
-    argv, eta = _eater(12.0, 6.0)
-    if eta > 100:
-        pytest.skip(f"this machine has memory for {eta:.0f} s at a bounded eater's pace: no FAIL to act on")
-    proc = gate(tmp_path / "w", argv, "--watch-policy", "stop")
-    _out, err = proc.communicate(timeout=120)
+    if _eater(12.0, 6.0)[1] > 100:
+        pytest.skip("this machine has too much memory for a bounded eater to predict exhaustion in 100 s")
+    proc, err, _ = _eaten(tmp_path, "--watch-policy", "stop")
     assert proc.returncode == -signal.SIGTERM, err
     said = re.search(
         rf"sparkenv watch: sent SIGTERM to pid {proc.pid} \(--watch-policy stop\) because G3 FAIL: "
@@ -189,7 +198,7 @@ def test_watch_policy_stop_sends_sigterm_before_predicted_exhaustion(tmp_path):
         err,
     )
     assert said, err
-    rec = record.read(str(the_record(tmp_path / "w")))
+    rec = record.read(str(_last_record(tmp_path)))
     assert rec.summary and rec.summary["stopped_workload"].startswith("G3 memory exhaustion")
 
 
@@ -301,3 +310,7 @@ def test_a_long_run_keeps_bounded_memory_and_its_first_reading(tmp_path):
     recent = [s.t for s in kept if s.t >= 86_399 - w.w.sampling.window_s]
     assert recent == [float(t) for t in range(86_399 - int(w.w.sampling.window_s), 86_400)]
     w.recorder.close()
+
+
+def _last_record(root: Path) -> Path:
+    return sorted(root.glob("try*/*.jsonl"))[-1]

@@ -7,9 +7,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from sparkenv.environment.pins import exact_pin
 from sparkenv.facts.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
 from sparkenv.facts.ngc import RELEASE_VARIABLE, NgcFacts
@@ -28,6 +25,9 @@ def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> 
     except safe_read.UnreadableFile:
         text = None
     pins: dict[str, str] = {}
+    if text:  # packaging only where there is a file to read: an unchanged audit's start counts
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
     for line in (text or "").splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:

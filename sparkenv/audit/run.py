@@ -1,18 +1,22 @@
-"""Run the audit: gather facts once, apply the pure checks, return a report."""
+"""Run the audit: gather facts once, apply the pure checks, return a report.
+
+An environment whose files have not changed since the last audit gets that audit's findings back from
+the cache (audit/memo.py) without the rules, the ELF reader or the metadata parser being imported; a
+changed one is read again where it changed and judged in full."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from sparkenv import rules
-from sparkenv.audit import scan
-from sparkenv.cuda import coverage
-from sparkenv.environment import target
-from sparkenv.facts.installed import AuditFacts
-from sparkenv.lock import read as lockread
-from sparkenv.report import Finding, Report
-from sparkenv.rules import requirements
+from sparkenv.audit import memo as memo_mod
+from sparkenv.audit import ngc
+from sparkenv.environment import container, target
+from sparkenv.report import Finding, GotchaId, Report, Status
+
+if TYPE_CHECKING:
+    from sparkenv.facts.installed import AuditFacts
 
 
 def audit(
@@ -20,14 +24,46 @@ def audit(
     lock: str | None = None,
     machine: str | None = None,
     root: str | None = None,
-    gpu: coverage.Capability | str | None = "default",
+    gpu: Any = "default",
+    cache: bool = True,
 ) -> Report:
-    """`gpu`: the capability kernels are judged for; "default" is the GB10; None skips G7 coverage."""
+    """`gpu`: the capability kernels are judged for; "default" is the GB10; None skips G7 coverage.
+    `cache`: use and keep the audit's cache (sparkenv/audit/memo.py)."""
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
+    if gpu == "default":
+        from sparkenv.cuda import coverage
+
+        gpu = coverage.gb10()
+    root_path = Path(root) if root else Path("/")
+    markers = (container.detect(root_path), ngc.detect(root_path))
+    memo = None
+    if cache:
+        header = memo_mod.header(resolved, lock, root_path, gpu, markers)
+        memo = memo_mod.Memo.for_target(header, resolved.site_dirs)
+        hit = memo.report_if_unchanged(list(resolved.site_dirs))
+        report = _remembered(resolved.description, hit) if hit is not None else None
+        if report is not None:
+            report.context["seconds"] = round(time.perf_counter() - started, 3)
+            return report
+    report, facts = _judged(resolved, lock, root_path, gpu, markers, memo)
+    if memo is not None:
+        _remember(memo, resolved, facts, report)
+    report.context["cache"] = "miss" if memo is not None else "off"
+    report.context["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _judged(
+    resolved: target.Target, lock: str | None, root: Path, gpu: Any, markers: Any, memo: Any
+) -> tuple[Report, AuditFacts]:
+    from sparkenv.audit import scan
+    from sparkenv.cuda import coverage
+    from sparkenv.lock import read as lockread
+    from sparkenv.rules import requirements
+
     pins = lockread.given(lock) if lock else None
-    cap = coverage.gb10() if gpu == "default" else gpu
-    facts = scan.gather(resolved, pins, Path(root) if root else Path("/"), cap)  # type: ignore[arg-type]
+    facts = scan.gather(resolved, pins, root, gpu, memo=memo, markers=markers)
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
         "machine": resolved.machine,
@@ -37,11 +73,67 @@ def audit(
         "shared_objects": facts.shared_object_count,
         # what pip check reports, machine-readable: one entry per unmet requirement (G9 names each)
         "broken_requirements": [b.as_dict() for b in requirements.find(facts)[0]],
-        "gpu": coverage.cap_text(cap) if isinstance(cap, tuple) else None,
-        "seconds": round(time.perf_counter() - started, 3),
+        "gpu": coverage.cap_text(gpu) if isinstance(gpu, tuple) else None,
     }
+    return report, facts
+
+
+def _remember(memo: memo_mod.Memo, resolved: target.Target, facts: AuditFacts, report: Report) -> None:
+    import os
+
+    from sparkenv.audit import scan
+    from sparkenv.environment.distributions import metadata_names
+    from sparkenv.knowledge import packages
+
+    site_dirs = list(resolved.site_dirs)
+    metas = []
+    for site in site_dirs:
+        names = metadata_names(site)
+        metas += [] if not isinstance(names, list) else [str(site / n) for n in names]
+    files = [str(site / packages().sdpa_override_pth) for site in site_dirs]
+    for df in facts.dists.values():
+        files += [os.path.join(str(df.dist.site_dir), rel) for rel in df.so_paths]
+    files += scan.ptxas_paths(facts)
+    if resolved.interpreter is not None:
+        files.append(str(resolved.interpreter.parent.parent / "pyvenv.cfg"))  # the full Python version
+    findings = [
+        {
+            "id": f.id.value,
+            "status": f.status.value,
+            "summary": f.summary,
+            "subject": f.subject,
+            "evidence": list(f.evidence),
+            "fix": f.fix,
+        }
+        for f in report.findings
+    ]
+    context = {k: v for k, v in report.context.items() if k != "seconds"}
+    memo.remember(metas, files, findings, context)
+    memo.save()
+
+
+def _remembered(description: str, hit: dict[str, Any]) -> Report | None:
+    """The remembered report, or None when the entry does not have the shape written above."""
+    try:
+        findings = [
+            Finding(
+                GotchaId(f["id"]),
+                Status(f["status"]),
+                str(f["summary"]),
+                str(f["subject"]),
+                tuple(str(e) for e in f["evidence"]),
+                None if f["fix"] is None else str(f["fix"]),
+            )
+            for f in hit["findings"]
+        ]
+    except (KeyError, TypeError, ValueError):
+        return None
+    report = Report("audit", description, findings)
+    report.context = {**hit["context"], "cache": "hit"}
     return report
 
 
 def evaluate(facts: AuditFacts) -> list[Finding]:
+    from sparkenv import rules
+
     return rules.evaluate(rules.Stage.INSTALLED, facts)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -16,6 +16,7 @@ from sparkenv import safe_read
 # a path like ".so," or ".so.12,", not by a csv row loop: a real CUDA venv lists ~70,000 files and only
 # ~850 matter here (10x faster than a line-anchored regex, which backtracks through every path).
 _SO_END = re.compile(r"\.so(?:\.[0-9][\w.]*)?,")
+_QUOTED_ROW = re.compile(r'^"', re.M)
 _SO_QUOTED = re.compile(r'^"((?:[^"]|"")*\.so(?:\.[0-9][\w.]*)?)",', re.M)
 
 
@@ -48,6 +49,26 @@ class Distribution:
             found += [quoted.replace('""', '"') for quoted in _SO_QUOTED.findall(self.record)]
         return found
 
+    def reduced(self, needles: Iterable[str]) -> Distribution:
+        """The same distribution with only the RECORD rows that `shared_object_paths` and
+        `path_containing(needle)` read, in order (a row before the first match of a needle does not hold
+        it): what the audit's cache keeps of a RECORD of tens of thousands of rows."""
+        text = self.record
+        if not text:
+            return self
+        starts = {text.rfind("\n", 0, m.start()) + 1 for m in _SO_END.finditer(text)}
+        if '"' in text:
+            starts.update(m.start() for m in _QUOTED_ROW.finditer(text))
+        for needle in needles:
+            at = text.find(needle)
+            if at >= 0:
+                starts.add(text.rfind("\n", 0, at) + 1)
+        rows = []
+        for start in sorted(starts):
+            end = text.find("\n", start)
+            rows.append(text[start:] if end < 0 else text[start : end + 1])
+        return replace(self, record="".join(rows))
+
     def path_containing(self, needle: str) -> str | None:
         """The first installed path that contains `needle`."""
         if not self.record:
@@ -79,16 +100,27 @@ def _read(path: Path, what: str) -> str:
 
 
 def iter_distributions(site_dir: Path, read_files: bool = True) -> Iterator[Distribution | MetadataProblem]:
+    names = metadata_names(site_dir)
+    if isinstance(names, MetadataProblem):
+        yield names
+        return
+    for name in names:
+        yield read_one(site_dir, name, read_files)
+
+
+def metadata_names(site_dir: Path) -> list[str] | MetadataProblem:
+    """The .dist-info and .egg-info entries of a site folder, in the order they are read."""
     try:
         names = sorted(os.listdir(site_dir))
     except OSError as exc:
-        yield MetadataProblem(site_dir, f"cannot list folder: {exc.strerror}")
-        return
-    for name in names:
-        if name.endswith(".dist-info"):
-            yield _read_dist_info(site_dir, site_dir / name, read_files)
-        elif name.endswith(".egg-info"):
-            yield _read_egg_info(site_dir, site_dir / name)
+        return MetadataProblem(site_dir, f"cannot list folder: {exc.strerror}")
+    return [n for n in names if n.endswith((".dist-info", ".egg-info"))]
+
+
+def read_one(site_dir: Path, name: str, read_files: bool = True) -> Distribution | MetadataProblem:
+    if name.endswith(".dist-info"):
+        return _read_dist_info(site_dir, site_dir / name, read_files)
+    return _read_egg_info(site_dir, site_dir / name)
 
 
 def parse_headers(text: str) -> dict[str, list[str]]:

@@ -34,6 +34,12 @@ def marker_environment(machine: str, python: str | None) -> dict[str, str]:
     }
 
 
+# (marker text, environment without "extra", extra) -> whether it holds: a lock evaluates the same few
+# hundred markers thousands of times (every edge, every extra, every rule that walks the graph), ~0.1 ms
+# apiece; the answer depends on nothing else.
+_HOLDS: dict[tuple[str, tuple[tuple[str, str], ...], str], bool] = {}
+
+
 def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str] = ("",)) -> bool:
     """Whether a requirement's marker holds on the target described by `env` (marker_environment), for
     any of `extras` ("" is the requirement asked for without an extra). No marker holds everywhere.
@@ -41,12 +47,23 @@ def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str]
     The one evaluation of every stage (declared, resolved, the lock's graph, fallbacks, the audit's
     Requires-Dist, the image's own dependencies): a marker packaging cannot evaluate on this target (an
     operator undefined for its values, `platform_machine ~= "x86"`) does not hold, at every stage alike.
+    Each answer is remembered for the process.
     """
     if marker is None:
         return True
     from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
 
-    try:
-        return any(marker.evaluate({**env, "extra": extra}) for extra in extras)
-    except (UndefinedComparison, UndefinedEnvironmentName):
-        return False
+    text = str(marker)
+    base = tuple(sorted((k, v) for k, v in env.items() if k != "extra"))
+    for extra in extras:
+        key = (text, base, extra)
+        found = _HOLDS.get(key)
+        if found is None:
+            try:
+                found = bool(marker.evaluate({**env, "extra": extra}))
+            except (UndefinedComparison, UndefinedEnvironmentName):
+                found = False
+            _HOLDS[key] = found
+        if found:
+            return True
+    return False

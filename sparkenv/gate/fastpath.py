@@ -48,16 +48,7 @@ def parse(argv: list[str]) -> GateArgs | None:
                 raw = argv[i]
             else:
                 return None
-            key = VALUED[name]
-            if key in FLOATS:
-                try:
-                    values[key] = float(raw)
-                except ValueError:
-                    raise SparkenvError(f"{name}: {raw!r} is not a number") from None
-            elif key in REPEATED:
-                values.setdefault(key, []).append(raw)
-            else:
-                values[key] = raw
+            _store(values, name, raw)
         elif arg in FLAGS and not eq:
             values[FLAGS[arg]] = True
         elif arg.startswith("-"):
@@ -71,6 +62,26 @@ def parse(argv: list[str]) -> GateArgs | None:
         if key not in REPORTING:
             setattr(a, key, value)
     a.reporting = reporting.ReportOptions(**shared)  # type: ignore[arg-type]
+    return _from_environment(a)
+
+
+def _store(values: dict[str, object], name: str, raw: str) -> None:
+    """One valued option: a number, one more of a repeated option, or a string."""
+    key = VALUED[name]
+    if key in FLOATS:
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            raise SparkenvError(f"{name}: {raw!r} is not a number") from None
+    elif key in REPEATED:
+        values.setdefault(key, []).append(raw)  # type: ignore[union-attr]
+    else:
+        values[key] = raw
+
+
+def _from_environment(a: GateArgs) -> GateArgs:
+    """What the options leave unset, from $SPARKENV_GATE, $SPARKENV_GATE_DEEP, $SPARKENV_GATE_DEEP_CACHE
+    (as the typer command's envvar= reads them)."""
     if a.policy is None and "SPARKENV_GATE" in os.environ:
         a.policy = os.environ["SPARKENV_GATE"]
     if not a.deep:

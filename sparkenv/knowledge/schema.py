@@ -58,6 +58,20 @@ def is_record(tp: Any) -> bool:
 def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
     if is_record(tp):
         return _record(tp, value, where, path)
+    if tp is Any:
+        return value
+    for convert in (_scalar, _generic):
+        found = convert(tp, value, where, path)
+        if found is not _NO_RULE:
+            return found
+    raise TypeError(f"{where}: {path}: no rule for the type {tp!r}")  # a bug in a record, not in data
+
+
+_NO_RULE = object()  # what a converter returns for a type that is not its kind
+
+
+def _scalar(tp: Any, value: Any, where: str, path: str) -> Any:
+    """A distribution name, str, int, float, bool, a regular expression or an enum member."""
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
@@ -82,6 +96,11 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
         except ValueError:
             choices = ", ".join(str(m.value) for m in tp)
             raise _fail(where, path, f"must be one of {choices}, got {value!r}") from None
+    return _NO_RULE
+
+
+def _generic(tp: Any, value: Any, where: str, path: str) -> Any:
+    """X | None, Literal[...], tuple[X, ...] or a fixed tuple, Mapping[K, V]."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):  # X | None: None is the field's default when absent
         (inner,) = (a for a in args if a is not type(None))
@@ -91,15 +110,7 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
             raise _fail(where, path, f"must be one of {', '.join(map(repr, args))}, got {value!r}")
         return value
     if origin is tuple:
-        if not isinstance(value, list):
-            raise _fail(where, path, f"must be a list, got {value!r}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            items = [(args[0], v) for v in value]
-        elif len(value) != len(args):
-            raise _fail(where, path, f"must be a list of {len(args)}, got {value!r}")
-        else:
-            items = list(zip(args, value, strict=True))
-        return tuple(_convert(t, v, where, f"{path}[{i}]") for i, (t, v) in enumerate(items))
+        return _tuple(args, value, where, path)
     if origin is Mapping:
         if not isinstance(value, dict):
             raise _fail(where, path, f"must be a table, got {value!r}")
@@ -108,9 +119,19 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
         for k, v in value.items():
             out[_convert(kt, k, where, _join(path, f"[{k!r}]"))] = _convert(vt, v, where, _join(path, k))
         return types.MappingProxyType(out)
-    if tp is Any:
-        return value
-    raise TypeError(f"{where}: {path}: no rule for the type {tp!r}")  # a bug in a record, not in data
+    return _NO_RULE
+
+
+def _tuple(args: tuple[Any, ...], value: Any, where: str, path: str) -> tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise _fail(where, path, f"must be a list, got {value!r}")
+    if len(args) == 2 and args[1] is Ellipsis:
+        items = [(args[0], v) for v in value]
+    elif len(value) != len(args):
+        raise _fail(where, path, f"must be a list of {len(args)}, got {value!r}")
+    else:
+        items = list(zip(args, value, strict=True))
+    return tuple(_convert(t, v, where, f"{path}[{i}]") for i, (t, v) in enumerate(items))
 
 
 def _record(cls: Any, value: Any, where: str, path: str) -> Any:

@@ -14,6 +14,7 @@ more than MAX_FILES files is refused, not cut short (the parser would go on read
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,10 +31,17 @@ class Include:
     folder: Path  # the including file's folder: the target is relative to it
 
 
+# pip splits a line into tokens at spaces and takes a token starting with "-" for an option; any "-"
+# at a line's start or after whitespace is a superset of that
+_MAYBE_OPTION = re.compile(r"(^|\s)-", re.MULTILINE)
+
+
 def includes_of(text: str) -> list[tuple[int, str]]:
     """(line number, target) of every `-r`/`-c` include in a requirements file's text, read by
     pip-requirements-parser's own preprocessing and option parser. A line the parser cannot read is
     skipped here: the parser reports it as an invalid line when the file is parsed."""
+    if not _MAYBE_OPTION.search(text):
+        return []  # no token starts with "-": no option, so no include (and no parser import for check)
     from pip_requirements_parser import (
         CommentLine,
         OptionParsingError,

@@ -318,44 +318,18 @@ def status() -> dict[str, Any]:
         for flag in leak_flags
         if _vars(m).get(flag) is True
     ]
-    dispatch = None
-    dispatch_mod = unsloth_mods.get("unsloth.utils.attention_dispatch")
-    select = _vars(dispatch_mod).get("select_attention_backend") if dispatch_mod else None
-    if callable(select):
-        try:
-            dispatch = str(select())
-        except Exception as exc:
-            dispatch = f"error: {exc.__class__.__name__}: {exc}"
-    helpers: dict[str, str] = {}
-    for name in ("transformers.utils.import_utils", "transformers.utils"):
-        fn = _vars(modules.get(name)).get("is_flash_attn_2_available")
-        if fn is not None:
-            patched = getattr(fn, "_sparkenv_sdpa", None) is not None
-            helpers[f"{name}.is_flash_attn_2_available"] = "patched" if patched else "original"
+    dispatch = _dispatch(unsloth_mods.get("unsloth.utils.attention_dispatch"))
+    helpers = _helpers(modules)
     helpers_ok = not unsloth_mods or all(v == "patched" for v in helpers.values())
     dispatch_ok = dispatch is None or dispatch == "sdpa" or (mode == "xformers" and dispatch == "xformers")
     active = finder is not None and not leaks and dispatch_ok and helpers_ok
-    if finder is None:
-        message = (
-            f"SDPA override off: {ENV}={env} switched the .pth activation off"
-            if _env_setting() is None
-            else "SDPA override not active in this process (no .pth activation, force_sdpa() not called)"
-        )
-    elif not unsloth_mods:
-        message = "SDPA override waiting: no Unsloth module imported yet; they are patched as they load"
-    elif active:
-        message = (
-            f"SDPA override active: {len(unsloth_mods)} Unsloth module(s) loaded, dispatch picks {dispatch}"
-        )
-    else:
-        message = "SDPA override incomplete: " + ", ".join(leaks or [f"dispatch picks {dispatch}"])
+    message = _message(finder, env, len(unsloth_mods), active, leaks, dispatch)
     pth = _installed_pth()
     return {
         "active": bool(active),
         "installed": pth is not None,
         "pth": pth,
-        "armed": bool(finder and finder.armed),
-        "installed_by": finder.source if finder else None,
+        **_finder_state(finder),
         "mode": mode,
         "env": env,
         "disabled_by_env": _env_setting() is None,
@@ -363,12 +337,56 @@ def status() -> dict[str, Any]:
         "dispatch": dispatch,
         "leaks": leaks,
         "transformers_helpers": helpers,
+        "message": message,
+    }
+
+
+def _finder_state(finder: Any) -> dict[str, Any]:
+    """What the hook (None when it is not in place) did: armed, by whom, its changes and errors."""
+    return {
+        "armed": bool(finder and finder.armed),
+        "installed_by": finder.source if finder else None,
         "changes": [_describe(c) for c in finder.changes] if finder else [],
         "errors": list(finder.errors) if finder else [],
         "hook_version": getattr(finder, "_sparkenv_sdpa", None),
         "hook_file": finder.origin if finder else None,
-        "message": message,
     }
+
+
+def _dispatch(dispatch_mod: Any) -> str | None:
+    """What Unsloth's select_attention_backend() picks now; None when it is not loaded."""
+    select = _vars(dispatch_mod).get("select_attention_backend") if dispatch_mod else None
+    if not callable(select):
+        return None
+    try:
+        return str(select())
+    except Exception as exc:
+        return f"error: {exc.__class__.__name__}: {exc}"
+
+
+def _helpers(modules: dict[str, Any]) -> dict[str, str]:
+    """transformers' is_flash_attn_2_available helpers: patched or original."""
+    helpers: dict[str, str] = {}
+    for name in ("transformers.utils.import_utils", "transformers.utils"):
+        fn = _vars(modules.get(name)).get("is_flash_attn_2_available")
+        if fn is not None:
+            patched = getattr(fn, "_sparkenv_sdpa", None) is not None
+            helpers[f"{name}.is_flash_attn_2_available"] = "patched" if patched else "original"
+    return helpers
+
+
+def _message(
+    finder: Any, env: str | None, loaded: int, active: bool, leaks: list[str], dispatch: str | None
+) -> str:
+    if finder is None:
+        if _env_setting() is None:
+            return f"SDPA override off: {ENV}={env} switched the .pth activation off"
+        return "SDPA override not active in this process (no .pth activation, force_sdpa() not called)"
+    if not loaded:
+        return "SDPA override waiting: no Unsloth module imported yet; they are patched as they load"
+    if active:
+        return f"SDPA override active: {loaded} Unsloth module(s) loaded, dispatch picks {dispatch}"
+    return "SDPA override incomplete: " + ", ".join(leaks or [f"dispatch picks {dispatch}"])
 
 
 def _installed_pth(name: str = "sparkenv-sdpa.pth") -> str | None:

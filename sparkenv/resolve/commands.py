@@ -65,7 +65,7 @@ def check(
       sparkenv check --lock-input lockfiles/inputs/playbook-unsloth.txt   # what `sparkenv lock` reads
     """
     from sparkenv.render.emit import emit
-    from sparkenv.resolve.run import check as run_check
+    from sparkenv.resolve.check import check as run_check
 
     result = run_check(inputs, profile, platform, extra, lock_input=lock_input)
     raise typer.Exit(emit(result, reporting))

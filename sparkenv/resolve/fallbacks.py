@@ -47,6 +47,7 @@ class Release:
     urls: dict[str, str] = field(default_factory=dict)  # file name -> absolute URL
     uploaded: dt.datetime | None = None
     requires_python: str = ""
+    sha256: dict[str, str] = field(default_factory=dict)  # file name -> its sha256, as the index gives it
 
 
 def fallback_days() -> int:
@@ -97,6 +98,12 @@ def _newest_versions(listed: object, keep: int = 3) -> list[str] | None:
     return [f"-{s}" for _, s in sorted(finals, reverse=True)[:keep]]
 
 
+def _fragment_sha256(href: str) -> str:
+    """The sha256 a simple-index link carries in its fragment (`…whl#sha256=<hex>`), else ''."""
+    frag = href.partition("#")[2]
+    return frag.removeprefix("sha256=") if frag.startswith("sha256=") else ""
+
+
 def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read."""
     url = index_url.rstrip("/") + f"/{key}/"
@@ -107,7 +114,7 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
             ctype = resp.headers.get("Content-Type", "")
     except (OSError, ValueError):
         return None
-    entries: list[tuple[str, bool, str, dt.datetime | None, str]] = []
+    entries: list[tuple[str, bool, str, dt.datetime | None, str, str]] = []
     if "json" in ctype:
         try:
             page = json.loads(body)
@@ -117,17 +124,18 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
                     continue  # big projects list thousands of files: parse only the newest releases
                 yanked = bool(f.get("yanked"))
                 when = _when(f.get("upload-time"))
+                sha = (f.get("hashes") or {}).get("sha256", "")
                 entries.append(
-                    (f["filename"], yanked, f.get("requires-python") or "", when, f.get("url", ""))
+                    (f["filename"], yanked, f.get("requires-python") or "", when, f.get("url", ""), sha)
                 )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
     else:
         parser = _Links()
         parser.feed(body.decode("utf-8", errors="replace"))
-        entries = [(n, y, rp, None, href) for n, y, rp, href in parser.files]
+        entries = [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
     out: dict[Version, Release] = {}
-    for name, yanked, rp, when, href in entries:
+    for name, yanked, rp, when, href, sha in entries:
         if yanked:
             continue
         try:
@@ -139,6 +147,8 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
         rel = out.setdefault(version, Release(version))
         rel.files.append(name)
         rel.urls[name] = urllib.parse.urljoin(url, href).split("#", 1)[0] if href else ""
+        if isinstance(sha, str) and len(sha) == 64:
+            rel.sha256[name] = sha.lower()
         rel.requires_python = rel.requires_python or rp
         if when and (rel.uploaded is None or when < rel.uploaded):
             rel.uploaded = when
@@ -185,8 +195,15 @@ def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict
     fits = [f for f in rel.files if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3])]
     if not fits or not rel.urls.get(fits[0]):
         return "a requirement of it cannot be met with the rest"
-    ref = metadata.FileRef("", fits[0], rel.urls[fits[0]], "")
-    text = metadata._pep658(ref, 20.0)
+    ref = metadata.FileRef("", fits[0], rel.urls[fits[0]], rel.sha256.get(fits[0], ""))
+    text = None
+    if ref.sha256:  # the file's bytes are known by their hash: its metadata is cached by it, never stale
+        try:
+            text = metadata._text(ref, 20.0)[0]
+        except remote_zip.Unreadable:
+            return "a requirement of it cannot be met with the rest"
+    else:
+        text = metadata._pep658(ref, 20.0)
     if text is None:
         try:
             text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()

@@ -75,13 +75,57 @@ def _where(filename: str, line: int | None) -> str:
     return f"{filename}:{line}" if line else filename
 
 
-def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = None) -> None:
-    from pip_requirements_parser import InstallationError, RequirementsFile
+# A line pip reads as nothing but a named requirement (name, extras, specifiers, marker): no option, no
+# include, no URL or path, no ${VAR}, no continuation. pip's comment rule: "#" at the start or after
+# whitespace ends the line.
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?[^@$\\/:]*")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_ARCHIVE = re.compile(r"\.(whl|zip|tar|tgz|tbz|txz|tlz)\b")  # pip reads such a name as a local file
 
+
+def plain_requirements(text: str) -> list[tuple[int, Requirement]] | None:
+    """The requirements of a file whose every line is a plain named requirement (or blank, or a
+    comment), with their line numbers; None when any line needs pip's full grammar (options, includes,
+    URLs, paths, environment variables, continuations, an invalid line), which pip-requirements-parser
+    reads then. Most requirements files are plain; this spares `check` the parser's import and its
+    per-line option parser. tests/test_inputs_plain.py holds the two readers to the same result."""
+    found = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if raw.endswith("\\"):
+            return None  # pip joins it with the next line, even after a comment
+        line = _COMMENT.sub("", raw).strip()
+        if not line:
+            continue
+        if not _PLAIN_LINE.fullmatch(line) or _ARCHIVE.search(line) or " -" in line or "\t-" in line:
+            return None
+        try:
+            found.append((lineno, Requirement(line)))
+        except InvalidRequirement:
+            return None  # the parser words the error
+    return found
+
+
+def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = None) -> None:
     from sparkenv.lock.includes import prescan
 
     # FIFOs, devices, huge or undecodable files, missing or fenced includes: one line, before the parser
     texts = prescan(path, arg, fence)
+    if len(texts) == 1:
+        ((resolved, text),) = texts.items()
+        plain = plain_requirements(text)
+        if plain is not None:
+            inputs.files.append(resolved)
+            no_deps = bool(NO_DEPS_DIRECTIVE.search(text))
+            for lineno, r in plain:
+                _add(inputs, r, _where(arg, lineno), path.parent, no_deps, constraint=False)
+            return
+    parsed_requirements(path, arg, inputs, texts)
+
+
+def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, str]) -> None:
+    """pip's whole grammar, by pip-requirements-parser (`texts`: every file it will open, prescanned)."""
+    from pip_requirements_parser import InstallationError, RequirementsFile
+
     try:
         parsed = RequirementsFile.from_file(str(path), include_nested=True)
     except (InstallationError, OSError) as exc:  # a file swapped or removed since the prescan read it
@@ -129,26 +173,38 @@ def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = Non
         r: Requirement = req.req
         if r.marker is None and req.marker is not None:
             r = Requirement(f"{r} ; {req.marker}")  # the parser keeps the marker beside the requirement
-        text = str(r)
-        if r.url:
-            extras_part = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
-            text = f"{r.name}{extras_part} @ {_local(r.url, base)}"
-            if r.marker:
-                text += f" ; {r.marker}"
-        inputs.requirements.append(
-            Declared(
-                canonicalize_name(r.name),
-                text,
-                where,
-                r.specifier,
-                r.marker,
-                frozenset(r.extras),
-                r.url,
-                bool(req.is_editable),
-                bool(req.is_constraint),
-                no_deps,
-            )
+        _add(inputs, r, where, base, no_deps, bool(req.is_constraint), bool(req.is_editable))
+
+
+def _add(
+    inputs: Inputs,
+    r: Requirement,
+    where: str,
+    base: Path,
+    no_deps: bool,
+    constraint: bool,
+    editable: bool = False,
+) -> None:
+    text = str(r)
+    if r.url:
+        extras_part = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
+        text = f"{r.name}{extras_part} @ {_local(r.url, base)}"
+        if r.marker:
+            text += f" ; {r.marker}"
+    inputs.requirements.append(
+        Declared(
+            canonicalize_name(r.name),
+            text,
+            where,
+            r.specifier,
+            r.marker,
+            frozenset(r.extras),
+            r.url,
+            editable,
+            constraint,
+            no_deps,
         )
+    )
 
 
 def _shown(filename: str, path: Path, arg: str) -> str:

@@ -120,18 +120,35 @@ def read(
         "https://pypi.org/simple/",
     )
 
-    def one(ref: FileRef) -> tuple[str, Metadata | str]:
+    def local(ref: FileRef) -> Metadata | None:
         from_uv = uv_cache.requires(ref.filename, pypi)
         if from_uv is not None:
-            return ref.key, Metadata(from_uv, "uv's cache")
+            return Metadata(from_uv, "uv's cache")
+        try:
+            return parse((cache_dir() / f"{ref.sha256}.metadata").read_text(encoding="utf-8"), "cache")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def one(ref: FileRef) -> tuple[str, Metadata | str]:
         try:
             text, via = _text(ref, timeout)
         except remote_zip.Unreadable as exc:
             return ref.key, str(exc)
         return ref.key, parse(text, via)
 
-    with ThreadPoolExecutor(min(16, len(refs))) as pool:
-        return dict(pool.map(one, refs))
+    # what uv or an earlier lock left on disk is read here, in order; threads only for the network
+    found: dict[str, Metadata | str] = {}
+    remote = []
+    for ref in refs:
+        hit = local(ref)
+        if hit is None:
+            remote.append(ref)
+        else:
+            found[ref.key] = hit
+    if remote:
+        with ThreadPoolExecutor(min(16, len(remote))) as pool:
+            found.update(pool.map(one, remote))
+    return {ref.key: found[ref.key] for ref in refs}
 
 
 def records(refs: list[FileRef], timeout: float = 30.0) -> dict[str, str]:

@@ -26,19 +26,13 @@ from sparkenv.lock import write as lockwrite
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import metadata, policy, uvdriver
+from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
+from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
 STAGE_UNSLOTH = "2-unsloth"
 CACHED = ("cache", "uv's cache")
-
-
-def _profile(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | None) -> profiles.Profile:
-    base_dir = None
-    if not arg and inp is not None:
-        arg = inp.settings.get("profile") or inp.settings.get("profile-file")
-        base_dir = inp.files[0].parent if inp.files else None
-    return profiles.load(arg, base_dir).with_platform(platform)
 
 
 def _index_urls(inp: inputs_mod.Inputs, index: IndexOptions) -> list[str]:
@@ -51,30 +45,6 @@ def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> I
         [*inp.extra_index_urls, *(u for u in extra if u not in inp.extra_index_urls)],
         list(inp.find_links),
     )
-
-
-def check(
-    paths: list[str],
-    profile_arg: str | None,
-    platform: str | None,
-    extras: list[str] | None = None,
-    lock_input: bool = False,
-) -> Report:
-    started = time.perf_counter()
-    inp = inputs_mod.read(paths, extras)
-    profile = _profile(profile_arg, platform, inp)
-    index = _index(inp, None, [])
-    findings = policy.check_declared(
-        inp.requirements, profile, _index_urls(inp, index), staged=lock_input, offline=True
-    )
-    report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
-    report.context = {
-        "python_platform": profile.python_platform,
-        "python": profile.python_minor,
-        "requirements": len(inp.requirements),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    return report
 
 
 def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | None, list[Stage]]:
@@ -250,6 +220,7 @@ def lock(
 
         # index pages of the declared names (for old fallbacks) are read while uv resolves
         prefetched = fallbacks.prefetch(index.index_url, sorted(_fallback_roots(inp, profile)))
+        _head_start()
         try:
             with signals.raising():  # the CLI's handlers already raise; a library caller's may not
                 text = _resolve_around_failures(
@@ -313,6 +284,30 @@ def lock(
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report
+
+
+def _head_start() -> None:
+    """While uv resolves (seconds, mostly waiting on the index; this process only waits on it), a thread
+    imports what will judge its answer — the rules of the resolved set and the lock, the graph, the
+    lock's reader and writer — and loads the data files they read. Only a head start: the same imports
+    and loaders run again where they are needed (then at no cost), so a failure here changes nothing."""
+    import threading
+
+    def warm() -> None:
+        import contextlib
+        import importlib
+
+        with contextlib.suppress(Exception):  # the main thread meets any real error itself
+            from sparkenv import knowledge, rules
+
+            for gid in sorted(rules.HAS_STAGE[rules.Stage.RESOLVED] | rules.HAS_STAGE[rules.Stage.LOCKFILE]):
+                rules.module(gid)
+            for name in ("sparkenv.facts.graph", "sparkenv.lock.read", "sparkenv.lock.write", "tomllib"):
+                importlib.import_module(name)
+            for load in (knowledge.cuda, knowledge.drivers, knowledge.hosts, knowledge.packages):
+                load()
+
+    threading.Thread(target=warm, name="sparkenv-head-start", daemon=True).start()
 
 
 def _resolved_findings(

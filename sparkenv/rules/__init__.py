@@ -105,9 +105,28 @@ def rules_of(gid: GotchaId | str) -> tuple[Rule, ...]:
     return tuple(module(gid).RULES)
 
 
+# Which rules/gN.py have rules at a stage, so that a stage imports only those modules (`sparkenv check`
+# would otherwise import every module, G7's ELF and fatbin readers and G10's launch reader among them,
+# for three modules' rules). An index of the modules' RULES, not a second source:
+# tests/test_rules_registry.py holds it to them.
+HAS_STAGE: dict[Stage, frozenset[str]] = {
+    Stage.DECLARED: frozenset({"G1", "G2", "G9"}),
+    Stage.RESOLVED: frozenset({"G1", "G2", "G9"}),
+    Stage.LOCKFILE: frozenset({"G9"}),
+    Stage.IMAGE: frozenset({"G9"}),
+}
+
+
 def rules_for(stage: Stage, gotchas: Iterable[GotchaId] = GOTCHAS) -> list[tuple[GotchaId, Rule]]:
     """(G-number, rule) for every rule of this stage, in G order."""
-    return [(gid, rule) for gid in gotchas for rule in rules_of(gid) if rule.stage is stage]
+    having = HAS_STAGE.get(stage)  # None: every module (INSTALLED and LIVE have rules in most)
+    return [
+        (gid, rule)
+        for gid in gotchas
+        if having is None or gid.value in having
+        for rule in rules_of(gid)
+        if rule.stage is stage
+    ]
 
 
 def run_rule(gid: GotchaId, rule: Rule, facts: Any) -> list[Finding]:
