@@ -154,20 +154,29 @@ def write_wheel(
     return path
 
 
-def sdist_bytes(name: str, version: str, requires: Iterable[str] = ()) -> bytes:
-    """A real sdist with static metadata (PKG-INFO 2.2): a resolver needs no build to read it."""
+def sdist_bytes(
+    name: str,
+    version: str,
+    requires: Iterable[str] = (),
+    files: Mapping[str, str] | None = None,
+    metadata_version: str = "2.2",
+) -> bytes:
+    """A real sdist. With the default metadata 2.2 (static) a resolver needs no build to read it; with
+    "2.1" it must run the build backend. `files` adds or replaces members (setup.py, CMakeLists.txt,
+    csrc/kernel.cu, a pyproject.toml with its own build-system …), paths relative to the top folder."""
     requires = list(requires)
     dist = name.replace("-", "_")
     stem = f"{dist}-{version}"
     deps = ", ".join(f'"{r}"' for r in requires)
     members = {
-        "PKG-INFO": metadata_text(name, version, requires),
+        "PKG-INFO": metadata_text(name, version, requires, metadata_version=metadata_version),
         "pyproject.toml": (
             '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
             f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n'
         ),
-        "setup.py": "# would compile CUDA extensions with torch.utils.cpp_extension\n",
+        "setup.py": "from setuptools import setup\n\nsetup()\n",
         f"{dist}/__init__.py": "",
+        **(files or {}),
     }
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
@@ -226,9 +235,17 @@ class Index:
         self._add(name, fname)
         return fname
 
-    def sdist(self, name: str, version: str, requires: list[str] | tuple[str, ...] = ()) -> str:
+    def sdist(
+        self,
+        name: str,
+        version: str,
+        requires: list[str] | tuple[str, ...] = (),
+        files: Mapping[str, str] | None = None,
+        metadata_version: str = "2.2",
+    ) -> str:
         fname = f"{name.replace('-', '_')}-{version}.tar.gz"
-        (self.root / "files" / fname).write_bytes(sdist_bytes(name, version, requires))
+        data = sdist_bytes(name, version, requires, files, metadata_version)
+        (self.root / "files" / fname).write_bytes(data)
         self._add(name, fname)
         return fname
 

@@ -21,14 +21,16 @@ from sparkenv.environment.markers import applies
 class Edge:
     source: str  # normalized name of the package that requires
     req: Requirement
+    extra: str = ""  # the source's extra this requirement applies under ("" when it applies without one)
 
     @property
     def target(self) -> str:
         return canonicalize_name(self.req.name)
 
 
-def _applies(req: Requirement, env: dict[str, str], extras: set[str]) -> bool:
-    return applies(req.marker, env, ("", *sorted(extras)))
+def _applies_under(req: Requirement, env: dict[str, str], extras: set[str]) -> str | None:
+    """ "" when the requirement applies with no extra, the first extra it applies under, else None."""
+    return next((e for e in ("", *sorted(extras)) if applies(req.marker, env, (e,))), None)
 
 
 def edges(
@@ -40,10 +42,10 @@ def edges(
     extras: dict[str, set[str]] = {k: set(v) for k, v in (root_extras or {}).items()}
     while True:
         out = [
-            Edge(src, req)
+            Edge(src, req, under)
             for src, reqs in requires.items()
             for req in reqs
-            if _applies(req, env, extras.get(src, set()))
+            if (under := _applies_under(req, env, extras.get(src, set()))) is not None
         ]
         grown = False
         for e in out:
@@ -56,19 +58,45 @@ def edges(
             return out
 
 
-def chains(nodes: Iterable[str], graph_edges: list[Edge], roots: list[str]) -> dict[str, list[str]]:
-    """node -> the shortest chain from a declared requirement to it (`app → server → torch`)."""
-    adj: dict[str, list[str]] = {}
+def chains(
+    nodes: Iterable[str],
+    graph_edges: list[Edge],
+    roots: list[str],
+    root_extras: dict[str, set[str]] | None = None,
+) -> dict[str, list[str]]:
+    """node -> the shortest chain from a declared requirement to it, each step as it was asked for, its
+    extra included (`vllm → ray[cgraph] → cupy-cuda12x`): a requirement that applies only under an extra
+    is reached through a step that asks for that extra. The one definition of "the chain that pulled X
+    in", for every stage."""
+    adj: dict[str, list[Edge]] = {}
     for e in graph_edges:
-        adj.setdefault(e.source, []).append(e.target)
-    found: dict[str, list[str]] = {r: [r] for r in roots}
-    queue = list(dict.fromkeys(roots))
+        adj.setdefault(e.source, []).append(e)
+
+    def label(name: str, extra: str) -> str:
+        return f"{name}[{extra}]" if extra else name
+
+    # states: (package, the extra it was asked for, "" for none); each keeps the chain that reached it
+    seen: dict[tuple[str, str], list[str]] = {}
+    queue: list[tuple[str, str]] = []
+    for r in dict.fromkeys(roots):
+        for x in ("", *sorted((root_extras or {}).get(r, set()))):
+            seen[(r, x)] = [label(r, x)]
+            queue.append((r, x))
     while queue:
-        node = queue.pop(0)
-        for dep in adj.get(node, []):
-            if dep not in found:
-                found[dep] = [*found[node], dep]
-                queue.append(dep)
+        node, extra = queue.pop(0)
+        for e in adj.get(node, []):
+            if e.extra not in ("", extra):
+                continue  # applies only under another extra of `node`
+            path = seen[(node, extra)]
+            for x in ("", *sorted(canonicalize_name(y) for y in e.req.extras)):
+                state = (e.target, x)
+                if state not in seen:
+                    seen[state] = [*path, label(e.target, x)]
+                    queue.append(state)
+    found: dict[str, list[str]] = {}
+    for (node, _), path in seen.items():
+        if node not in found or len(path) < len(found[node]):
+            found[node] = path
     for n in nodes:
         found.setdefault(n, [n])
     return found

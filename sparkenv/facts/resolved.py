@@ -6,8 +6,8 @@ import functools
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
+from sparkenv.cuda.elf import ElfInfo
 from sparkenv.environment.markers import applies
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
@@ -26,6 +26,39 @@ class FallbackFacts:
     user_capped: bool  # the user's own requirement excludes the newest release
     caps: tuple[str, ...]  # chains whose requirement excludes the newest release
     reasons: tuple[str, ...]  # why newer releases did not fit, when nothing in the graph caps them
+
+
+@dataclass(frozen=True)
+class SdistBuild:
+    """What an sdist builds, read from its own build files (resolve/sdist_scan.py; judged in rules/g2.py).
+
+    kind: 'cuda' (compiles CUDA or C++ against torch), 'native' (C/C++/Cython/Rust, not against torch),
+    'pure' (nothing to compile), 'unknown' (the sdist could not be read; evidence says why)."""
+
+    key: str
+    kind: str
+    evidence: tuple[str, ...] = ()
+    via: str = "the sdist"  # or "cache", or "packages.toml" (a known answer)
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    """uv could not build or download one package while resolving (resolve/uvdriver.py reads uv's words)."""
+
+    key: str
+    version: str
+    action: str  # build, download and build, download …
+    cause: str  # the first line of the real cause
+    sdist: str | None = None  # its sdist's file name on the index, when there is one
+    index: str = ""  # the index its build said it downloads the real wheel from (a placeholder wheel)
+
+
+@dataclass(frozen=True)
+class WheelElves:
+    """The ELF facts of a GPU package wheel's shared objects read at lock (resolve/wheel_elf.py)."""
+
+    objects: tuple[tuple[str, ElfInfo], ...]  # (path in the wheel, its ELF facts) of the members read
+    unread: str = ""  # why some were not read (past the budget …); "" when all were
 
 
 @dataclass(frozen=True)
@@ -50,26 +83,6 @@ class Locked:
     requires: list[Requirement] | None = None  # Requires-Dist, None when unknown
 
 
-def chains(locked: dict[str, Locked], roots: list[str], env: dict[str, str]) -> dict[str, list[str]]:
-    """key -> the shortest chain from a declared requirement (`peft → torch`), through Requires-Dist."""
-    graph: dict[str, list[str]] = {}
-    for key, pkg in locked.items():
-        deps = []
-        for req in pkg.requires or []:
-            if applies(req.marker, env):
-                deps.append(canonicalize_name(req.name))
-        graph[key] = deps
-    found: dict[str, list[str]] = {r: [r] for r in roots}
-    queue = list(dict.fromkeys(roots))
-    while queue:
-        node = queue.pop(0)
-        for dep in graph.get(node, []):
-            if dep not in found:
-                found[dep] = [*found[node], dep]
-                queue.append(dep)
-    return found
-
-
 @dataclass(frozen=True)
 class ResolvedFacts:
     """What `sparkenv lock` sees after resolution: every locked file, and how each got there."""
@@ -90,6 +103,18 @@ class ResolvedFacts:
     fallbacks: tuple[FallbackFacts, ...] = ()
     # Files whose metadata could not be read, or holds Requires-Dist values that are not requirements.
     metadata_problems: tuple[MetadataProblem, ...] = ()
+    # What each sdist-only pick (and each package uv could not build) compiles, read from its sdist.
+    sdist_builds: dict[str, SdistBuild] = field(default_factory=dict)
+    # Packages uv could not build or download; the rest was resolved without them.
+    build_failures: tuple[BuildFailure, ...] = ()
+    # The shared objects each resolved binary wheel ships (its zip central directory), or why it could
+    # not be read (resolve/wheel_files.py): the paths the audit reads from RECORD, known at lock.
+    wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    # DT_NEEDED of the shared objects in the GPU packages' wheels ((path, ElfInfo) …), or why they were
+    # not read (resolve/wheel_elf.py: a budget per lock).
+    wheel_elves: dict[str, WheelElves] = field(default_factory=dict)
+    # The extras each declared requirement asks for (`vllm[audio]`): where the chains start.
+    root_extras: dict[str, set[str]] = field(default_factory=dict)
 
     @functools.cached_property
     def versions(self) -> dict[str, str]:
@@ -97,8 +122,8 @@ class ResolvedFacts:
 
     @functools.cached_property
     def graph_chain(self) -> dict[str, list[str]]:
-        """Shortest chains through `edges` (extras followed), for every locked name."""
-        return graph.chains(self.locked, list(self.edges), list(self.roots))
+        """Shortest chains through `edges`, each step with the extra it was asked for (facts/graph.py)."""
+        return graph.chains(self.locked, list(self.edges), list(self.roots), self.root_extras)
 
     @functools.cached_property
     def base_versions(self) -> dict[str, str]:
@@ -118,12 +143,8 @@ class ResolvedFacts:
     def env(self) -> dict[str, str]:
         return self.profile.marker_env()
 
-    @functools.cached_property
-    def via(self) -> dict[str, list[str]]:
-        return chains(self.locked, list(self.roots), self.env)
-
     def chain(self, key: str) -> str:
-        return " → ".join(self.via.get(key, [key]))
+        return " → ".join(self.graph_chain.get(key, [key]))
 
     def describe(self, key: str) -> str:
         return f"{key} {self.locked[key].version} (via {self.chain(key)})"

@@ -53,7 +53,7 @@ def cache_dir() -> Path:
     return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/cache.py)
 
 
-def _store(sha256: str, text: str, suffix: str = ".metadata") -> None:
+def store(sha256: str, text: str, suffix: str = ".metadata") -> None:
     import contextlib
 
     from sparkenv import outputs
@@ -91,7 +91,7 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
             "utf-8", errors="replace"
         )
         via = "the sdist's PKG-INFO"
-    _store(ref.sha256, text)
+    store(ref.sha256, text)
     return text, via
 
 
@@ -167,7 +167,7 @@ def records(refs: list[FileRef], timeout: float = 30.0) -> dict[str, str]:
             return ref.key, ""
         text = got.get("RECORD", b"").decode("utf-8", errors="replace")
         if text:
-            _store(ref.sha256, text, ".record")
+            store(ref.sha256, text, ".record")
         return ref.key, text
 
     if not refs:

@@ -13,20 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.utils import canonicalize_name
 
 from sparkenv import confine, credentials, profiles, project, signals
 from sparkenv.errors import SparkenvError
 from sparkenv.facts import lockfile as lockstatus
 from sparkenv.facts.lock import FORMAT
-from sparkenv.facts.resolved import Locked, MetadataProblem
+from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
+from sparkenv.lock import from_uv
 from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import metadata, policy
+from sparkenv.resolve import metadata, policy, uvdriver
 from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
 from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
@@ -107,34 +108,6 @@ def _late_keys(inp: inputs_mod.Inputs) -> set[str]:
     """Packages installed in the --no-deps stage: the Unsloth family and `# sparkenv: no-deps` members."""
     fam = _family()
     return {d.key for d in inp.requirements if d.key and not d.constraint and (d.key in fam or d.no_deps)}
-
-
-def _locked(text: str, late: set[str]) -> tuple[dict[str, Locked], dict[str, dict[str, Any]]]:
-    from sparkenv.datafiles import parse_toml
-
-    locked: dict[str, Locked] = {}
-    raw: dict[str, dict[str, Any]] = {}
-    for pkg in parse_toml(text).get("packages", []):
-        key = canonicalize_name(pkg["name"])
-        # the family goes last and --no-deps even where only a dependency brought it in (unsloth → zoo)
-        stage = STAGE_UNSLOTH if key in late or key in _family() else STAGE_MAIN
-        wheels = [w["url"].rsplit("/", 1)[-1] for w in pkg.get("wheels", [])]
-        sdist = pkg["sdist"]["url"].rsplit("/", 1)[-1] if "sdist" in pkg else None
-        version = str(pkg.get("version") or _file_version(wheels, sdist))
-        locked[key] = Locked(key, version, stage, wheels, sdist)
-        entry = dict(pkg)
-        entry["version"] = version
-        entry["tool"] = {"sparkenv": {"stage": stage}}
-        raw[key] = entry
-    return locked, raw
-
-
-def _file_version(wheels: list[str], sdist: str | None) -> str:
-    if wheels:
-        return str(parse_wheel_filename(wheels[0])[1])
-    if sdist:
-        return str(parse_sdist_filename(sdist)[1])
-    return ""
 
 
 def _refs(raw: dict[str, dict[str, Any]]) -> list[metadata.FileRef]:
@@ -241,7 +214,6 @@ def lock(
     nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
     write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
     ignored or waived does not withhold it."""
-    from sparkenv.resolve import uvdriver
 
     started = time.perf_counter()
     from sparkenv import outputs as output_files
@@ -268,6 +240,7 @@ def lock(
     excluded = _excluded(profile, allowed)
     text = ""
     prefetched: dict[str, Any] = {}
+    failures: list[uvdriver.BuildFailed] = []
     if resolve_stage is not None:
         _say(
             progress,
@@ -281,10 +254,12 @@ def lock(
         _head_start()
         try:
             with signals.raising():  # the CLI's handlers already raise; a library caller's may not
-                jobs = uvdriver.prepare(Path(work), profile, index, [resolve_stage], excluded, exclude_newer)
                 # uv may copy an index's user-info into file URLs: the lock keeps none
-                auth = uvdriver.netrc_env(Path(work), index)
-                text = redact(uvdriver.run_all(jobs, timeout, auth)[resolve_stage.name])
+                text = redact(
+                    _resolve_around_failures(
+                        Path(work), profile, index, resolve_stage, excluded, exclude_newer, timeout, failures
+                    )
+                )
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
             shutil.rmtree(work, ignore_errors=True)
             signals.cleaned(f"removed {work}")
@@ -293,7 +268,7 @@ def lock(
         finally:
             shutil.rmtree(work, ignore_errors=True)
     late = _late_keys(inp)
-    locked, raw = _locked(text, late) if text else ({}, {})
+    locked, raw = from_uv.packages(text, late | _family(), STAGE_MAIN, STAGE_UNSLOTH) if text else ({}, {})
     if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
         s.name != STAGE_UNSLOTH for s in stages
     ):
@@ -304,7 +279,9 @@ def lock(
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
     metas = metadata.read(_refs(raw), index_url=_reads_from(index))
-    resolved = _resolved_findings(inp, profile, locked, raw, metas, allowed, _reads_from(index), prefetched)
+    resolved = _resolved_findings(
+        inp, profile, locked, raw, metas, allowed, _reads_from(index), prefetched, failures
+    )
     findings = [*declared, *resolved]
     _say(
         progress,
@@ -315,7 +292,8 @@ def lock(
     outcome = lockstatus.Outcome(
         shown_pylock,
         shown_req,
-        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL),
+        # a package uv could not build is missing from the set: no lock, whatever is ignored or waived
+        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL) + len(failures),
         unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
         packages=len(locked),
         stages=len(stages),
@@ -375,8 +353,10 @@ def _resolved_findings(
     allowed: set[str],
     index_url: str | None = None,
     prefetched: dict[str, Any] | None = None,
+    failures: list[uvdriver.BuildFailed] | None = None,
 ) -> list[Finding]:
     from sparkenv.facts import graph
+    from sparkenv.resolve import wheel_elf, wheel_files
     from sparkenv.rules import cuda_builds
 
     env = profile.marker_env()
@@ -392,9 +372,15 @@ def _resolved_findings(
         requires[key] = meta.requires
         if meta.invalid:
             problems.append(MetadataProblem(key, pkg.version, fname, invalid=tuple(meta.invalid)))
+    failed, failed_refs = _failed(failures or [], index_url)
+    for key, meta in metadata.read(failed_refs, index_url=index_url).items():
+        if isinstance(meta, metadata.Metadata):  # its requirements still count (a torch pin, a base conflict)
+            requires[key] = meta.requires
+    sdist_refs = [r for r in _refs(raw) if not r.is_wheel and not locked[r.key].wheels] + failed_refs
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
-    edges = graph.edges(requires, env, _root_extras(inp, env))
-    chain = graph.chains(locked, edges, roots)
+    root_extras = _root_extras(inp, env)
+    edges = graph.edges(requires, env, root_extras)
+    chain = graph.chains(locked, edges, roots, root_extras)
     kept_out = [n for n in profile.excluded() if n not in allowed]
     base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
     # whose RECORD to read: CUDA-capable members whose metadata shows no CUDA (only their wheels)
@@ -404,6 +390,8 @@ def _resolved_findings(
         r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
     ]
     records = metadata.records(unknown)
+    so_files = wheel_files.read(_refs(raw))
+    gpu_refs = [r for r in _refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
     fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)
     return policy.check_resolved(
         locked,
@@ -416,7 +404,103 @@ def _resolved_findings(
         records=records,
         fallbacks=tuple(fallback_facts),
         metadata_problems=tuple(problems),
+        sdist_builds=_sdist_builds(sdist_refs),
+        wheel_files=so_files,
+        wheel_elves=wheel_elf.read(
+            gpu_refs, {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}
+        ),
+        build_failures=tuple(failed),
+        root_extras=root_extras,
     )
+
+
+def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
+    """Whose shared objects' ELF to read: wheels with native code that require torch or a CUDA library
+    (extensions built against them), or that ship GPU code (CUDA sources, headers, cubins). Not the CUDA
+    libraries themselves (their name or version says their major), nor torch's family (its metadata
+    says whether it is a CUDA build)."""
+    from sparkenv.cuda import rules as cuda_rules
+    from sparkenv.resolve import wheel_files
+    from sparkenv.rules import cuda_builds, cuda_major, cuda_per_release
+
+    fams = cuda_builds.families()
+    gpu = {e.source for e in edges if e.target == "torch" or cuda_rules.is_cuda_relevant(e.target)}
+    return {
+        k
+        for k in locked
+        if isinstance(so_files.get(k), tuple)
+        and so_files[k]
+        and (k in gpu or cuda_rules.is_cuda_relevant(k) or wheel_files.ships_gpu_code(so_files[k]))
+        and not any(e.major for e in cuda_major.name_version_evidence(k, locked[k].version))
+        and k not in fams
+        and not cuda_per_release.libraries(so_files[k])  # judged by which one it carries
+    }
+
+
+def _sdist_builds(refs: list[metadata.FileRef]) -> dict[str, SdistBuild]:
+    """What each sdist compiles, read from the sdist; packages.toml's known answers (rules/g2.sdist_build)
+    need no download."""
+    from sparkenv.knowledge import packages
+    from sparkenv.resolve import sdist_scan
+
+    known = packages().compiles_cuda
+    return sdist_scan.scan([r for r in refs if r.key not in known])
+
+
+def _failed(
+    failures: list[uvdriver.BuildFailed], index_url: str | None
+) -> tuple[list[BuildFailure], list[metadata.FileRef]]:
+    """Each package uv could not build, with its sdist on the index (to read what it builds and needs)."""
+    from packaging.version import InvalidVersion, Version
+
+    from sparkenv.resolve import fallbacks
+
+    out, refs = [], []
+    for bf in failures:
+        sdist = None
+        releases = fallbacks.releases(index_url or fallbacks.PYPI, bf.key) if bf.version else None
+        try:
+            rel = (releases or {}).get(Version(bf.version)) if bf.version else None
+        except InvalidVersion:
+            rel = None
+        for name in rel.files if rel else []:
+            if not name.endswith(".whl") and rel is not None and rel.urls.get(name):
+                sdist = name
+                refs.append(metadata.FileRef(bf.key, name, rel.urls[name], ""))
+                break
+        out.append(BuildFailure(bf.key, bf.version, bf.action, bf.cause, sdist, bf.index))
+    return out, refs
+
+
+MAX_BUILD_FAILURES = 5
+
+
+def _resolve_around_failures(
+    work: Path,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    stage: Stage,
+    excluded: list[str],
+    exclude_newer: str | None,
+    timeout: float,
+    failures: list[uvdriver.BuildFailed],
+) -> str:
+    """uv stops at the first package it cannot build; that package is kept out and the rest resolved
+    again (up to MAX_BUILD_FAILURES times), so that every other finding can still be made. uv's own
+    words go to stderr only under SPARKENV_DEBUG=1."""
+    skip = list(excluded)
+    auth = uvdriver.netrc_env(work, index)  # a credential only pip's variables hold, for uv
+    while True:
+        jobs = uvdriver.prepare(work, profile, index, [stage], skip, exclude_newer)
+        try:
+            return uvdriver.run_all(jobs, timeout, auth)[stage.name]
+        except uvdriver.BuildFailed as bf:
+            if os.environ.get("SPARKENV_DEBUG"):
+                print(redact(bf.raw), file=sys.stderr, flush=True)
+            if bf.key in skip or len(failures) >= MAX_BUILD_FAILURES:
+                raise
+            failures.append(bf)
+            skip.append(bf.key)
 
 
 def _rel(path: Path, out_dir: Path) -> str:

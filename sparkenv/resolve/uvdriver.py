@@ -205,7 +205,83 @@ def run_all(
             pool.shutdown(wait=True)
 
 
+class BuildFailed(SparkenvError):
+    """uv could not build (or download) one named package: a finding, not the end of the lock.
+    `cause` is the first line of the real cause (the build's own exception, not uv's wrapping);
+    `raw` is uv's whole stderr, shown only under SPARKENV_DEBUG=1."""
+
+    def __init__(
+        self,
+        stage: str,
+        spec: str,
+        key: str,
+        version: str,
+        action: str,
+        cause: str,
+        raw: str,
+        index: str = "",
+    ):
+        super().__init__(f"uv could not {action} {spec} ({stage} stage): {cause}")
+        self.index = index  # the index the build said it downloads from, when it said so
+        self.spec, self.key, self.version, self.action, self.cause, self.raw = (
+            spec,
+            key,
+            version,
+            action,
+            cause,
+            raw,
+        )
+
+
+# uv's words for a package it could not make: `Failed to build `x==1``, `Failed to download and build …`
+_FAILED = re.compile(r"Failed to (download and build|build|download|fetch|prepare)[^`]*`([^`]+)`")
+# The build's own exception (last traceback line) or an error line it printed itself
+_EXTRA_INDEX = re.compile(r"--extra-index-url[= ](https?://\S+)")
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit)|error|ERROR)\b:?\s")
+
+
+def build_failure(stage: str, stderr: str) -> BuildFailed | None:
+    """A build or download failure of one package in uv's stderr, or None when it is something else."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from sparkenv.environment.pins import exact_pin
+
+    m = _FAILED.search(stderr)
+    if m is None:
+        return None
+    action, spec = m.group(1), m.group(2).strip()
+    try:
+        req = Requirement(spec)
+    except InvalidRequirement:
+        return None
+    version = exact_pin(req.specifier) or ""
+    inner = []  # what the build itself printed ([stderr]/[stdout] blocks of uv's message)
+    causes = []
+    for line in stderr.splitlines():
+        text = line.strip()
+        if text.startswith("cause:"):
+            causes.append(text.removeprefix("cause:").strip())
+        elif line.startswith("         ") and text and not text.startswith("["):
+            inner.append(text)
+    raised = [t for t in inner if _RAISED.match(t)]
+    cause = raised[-1] if raised else (causes[-1] if causes else f"uv could not {action} it")
+    # a placeholder wheel ("wheel stub") downloads the real wheel from another index while it builds and
+    # names that index in its message: `pip install --extra-index-url URL name`
+    index = next((m.group(1) for t in inner if (m := _EXTRA_INDEX.search(t))), "")
+    return BuildFailed(stage, spec, canonicalize_name(req.name), version, action, cause, stderr, index)
+
+
 def _error(stage: Stage, stderr: str) -> SparkenvError:
+    failed = build_failure(stage.name, stderr)
+    # a download that fails because the index cannot be reached is a missing service (exit 3), not a
+    # finding about the package; a build that fails is one, whatever its own error says
+    if (
+        failed is not None
+        and "No solution found" not in stderr
+        and ("build" in failed.action or not _UNREACHABLE.search(stderr))
+    ):
+        return failed
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
     text = " ".join(lines)
     if _UNREACHABLE.search(text) and "No solution found" not in text:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
+from sparkenv.rules import cuda_major
 
 if TYPE_CHECKING:
     from sparkenv.facts.graph import Edge
@@ -36,6 +37,19 @@ def families() -> dict[str, Family]:
     return {k: Family(k, v.cuda_files, v.instead, v.conclusive) for k, v in packages().cuda_capable.items()}
 
 
+def instead(key: str, machine: str) -> str:
+    """Where a CUDA 13 build of a family member comes from: the first release on the default index
+    that carries CUDA 13 for this CPU (dated data, packages.toml [[cuda13_from]]), and the family's own."""
+    fam = families()[key]
+    first = packages().first_cuda13(key, machine)
+    if first is None:
+        return fam.instead
+    return (
+        f"{key}>={first.version} (the default index's {machine} wheels carry CUDA 13 from {first.version} "
+        f"on; before: {first.before}), or {fam.instead}"
+    )
+
+
 def _label_evidence(version: str) -> str | None:
     if rules.is_cpu_label(version):
         return None
@@ -44,6 +58,15 @@ def _label_evidence(version: str) -> str | None:
     if rules.ngc_release(version):
         return f"its NGC label in {version}"
     return None
+
+
+def _accepts(e: Edge, version: str) -> bool:
+    from packaging.version import InvalidVersion
+
+    try:
+        return bool(version) and e.req.specifier.contains(version, prereleases=True)
+    except InvalidVersion:
+        return False
 
 
 def _exact(e: Edge) -> str | None:
@@ -70,21 +93,32 @@ def evidence(
             return None
         if (why := _label_evidence(version)) is not None:
             return why
+        target = rules.target_major()
         for e in out_edges.get(key, []):
-            if rules.is_cuda_relevant(e.target):
+            # evidence of a CUDA 13 build only: a CUDA 12 plugin is another verdict (rules/g1.resolved)
+            if rules.is_cuda_relevant(e.target) and cuda_major.requirement_major(
+                e.target, str(e.req.specifier)
+            ) in (None, target):
                 return f"it requires {e.req}"
         for e in out_edges.get(key, []):
-            why = (
-                one(e.target, seen | {key})
-                if e.target in fams and e.target not in seen and _exact(e)
-                else None
-            )
+            pin = _exact(e)
+            if not (e.target in fams and e.target not in seen and pin):
+                continue
+            if e.target in base and not _accepts(e, base[e.target]):
+                continue  # a pin on another torch than the base's is not the base's build
+            why = one(e.target, seen | {key})
             if why is not None:
                 return f"it requires {e.req}, a CUDA build ({why})"
         return None
 
+    target = rules.target_major()
     for key in versions:
-        if key in fams:
+        other = [
+            e
+            for e in out_edges.get(key, [])
+            if (m := cuda_major.requirement_major(e.target, str(e.req.specifier))) is not None and m != target
+        ]
+        if key in fams and not other:  # a CUDA 12 build (jax → jax-cuda12-plugin) is G1's other verdict
             out[key] = one(key, frozenset())
     return out
 

@@ -20,6 +20,7 @@ from sparkenv.report import Status
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
+    from sparkenv.cuda.elf import ElfInfo
     from sparkenv.facts.installed import AuditFacts, DistFacts
 
 
@@ -129,17 +130,7 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
         if major is not None:
             ev.append(Evidence(major, "requires", f"requires {raw.split(';')[0].strip()}"))
     for so in df.shared_objects:
-        base = os.path.basename(so.relpath)
-        provided = so.info.soname or base
-        major = rules.soname_major(provided)
-        if major is not None:
-            shipped = provided if base == provided else f"{provided} as {base}"
-            where = os.path.dirname(so.relpath)
-            ev.append(Evidence(major, "provides", f"ships {shipped} (CUDA {major}) in {where}/", provided))
-        for needed in so.info.needed:
-            major = rules.soname_major(needed)
-            if major is not None:
-                ev.append(Evidence(major, "needed", f"{so.relpath} links {needed} (CUDA {major})", needed))
+        ev += shared_object_evidence(so.relpath, so.info)
     for needle, major in rules.layout_paths():
         rel = dist.path_containing(needle)
         if rel is not None:
@@ -147,6 +138,24 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
             break
     ev.sort(key=lambda e: KIND_ORDER[e.kind])
     return Binding(dist.key, ev, requires_keys)
+
+
+def shared_object_evidence(relpath: str, info: ElfInfo) -> list[Evidence]:
+    """What one shared object says of the CUDA major: the library it is (provides) and the CUDA libraries
+    it links (needed). One reading for an installed file (audit) and a wheel's member (lock)."""
+    ev = []
+    base = os.path.basename(relpath)
+    provided = info.soname or base
+    major = rules.soname_major(provided)
+    if major is not None:
+        shipped = provided if base == provided else f"{provided} as {base}"
+        where = os.path.dirname(relpath)
+        ev.append(Evidence(major, "provides", f"ships {shipped} (CUDA {major}) in {where}/", provided))
+    for needed in info.needed:
+        major = rules.soname_major(needed)
+        if major is not None:
+            ev.append(Evidence(major, "needed", f"{relpath} links {needed} (CUDA {major})", needed))
+    return ev
 
 
 def _applicable_cuda_requirement(raw: str, env: dict[str, str]) -> tuple[str, str] | None:

@@ -3,18 +3,26 @@
 declared: names, +cu/+cpu labels, exact pins, index and wheel URLs of each requirement (check, lock);
 resolved: every resolved file and its Requires-Dist, with the chain that pulled it in (lock);
 installed: every distribution's CUDA major from names, labels, Requires-Dist, paths and the DT_NEEDED of
-its shared objects, CPU-only torch, wrong-CPU shared objects, bitsandbytes (audit, build's self-audit);
+its shared objects, CPU-only torch, wrong-CPU shared objects, one library per CUDA release (audit,
+build's self-audit);
 live: torch's CUDA build, the first CUDA operation, a CUDA 12 runtime on the loader path (gate).
 The CUDA major of each piece of evidence comes from rules/cuda_major.py, for all of them.
 """
 
 from __future__ import annotations
 
-from sparkenv.rules import Rule, Stage
-from sparkenv.rules.g1_declared import declared, fix_for, resolved, resolved_cpu_only
+from typing import TYPE_CHECKING
+
+from sparkenv.rules import Rule, Stage, g1_declared
+from sparkenv.rules.g1_declared import declared, fix_for, resolved_cpu_only
 from sparkenv.rules.g1_driver import driver_for_image, judge_driver
 from sparkenv.rules.g1_installed import installed
 from sparkenv.rules.g1_live import LIVE_FIX, live
+from sparkenv.rules.g1_wheels import resolved_wheel_files
+
+if TYPE_CHECKING:
+    from sparkenv.facts.resolved import ResolvedFacts
+    from sparkenv.report import Finding
 
 __all__ = [
     "LIVE_FIX",
@@ -27,7 +35,14 @@ __all__ = [
     "live",
     "resolved",
     "resolved_cpu_only",
+    "resolved_wheel_files",
 ]
+
+
+def resolved(facts: ResolvedFacts) -> list[Finding]:
+    """Stage.RESOLVED: names, labels and Requires-Dist (g1_declared), and what each wheel ships
+    (g1_wheels)."""
+    return g1_declared.resolved(facts) + resolved_wheel_files(facts)
 
 
 RULES = (
@@ -43,13 +58,16 @@ RULES = (
         "every resolved file's name, label and Requires-Dist for the target platform, with the chain "
         "that pulled it in; whether a resolved torch (onnxruntime-gpu, jax; torchvision and torchaudio "
         "through the torch they pin) shows CUDA at all: label, CUDA runtime requirement, CUDA library in "
-        "its RECORD",
+        "its RECORD; each binary wheel's file list (zip central directory): one library per CUDA release "
+        "and none for the target, CUDA libraries of another major it bundles; what GPU packages' shared "
+        "objects link (DT_NEEDED, within a read budget)",
     ),
     Rule(
         Stage.INSTALLED,
         installed,
         "every distribution's name, label, Requires-Dist, install paths and the DT_NEEDED sonames of its "
-        "shared objects; CPU-only torch; shared objects of another CPU; bitsandbytes' CUDA library",
+        "shared objects; CPU-only torch; shared objects of another CPU; one library per CUDA release "
+        "(bitsandbytes' kind) without one for the target",
     ),
     Rule(
         Stage.LIVE,

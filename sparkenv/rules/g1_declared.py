@@ -8,6 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
+from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import cuda_major
 
@@ -22,7 +23,9 @@ _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 CU130_INDEX = "https://download.pytorch.org/whl/cu130"
 
 
-def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
+def _cuda_fail(
+    key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...], on_base: bool = False
+) -> list[Finding]:
     """G1 from what a name or version says: -cu12 names, +cu128/+cpu labels, versioned toolkit wheels."""
     out: list[Finding] = []
     target = rules.target_major()
@@ -48,27 +51,27 @@ def _cuda_fail(key: str, version: str | None, subject_desc: str, evidence: tuple
                 summary=summary,
                 subject=key,
                 evidence=evidence,
-                fix=fix_for(key, e.kind),
+                fix=fix_for(key, e.kind, on_base),
             )
         )
     return out
 
 
-def fix_for(key: str, kind: str) -> str:
+def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     """The fix for a package bound to another CUDA major (or to none), by the kind of the evidence: one
-    text for every stage that sees the same evidence (check, lock, audit)."""
+    text for every stage that sees the same evidence (check, lock, audit). `on_base`: the profile in use
+    is already an NGC image, so "use the NGC image" is no way out."""
+    ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
-        return f"install the CUDA 13 build from {CU130_INDEX} or use the NGC image"
+        return f"install the CUDA 13 build from {CU130_INDEX}{ngc}"
     name = rules.name_match(key)
     if name:
-        return f"replace it with {name.cuda13_name}, or use the NGC image"
+        return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
     if kind == "pin":
-        return f"use {key} {rules.target_major()}.x, or use the NGC image"
+        return f"use {key} {rules.target_major()}.x{',' if ngc else ''}{ngc}"
     if kind == "ngc":
         return "use an NGC release on CUDA 13 (25.09 or later)"
-    return (
-        "install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel) or use the NGC image"
-    )
+    return f"install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel){ngc}"
 
 
 def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
@@ -125,31 +128,31 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
     assert key is not None
     ev = (d.where,)
     desc = f"{key}{d.specifier}" if str(d.specifier) else key
-    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev)
+    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image))
     if d.url and d.url.endswith(".whl"):
         out += _url_wheel(d, profile)
     if not out:
         out += _cuda_pass(key, d.exact, f"{desc} ({d.where})", ev)
-    if key == "torch" and d.exact and not d.url and profile.provider(key) is None:
+    first = packages().first_cuda13(key, profile.machine) if key == "torch" else None
+    if first is not None and d.exact and not d.url and profile.provider(key) is None:
         v = Version(d.exact)
-        if not v.local and v < Version(_TORCH_CUDA13_FROM):
+        if not v.local and v < Version(first.version):
             out.append(
-                _finding(
+                Finding(
+                    id=GotchaId.G1,
                     status=Status.WARN,
-                    summary=f"{desc} ({d.where}): an unlabelled pin below {_TORCH_CUDA13_FROM} matches CUDA "
-                    "12 and CPU-only builds (==2.9.0 also matches 2.9.0+cu128; PyPI gives "
-                    f"{profile.machine} a CUDA 12 or +cpu wheel; `sparkenv lock` reads the file it resolves "
-                    "to and fails a CPU-only or CUDA 12 build)",
+                    summary=f"{desc} ({d.where}): an unlabelled pin below {first.version} matches builds "
+                    f"without CUDA 13: the default index's {profile.machine} wheels before {first.version} "
+                    f"carry {first.before} (=={d.exact} also matches labelled builds such as "
+                    f"{d.exact}+cu128); `sparkenv lock` reads the file it "
+                    "resolves to and fails a CPU-only or CUDA 12 build",
                     subject=key,
-                    evidence=ev,
-                    fix="pin torch>=2.11 (CUDA 13 on PyPI), or the +cu130 build from https://download.pytorch.org/whl/cu130",
+                    evidence=(*ev, f"{first.evidence} (read {first.checked}; {first.source})"),
+                    fix=f"pin torch>={first.version} (the default index's {profile.machine} wheels carry "
+                    f"CUDA 13 from {first.version} on), or the +cu130 build from {CU130_INDEX}",
                 )
             )
     return out
-
-
-# PyPI torch on Linux is CUDA 13 from 2.11 on (FACTS.md); older unlabelled pins pull CUDA 12 or CPU builds.
-_TORCH_CUDA13_FROM = "2.11"
 
 
 def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
@@ -161,7 +164,9 @@ def _url_wheel(d: Declared, profile: Profile) -> list[Finding]:
         _, version, _, tags = parse_wheel_filename(fname)
     except InvalidWheelFilename:
         return []
-    out = _cuda_fail(d.key, str(version), f"{d.key} @ {fname} ({d.where})", (d.where, d.url))
+    out = _cuda_fail(
+        d.key, str(version), f"{d.key} @ {fname} ({d.where})", (d.where, d.url), bool(profile.image)
+    )
     machines = {t.platform for t in tags}
     if "any" not in machines and not any(p.endswith(profile.machine) for p in machines):
         out.append(
@@ -185,7 +190,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
     for key, pkg in sorted(facts.locked.items()):
         ev = facts.evidence(key)
         desc = facts.describe(key)
-        fails = _cuda_fail(key, pkg.version, desc, ev)
+        fails = _cuda_fail(key, pkg.version, desc, ev, bool(facts.profile.image))
         for req in facts.applicable_requires(key):
             dep = canonicalize_name(req.name)
             if dep in facts.locked:
@@ -237,7 +242,7 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
                         summary=f"{desc} is pinned to {tied[0]} {versions[tied[0]]}, a CPU-only build",
                         subject=key,
                         evidence=ev,
-                        fix=f"use {fams[key].instead}",
+                        fix=f"use {cuda_builds.instead(key, facts.profile.machine)}",
                     )
                 )
             continue  # its CUDA comes from torch's libraries: nothing to tell from its own metadata
@@ -249,7 +254,7 @@ def resolved_cpu_only(facts: ResolvedFacts) -> list[Finding]:
                     "among its Requires-Dist, no CUDA library in its RECORD — on a Spark it runs on the CPU",
                     subject=key,
                     evidence=ev,
-                    fix=f"use {fams[key].instead}",
+                    fix=f"use {cuda_builds.instead(key, facts.profile.machine)}",
                 )
             )
         else:

@@ -11,7 +11,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
-from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import cuda_major, wrong_cpu
 from sparkenv.rules.cuda_major import Binding, Evidence
@@ -66,8 +65,9 @@ def _dist_finding(
 ) -> Finding | None:
     v = _Verdict(Status.PASS, [e.text for e in b.evidence])
     _wrong_cpu(df, facts.target.machine, v)
-    if df.dist.key == "bitsandbytes":
-        return _bitsandbytes(df, target, v)
+    per_release = _per_release(df, facts.target.machine, v)
+    if per_release is not None:
+        return per_release
     _cpu_only(df, b, v)
     _other_major(df, b, target, required_by, has_target, v)
     if not v.problems:
@@ -178,30 +178,24 @@ def _fix_for(key: str, required_by: list[str], kind: str) -> str:
     return fix_for(key, kind)
 
 
-def _bitsandbytes(df: DistFacts, target: int, v: _Verdict) -> Finding:
-    """bitsandbytes picks its library by torch.version.cuda: it needs one for the target's major."""
-    regex = packages().bitsandbytes_library
-    libs: dict[int, str] = {}
-    for rel in df.so_paths:
-        m = regex.search(os.path.basename(rel))
-        if m:
-            libs.setdefault(rules.cuda_digits_major(m.group(1)), os.path.basename(rel))
-    evidence = v.evidence + [f"carries {name}" for _, name in sorted(libs.items())]
+def _per_release(df: DistFacts, machine: str, v: _Verdict) -> Finding | None:
+    """One library per CUDA release (bitsandbytes and its like), one of which is picked by
+    torch.version.cuda: the judgement the lock makes on the wheel's file list, here on installed files."""
+    from sparkenv.rules import cuda_per_release
+
+    got = cuda_per_release.verdict(df.dist.key, df.so_paths, machine)
+    if got is None:
+        return None
+    ok, what, fix = got
+    libs = cuda_per_release.libraries(df.so_paths)
+    evidence = v.evidence + [f"carries {names[0]}" for _, names in sorted(libs.items())]
     who = f"{df.dist.key} {df.dist.version}"
-    if target in libs and v.status is Status.PASS:
+    if ok and v.status is Status.PASS:
         return _finding(
-            status=Status.PASS,
-            summary=f"{who} carries a CUDA {target} library ({libs[target]})",
-            subject=df.dist.key,
-            evidence=_cap(evidence),
+            status=Status.PASS, summary=f"{who} {what}", subject=df.dist.key, evidence=_cap(evidence)
         )
-    if target not in libs:
-        found = ", ".join(sorted(libs.values())) or "no CUDA library at all"
-        v.add(
-            Status.FAIL,
-            f"has no CUDA {target} library ({found}); it picks its library by torch.version.cuda",
-            "upgrade to bitsandbytes >= 0.48, which ships libbitsandbytes_cuda130",
-        )
+    if not ok:
+        v.add(Status.FAIL, what, fix)
     return _finding(
         status=Status.FAIL,
         summary=f"{who} {'; '.join(v.problems)}",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts, DistFacts
     from sparkenv.facts.live import GateFacts
     from sparkenv.facts.override import OverrideFacts
-    from sparkenv.facts.resolved import ResolvedFacts
+    from sparkenv.facts.resolved import ResolvedFacts, SdistBuild
     from sparkenv.profiles import Profile
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
@@ -105,43 +105,144 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             f"from the sdist (1–1.5 h that looks like a hang) on {profile.name}",
             subject=key,
             evidence=ev,
-            fix="use an NGC profile (flash-attn is built in), or drop it and use SDPA",
+            fix=source_fix(key, d.exact or "", profile),
         )
     ]
 
 
+def source_fix(key: str, version: str, profile: Profile) -> str:
+    """What to do about a package that would compile CUDA code at install, fitted to the profile in use:
+    another shipped profile only when one provides it, SDPA only for flash-attn."""
+    from sparkenv import profiles
+
+    others = sorted(
+        name for name, p in profiles.shipped().items() if p.provider(key) and name != profile.name
+    )
+    ways = []
+    if others:
+        ways.append(f"use a profile whose base provides it (--profile {others[-1]})")
+    if key == "flash-attn":
+        ways.append("drop it and use SDPA")
+    else:
+        ways.append(f"pin a {key} release that has a wheel for {profile.machine}, or drop it")
+    pin = f"{key}=={version}" if version else key
+    if profile.provider("torch"):
+        ways.append(
+            f"build it once in your image against the base's torch (pip install --no-build-isolation {pin})"
+        )
+    return "; ".join(ways)
+
+
+def _sdist_words(kind: str) -> str:
+    return {
+        "pure": "a pure-Python build, nothing compiles",
+        "optional": "it compiles CUDA only when asked to, not by default",
+        "native": "native code that does not build against torch",
+        "unknown": "its build files could not be read",
+    }.get(kind, "")
+
+
 def resolved(facts: ResolvedFacts) -> list[Finding]:
-    compiles = packages().compiles_cuda
+    """An sdist-only pick: FAIL when its own build files say it compiles CUDA or C++ against torch (read
+    from the sdist; packages.toml's compiles_cuda is a cache of known answers), WARN otherwise."""
     profile = facts.profile
     out: list[Finding] = []
     for key, pkg in sorted(facts.locked.items()):
         if not (pkg.sdist and not pkg.wheels):
             continue
         ev, desc = facts.evidence(key), facts.describe(key)
-        if key in compiles:
+        build = sdist_build(facts, key)
+        if build is not None and build.kind == "cuda":
             out.append(
                 Finding(
                     id=GotchaId.G2,
                     status=Status.FAIL,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing "
-                    "it compiles CUDA code (1–1.5 h that looks like a hang)",
+                    f"it compiles CUDA/C++ against torch ({'; '.join(build.evidence[:2]) or build.via}): "
+                    "1–1.5 h that looks like a hang, or a failed build",
                     subject=key,
-                    evidence=ev,
-                    fix="use an NGC profile that provides it, or drop it (SDPA instead of flash-attn)",
+                    evidence=(*ev, *build.evidence),
+                    fix=source_fix(key, pkg.version, profile),
                 )
             )
         else:
+            what = f": {_sdist_words(build.kind)}" if build is not None and _sdist_words(build.kind) else ""
             out.append(
                 Finding(
                     id=GotchaId.G2,
                     status=Status.WARN,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
-                    "is built at install",
+                    f"is built at install{what}",
                     subject=key,
-                    evidence=ev,
+                    evidence=(*ev, *(build.evidence if build else ())),
                     fix="prefer a version with a wheel for the target",
                 )
             )
+    return out + _build_failures(facts)
+
+
+def sdist_build(facts: ResolvedFacts, key: str) -> SdistBuild | None:
+    """What the sdist of `key` builds: read from the sdist at lock, else a known answer (packages.toml's
+    compiles_cuda, a cache of what earlier reads found)."""
+    from sparkenv.facts.resolved import SdistBuild
+
+    got = facts.sdist_builds.get(key)
+    if got is None and key in packages().compiles_cuda:
+        return SdistBuild(key, "cuda", ("packages.toml: compiles CUDA at install",), via="packages.toml")
+    return got
+
+
+def _build_failures(facts: ResolvedFacts) -> list[Finding]:
+    """A package uv could not build or download while resolving: a FAIL naming it, the first line of the
+    real cause and the fix; the rest of the set was resolved without it, so every other finding stands."""
+    import re
+
+    profile = facts.profile
+    out = []
+    for bf in facts.build_failures:
+        build = sdist_build(facts, bf.key)
+        chain = facts.chain(bf.key)
+        desc = f"{bf.key} {bf.version}".strip() + f" (via {chain})"
+        missing = re.search(r"No module named '([\w.]+)'", bf.cause)
+        compiles = build is not None and build.kind == "cuda"
+        if bf.index:
+            why = f"it is a placeholder whose build downloads the real wheel from {bf.index}"
+            fix = (
+                f"add `--extra-index-url {bf.index}` to the requirements (the index that serves the real "
+                "wheel), then lock again"
+            )
+        elif compiles:
+            why = f"its sdist compiles CUDA/C++ against torch ({'; '.join(build.evidence[:2])})"  # type: ignore[union-attr]
+            fix = source_fix(bf.key, bf.version, profile)
+        elif missing:
+            mod = missing.group(1).split(".")[0]
+            why = f"its build imports {mod} without declaring it"
+            fix = (
+                f"pin a {bf.key} release that has a wheel for {profile.machine}, or build it where {mod} is "
+                f"installed (pip install --no-build-isolation {bf.key}=={bf.version})"
+            )
+        elif bf.action.startswith("download") and "build" not in bf.action:
+            why = "a file it needs could not be downloaded"
+            fix = (
+                "make the file reachable from here (index, proxy), or pin a release whose files are on "
+                "the index"
+            )
+        else:
+            why = "its build failed"
+            fix = f"pin a {bf.key} release that has a wheel for {profile.machine}, or drop it"
+        out.append(
+            Finding(
+                id=GotchaId.G2,
+                status=Status.FAIL,
+                summary=f"{desc}: uv could not {bf.action} it for {profile.python_platform}: {bf.cause} — "
+                f"{why}; the rest was resolved without it",
+                subject=bf.key,
+                evidence=tuple(
+                    x for x in (bf.sdist, f"via {chain}", *(build.evidence if build else ())) if x
+                ),
+                fix=fix,
+            )
+        )
     return out
 
 
@@ -474,7 +575,13 @@ RULES = (
         "flash-attn, xformers and the other CUDA-compiling packages: against the base's build (same "
         "version or not), or whether the target's CPU has upstream wheels",
     ),
-    Rule(Stage.RESOLVED, resolved, "resolved packages for which only an sdist fits the target platform"),
+    Rule(
+        Stage.RESOLVED,
+        resolved,
+        "resolved packages for which only an sdist fits the target platform, and what each sdist's own "
+        "build files (build-system requires, setup.py, CMakeLists.txt) say it compiles; packages uv "
+        "could not build or download while resolving, with the build's own error",
+    ),
     Rule(
         Stage.INSTALLED,
         installed,

@@ -46,7 +46,10 @@ def live(f: GateFacts) -> list[Finding]:
     torch_version = (f.torch or {}).get("version") or f.dists.get("torch")
     if image.detected and torch_version:
         out.append(ngc_torch(image, str(torch_version)))
-    if any(k in f.dists for k in ("triton", "pytorch-triton")):
+    # Triton's ptxas is G7's to judge (g7.judge_triton_ptxas) wherever its facts were read; only
+    # without them is the unset variable worth a line here: one judgement per fact.
+    judged_by_g7 = bool((f.section("kernel_coverage") or {}).get("triton"))
+    if any(k in f.dists for k in ("triton", "pytorch-triton")) and not judged_by_g7:
         ptxas = f.env.get("TRITON_PTXAS_PATH")
         if ptxas:
             out.append(

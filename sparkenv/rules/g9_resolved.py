@@ -297,7 +297,9 @@ def resolved_base(facts: ResolvedFacts) -> list[Finding]:
 
 def resolved_closure(facts: ResolvedFacts) -> list[Finding]:
     """Every requirement in the graph is met by the lock or the base (a --no-deps install adds nothing)."""
-    gaps = unclosed(facts.versions, list(facts.edges), facts.graph_chain, facts.profile, facts.allow_replace)
+    failed = {bf.key for bf in facts.build_failures}  # G2 says why each is missing: not a second line
+    edges = [e for e in facts.edges if e.target not in failed]
+    gaps = unclosed(facts.versions, edges, facts.graph_chain, facts.profile, facts.allow_replace)
     known = all(p.requires is not None for p in facts.locked.values())
     if facts.locked and not gaps and known:
         return [closed_info(len(facts.locked), len(facts.edges))]

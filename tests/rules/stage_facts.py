@@ -81,7 +81,7 @@ def declared(
 def locked(
     key: str, version: str, requires: tuple[str, ...] = (), sdist_only: bool = False, stage: str = "main"
 ) -> Locked:
-    """One resolved package as resolve/run.py's `_locked` makes it from uv's pylock entry."""
+    """One resolved package as lock/from_uv.py makes it from uv's pylock entry."""
     file = f"{key.replace('-', '_')}-{version}"
     return Locked(
         key,

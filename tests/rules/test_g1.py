@@ -141,6 +141,33 @@ ROWS = [
         "download.pytorch.org/whl/cu130",
         "CPU-only build",
     ),
+    Row(
+        "g1.resolved",
+        "torchaudio pinning the base's torch",
+        lambda c: sf.resolved(
+            sf.locked("torchaudio", "2.10.0", ("torch==2.10.0a0+b558c986e8.nv25.11",)), profile="ngc-25.11"
+        ),
+        "torchaudio",
+        PASS,
+        None,
+        "the base's build",
+    ),
+    Row(  # torch==2.8.0 is not the base's 2.10.0a0: the pin is no evidence of a CUDA build
+        "g1.resolved",
+        "torchaudio pinning another torch than the base's",
+        lambda c: sf.resolved(sf.locked("torchaudio", "2.8.0", ("torch==2.8.0",)), profile="ngc-25.11"),
+        "torchaudio",
+        None,
+    ),
+    Row(  # a CUDA 12 plugin is not evidence for a CUDA build PASS: the plugin's own line fails
+        "g1.resolved",
+        "jax with its CUDA 12 plugin",
+        lambda c: sf.resolved(sf.locked("jax", "0.7.0", ("jax-cuda12-plugin==0.7.0",))),
+        "jax",
+        FAIL,
+        "pick a jax build for CUDA 13",
+        "(CUDA 12)",
+    ),
     # --- Stage.INSTALLED ---------------------------------------------------------------------------
     Row(
         "g1.installed",

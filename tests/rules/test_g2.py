@@ -67,7 +67,7 @@ ROWS = [
         lambda c: sf.declared(c, "flash-attn\n"),
         "flash-attn",
         FAIL,
-        "use an NGC profile (flash-attn is built in)",
+        "use a profile whose base provides it (--profile",
         "1–1.5 h",
     ),
     Row(
@@ -93,8 +93,8 @@ ROWS = [
         lambda c: sf.resolved(sf.locked("flash-attn", "2.8.3", sdist_only=True)),
         "flash-attn",
         FAIL,
-        "use an NGC profile that provides it",
-        "compiles CUDA code",
+        "use a profile whose base provides it (--profile",
+        "compiles CUDA/C++ against torch",
     ),
     Row(
         "g2.resolved",

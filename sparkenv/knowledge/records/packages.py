@@ -8,8 +8,20 @@ from typing import Any, NamedTuple
 from sparkenv.knowledge.schema import DistName, build
 
 
-class Bitsandbytes(NamedTuple):
-    library_regex: re.Pattern[str]  # one group: the CUDA digits of a libbitsandbytes_cudaXYZ.so
+class PerCudaRelease(NamedTuple):
+    library_regex: re.Pattern[str]  # one group: the CUDA digits of a libX_cudaXYZ.so
+
+
+class Cuda13From(NamedTuple):
+    """The first release of `key` whose wheels for `machine` carry CUDA 13 libraries (default index)."""
+
+    key: DistName
+    machine: str
+    version: str
+    before: str  # what earlier releases carry instead
+    evidence: str  # what was read in the wheels
+    source: str  # a public URL
+    checked: str  # the date the wheels were read
 
 
 class CudaCapable(NamedTuple):
@@ -24,14 +36,15 @@ class Packages(NamedTuple):
     unsloth_family: tuple[DistName, ...]
     sdpa_override_pth: str
     sdpa_hook_module: str
-    bitsandbytes: Bitsandbytes
+    per_cuda_release: PerCudaRelease
+    cuda13_from: tuple[Cuda13From, ...]
     compiles_cuda: Mapping[DistName, tuple[str, ...]]  # name -> CPUs PyPI has wheels for
     cuda_capable: Mapping[DistName, CudaCapable]
     fallback_days: int  # a resolved version older than the newest release by this much is a fallback
 
-    @property
-    def bitsandbytes_library(self) -> re.Pattern[str]:
-        return self.bitsandbytes.library_regex
+    def first_cuda13(self, key: str, machine: str) -> Cuda13From | None:
+        """The first release of `key` with CUDA 13 libraries for `machine`, when recorded."""
+        return next((c for c in self.cuda13_from if c.key == key and c.machine == machine), None)
 
 
 def parse(data: dict[str, Any]) -> Packages:

@@ -1,0 +1,74 @@
+"""The shared objects each resolved binary wheel ships, read from its zip central directory by HTTP
+range requests (resolve/remote_zip.py): what the audit reads from RECORD after install, known at lock.
+
+Only wheels with a platform tag are read (a `*-none-any` wheel ships no native code for a CPU). The list
+is cached by the file's sha256 beside the metadata cache (content-addressed, never stale). A wheel whose
+central directory cannot be read is returned with the reason: the rule says so, never a silent PASS.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from sparkenv.resolve import metadata, remote_zip
+
+
+def is_binary(filename: str) -> bool:
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return False
+    return any(t.platform != "any" for t in tags)
+
+
+# GPU code beside the shared objects: CUDA sources and headers (JIT kernels), cubins, PTX, fatbins
+GPU_SUFFIXES = (".cu", ".cuh", ".cubin", ".ptx", ".fatbin")
+
+
+def _native(names: list[str]) -> list[str]:
+    """Shared objects, and the first GPU-code file when there is one (what makes it a GPU package)."""
+    shared = [n for n in names if n.endswith(".so") or ".so." in n.rsplit("/", 1)[-1]]
+    gpu = [n for n in names if n.lower().endswith(GPU_SUFFIXES)]
+    return shared + gpu[:1]
+
+
+def shared_objects(files: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in files if not f.lower().endswith(GPU_SUFFIXES))
+
+
+def ships_gpu_code(files: tuple[str, ...]) -> bool:
+    return any(f.lower().endswith(GPU_SUFFIXES) for f in files)
+
+
+def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple[str, ...] | str]:
+    """key -> the paths of the shared objects its wheel ships (and its first GPU-code file, if any), or a
+    one-line reason it could not be read."""
+
+    def one(ref: metadata.FileRef) -> tuple[str, tuple[str, ...] | str]:
+        cached = metadata.cache_dir() / f"{ref.sha256}.native-2"
+        if ref.sha256:
+            try:
+                text = cached.read_text(encoding="utf-8")
+                return ref.key, tuple(ln for ln in text.splitlines() if ln)
+            except (OSError, UnicodeDecodeError):
+                pass
+        try:
+            fh, _ = remote_zip.open_remote(ref.url, timeout)
+            with fh, zipfile.ZipFile(fh) as zf:
+                names = _native(zf.namelist())
+        except remote_zip.Unreadable as exc:
+            return ref.key, str(exc)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+            return ref.key, f"not a readable zip: {exc}"
+        if ref.sha256:
+            metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".native-2")
+        return ref.key, tuple(names)
+
+    wanted = [r for r in refs if r.is_wheel and is_binary(r.filename)]
+    if not wanted:
+        return {}
+    with ThreadPoolExecutor(min(16, len(wanted))) as pool:
+        return dict(pool.map(one, wanted))
