@@ -19,7 +19,9 @@ from sparkenv.knowledge import packages
 from sparkenv.rules import cuda_major, cuda_per_release
 
 # A version written beside a CUDA-13 claim in code: `torch>=2.11`, `from 2.10 on`, `>= 0.48`
-_WRITTEN = re.compile(r"(torch|bitsandbytes)\s*>=\s*\d+\.\d+|from \d+\.\d+(\.\d+)? on|>= ?0\.4\d")
+_WRITTEN = re.compile(
+    r"(torch|bitsandbytes)\s*>=\s*\d+\.\d+|from \d+\.\d+(\.\d+)? on|>= ?0\.4\d|\(\d\d\.\d\d or later\)"
+)
 
 
 def test_no_module_writes_its_own_copy_of_a_first_cuda13_release():
@@ -31,6 +33,21 @@ def test_no_module_writes_its_own_copy_of_a_first_cuda13_release():
                 hits.append(f"{path.relative_to(root)}:{n}: {line.strip()}")
     assert not hits, "a fact that lives in packages.toml [[cuda13_from]] is written in code:\n" + "\n".join(
         hits
+    )
+
+
+def test_the_ngc_release_in_a_fix_is_the_datas_first_on_the_target_cuda():
+    """`use an NGC release on CUDA 13 (YY.MM or later)`: the release is read from cuda.toml's [ngc] table."""
+    from sparkenv.cuda import rules as cuda_rules
+    from sparkenv.knowledge import cuda
+    from sparkenv.rules import g1_declared
+
+    target = cuda_rules.target_major()
+    on_target = sorted((r for r, m in cuda().ngc.items() if m == target), key=lambda r: r.split("."))
+    assert on_target, "cuda.toml lists no NGC release on the target CUDA"
+    assert (
+        g1_declared.fix_for("torch-ngc-build", "ngc")
+        == f"use an NGC release on CUDA {target} ({on_target[0]} or later)"
     )
 
 

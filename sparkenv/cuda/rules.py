@@ -115,6 +115,12 @@ def ngc_cuda_major(release: str) -> int | None:
     return cuda().ngc.get(release)
 
 
+def first_ngc_release(major: int) -> str | None:
+    """The earliest NGC PyTorch release (YY.MM) on CUDA `major`, from data/cuda.toml's [ngc] table."""
+    found = [r for r, m in cuda().ngc.items() if m == major]
+    return min(found, key=lambda r: tuple(int(x) for x in r.split("."))) if found else None
+
+
 def layout_paths() -> list[tuple[str, int]]:
     """(path fragment, CUDA major) pairs: folders only one CUDA major's wheels install into."""
     return [(e.contains, e.major) for e in cuda().paths]

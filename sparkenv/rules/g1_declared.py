@@ -70,7 +70,9 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     if kind == "pin":
         return f"use {key} {rules.target_major()}.x{',' if ngc else ''}{ngc}"
     if kind == "ngc":
-        return "use an NGC release on CUDA 13 (25.09 or later)"
+        target = rules.target_major()
+        first = rules.first_ngc_release(target)
+        return f"use an NGC release on CUDA {target}" + (f" ({first} or later)" if first else "")
     return f"install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel){ngc}"
 
 
