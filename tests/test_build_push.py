@@ -125,6 +125,38 @@ def test_push_to_a_registry_that_is_not_there_is_exit_3(engine, wheel, index, tm
     assert len(err) == 1 and "cannot reach the registry 127.0.0.1:9" in err[0], done.stderr
 
 
+def _closed_port() -> int:
+    """A loopback port nothing listens on: bound, read and closed again (the kernel does not hand it out
+    again at once)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_failed_push_leaves_no_registry_tag_and_keeps_the_last_audit_report(
+    engine, wheel, index, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A push the registry address refuses: exit 3, the local tag for the registry name is removed (a
+    `docker push` of it later would publish an image no manifest vouched for), and the previous
+    image-audit.<profile>.json is not replaced by one describing an image that was never published."""
+    from docker.errors import ImageNotFound
+
+    lock = bh.write_lock(tmp_path, index, {"1-packages": [wheel]}, bh.STANDIN_TAG)
+    previous = '{"kept": "the report of the last build that finished"}\n'
+    report = lock.with_name(f"image-audit.{lock.name.split('.')[1]}.json")
+    report.write_text(previous)
+    ref = f"127.0.0.1:{_closed_port()}/sparkenv-test/refused:{uuid.uuid4().hex[:8]}"
+    done = build(lock, "--push", ref, "-q")
+    assert done.returncode == 3, done.stderr[-3000:] + done.stdout
+    assert "cannot reach the registry 127.0.0.1:" in done.stderr, done.stderr
+    with pytest.raises(ImageNotFound):
+        engine.images.get(ref)
+    assert report.read_text() == previous
+    assert [p.name for p in tmp_path.glob("image-audit.*.json")] == [report.name]
+
+
 def test_push_name_is_checked_before_anything_is_built(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "sparkenv", "build", "--push", "127.0.0.1:5000/Bad Name:1", "--dry-run"],

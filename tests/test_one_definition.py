@@ -155,6 +155,16 @@ def _include_parsing(node: ast.AST) -> bool:
     return any(p in text for p in ("--requirement", "--constraint", "-r|-c", "-c|-r"))
 
 
+def _engine_error(node: ast.AST) -> bool:
+    """Catching the Docker engine's errors (docker.errors' API, connection and general ones) outside the
+    one translation, engine.talking: each such catch became its own message and exit code."""
+    return (
+        isinstance(node, ast.ImportFrom)
+        and node.module == "docker.errors"
+        and any(a.name in ("APIError", "DockerException") for a in node.names)
+    )
+
+
 @dataclass(frozen=True)
 class Guard:
     concept: str
@@ -295,6 +305,12 @@ GUARDS = [
         ("image/engine.py",),
         _one_shot_container,
         "def probe(client):\n    return client.containers.run('img', 'python3 -V', remove=True)\n",
+    ),
+    Guard(
+        "Docker engine errors (exit 3 with the engine's message)",
+        ("image/engine.py",),
+        _engine_error,
+        "def tag(client, ref):\n    from docker.errors import APIError\n",
     ),
     Guard(
         "-r/-c include parsing",

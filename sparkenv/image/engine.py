@@ -8,8 +8,10 @@ import os
 import re
 import sys
 from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from sparkenv.errors import ServiceMissing, SparkenvError
 
@@ -69,13 +71,42 @@ def lost(exc: BaseException) -> ServiceMissing:
     )
 
 
+def first_line(text: object, limit: int = 300) -> str:
+    return (str(text).strip().splitlines() or ["no reason given"])[0][:limit]
+
+
+@contextmanager
+def talking(what: str, refused: Callable[[str], NoReturn] | None = None) -> Iterator[None]:
+    """The one translation of the Docker engine's errors, around every call sparkenv makes to it: the
+    engine's refusal (an API error) is ServiceMissing (exit 3) with the engine's own first line, or
+    `refused(line)` where the caller has a closer word (the build's step, the registry's answer); a cut
+    connection is `lost` (exit 3). `what` names the call in messages ("the push of REF")."""
+    import requests
+    import urllib3
+    from docker.errors import APIError, DockerException
+
+    try:
+        yield
+    except APIError as exc:
+        line = first_line(exc.explanation or exc)
+        if refused is not None:
+            refused(line)
+        raise ServiceMissing(f"the Docker engine refused {what}: {line}") from None
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+        # a cut stream surfaces as urllib3's ProtocolError, which requests does not wrap
+        raise lost(exc) from None
+    except DockerException as exc:
+        raise ServiceMissing(f"the Docker engine failed {what}: {first_line(exc)}") from None
+
+
 def local_image(client: Any, ref: str) -> Any | None:
     from docker.errors import ImageNotFound
 
-    try:
-        return client.images.get(ref)
-    except ImageNotFound:
-        return None
+    with talking(f"the look-up of {ref}"):
+        try:
+            return client.images.get(ref)
+        except ImageNotFound:
+            return None
 
 
 @dataclass
@@ -141,11 +172,7 @@ def build(
     client: Any, context: Any, platform: str | None, no_cache: bool, network: str | None, progress: Progress
 ) -> str:
     """Stream a classic build of the tar `context`; return the image ID. Raise BuildFailed with the step
-    and the last log lines; ServiceMissing when the engine goes away."""
-    import requests
-    import urllib3
-    from docker.errors import APIError, DockerException
-
+    and the last log lines; the engine's errors through `talking` (exit 3)."""
     kwargs: dict[str, Any] = {
         "fileobj": context,
         "custom_context": True,
@@ -163,38 +190,29 @@ def build(
     image_id = ""
     stream = None
     try:
-        stream = client.api.build(**kwargs)
-        for chunk in stream:
-            if "stream" in chunk:
-                progress.line(chunk["stream"])
-                m = re.match(r"Successfully built ([0-9a-f]+)", chunk["stream"].strip())
-                if m and not image_id:
-                    image_id = m.group(1)
-            elif "aux" in chunk and isinstance(chunk["aux"], dict) and chunk["aux"].get("ID"):
-                image_id = chunk["aux"]["ID"]
-            elif "status" in chunk:
-                progress.pull(chunk)
-            elif "error" in chunk:
-                progress.done()
-                text = _failure(chunk, progress)
-                if text.startswith("the base image is not here"):
-                    raise ServiceMissing(text)
-                raise BuildFailed(text)
-    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-        # a cut stream surfaces as urllib3's ProtocolError, which requests does not wrap here
-        progress.done()
-        raise lost(exc) from None
-    except APIError as exc:
-        progress.done()
-        raise BuildFailed(f"the engine refused the build: {exc.explanation or exc}") from None
-    except DockerException as exc:
-        progress.done()
-        raise lost(exc) from None
+        with talking("the build"):
+            stream = client.api.build(**kwargs)
+            for chunk in stream:
+                if "stream" in chunk:
+                    progress.line(chunk["stream"])
+                    m = re.match(r"Successfully built ([0-9a-f]+)", chunk["stream"].strip())
+                    if m and not image_id:
+                        image_id = m.group(1)
+                elif "aux" in chunk and isinstance(chunk["aux"], dict) and chunk["aux"].get("ID"):
+                    image_id = chunk["aux"]["ID"]
+                elif "status" in chunk:
+                    progress.pull(chunk)
+                elif "error" in chunk:
+                    progress.done()
+                    text = _failure(chunk, progress)
+                    if text.startswith("the base image is not here"):
+                        raise ServiceMissing(text)
+                    raise BuildFailed(text)
     finally:
+        progress.done()
         close = getattr(stream, "close", None)
         if close:
             close()
-    progress.done()
     if not image_id:
         raise BuildFailed("the build ended without an image ID")
     return image_id
@@ -292,16 +310,21 @@ def run_once(
     import time
 
     import requests
-    import urllib3
-    from docker.errors import APIError, DockerException
 
     from sparkenv import signals
 
     container = None
     interrupted = False
     started = time.monotonic()
+
+    def no_program(line: str) -> NoReturn:
+        if re.search(r"executable file not found|no such file or directory", line, re.I):
+            raise OneShotNoProgram(f"{what}: the image has no {argv[0]} to run ({line})")
+        raise ServiceMissing(f"the Docker engine refused {what}: {line}")
+
     try:
-        with signals.raising():  # SIGTERM unwinds like Ctrl-C, so the container goes either way
+        # SIGTERM unwinds like Ctrl-C, so the container goes either way
+        with signals.raising(), talking(what, refused=no_program):
             how = {"command": argv} if through_entrypoint else {"entrypoint": argv[:1], "command": argv[1:]}
             container = client.containers.create(image, **how, network_disabled=True, labels={label: "1"})
             container.start()
@@ -314,19 +337,6 @@ def run_once(
                 raise lost(exc) from None
             out, cut_out = _capped_logs(container, stdout=True)
             err, cut_err = _capped_logs(container, stdout=False)
-    except APIError as exc:
-        explanation = str(exc.explanation or exc)
-        if re.search(r"executable file not found|no such file or directory", explanation, re.I):
-            raise OneShotNoProgram(
-                f"{what}: the image has no {argv[0]} to run ({explanation.splitlines()[0][:300]})"
-            ) from None
-        raise ServiceMissing(
-            f"the Docker engine refused {what}: {explanation.splitlines()[0][:300]}"
-        ) from None
-    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-        raise lost(exc) from None
-    except DockerException as exc:
-        raise ServiceMissing(f"the Docker engine failed {what}: {str(exc).splitlines()[0][:300]}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the container goes all the same
         interrupted = True
         raise
@@ -422,22 +432,24 @@ def start_once(client: Any, image_id: str, timeout: int = VERIFY_TIMEOUT) -> str
 
 def tag(client: Any, image_id: str, ref: str) -> None:
     """Tag the image `ref`; the engine's refusal is ServiceMissing (exit 3) with its message."""
-    import requests
-    from docker.errors import APIError
-
     repo, _, version = ref.rpartition(":")
     if not repo or "/" in version:
         repo, version = ref, "latest"
-    try:
+    with talking(f"the tag {ref} for {image_id}"):
         done = client.api.tag(image_id, repo, version, force=True)
-    except APIError as exc:
-        raise ServiceMissing(
-            f"the Docker engine did not tag {image_id} as {ref}: {exc.explanation or exc}"
-        ) from None
-    except (requests.RequestException, OSError) as exc:
-        raise lost(exc) from None
     if not done:
         raise BuildFailed(f"the engine did not tag {image_id} as {ref}")
+
+
+def retag(client: Any, image_id: str, ref: str) -> None:
+    """Point `ref` back at `image_id`; best effort on the way out of a failure, as `untag`."""
+    from sparkenv import signals
+
+    try:
+        tag(client, image_id, ref)
+    except SparkenvError:
+        return
+    signals.cleaned(f"{ref} names {image_id[:19]} again")
 
 
 def untag(client: Any, ref: str) -> None:

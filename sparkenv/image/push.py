@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from sparkenv.errors import ServiceMissing, SparkenvError
 
@@ -35,16 +35,20 @@ def registry_of(repo: str) -> str:
 
 def push(client: Any, ref: str, quiet: bool, out: TextIO = sys.stderr) -> str:
     """Push the local tag `ref`; return the manifest digest. ServiceMissing (exit 3) when the registry
-    cannot be reached or wants a login; PushFailed when it refuses the upload."""
-    import requests
-    from docker.errors import APIError, DockerException
+    cannot be reached or wants a login; PushFailed when it refuses the upload. The engine's own errors
+    go through engine.talking, as every call to it."""
+    from sparkenv.image import engine
 
     repo, tag = split(ref)
     registry = registry_of(repo)
     layers: set[str] = set()
     pushed: set[str] = set()
     digest = None
-    try:
+
+    def refused(line: str) -> NoReturn:
+        _raise(line, registry, ref)
+
+    with engine.talking(f"the push of {ref}", refused=refused):
         for chunk in client.api.push(repo, tag=tag, stream=True, decode=True):
             if "error" in chunk:
                 _raise(str(chunk.get("error")), registry, ref)
@@ -61,18 +65,12 @@ def push(client: Any, ref: str, quiet: bool, out: TextIO = sys.stderr) -> str:
             aux = chunk.get("aux") or {}
             if isinstance(aux, dict) and _DIGEST.fullmatch(str(aux.get("Digest", ""))):
                 digest = aux["Digest"]
-    except APIError as exc:
-        _raise(str(exc.explanation or exc), registry, ref)
-    except (requests.RequestException, DockerException, OSError) as exc:
-        raise ServiceMissing(
-            f"the Docker engine went away while pushing {ref} ({exc.__class__.__name__})"
-        ) from None
     if digest is None:
         raise PushFailed(f"the registry {registry} gave no digest for {ref}: the push did not complete")
     return str(digest)
 
 
-def _raise(text: str, registry: str, ref: str) -> None:
+def _raise(text: str, registry: str, ref: str) -> NoReturn:
     line = text.strip().splitlines()[0] if text.strip() else "no reason given"
     if _AUTH.search(line):
         raise ServiceMissing(f"{registry} wants a login to push {ref}: docker login {registry} ({line})")

@@ -165,6 +165,8 @@ def build(req: BuildRequest) -> BuildOutcome:
             f"{_why(report, req.reporting.strict)} (report: {context.report_path(locked)})",
             code=code,
         )
+    # what the registry name pointed at before: a failed push puts it back (or removes the new tag)
+    before_push = _image_id(client, req.push) if req.push else None
     engine.tag(client, image_id, ref)
     signals.forget(f"no tag moved ({ref})")
     report.context["tagged"] = True
@@ -174,7 +176,7 @@ def build(req: BuildRequest) -> BuildOutcome:
     )
     pinned = ""
     if req.push:
-        pinned = _push(client, image_id, ref, req.push, req.reporting.quiet)
+        pinned = _push(client, image_id, req.push, before_push, req.reporting.quiet)
         message += f"\nsparkenv build: pushed {req.push}; on every node: docker pull {pinned}"
     write_atomic(str(context.report_path(locked)), checked.raw)
     return BuildOutcome(view, message, pinned=pinned)
@@ -267,21 +269,30 @@ def _why(report: Report, strict: bool) -> str:
     return f"{report.count(Status.FAIL)} FAIL"
 
 
-def _push(client, image_id: str, ref: str, push: str, quiet: bool) -> str:  # type: ignore[no-untyped-def]
-    """Tag `push` (when it is not the tag already), push it, and return it pinned by digest."""
+def _image_id(client, ref: str) -> str | None:  # type: ignore[no-untyped-def]
+    from sparkenv.image import engine
+
+    found = engine.local_image(client, ref)
+    return str(found.id) if found is not None else None
+
+
+def _push(client, image_id: str, push: str, before: str | None, quiet: bool) -> str:  # type: ignore[no-untyped-def]
+    """Tag `push` (the build's own tag when no --tag was given), push it, and return it pinned by digest.
+    A failed or stopped push leaves the registry name as it was: a tag for an image the registry does
+    not hold would be pushed by hand later without the audit's digest (`before`: the image it named)."""
     from sparkenv import signals
     from sparkenv.image import engine
     from sparkenv.image import push as pushing
 
-    extra_tag = push != ref
-    if extra_tag:
-        engine.tag(client, image_id, push)
+    engine.tag(client, image_id, push)
     signals.on_interrupt(f"push of {push} stopped: the registry holds no manifest for it")
     try:
         digest = pushing.push(client, push, quiet)
-    except BaseException:  # a failed or stopped push leaves no local tag for the registry name
-        if extra_tag:
+    except BaseException:
+        if before is None:
             engine.untag(client, push)
+        elif before != image_id:
+            engine.retag(client, before, push)
         raise
     signals.forget(f"push of {push} stopped: the registry holds no manifest for it")
     return f"{pushing.split(push)[0]}@{digest}"

@@ -18,10 +18,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sparkenv import schema
-from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.errors import SparkenvError
 from sparkenv.printable import printable
 
 PROBE_TIMEOUT = 120
@@ -110,23 +110,17 @@ def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIM
     from sparkenv.image import engine
 
     client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
-    from docker.errors import DockerException, ImageNotFound
-
-    try:
-        img = client.images.get(image)
-    except ImageNotFound:
-        img = None
-    except DockerException as exc:
-        text = str(exc).splitlines()[0][:300]
-        raise ServiceMissing(f"the Docker engine could not look up {image}: {text}") from None
+    img = engine.local_image(client, image)
     if img is None:
-        try:
-            img = client.images.pull(image, platform=platform)
-        except DockerException as exc:
+
+        def not_pulled(line: str) -> NoReturn:
             raise SparkenvError(
-                f"{image}: not here and could not be pulled ({str(exc).splitlines()[0][:200]}): "
+                f"{image}: not here and could not be pulled ({line[:200]}): "
                 f"docker pull {image}, or docker login to its registry"
-            ) from None
+            )
+
+        with engine.talking(f"the pull of {image}", refused=not_pulled):
+            img = client.images.pull(image, platform=platform)
     attrs = img.attrs
     what = f"{image}'s python3"
     ran = engine.run_once(
