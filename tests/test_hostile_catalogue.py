@@ -608,9 +608,14 @@ _PROBE_STANDIN = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 /* Stands in for an image's python3: answers sparkenv's probe as a hostile image would. */
 int main(void) {
     const char *mode = getenv("HOSTILE_MODE");
+    if (mode && !strcmp(mode, "hang")) {
+        sleep(300);  /* a python3 that never answers */
+        return 0;
+    }
     if (mode && !strcmp(mode, "flood")) {
         static char block[1 << 16];
         memset(block, 'x', sizeof block);
@@ -654,6 +659,7 @@ def hostile_images(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no
     made = {
         "type": (root / "with.tar", ["ENV HOSTILE_MODE=type"]),
         "flood": (root / "with.tar", ["ENV HOSTILE_MODE=flood"]),
+        "hang": (root / "with.tar", ["ENV HOSTILE_MODE=hang"]),
         "secret": (root / "with.tar", ["ENV PIP_INDEX_URL=https://user:s3cr3t-token@127.0.0.1:9/simple"]),
         "nopython": (root / "without.tar", []),
     }
@@ -698,6 +704,43 @@ def test_profiles_new_keeps_no_index_credential(hostile_images, tmp_path):
     text = out.read_text()
     assert "s3cr3t-token" not in text and "user:" not in text
     assert 'PIP_INDEX_URL = "https://127.0.0.1:9/simple"' in text
+
+
+@pytest.mark.docker
+def test_profiles_new_probe_that_never_answers_is_stopped_at_its_timeout(hostile_images):
+    """An image whose python3 hangs: the probe stops at its timeout, says so in one line (never "engine
+    went away"), and its container is removed. In-process with read_image's own `timeout` argument
+    (PROBE_TIMEOUT, 120 s, has no option or variable to shorten it from the command line)."""
+    from sparkenv.errors import SparkenvError
+    from sparkenv.resolve.profile_from_image import read_image
+
+    started = time.monotonic()
+    with pytest.raises(SparkenvError) as raised:
+        read_image(hostile_images["hang"], timeout=3)
+    took = time.monotonic() - started
+    message = str(raised.value)
+    assert "ran over 3 s" in message and "went away" not in message and "\n" not in message, message
+    assert took < 60, took  # not the 300 s the stand-in sleeps
+    assert not _probe_containers(hostile_images["hang"]), "the probe container was left behind"
+
+
+def test_patch_sdpa_install_check_stops_a_hanging_interpreter_with_its_group(tmp_path, monkeypatch):
+    """`patch sdpa --install`'s check of the interpreter: one that never answers (and started a child of
+    its own) is stopped at the check's timeout, with everything it started. In-process with verify's own
+    `timeout` argument (60 s from the command line; there is no option or variable to shorten it)."""
+    from sparkenv.patches.install import verify
+
+    marker = f"sdpa-hang-{os.getpid()}"
+    monkeypatch.setenv(MARK, marker)
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\nsleep 300 &\nexec sleep 300\n")
+    python.chmod(0o755)
+    ok, why = verify(python, tmp_path, timeout=1.5)
+    assert not ok and why == f"{python} did not start within 1.5 s: stopped it and what it started", why
+    deadline = time.monotonic() + 5
+    while _leftovers(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _leftovers(marker) == []
 
 
 def _probe_containers(ref: str) -> list[str]:
