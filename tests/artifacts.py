@@ -19,6 +19,7 @@ import io
 import json
 import re
 import shutil
+import signal
 import tarfile
 import tempfile
 import threading
@@ -400,3 +401,11 @@ def platform_args(machine: str, glibc_minor: int = 39) -> list[str]:
     for minor in range(glibc_minor, 16, -1):
         out += ["--platform", f"manylinux_2_{minor}_{machine}"]
     return out
+
+
+def default_dispositions() -> None:
+    """preexec_fn for a sparkenv started as from a terminal: SIGINT and SIGHUP at their defaults. Under
+    `nohup` (or a CI runner that ignores SIGHUP) the child would inherit the ignore, and sparkenv keeps an
+    inherited ignore on purpose (sparkenv/signals.py), so a test that sends SIGHUP must reset it."""
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)

@@ -367,7 +367,7 @@ def build_stuck_in_a_step(
             env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": "", **(env or {})},
             # the build starts as from a terminal: a pytest run under nohup, or as a background job,
             # would hand it SIGHUP/SIGINT ignored, which sparkenv keeps ignored on purpose (signals.py)
-            preexec_fn=_default_dispositions,
+            preexec_fn=artifacts.default_dispositions,
         )
         seen = ""
         deadline = time.monotonic() + 300
@@ -393,11 +393,6 @@ def no_container_left(engine, before: set[str]) -> bool:  # type: ignore[no-unty
             return True
         time.sleep(1)
     return False
-
-
-def _default_dispositions() -> None:
-    for sig in (signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize(

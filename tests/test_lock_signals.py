@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from artifacts import Index, serve
+from artifacts import Index, default_dispositions, serve
 
 
 @pytest.fixture
@@ -74,7 +74,14 @@ def test_signal_while_uv_runs_kills_its_group_and_removes_the_work_folder(silent
     env = {**os.environ, "TMPDIR": str(tmp), "UV_CACHE_DIR": str(tmp_path / "uv"), "UV_HTTP_TIMEOUT": "120"}
     cmd = [sys.executable, "-m", "sparkenv", "lock", str(req), "--index-url", silent_index,
            "--output-dir", str(tmp_path / "out")]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=default_dispositions,  # SIGHUP as from a terminal, also under nohup
+    )
     try:
         deadline = time.monotonic() + 30
         uv: list[int] = []
