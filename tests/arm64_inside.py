@@ -1,4 +1,4 @@
-"""Runs INSIDE an aarch64 sparkenv image under emulation (tests/test_build_arm64.py mounts it read-only
+"""Runs INSIDE an aarch64 sparkenv image under emulation (tests/image/test_build_arm64.py mounts it read-only
 and runs it with the image's own python3): the facts sparkenv reads on aarch64, each beside what the
 arm64 system's own tools say, as one JSON object on stdout. The test compares them; nothing here is
 computed on the host.

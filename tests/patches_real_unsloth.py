@@ -1,4 +1,4 @@
-"""Child process for tests/test_patches_unsloth.py: import the REAL `unsloth.utils.attention_dispatch`
+"""Child process for tests/patches/test_patches_unsloth.py: import the REAL `unsloth.utils.attention_dispatch`
 (from the real unsloth wheel) on a machine without GPU or torch, apply a patch, print what it picks.
 
     python tests/patches_real_unsloth.py SRC PATCH ORDER

@@ -95,7 +95,7 @@ def plain_requirements(text: str) -> list[tuple[int, Requirement]] | None:
     comment), with their line numbers; None when any line needs pip's full grammar (options, includes,
     URLs, paths, environment variables, continuations, an invalid line), which pip-requirements-parser
     reads then. Most requirements files are plain; this spares `check` the parser's import and its
-    per-line option parser. tests/test_inputs_plain.py holds the two readers to the same result."""
+    per-line option parser. tests/lock/test_inputs_plain.py holds the two readers to the same result."""
     found = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         if raw.endswith("\\"):

@@ -108,7 +108,7 @@ def rules_of(gid: GotchaId | str) -> tuple[Rule, ...]:
 # Which rules/gN.py have rules at a stage, so that a stage imports only those modules (`sparkenv check`
 # would otherwise import every module, G7's ELF and fatbin readers and G10's launch reader among them,
 # for three modules' rules). An index of the modules' RULES, not a second source:
-# tests/test_rules_registry.py holds it to them.
+# tests/rules/test_rules_registry.py holds it to them.
 HAS_STAGE: dict[Stage, frozenset[str]] = {
     Stage.DECLARED: frozenset({"G1", "G2", "G9"}),
     Stage.RESOLVED: frozenset({"G1", "G2", "G9"}),

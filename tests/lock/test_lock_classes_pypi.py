@@ -1,4 +1,4 @@
-"""The classes of tests/test_lock_classes.py on real packages from the public index: the lock judges what
+"""The classes of tests/lock/test_lock_classes.py on real packages from the public index: the lock judges what
 a wheel ships, what an sdist builds and a build uv cannot do, by class, not by name. `--exclude-newer`
 holds the index at a date so the verdicts stay put.
 

@@ -18,7 +18,7 @@ import build_helpers as bh
 import pytest
 
 pytestmark = pytest.mark.docker
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REGISTRY = os.environ.get("SPARKENV_TEST_REGISTRY", "127.0.0.1:5000")
 
 

@@ -16,7 +16,7 @@ import pytest
 from artifacts import Index, serve
 from packaging.requirements import Requirement
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "lockfiles" / "inputs").glob("*.txt"))
 ROWS = {
     "unsloth family, unpinned": "peft\nunsloth\nunsloth_zoo\n",

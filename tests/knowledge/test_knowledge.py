@@ -24,7 +24,7 @@ from sparkenv import datafiles, knowledge
 from sparkenv.knowledge import KnowledgeError
 from sparkenv.knowledge.schema import DistName, is_record
 
-PACKAGE = Path(__file__).resolve().parents[1] / "sparkenv"
+PACKAGE = Path(__file__).resolve().parents[2] / "sparkenv"
 FILES = sorted(p.stem for p in (PACKAGE / "data").glob("*.toml"))
 DELETE = object()
 

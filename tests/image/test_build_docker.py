@@ -23,7 +23,7 @@ import build_helpers as bh
 import pytest
 
 pytestmark = pytest.mark.docker
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The SDPA override's .pth activation and CLI, in real venvs and real interpreters (no network).
 
-Tests against the real Unsloth source are in tests/test_patches_unsloth.py. Here a tiny package tree
+Tests against the real Unsloth source are in tests/patches/test_patches_unsloth.py. Here a tiny package tree
 (`unsloth` with `_utils` + a star-importing module, written to tmp) stands in for Unsloth where a test is
 about the import machinery, not about Unsloth's layout: it says so where it is used.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from sparkenv.patches import install as inst
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PTH = "sparkenv-sdpa.pth"
 
 

@@ -12,7 +12,7 @@ from sparkenv.cuda import driver
 from sparkenv.report import Status
 from sparkenv.rules import g1 as judged
 
-H200 = Path(__file__).parent / "fixtures" / "machines" / "h200"
+H200 = Path(__file__).parents[1] / "fixtures" / "machines" / "h200"
 
 
 def recorded_driver() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from artifacts import platform_args
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCKS = ROOT / "lockfiles"
 REQ = LOCKS / "requirements.ngc-25-11.txt"
 

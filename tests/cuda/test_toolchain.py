@@ -13,7 +13,7 @@ from sparkenv.report import Status
 from sparkenv.rules import g7 as judged
 
 GB10, H200 = (12, 1), (9, 0)
-RECORDED = Path(__file__).parent / "fixtures" / "machines" / "h200" / "ptxas-versions.txt"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "machines" / "h200" / "ptxas-versions.txt"
 
 
 def test_release_read_from_the_file_matches_ptxas_version():

@@ -11,7 +11,7 @@ import pytest
 from sparkenv.lock.includes import prescan
 from sparkenv.resolve import inputs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 PLAIN = [
     "numpy\n",

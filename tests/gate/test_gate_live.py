@@ -18,7 +18,7 @@ from pathlib import Path
 import gate_helpers as gh
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "machines" / "h200"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "machines" / "h200"
 
 
 def fake_torch(tmp_path: Path, body: str) -> dict[str, str]:
@@ -236,7 +236,7 @@ def test_the_probe_reads_the_override_where_sparkenv_itself_is_not_importable(ru
     assert run("patch", "sdpa", "--install", str(prefix)).code == 0
     python = str(prefix / "bin" / "python")
     assert subprocess.run([python, "-I", "-c", "import sparkenv"], capture_output=True, timeout=60).returncode
-    script = Path(__file__).resolve().parents[1] / "sparkenv" / "gate" / "torch_probe.py"
+    script = Path(__file__).resolve().parents[2] / "sparkenv" / "gate" / "torch_probe.py"
     code = (
         "import json, runpy\n"
         f"ns = runpy.run_path({str(script)!r})\n"

@@ -23,7 +23,7 @@ from sparkenv.errors import SparkenvError
 from sparkenv.gate import facts_file
 from sparkenv.report import LINE_RE
 
-DRIVERS = Path(__file__).parent / "fixtures" / "machines" / "drivers"
+DRIVERS = Path(__file__).parents[1] / "fixtures" / "machines" / "drivers"
 SLACK = 2.0  # interpreter start on this shared 2-core machine, on top of the promised deadline + 1 s
 
 
@@ -340,7 +340,7 @@ def test_the_schema_is_valid_json_schema_and_the_recordings_follow_it():
 
     schema = json.loads((Path(facts_file.__file__).parents[1] / "data" / "facts.schema.json").read_text())
     jsonschema.Draft7Validator.check_schema(schema)
-    for path in (Path(__file__).parent / "fixtures" / "facts").glob("*.json"):
+    for path in (Path(__file__).parents[1] / "fixtures" / "facts").glob("*.json"):
         jsonschema.validate(json.loads(path.read_text()), schema)
         facts_file.validate(json.loads(path.read_text()), str(path))
 

@@ -14,7 +14,7 @@ import pytest
 
 from sparkenv.lock import read, write
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "lockfiles"
 PYLOCK, REQS = "pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"
 

@@ -20,7 +20,7 @@ from conftest import sparkenv
 
 from sparkenv.watch import record
 
-FIXTURE = Path(__file__).parent / "fixtures" / "watch" / "h200-matmul-cotenant.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "watch" / "h200-matmul-cotenant.jsonl"
 ENV = {
     k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "SPARKENV_GATE", "SPARKENV_GATE_WATCH")
 }

@@ -22,7 +22,7 @@ import pytest
 pytestmark = pytest.mark.network
 
 VERSION = "2026.7.2"  # the known-good stack (shared/FACTS.md)
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]
 CHILD = HERE / "patches_real_unsloth.py"
 
 

@@ -209,7 +209,7 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path, run):
 
 
 def test_user_profile_file(tmp_path, run):
-    src = Path(__file__).resolve().parent.parent / "sparkenv" / "data" / "profiles" / "ngc-25.11.toml"
+    src = Path(__file__).resolve().parents[2] / "sparkenv" / "data" / "profiles" / "ngc-25.11.toml"
     mine = tmp_path / "unsloth-image.toml"
     mine.write_text(
         src.read_text()
@@ -246,7 +246,7 @@ def test_a_lock_input_is_judged_as_sparkenv_lock_reads_it(run):
     base's torch."""
     from pathlib import Path
 
-    lock_input = str(Path(__file__).resolve().parents[1] / "lockfiles" / "inputs" / "playbook-unsloth.txt")
+    lock_input = str(Path(__file__).resolve().parents[2] / "lockfiles" / "inputs" / "playbook-unsloth.txt")
     as_pip = run("check", "--pip", lock_input)
     assert as_pip.code == 1 and as_pip.line("G9", "unsloth (").startswith("G9 FAIL: unsloth")
     for staged in (run("check", lock_input), run("check", "--lock-input", lock_input)):
@@ -264,7 +264,7 @@ def test_the_pre_commit_hooks_file_is_valid_and_runs_what_it_says():
 
     import yaml
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
     assert [h["id"] for h in hooks] == ["sparkenv-check", "sparkenv-check-lock-input", "sparkenv-lock-check"]
     for hook in hooks:

@@ -12,7 +12,7 @@ from sparkenv.cuda import coverage
 from sparkenv.report import Status
 from sparkenv.rules import g7
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 CENSUS = FIXTURES / "machines" / "h200" / "kernel-census.json"
 FACTS = FIXTURES / "facts" / "h200-static-kernels.json"
 

@@ -15,7 +15,7 @@ from sparkenv.multinode import sysfs
 from sparkenv.report import Status
 from sparkenv.rules import g10_link as judge_link
 
-SYS = Path(__file__).parent / "fixtures" / "sys"
+SYS = Path(__file__).parents[1] / "fixtures" / "sys"
 GOOD_ENV = {
     "NCCL_IB_HCA": "=rocep1s0f1,roceP2p1s0f1",
     "NCCL_IB_GID_INDEX": "3",

@@ -1,5 +1,6 @@
-"""What tests/test_build_arm64.py says (and, under SPARKENV_REQUIRE_DOCKER=1, fails with) when this machine
-cannot run aarch64 containers: read from binfmt_misc entries written here the way the kernel shows them."""
+"""What tests/image/test_build_arm64.py says (and, under SPARKENV_REQUIRE_DOCKER=1, fails with) when this
+machine cannot run aarch64 containers: read from binfmt_misc entries written here the way the kernel shows
+them."""
 
 from __future__ import annotations
 

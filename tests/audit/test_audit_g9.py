@@ -123,7 +123,7 @@ def test_one_finding_per_subject_when_two_checks_judge_torch(env, run, tmp_path:
 def test_a_lock_that_leaves_torch_to_the_base_never_says_pin_it(env, run, clean_root):
     """The shipped NGC lock excludes torch on purpose ([tool.sparkenv] excluded): the audit gives the
     lock's advice (rebuild from the base), not "pin torch==… in the lock" (issue 9)."""
-    lock = str(Path(__file__).parent.parent / "lockfiles" / "pylock.ngc-25-11.toml")
+    lock = str(Path(__file__).parents[2] / "lockfiles" / "pylock.ngc-25-11.toml")
     env.add("torch", "2.9.1")  # a PyPI torch where the lock expects the base's
     line = run("audit", str(env.prefix), "--root", str(clean_root), "--lock", lock).line("G9", "torch 2.9.1")
     assert line.startswith("G9 WARN: torch 2.9.1 is not the base's build") and "leaves torch to" in line
@@ -134,7 +134,7 @@ def test_a_lock_that_leaves_torch_to_the_base_never_says_pin_it(env, run, clean_
 
 
 def test_the_base_torch_under_a_lock_that_leaves_it_to_the_base_passes(env, run, clean_root):
-    lock = str(Path(__file__).parent.parent / "lockfiles" / "pylock.ngc-25-11.toml")
+    lock = str(Path(__file__).parents[2] / "lockfiles" / "pylock.ngc-25-11.toml")
     env.add("torch", NGC_TORCH)
     line = run("audit", str(env.prefix), "--root", str(clean_root), "--lock", lock).line("G9", "intends")
     assert line == f"G9 PASS: torch {NGC_TORCH} is the base's, as {lock} intends"

@@ -12,7 +12,7 @@ import pytest
 
 from sparkenv.report import COMMANDS, LINE_RE
 
-FACTS = Path(__file__).parent / "fixtures" / "facts"
+FACTS = Path(__file__).parents[1] / "fixtures" / "facts"
 
 
 def _schema() -> dict:
@@ -44,7 +44,7 @@ def _commands(tmp_path: Path, env, clean_root: Path) -> dict[str, list[str]]:
     return {
         "check": ["check", str(req)],
         "check --lock-input": ["check", "--lock-input", str(req)],
-        "lock --check": ["lock", "--check", "--output-dir", str(Path(__file__).parent.parent / "lockfiles")],
+        "lock --check": ["lock", "--check", "--output-dir", str(Path(__file__).parents[2] / "lockfiles")],
         "audit": ["audit", str(env.prefix), "--root", str(clean_root)],
         "gate": ["gate", "--facts", facts],
         "gate -- CMD": ["gate", "--facts", facts, "--", "true"],  # JSON on stderr

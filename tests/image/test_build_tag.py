@@ -13,7 +13,7 @@ import pytest
 from sparkenv.errors import SparkenvError
 from sparkenv.image_reference import check_tag
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "lockfiles" / "pylock.ngc-25-11.toml"
 
 

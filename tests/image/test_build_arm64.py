@@ -30,7 +30,7 @@ import pytest
 from sparkenv.datafiles import parse_toml
 
 pytestmark = pytest.mark.docker
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAME = "ngc-standin-arm64"  # the profile's name, as the user gives it to `profiles new`
 AS_OF = "2026-11-30T00:00:00Z"  # --exclude-newer: the index as of this date, so the verdicts stay put
 PROJECT = "pyyaml==6.0.2\nmsgpack==1.1.0\n"  # small, with compiled extensions: real aarch64 ELF files

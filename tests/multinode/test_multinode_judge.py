@@ -1,5 +1,5 @@
 """G10 agreement and link-test judgements on the agreement probe's answers (the shape store_agent.py
-prints, as recorded from real runs in tests/test_multinode_agree.py and on the H200)."""
+prints, as recorded from real runs in tests/multinode/test_multinode_agree.py and on the H200)."""
 
 from __future__ import annotations
 

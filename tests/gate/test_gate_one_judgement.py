@@ -10,7 +10,7 @@ from pathlib import Path
 import gate_helpers as gh
 import pytest
 
-FACTS = sorted((Path(__file__).parent / "fixtures" / "facts").glob("*.json"))
+FACTS = sorted((Path(__file__).parents[1] / "fixtures" / "facts").glob("*.json"))
 # Facts two rules could each judge: every line that names one is a judgement of it; one per run.
 _ONE_FACT = {"Triton's ptxas": ("ptxas",)}
 
