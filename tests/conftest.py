@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+# The public-index lock fixtures (`lock`, `caches`) of tests/lock/test_lock_pypi.py and
+# test_lock_classes_pypi.py; a module that defines its own `lock` or `caches` keeps its own.
+pytest_plugins = ["pypi_lock"]
+
 CROSS_GCC = "aarch64-linux-gnu-gcc"
 ARCH_GCC = {"x86_64": "gcc", "aarch64": CROSS_GCC} if os.uname().machine == "x86_64" else {"aarch64": "gcc"}
 

@@ -11,32 +11,9 @@ holds the index at a date so the verdicts stay put.
 from __future__ import annotations
 
 import pytest
+from pypi_lock import by as _by
 
 pytestmark = pytest.mark.network
-AS_OF = "2026-11-30T00:00:00Z"
-
-
-@pytest.fixture(scope="module")
-def caches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("pypi-caches")
-    return {"UV_CACHE_DIR": str(root / "uv"), "SPARKENV_CACHE_DIR": str(root / "sparkenv")}
-
-
-@pytest.fixture
-def lock(run, caches, tmp_path):
-    def _lock(text: str, *args: str):
-        req = tmp_path / "requirements.txt"
-        req.write_text(text)
-        out = tmp_path / "out"
-        return run(
-            "lock", str(req), "--output-dir", str(out), "--exclude-newer", AS_OF, "--json", *args, env=caches
-        )
-
-    return _lock
-
-
-def _by(r) -> dict[tuple[str, str], dict]:
-    return {(f["id"], f["subject"]): f for f in r.json()["findings"]}
 
 
 def test_wheel_with_one_library_per_cuda_release_and_none_for_13(lock, tmp_path):

@@ -11,35 +11,12 @@ and the fix in the message. `--exclude-newer` holds the index at a date so the v
 from __future__ import annotations
 
 import pytest
+from pypi_lock import by as _by
 
 from sparkenv.datafiles import parse_toml
 
 pytestmark = pytest.mark.network
-AS_OF = "2026-11-30T00:00:00Z"
 NGC_TORCH = "2.10.0a0+b558c986e8.nv25.11"
-
-
-@pytest.fixture(scope="module")
-def caches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("pypi-caches")
-    return {"UV_CACHE_DIR": str(root / "uv"), "SPARKENV_CACHE_DIR": str(root / "sparkenv")}
-
-
-@pytest.fixture
-def lock(run, caches, tmp_path):
-    def _lock(text: str, *args: str):
-        req = tmp_path / "requirements.txt"
-        req.write_text(text)
-        out = tmp_path / "out"
-        return run(
-            "lock", str(req), "--output-dir", str(out), "--exclude-newer", AS_OF, "--json", *args, env=caches
-        )
-
-    return _lock
-
-
-def _by(r) -> dict[tuple[str, str], dict]:
-    return {(f["id"], f["subject"]): f for f in r.json()["findings"]}
 
 
 def test_inference_server_pinning_a_newer_torch_than_the_image(lock, tmp_path):
