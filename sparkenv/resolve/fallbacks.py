@@ -105,8 +105,11 @@ def _fragment_sha256(href: str) -> str:
     return frag.removeprefix("sha256=") if frag.startswith("sha256=") else ""
 
 
-def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
-    """The project's releases on the index (yanked files left out); None when the page cannot be read."""
+def releases(
+    index_url: str, key: str, timeout: float = 20.0, include: str = ""
+) -> dict[Version, Release] | None:
+    """The project's releases on the index (yanked files left out); None when the page cannot be read.
+    `include`: a version to parse besides the newest ones (the one uv picked, for the early reads)."""
     url = index_url.rstrip("/") + f"/{key}/"
     req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
@@ -120,6 +123,8 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
         try:
             page = json.loads(body)
             wanted = _newest_versions(page.get("versions"))
+            if wanted is not None and include:
+                wanted.append(include)
             for f in page.get("files", []):
                 if wanted is not None and not any(v in f["filename"] for v in wanted):
                     continue  # big projects list thousands of files: parse only the newest releases

@@ -1,0 +1,168 @@
+"""Reads that start while uv resolves: each file uv picks is read as soon as uv says it picked it.
+
+uv names its picks on stderr (`DEBUG Selecting: name==version [why] (file name)`, shown under
+RUST_LOG=uv_resolver::resolver=debug). For each, a worker reads the project's index page (the file's URL
+and sha256) and then what sparkenv will need of that file: the native file list of a binary wheel
+(wheel_files), what an sdist builds (sdist_scan). Every answer goes to the caches those readers keep by
+the file's sha256, and nothing else: after uv returns, `settle` waits for the reads of the files the lock
+holds, drops the rest (picks uv backtracked from), and the readers run as before and find their answers
+on disk. A line read wrong, a page that cannot be read, a read that fails: the reader does it again
+after uv, as without this module. uv's log lines are a hint, never a source of a fact.
+
+Only files with something to read are queued (binary wheels, sdists), and not those whose answer an
+earlier lock left in the cache: `NAMES` maps each file name a lock held to its sha256. A name is only a
+hint (an index could serve other bytes under it): the readers after uv look up the sha256 uv wrote.
+
+Reads that need the whole resolution (which packages are GPU packages: ELF headers, fatbin headers) are
+not started here; one that is added goes through a job's `_read` and spends wheel_elf.Budget, the one
+limit of bytes per lock.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+from packaging.utils import canonicalize_name
+
+# uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project)
+RUST_LOG = "uv_resolver::resolver=debug"
+_SELECTING = re.compile(r"^DEBUG Selecting: ([^=\s]+)==(\S+) \[[^\]]*\] \(([^()\s]+)\)\s*$")
+WORKERS = 16
+NAMES = "early-names.json"  # in the metadata cache folder: file name -> sha256 of the files locks held
+
+
+def picked(line: str) -> tuple[str, str, str] | None:
+    """(key, version, file name) of a `Selecting:` line of uv's resolver log; None for any other line."""
+    m = _SELECTING.match(line)
+    if m is None:
+        return None
+    return canonicalize_name(m.group(1)), m.group(2), m.group(3)
+
+
+@dataclass
+class _Job:
+    key: str
+    version: str
+    filename: str
+    done: threading.Event = field(default_factory=threading.Event)
+    dropped: bool = False
+
+
+class EarlyReads:
+    """Started before uv; `line` is given each line of uv's stderr; `settle` after uv returns."""
+
+    def __init__(self, index_url: str | None, timeout: float = 30.0, workers: int = WORKERS) -> None:
+        self.index_url = index_url
+        self.timeout = timeout
+        self.workers = workers
+        self.jobs: dict[str, _Job] = {}  # by file name
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self.names = _names()
+        # daemon threads: a lock stopped by a signal or an error does not wait for a read to time out
+        for n in range(workers):
+            threading.Thread(target=self._work, name=f"sparkenv-early-{n}", daemon=True).start()
+
+    def line(self, text: str) -> None:
+        got = picked(text)
+        if got is None:
+            return
+        key, version, filename = got
+        if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename):
+            return
+        with self._lock:
+            if filename in self.jobs:
+                return
+            job = self.jobs[filename] = _Job(key, version, filename)
+        self._queue.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                if not job.dropped:
+                    self._read(job)
+            except Exception:  # a hint that failed: the reader after uv does it
+                pass
+            finally:
+                job.done.set()
+
+    def _read(self, job: _Job) -> None:
+        from sparkenv.knowledge import packages
+        from sparkenv.resolve import fallbacks, metadata, sdist_scan, wheel_files
+
+        page = fallbacks.releases(self.index_url or fallbacks.PYPI, job.key, include=job.version)
+        rel = next((r for v, r in (page or {}).items() if str(v) == job.version), None)
+        if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
+            return
+        ref = metadata.FileRef(job.key, job.filename, rel.urls[job.filename], rel.sha256[job.filename])
+        if job.dropped:
+            return
+        if ref.is_wheel:
+            if wheel_files.is_binary(ref.filename):
+                wheel_files.read_one(ref, self.timeout)
+        elif job.key not in packages().compiles_cuda:  # known answers need no download (run._sdist_builds)
+            sdist_scan.scan([ref], self.timeout)
+
+    def settle(self, files: dict[str, str], timeout: float | None = None) -> None:
+        """Wait for the reads of the files the lock holds (file name -> sha256), at most `timeout`
+        seconds, except those whose answer is on disk already; drop the others."""
+        _remember(self.names, files)
+        filenames = {f for f, sha in files.items() if not _answered(sha, f)}
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        with self._lock:
+            jobs = list(self.jobs.values())
+        for job in jobs:
+            if job.filename not in filenames:
+                job.dropped = True
+        for job in jobs:
+            if job.filename in filenames:
+                job.done.wait(max(0.0, deadline - time.monotonic()))
+        for _ in range(self.workers):
+            self._queue.put(None)
+
+
+def _worth_reading(filename: str) -> bool:
+    from sparkenv.resolve import wheel_files
+
+    return wheel_files.is_binary(filename) if filename.endswith(".whl") else True
+
+
+def _answered(sha256: str, filename: str) -> bool:
+    """Whether the cache holds what the readers after uv need of this file."""
+    from sparkenv.resolve import metadata, sdist_scan
+
+    if len(sha256) != 64:
+        return False
+    suffix = ".native-2" if filename.endswith(".whl") else sdist_scan.CACHE_SUFFIX
+    return (metadata.cache_dir() / f"{sha256}{suffix}").is_file()
+
+
+def _names() -> dict[str, str]:
+    import json
+
+    from sparkenv.resolve import metadata
+
+    try:
+        data = json.loads((metadata.cache_dir() / NAMES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _remember(names: dict[str, str], files: dict[str, str]) -> None:
+    import json
+
+    from sparkenv.resolve import metadata
+
+    new = {f: sha for f, sha in files.items() if sha and names.get(f) != sha and _worth_reading(f)}
+    if new:
+        metadata.store("", json.dumps({**names, **new}, sort_keys=True), NAMES)
