@@ -9,15 +9,14 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from sparkenv import schema
 from sparkenv.errors import SparkenvError
+from sparkenv.names import canonical
 
 PLATFORMS = {
     "linux/aarch64": "aarch64",
@@ -139,6 +138,13 @@ class Profile:
 
 
 def _data_dir():
+    """The shipped profiles: a plain folder (importlib.resources, which imports tempfile, zipfile and a
+    dozen more, only where sparkenv runs from a zip archive, as datafiles.load does)."""
+    here = Path(__file__).resolve().parent / "data" / "profiles"
+    if here.is_dir():
+        return here
+    from importlib import resources
+
     return resources.files("sparkenv").joinpath("data", "profiles")
 
 
@@ -168,9 +174,7 @@ def _parse(text: str, where: str) -> Profile:
         manylinux=str(data["manylinux"]),
         platform=str(data["platform"]),
         provides=provides,
-        satisfies={
-            canonicalize_name(k): canonicalize_name(v) for k, v in (data.get("satisfies") or {}).items()
-        },
+        satisfies={canonical(k): canonical(v) for k, v in (data.get("satisfies") or {}).items()},
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         path=where,
     )
@@ -214,7 +218,7 @@ def _values(data: dict[str, Any], where: str) -> dict[str, str]:
         raise SparkenvError(
             f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
         )
-    provides = {canonicalize_name(k): str(v) for k, v in (data.get("provides") or {}).items()}
+    provides = {canonical(k): str(v) for k, v in (data.get("provides") or {}).items()}
     for key, version in provides.items():
         if version:
             try:

@@ -11,7 +11,6 @@ A requirements file that ends up installed with `pip install --no-deps` says so 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,8 @@ class Inputs:
 
     def digest(self) -> str:
         """sha256 over every file read (line endings normalized), in a stable order."""
+        import hashlib  # only lock and lock --check hash the inputs; check does not
+
         h = hashlib.sha256()
         for path in sorted({p.resolve() for p in self.files}, key=str):
             h.update(path.name.encode() + b"\0")
