@@ -4,7 +4,9 @@ parsers of pip and pip-requirements-parser.
 
     python benchmarks/lock_speed.py [--runs 5] [--input FILE]... [--before DIR] [--only check]
 
-Cases, each run interleaved (bare uv, then sparkenv) so drift in the index's latency hits both alike:
+Cases, each run interleaved, each command first in turn, so drift in the index's latency and the
+machine's load hits all alike; wall time and CPU time (user + system of the whole process tree: uv
+under sparkenv included) are both printed, with their ratios:
 - warm: uv's cache and sparkenv's metadata cache filled by an earlier run;
 - cold: a fresh, empty UV_CACHE_DIR (and SPARKENV_CACHE_DIR) for every single command;
 - uv warm, sparkenv cold: the case where sparkenv used to download again what uv had just fetched.
@@ -41,15 +43,21 @@ def _time(cmd: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     # from an empty folder: `python -m sparkenv` puts the working folder first on sys.path, and a
     # checkout there would shadow the one --before names
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=900, env={**os.environ, **env}, cwd=NEUTRAL
-    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(env), cwd=NEUTRAL)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU[:] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{cmd[:4]} failed ({proc.returncode}): {proc.stderr[-500:]}")
     return elapsed
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    """The commands run as installed: bytecode is written and read (an install compiles it; a
+    PYTHONDONTWRITEBYTECODE in this shell would make every start compile every module again)."""
+    env = {**os.environ, **extra}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _line(label: str, xs: list[float]) -> str:
@@ -128,9 +136,7 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
         for name in list(rows)[1:]:
             ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
             verdict = "met" if ratio <= 1.10 else "MISSED"
-            print(
-                f"  ratio {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x"
-            )
+            print(f"  {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x")
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
