@@ -3,7 +3,8 @@
 uv names its picks on stderr (`DEBUG Selecting: name==version [why] (file name)`, shown under
 RUST_LOG=uv_resolver::resolver=debug). For each, a worker reads the project's index page (the file's URL
 and sha256) and then what sparkenv will need of that file: the native file list of a binary wheel
-(wheel_files), what an sdist builds (sdist_scan). Every answer goes to the caches those readers keep by
+(wheel_files), what an sdist builds (sdist_scan); and the Requires-Dist uv cached of a wheel it picked
+is parsed then (uv_cache keeps it for the process). Every answer goes to the caches those readers keep by
 the file's sha256, and nothing else: after uv returns, `settle` waits for the reads of the files the lock
 holds, drops the rest (picks uv backtracked from), and the readers run as before and find their answers
 on disk. A line read wrong, a page that cannot be read, a read that fails: the reader does it again
@@ -63,6 +64,7 @@ class EarlyReads:
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._lock = threading.Lock()
         self.names = _names()
+        self.learned: dict[str, str] = {}  # file name -> sha256, of the picks read here
         # daemon threads: a lock stopped by a signal or an error does not wait for a read to time out
         for n in range(workers):
             threading.Thread(target=self._work, name=f"sparkenv-early-{n}", daemon=True).start()
@@ -72,7 +74,11 @@ class EarlyReads:
         if got is None:
             return
         key, version, filename = got
-        if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename):
+        if filename.endswith(".whl"):  # what uv has cached of it is parsed now, not after uv returns
+            from sparkenv.resolve import metadata, uv_cache
+
+            uv_cache.requires(filename, metadata.is_default_index(self.index_url))
+        if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename, key):
             return
         with self._lock:
             if filename in self.jobs:
@@ -102,6 +108,8 @@ class EarlyReads:
         if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
             return
         ref = metadata.FileRef(job.key, job.filename, rel.urls[job.filename], rel.sha256[job.filename])
+        with self._lock:  # a pick uv backtracks from is picked again next time: not read twice
+            self.learned[job.filename] = ref.sha256
         if job.dropped:
             return
         if ref.is_wheel:
@@ -113,8 +121,10 @@ class EarlyReads:
     def settle(self, files: dict[str, str], timeout: float | None = None) -> None:
         """Wait for the reads of the files the lock holds (file name -> sha256), at most `timeout`
         seconds, except those whose answer is on disk already; drop the others."""
-        _remember(self.names, files)
-        filenames = {f for f, sha in files.items() if not _answered(sha, f)}
+        with self._lock:
+            _remember(self.names, {**self.learned, **files})
+        keys = {j.filename: j.key for j in self.jobs.values()}
+        filenames = {f for f, sha in files.items() if not _answered(sha, f, keys.get(f, ""))}
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         with self._lock:
             jobs = list(self.jobs.values())
@@ -134,10 +144,14 @@ def _worth_reading(filename: str) -> bool:
     return wheel_files.is_binary(filename) if filename.endswith(".whl") else True
 
 
-def _answered(sha256: str, filename: str) -> bool:
-    """Whether the cache holds what the readers after uv need of this file."""
+def _answered(sha256: str, filename: str, key: str = "") -> bool:
+    """Whether the readers after uv need nothing read of this file: the cache holds it, or packages.toml
+    knows what the sdist builds."""
+    from sparkenv.knowledge import packages
     from sparkenv.resolve import metadata, sdist_scan
 
+    if key and not filename.endswith(".whl") and key in packages().compiles_cuda:
+        return True
     if len(sha256) != 64:
         return False
     suffix = ".native-2" if filename.endswith(".whl") else sdist_scan.CACHE_SUFFIX

@@ -30,7 +30,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from sparkenv import credentials
+from sparkenv import credentials, fetch
 from sparkenv.environment.markers import applies
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
@@ -113,7 +113,7 @@ def releases(
     url = index_url.rstrip("/") + f"/{key}/"
     req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with fetch.urlopen(req, timeout) as resp:
             body = resp.read()
             ctype = resp.headers.get("Content-Type", "")
     except (OSError, ValueError):

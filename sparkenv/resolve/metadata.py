@@ -20,7 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from sparkenv import credentials
+from sparkenv import credentials, fetch
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
@@ -66,7 +66,7 @@ def _pep658(ref: FileRef, timeout: float) -> str | None:
     """The index's `.metadata` file; None when it serves none. Its bytes are not hashed against the
     index page: what matters here is the wheel's own METADATA, which the PEP 658 file copies."""
     try:
-        with urllib.request.urlopen(credentials.request(ref.url + ".metadata"), timeout=timeout) as resp:
+        with fetch.urlopen(credentials.request(ref.url + ".metadata"), timeout) as resp:
             return resp.read().decode("utf-8", errors="replace")
     except (urllib.error.URLError, OSError, ValueError):
         return None
@@ -107,6 +107,14 @@ def parse(text: str, via: str) -> Metadata:
     return Metadata(reqs, via, invalid, extras)
 
 
+def is_default_index(index_url: str | None) -> bool:
+    """Whether uv files this index's wheels under its `pypi` bucket (its default index)."""
+    return index_url is None or index_url.rstrip("/") in (
+        "https://pypi.org/simple",
+        "https://pypi.org/simple/",
+    )
+
+
 def read(
     refs: list[FileRef], timeout: float = 30.0, index_url: str | None = None
 ) -> dict[str, Metadata | str]:
@@ -116,10 +124,7 @@ def read(
 
     if not refs:
         return {}
-    pypi = index_url is None or index_url.rstrip("/") in (
-        "https://pypi.org/simple",
-        "https://pypi.org/simple/",
-    )
+    pypi = is_default_index(index_url)
 
     def local(ref: FileRef) -> Metadata | None:
         from_uv = uv_cache.requires(ref.filename, pypi)

@@ -12,11 +12,10 @@ import io
 import re
 import shutil
 import tempfile
-import urllib.request
 import zipfile
 from typing import IO
 
-from sparkenv import credentials
+from sparkenv import credentials, fetch
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 # The EOCD record (22 bytes) sits after a comment of at most 65535 bytes; the ZIP64 locator (20) before it.
@@ -84,7 +83,7 @@ class RangeFile(io.RawIOBase):
 
 def _get(url: str, timeout: float, byte_range: str | None) -> tuple[int, bytes, str]:
     headers = {"Range": byte_range} if byte_range else {}
-    with urllib.request.urlopen(credentials.request(url, headers), timeout=timeout) as resp:
+    with fetch.urlopen(credentials.request(url, headers), timeout) as resp:
         return resp.status, resp.read(), resp.headers.get("Content-Range", "")
 
 
@@ -92,7 +91,7 @@ def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
     """The remote file as a seekable binary file, and how it was read ('range' or 'full download')."""
     req = credentials.request(url, {"Range": f"bytes=-{_TAIL}"})
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)
+        resp = fetch.urlopen(req, timeout)
     except OSError as exc:
         raise Unreadable(f"cannot fetch it: {exc}") from None
     with resp:
@@ -146,7 +145,7 @@ def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 
     import tarfile
 
     try:
-        resp = urllib.request.urlopen(credentials.request(url), timeout=timeout)
+        resp = fetch.urlopen(credentials.request(url), timeout)
     except OSError as exc:
         raise Unreadable(f"cannot fetch it: {exc}") from None
     with resp, tempfile.TemporaryFile() as spool:

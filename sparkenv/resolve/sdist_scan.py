@@ -14,10 +14,10 @@ import json
 import re
 import tarfile
 import tempfile
-import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
+from sparkenv import fetch
 from sparkenv.facts.resolved import SdistBuild
 from sparkenv.resolve import metadata
 
@@ -103,7 +103,7 @@ def classify(key: str, members: dict[str, str], names: list[str]) -> SdistBuild:
 
 def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list[str]]:
     """(top-level build files, every file name) of a remote sdist; raises OSError or ValueError."""
-    with urllib.request.urlopen(url, timeout=timeout) as resp, tempfile.TemporaryFile() as spool:
+    with fetch.urlopen(url, timeout) as resp, tempfile.TemporaryFile() as spool:
         copied = 0
         while chunk := resp.read(1 << 20):
             copied += len(chunk)

@@ -82,8 +82,23 @@ def _decode(b: bytes, i: int = 0) -> tuple[object, int]:
     raise _Bad(hex(t))
 
 
+_FOUND: dict[tuple[str, str, bool], list[Requirement]] = {}  # what was found, per process
+
+
 def requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
-    """Requires-Dist of this wheel as uv cached it, or None when uv's cache does not have it for sure."""
+    """Requires-Dist of this wheel as uv cached it, or None when uv's cache does not have it for sure.
+    An answer found is kept for the process (a wheel's metadata does not change; the early reads find
+    it while uv resolves, the lock asks again after)."""
+    key = (str(cache_dir()), filename, index_is_pypi)
+    if key in _FOUND:
+        return list(_FOUND[key])
+    found = _requires(filename, index_is_pypi)
+    if found is not None:
+        _FOUND[key] = found
+    return found
+
+
+def _requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
     root = cache_dir()
     if root is None or not filename.endswith(".whl"):
         return None
