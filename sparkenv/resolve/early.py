@@ -81,7 +81,14 @@ class EarlyReads:
         if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename, key):
             return
         with self._lock:
-            if filename in self.jobs:
+            # uv moved on from its earlier picks of this package (it backtracked): not read unless
+            # picked again
+            for other in self.jobs.values():
+                if other.key == key and other.filename != filename and not other.done.is_set():
+                    other.dropped = True
+            job = self.jobs.get(filename)
+            if job is not None and not (job.dropped and job.done.is_set()):
+                job.dropped = False  # picked again while still queued: read it after all
                 return
             job = self.jobs[filename] = _Job(key, version, filename)
         self._queue.put(job)

@@ -125,3 +125,22 @@ def test_a_multi_tag_wheels_metadata_is_read_from_uvs_cache_only_when_unambiguou
     # two files of 1.0 now (one per platform's wheel): which is whose is uv's secret, so neither is taken
     assert uv_cache.requires(arm, index_is_pypi=False) is None
     assert uv_cache.requires(x86, index_is_pypi=False) is None
+
+
+def test_a_pick_uv_backtracks_from_is_not_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    ix = Index(tmp_path / "ix")
+    old = ix.wheel("native", "1.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    new = ix.wheel("native", "2.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    server = serve(ix, ranges=True, delay=0.5)  # the page answers after uv has moved on to 2.0
+    try:
+        reads = early.EarlyReads(ix.url)
+        reads.line(f"DEBUG Selecting: native==1.0 [compatible] ({old})")
+        reads.line(f"DEBUG Selecting: native==2.0 [compatible] ({new})")
+        reads.settle({new: _sha(ix, new)})
+    finally:
+        server.shutdown()
+    wheels = [p for p, _ in server.requests if p.endswith(".whl")]
+    assert wheels and all(p.endswith(f"/{new}") for p in wheels), wheels
+    assert (metadata.cache_dir() / f"{_sha(ix, new)}.native-2").is_file()
+    assert not (metadata.cache_dir() / f"{_sha(ix, old)}.native-2").exists()
