@@ -141,6 +141,13 @@ class EarlyReads:
         for job in jobs:
             if job.filename in filenames:
                 job.done.wait(max(0.0, deadline - time.monotonic()))
+        self.close()
+
+    def close(self) -> None:
+        """Drop what is still queued and let the workers end (a read under way finishes on its own)."""
+        with self._lock:
+            for job in self.jobs.values():
+                job.dropped = job.dropped or not job.done.is_set()
         for _ in range(self.workers):
             self._queue.put(None)
 

@@ -335,9 +335,13 @@ def _resolve(
                 )
             )  # fmt: skip
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
+        out.early.close()
         shutil.rmtree(work, ignore_errors=True)
         signals.cleaned(f"removed {work}")
         signals.cleaned("no lock written")
+        raise
+    except BaseException:
+        out.early.close()
         raise
     finally:
         shutil.rmtree(work, ignore_errors=True)

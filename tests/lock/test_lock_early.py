@@ -57,6 +57,7 @@ def test_a_picked_binary_wheel_is_read_at_once_and_the_lock_then_reads_it_from_t
     again = early.EarlyReads(ix.url)
     again.line(f"DEBUG Selecting: native==1.0 [compatible] ({native})")
     assert again.jobs == {}  # nothing queued: its answer is on disk under the sha256 it had
+    again.close()
 
 
 def test_a_wrong_hint_only_costs_the_read_the_lock_makes_itself(tmp_path, monkeypatch):
