@@ -165,6 +165,24 @@ def _engine_error(node: ast.AST) -> bool:
     )
 
 
+def _cuda13_index(node: ast.AST) -> bool:
+    """The PyTorch CUDA 13 index's address: data/packages.toml's cuda13_index, read, never written."""
+    from sparkenv.knowledge import packages
+
+    return packages().cuda13_index.rstrip("/") in (_text(node) or "")
+
+
+def _gb10_capability(node: ast.AST) -> bool:
+    """The GB10's capability written as a default: data/gate.toml's [gb10] capability, read."""
+    return _text(node) == "12.1"
+
+
+def _index() -> str:
+    from sparkenv.knowledge import packages
+
+    return packages().cuda13_index
+
+
 @dataclass(frozen=True)
 class Guard:
     concept: str
@@ -318,6 +336,19 @@ GUARDS = [
         _include_parsing,
         "import re\nINCLUDE = re.compile(r'^(?:-r|-c|--requirement|--constraint)\\s+(\\S+)')\n",
     ),
+    Guard(
+        "the PyTorch CUDA 13 index (data/packages.toml cuda13_index)",
+        (),
+        _cuda13_index,
+        f"FIX = 'install it from {_index()}'\n",
+    ),
+    # image/engine.py's verify() keeps a "12.1" default of its own (base21 edits image/ this session)
+    Guard(
+        "the GB10's capability (data/gate.toml [gb10])",
+        ("image/engine.py",),
+        _gb10_capability,
+        "def audit(gpu: str = '12.1'): ...\n",
+    ),
 ]
 
 
@@ -379,3 +410,19 @@ def test_the_gate_options_have_one_set_of_defaults():
     typer_defaults = {p.name: p.default for p in command.params}
     own = [f for f in dataclasses.fields(GateArgs) if f.name not in ("workload", "reporting")]
     assert {f.name: typer_defaults.get(f.name, "missing") for f in own} == {f.name: f.default for f in own}
+
+
+def test_the_data_files_name_one_cuda13_index():
+    """Every PyTorch CUDA index address in sparkenv/data (fix texts of gotchas.toml, packages.toml) is
+    packages.toml's cuda13_index: a new index is one edit there, and a second spelling fails here."""
+    import re
+
+    from sparkenv.knowledge import packages
+
+    index = packages().cuda13_index
+    mentions = {
+        (p.name, m)
+        for p in (ROOT / "sparkenv" / "data").glob("*.toml")
+        for m in re.findall(r"https?://[^\s\"')]+/whl/(?:cu|cpu)\w*", p.read_text(encoding="utf-8"))
+    }
+    assert mentions and {m for _, m in mentions} == {index}, sorted(mentions)

@@ -19,7 +19,7 @@ class AuditArgs(NamedTuple):
     lock: str | None
     machine: str | None
     root: str | None
-    gpu: str
+    gpu: str | None
     reporting: reporting.ReportOptions
 
 
@@ -35,7 +35,7 @@ def parse(argv: list[str]) -> AuditArgs | None:
         values.get("lock"),  # type: ignore[arg-type]
         values.get("machine"),  # type: ignore[arg-type]
         values.get("root"),  # type: ignore[arg-type]
-        str(values.get("gpu", "12.1")),
+        values.get("gpu"),  # type: ignore[arg-type]
         reporting.ReportOptions(**shared),  # type: ignore[arg-type]
     )
 

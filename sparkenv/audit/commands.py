@@ -42,14 +42,14 @@ def audit(
         ),
     ] = None,
     gpu: Annotated[
-        str,
+        Optional[str],  # noqa: UP045
         typer.Option(
             "--gpu",
             metavar="CAP",
-            help="The GPU the environment must run on (G7 kernel coverage): 12.1 (GB10, DGX Spark), 9.0 "
-            "(H100/H200), 10.0 (B200) …; `none` skips the kernel check.",
+            help="The GPU the environment must run on (G7 kernel coverage): 12.1 (GB10, DGX Spark; the "
+            "default), 9.0 (H100/H200), 10.0 (B200) …; `none` skips the kernel check.",
         ),
-    ] = "12.1",
+    ] = None,
     *,
     reporting: opts.ReportOptions,
 ) -> None:
