@@ -397,19 +397,22 @@ def test_the_schema_accepts_exactly_the_g_numbers_the_code_knows():
 
 
 def test_the_gate_options_have_one_set_of_defaults():
-    """GateArgs declares the gate's options (fastpath.py derives its table from it); the typer command
-    declares the same options with their help, and the same defaults."""
+    """gate/options.py declares the gate's options (help, type, default) for both of its parsers: the typer
+    command has exactly those, with those defaults, and GateArgs has one field per option, no defaults."""
     import dataclasses
 
     import typer.main
 
     from sparkenv.cli import app
     from sparkenv.gate.entry import GateArgs
+    from sparkenv.gate.options import GATE
 
     command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "gate")
     typer_defaults = {p.name: p.default for p in command.params}
-    own = [f for f in dataclasses.fields(GateArgs) if f.name not in ("workload", "reporting")]
-    assert {f.name: typer_defaults.get(f.name, "missing") for f in own} == {f.name: f.default for f in own}
+    assert {o.name: typer_defaults.get(o.name, "missing") for o in GATE} == {o.name: o.default for o in GATE}
+    fields = dataclasses.fields(GateArgs)
+    assert [f.name for f in fields if f.name not in ("workload", "reporting")] == [o.name for o in GATE]
+    assert all(f.default is dataclasses.MISSING for f in fields)
 
 
 def test_the_data_files_name_one_cuda13_index():

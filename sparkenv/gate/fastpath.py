@@ -1,29 +1,20 @@
 """`sparkenv gate …` without typer, click or pydantic: the entrypoint runs before every workload, and
-those imports cost more than every probe together. Parses exactly the options the typer command
-declares (a test compares the two lists) with the lean parser check and audit use (sparkenv/fastargs.py);
+those imports cost more than every probe together. Parses the options gate/options.py declares for both
+parsers, with the lean parser check and audit use (sparkenv/fastargs.py);
 anything else — --help, a typo, a missing value — returns None, and the typer command answers with its
 usual help or error."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 
-from sparkenv import fastargs
+from sparkenv import fastargs, optionspec
 from sparkenv.gate.entry import GateArgs, env_flag
-from sparkenv.optionspec import Option, spellings
+from sparkenv.gate.options import GATE
+from sparkenv.optionspec import spellings
 from sparkenv.render import options as reporting
 
-# The gate's own options are GateArgs' fields (`--need-gb` is need_gb): declared once there, with their
-# types and defaults; the typer command declares the same names with their help (a test keeps the three
-# in step: names here, defaults there).
-_KINDS = {"bool": bool, "float": float, "float | None": float}
-OWN = tuple(
-    Option(f.name, ("--" + f.name.replace("_", "-"),), _KINDS.get(str(f.type), str), default=f.default)
-    for f in fields(GateArgs)
-    if f.name not in ("workload", "reporting")
-)
-OPTIONS = (*OWN, *reporting.GATE_REPORTING)
+OPTIONS = (*GATE, *reporting.GATE_REPORTING)
 SPELLINGS = spellings(OPTIONS)  # every spelling the gate accepts
 
 
@@ -33,10 +24,7 @@ def parse(argv: list[str]) -> GateArgs | None:
     if parsed is None:
         return None
     given, workload = parsed
-    a = GateArgs(workload=workload, reporting=reporting.bundle(given))
-    for o in OWN:
-        if o.name in given:
-            setattr(a, o.name, given[o.name])
+    a = GateArgs(workload=workload, reporting=reporting.bundle(given), **optionspec.values(GATE, given))
     return _from_environment(a)
 
 
