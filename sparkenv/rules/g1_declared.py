@@ -139,8 +139,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
         v = Version(d.exact)
         if not v.local and v < Version(first.version):
             out.append(
-                Finding(
-                    id=GotchaId.G1,
+                _finding(
                     status=Status.WARN,
                     summary=f"{desc} ({d.where}): an unlabelled pin below {first.version} matches builds "
                     f"without CUDA 13: the default index's {profile.machine} wheels before {first.version} "
