@@ -177,6 +177,12 @@ def _gb10_capability(node: ast.AST) -> bool:
     return _text(node) == "12.1"
 
 
+def _own_command_line(node: ast.AST) -> bool:
+    """`arg == "--"`: a loop reading sparkenv's own command line by hand, beside typer and fastargs (the
+    gate had one of its own once; launchers' command lines are environment/parsers.py's, read otherwise)."""
+    return isinstance(node, ast.Compare) and any(_text(c) == "--" for c in (node.left, *node.comparators))
+
+
 def _index() -> str:
     from sparkenv.knowledge import packages
 
@@ -335,6 +341,12 @@ GUARDS = [
         ("lock/includes.py",),
         _include_parsing,
         "import re\nINCLUDE = re.compile(r'^(?:-r|-c|--requirement|--constraint)\\s+(\\S+)')\n",
+    ),
+    Guard(
+        "sparkenv's command line read without typer",
+        ("fastargs.py",),
+        _own_command_line,
+        "def parse(argv):\n    return argv[argv.index('--') + 1 :] if argv[0] == '--' else argv\n",
     ),
     Guard(
         "the PyTorch CUDA 13 index (data/packages.toml cuda13_index)",
