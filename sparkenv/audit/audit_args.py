@@ -26,7 +26,7 @@ class AuditArgs(NamedTuple):
     @classmethod
     def of(cls, target: str | None, values: Mapping[str, Any], report: reporting.ReportOptions) -> AuditArgs:
         """From either parser: the TARGET, AUDIT's values (optionspec.values), the bundle."""
-        return cls(target, *(values[o.name] for o in AUDIT), report)
+        return cls(target=target, reporting=report, **values)
 
 
 def parse(argv: list[str]) -> AuditArgs | None:

@@ -29,7 +29,7 @@ class CheckArgs(NamedTuple):
     @classmethod
     def of(cls, inputs: list[str], values: Mapping[str, Any], report: reporting.ReportOptions) -> CheckArgs:
         """From either parser: the positional INPUTs, CHECK's values (optionspec.values), the bundle."""
-        return cls(inputs, *(values[o.name] for o in CHECK), report)
+        return cls(inputs=inputs, reporting=report, **values)
 
 
 def parse(argv: list[str]) -> CheckArgs | None:
