@@ -113,13 +113,16 @@ def many_kernels(root: Path, count: int) -> Path:
     return out
 
 
-def spread(kernels, names: list[str], gap: int, section: str, offset: int = 0) -> Path:
+def spread(kernels, names: list[str], gap: int, section: str, offset: int = 0, stray: bool = False) -> Path:
     """Several real fatbins in one section, `gap` zero bytes apart (8-byte aligned), as large libraries
-    lay out their compilation units; `offset` puts them off the 8-byte grid (a data section)."""
-    blob = kernels.root / f"spread-{'-'.join(names)}-{gap}.bin"
+    lay out their compilation units; `offset` puts them off the 8-byte grid (a data section); `stray`
+    fills the gaps with magic numbers off the grid, which are no fatbin."""
+    blob = kernels.root / f"spread-{'-'.join(names)}-{gap}-{stray}.bin"
     parts = [kernels.fatbin(n).read_bytes() for n in names]
-    blob.write_bytes(b"".join(p.ljust(-(-len(p) // 8) * 8, b"\0") + b"\0" * gap for p in parts))
-    return kernels.with_section(kernels.plain(), section, blob, f"spread{gap}{section.strip('.')}", offset)
+    filler = (b"\0\0\0\0" + struct.pack("<I", MAGIC)) * (gap // 8) if stray else b"\0" * gap
+    blob.write_bytes(b"".join(p.ljust(-(-len(p) // 8) * 8, b"\0") + filler for p in parts))
+    name = f"spread{gap}{section.strip('.')}{'stray' if stray else ''}"
+    return kernels.with_section(kernels.plain(), section, blob, name, offset)
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +137,9 @@ def objects(kernels, tmp_path_factory) -> dict[str, Path]:
             kernels, ["fat", "sm90", "ptx90", "sm120a"], 100 * 1024, ".nv_fatbin"
         ),
         "fatbins 5 KiB apart": spread(kernels, ["sm121a", "fat", "sm75"], 5 * 1024, ".nv_fatbin"),
+        "stray magic between fatbins": spread(
+            kernels, ["fat", "sm90", "sm75"], 3000 * 8, ".nv_fatbin", stray=True
+        ),
         "in .ldata, off the grid": spread(kernels, ["fat", "sm120", "ptx90"], 70 * 1024 + 3, ".ldata", 5),
     }
 
@@ -148,6 +154,7 @@ def objects(kernels, tmp_path_factory) -> dict[str, Path]:
         "large cubins",
         "fatbins 100 KiB apart",
         "fatbins 5 KiB apart",
+        "stray magic between fatbins",
         "in .ldata, off the grid",
     ],
 )
@@ -156,7 +163,7 @@ def test_the_reader_finds_what_a_whole_file_read_finds(objects, name, deep):
     assert as_read(objects[name], deep) == expected
     if name == "large cubins":  # the case the small reads are for: payloads larger than a window
         assert max(expected["payload"].values()) > 64 * 1024
-    if name.startswith("fatbins"):
+    if name.startswith(("fatbins", "stray")):
         assert expected["headers"] >= 3  # every compilation unit of the section is found
     elif name != "in .ldata, off the grid" or deep:
         assert expected["headers"] >= 1
