@@ -159,6 +159,7 @@ def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
                 tuple(str(n) for n in hit["needed"]),
                 tuple(str(n) for n in hit["rpath"]),
                 tuple(str(n) for n in hit["runpath"]),
+                hit.get("nv_fatbin") if isinstance(hit.get("nv_fatbin"), bool) else None,
             )
         except (KeyError, TypeError):
             pass
@@ -178,6 +179,7 @@ def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
                 "needed": list(info.needed),
                 "rpath": list(info.rpath),
                 "runpath": list(info.runpath),
+                "nv_fatbin": info.nv_fatbin,
             },
         )
     return info
@@ -217,7 +219,9 @@ def _scan_files(
             continue
         facts.shared_objects.append(SharedObject(rel, info))
         seen += 1
-        if gpu is not None:
+        # nv_fatbin False: the ELF reader saw no .nv_fatbin, so the fatbin reader would return None
+        # (kernels.read_object); it is not opened a second time. None (not known) reads as before.
+        if gpu is not None and info.nv_fatbin is not False:
             found = kernels.read_object(path, rel, gpu, cache)
             if found is not None:
                 facts.kernels.append(found)
