@@ -273,7 +273,7 @@ def list_sections(read: Reader, nv_fatbin_only: bool = False) -> list[Section] |
             names = [name(row[0]) for row in raw]  # every name, as below: a bad one damages the table
             return [
                 Section(n, row[1], row[2], row[4], row[5])
-                for n, row in zip(names, raw)
+                for n, row in zip(names, raw, strict=True)
                 if n == ".nv_fatbin" and row[1] != SHT_NOBITS
             ]
         return [
