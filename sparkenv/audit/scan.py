@@ -109,6 +109,9 @@ def _distribution(site: Path, name: str, memo: Memo | None) -> Distribution | Me
                 "notes": list(kept.notes),
             },
         )
+        # What a later audit gets back from the memo, now: the readers and rules then search a RECORD
+        # of the rows they read (shared objects, CUDA layout paths), not one of tens of thousands.
+        return kept
     return item
 
 
@@ -141,10 +144,10 @@ def ptxas_paths(facts: AuditFacts) -> list[str]:
     return found + (list(facts.triton.env.values()) if facts.triton else [])
 
 
-def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
+def _elf(path: str, memo: Memo | None, hint: bool = False) -> elf.ElfInfo | elf.ElfDefect | None:
     """The ELF reader's answer, from the memo when the file's stat is the one it was read under."""
     if memo is None:
-        return elf.read_file(path)
+        return elf.read_file(path, hint)
     key = stat_key(path)
     hit = memo.elf_info(path, key)
     if hit is not None:
@@ -163,7 +166,7 @@ def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
             )
         except (KeyError, TypeError):
             pass
-    info = elf.read_file(path)  # raises OSError for a missing or unreadable file: never remembered
+    info = elf.read_file(path, hint)  # raises OSError for a missing or unreadable file: never remembered
     if info is None:
         memo.put_elf(path, key, {"kind": "none"})
     elif isinstance(info, elf.ElfDefect):
@@ -202,7 +205,7 @@ def _scan_files(
     for rel in facts.so_paths:
         path = os.path.join(site, rel)
         try:
-            info = _elf(path, memo)
+            info = _elf(path, memo, gpu is not None)
         except FileNotFoundError:
             if os.path.islink(path):
                 facts.problems.append(FileProblem(path, facts.dist.key, "dangling symlink"))

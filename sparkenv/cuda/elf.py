@@ -74,19 +74,28 @@ def parse_bytes(data: bytes) -> ElfInfo | ElfDefect | None:
     return parse(lambda offset, size: data[offset : offset + size])
 
 
-def read_file(path: str) -> ElfInfo | ElfDefect | None:
-    """Read one file's ELF facts. OSError (missing, unreadable, symlink loop) is the caller's to report."""
+def read_file(path: str, nv_fatbin: bool = False) -> ElfInfo | ElfDefect | None:
+    """Read one file's ELF facts. OSError (missing, unreadable, symlink loop) is the caller's to report.
+    `nv_fatbin`: also say whether it has a .nv_fatbin (ElfInfo.nv_fatbin), for a caller that reads
+    GPU code next."""
     # O_NONBLOCK: a FIFO placed where a library should be must not hang the audit.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return ElfDefect("not a regular file")
+        done: dict[tuple[int, int], bytes] = {}
 
         def read(offset: int, size: int) -> bytes:
-            return os.pread(fd, size, offset)
+            # the ELF header and the section header table are read again for the section listing
+            data = done.get((offset, size))
+            if data is None:
+                data = os.pread(fd, size, offset)
+                if nv_fatbin and len(done) < 4:
+                    done[offset, size] = data
+            return data
 
         info = parse(read)
-        if isinstance(info, ElfInfo):
+        if nv_fatbin and isinstance(info, ElfInfo):
             info = replace(info, nv_fatbin=_has_nv_fatbin(read))
         return info
     finally:

@@ -55,7 +55,7 @@ def objects(kernels, elves, tmp_path_factory) -> dict[str, Path]:
 def test_the_hint_is_what_the_fatbin_reader_finds(objects):
     seen: dict[bool, list[str]] = {True: [], False: []}
     for name, path in objects.items():
-        info = elf.read_file(str(path))
+        info = elf.read_file(str(path), nv_fatbin=True)
         if not isinstance(info, elf.ElfInfo):
             continue  # the audit never reads kernels of these
         assert info.nv_fatbin is not None, name
@@ -72,8 +72,9 @@ def test_the_hint_is_what_the_fatbin_reader_finds(objects):
     # a cut section table is the ELF reader's defect: the audit reports it and reads no kernels there
     assert isinstance(elf.read_file(str(objects["section table cut"])), elf.ElfDefect)
     # the hint is not part of an ElfInfo's equality: readers that build one from bytes still compare equal
-    info = elf.read_file(str(objects["fat"]))
+    info = elf.read_file(str(objects["fat"]), nv_fatbin=True)
     assert isinstance(info, elf.ElfInfo) and info == elf.ElfInfo(info.machine, info.soname, info.needed)
+    assert elf.read_file(str(objects["fat"])).nv_fatbin is None  # not asked for: not worked out
 
 
 def _report(prefix: Path, gpu: object) -> tuple[list[tuple], dict]:
