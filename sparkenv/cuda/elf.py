@@ -279,6 +279,9 @@ def list_sections(read: Reader, nv_fatbin_only: bool = False) -> list[Section] |
         names_at, names_size = raw[shstrndx][4], raw[shstrndx][5]
         name = _names_reader(read, names_at, names_size)
         if nv_fatbin_only:
+            quick = _nv_fatbin_rows(read, raw, names_at, names_size)
+            if quick is not None:
+                return [Section(".nv_fatbin", row[1], row[2], row[4], row[5]) for row in quick]
             names = [name(row[0]) for row in raw]  # every name, as below: a bad one damages the table
             return [
                 Section(n, row[1], row[2], row[4], row[5])
@@ -293,6 +296,22 @@ def list_sections(read: Reader, nv_fatbin_only: bool = False) -> list[Section] |
         return str(exc)
     except (struct.error, ValueError, OverflowError, IndexError) as exc:
         return f"malformed ELF ({exc.__class__.__name__})"
+
+
+def _nv_fatbin_rows(
+    read: Reader, raw: list[tuple[int, ...]], at: int, size: int
+) -> list[tuple[int, ...]] | None:
+    """The rows nv_fatbin_sections would keep, when the names table is sound enough that naming each
+    section cannot fail (read whole, ends with a NUL, every index inside it, no name of _MAX_NAME bytes):
+    then a name is ".nv_fatbin" exactly where its bytes are ".nv_fatbin\\0". None: name them one by one."""
+    if at < 0 or not 0 < size <= _MAX_TABLE or max(row[0] for row in raw) >= size:
+        return None
+    table = read(at, size)
+    if len(table) != size or table[-1] != 0 or max(map(len, table.split(b"\0"))) >= _MAX_NAME:
+        return None
+    if b".nv_fatbin\0" not in table:
+        return []
+    return [r for r in raw if r[1] != SHT_NOBITS and table.startswith(b".nv_fatbin\0", r[0])]
 
 
 def nv_fatbin_sections(sections: list[Section]) -> list[Section]:

@@ -117,3 +117,63 @@ def test_an_audit_with_the_hint_says_what_one_without_it_says(env, objects, tmp_
     env.add("late", "1.0")
     (from_memo, _), (without, _) = audit("a", False), audit("c", True)
     assert from_memo == without
+
+
+def _patched(base: Path, root: Path, name: str, patch) -> Path:  # type: ignore[no-untyped-def]
+    """A copy of `base` with its section table patched: patch(data, rows, names_at, names_size, shoff)."""
+    data = bytearray(base.read_bytes())
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    rows = [shoff + i * shentsize for i in range(shnum)]
+    names_at, names_size = struct.unpack_from("<QQ", data, rows[shstrndx] + 0x18)
+    patch(data, rows, names_at, names_size)
+    out = root / name
+    out.write_bytes(bytes(data))
+    return out
+
+
+def _nv_fatbin_row(data: bytearray, rows: list[int], names_at: int) -> int:
+    for row in rows:
+        (index,) = struct.unpack_from("<I", data, row)
+        if data[names_at + index : names_at + index + 11] == b".nv_fatbin\0":
+            return row
+    raise AssertionError("no .nv_fatbin")
+
+
+def test_the_quick_section_check_agrees_with_naming_every_section(kernels, tmp_path):
+    """list_sections(nv_fatbin_only=True) checks the names table's bytes when it is sound, and names
+    every section when not: both give what the full listing gives, on sound and damaged tables."""
+    fat = kernels.so("fat")
+
+    def last_byte_not_nul(data, rows, at, size):  # type: ignore[no-untyped-def]
+        data[at + size - 1] = ord("x")
+
+    def name_past_table(data, rows, at, size):  # type: ignore[no-untyped-def]
+        struct.pack_into("<I", data, rows[1], size + 5)
+
+    def renamed(data, rows, at, size):  # type: ignore[no-untyped-def]
+        start = data.index(b".nv_fatbin\0", at)
+        data[start : start + 10] = b".nv_fatbix"
+
+    def nobits(data, rows, at, size):  # type: ignore[no-untyped-def]
+        struct.pack_into("<I", data, _nv_fatbin_row(data, rows, at) + 4, elf.SHT_NOBITS)
+
+    variants = {"sound": fat, "plain": kernels.plain()}
+    for patch in (last_byte_not_nul, name_past_table, renamed, nobits):
+        variants[patch.__name__] = _patched(fat, tmp_path, f"{patch.__name__}.so", patch)
+    answers = {}
+    for name, path in variants.items():
+        data = path.read_bytes()
+
+        def read(offset: int, size: int, data: bytes = data) -> bytes:
+            return data[offset : offset + size]
+
+        full = elf.list_sections(read)
+        quick = elf.list_sections(read, nv_fatbin_only=True)
+        assert quick == (full if isinstance(full, str) else elf.nv_fatbin_sections(full)), name
+        info = elf.read_file(str(path), nv_fatbin=True)
+        if isinstance(info, elf.ElfInfo):
+            assert info.nv_fatbin == fatbin.scan(str(path)).has_nv_fatbin, name
+        answers[name] = quick if isinstance(quick, str) else len(quick)
+    assert answers["sound"] == 1 and answers["plain"] == answers["renamed"] == answers["nobits"] == 0
+    assert isinstance(answers["name_past_table"], str)  # damaged: the fatbin reader says so, as before
