@@ -41,10 +41,12 @@ def parse(argv: list[str]) -> AuditArgs | None:
 
 
 def run(args: AuditArgs) -> int:
-    from sparkenv.audit.run import audit
+    from sparkenv.audit.run import audit, say_what_was_read
     from sparkenv.cuda import coverage
     from sparkenv.render.emit import emit
 
     options = args.reporting.check()
     cap = coverage.parse_gpu_option(args.gpu)
-    return emit(audit(args.target, lock=args.lock, machine=args.machine, root=args.root, gpu=cap), options)
+    result = audit(args.target, lock=args.lock, machine=args.machine, root=args.root, gpu=cap)
+    say_what_was_read(result, options)
+    return emit(result, options)

@@ -71,14 +71,10 @@ def audit(
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
     from sparkenv.audit.run import audit as run_audit
+    from sparkenv.audit.run import say_what_was_read
     from sparkenv.cuda import coverage
     from sparkenv.render.emit import emit
 
     result = run_audit(target, lock=lock, machine=machine, root=root, gpu=coverage.parse_gpu_option(gpu))
-    import sys
-
-    if not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty():
-        # first, on a terminal's stderr (stdout stays findings then the verdict; a captured stderr stays
-        # the one error line): which environment was read. The G1 INFO line and context.read say it too
-        print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)
+    say_what_was_read(result, reporting)
     raise typer.Exit(emit(result, reporting))
