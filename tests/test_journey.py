@@ -35,15 +35,19 @@ def _uv() -> str:
     return str(uv.find_uv_bin())
 
 
-def _clean_env(**extra: str) -> dict[str, str]:
-    """The user's shell: no venv of the tests active, no index or credential of this machine's."""
-    drop = ("VIRTUAL_ENV", "PYTHONPATH", "NETRC", "NO_COLOR", "FORCE_COLOR")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in drop
-        and not k.startswith(("UV_INDEX", "UV_DEFAULT", "UV_EXTRA", "PIP_INDEX", "PIP_EXTRA"))
+def _machine_index() -> dict[str, str]:
+    """This machine's package index settings (a mirror, a TLS proxy's CA): what installers need."""
+    return {
+        k: v for k, v in os.environ.items() if k.startswith(("UV_INDEX", "UV_DEFAULT", "UV_EXTRA", "PIP_"))
     }
+
+
+def _clean_env(installer: bool = False, **extra: str) -> dict[str, str]:
+    """The user's shell: no venv of the tests active. An installer keeps this machine's index settings;
+    sparkenv's own runs get none (the private index and its credential are all they are given)."""
+    drop = ("VIRTUAL_ENV", "PYTHONPATH", "NETRC", "NO_COLOR", "FORCE_COLOR")
+    indexes = ("UV_INDEX", "UV_DEFAULT", "UV_EXTRA", "PIP_INDEX", "PIP_EXTRA")
+    env = {k: v for k, v in os.environ.items() if k not in drop and (installer or not k.startswith(indexes))}
     here = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if d and d != here)
     env.update(extra)
@@ -99,10 +103,12 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
 
     # --- sparkenv as a user installs it: the built wheel, through `uv tool install` ---------------------
     dist, tools = tmp_path / "dist", tmp_path / "tools"
-    built = _run([_uv(), "build", "--wheel", "-q", "--out-dir", str(dist), str(REPO)], tmp_path, _clean_env())
+    built = _run(
+        [_uv(), "build", "--wheel", "-q", "--out-dir", str(dist), str(REPO)], tmp_path, _clean_env(True)
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = dist.glob("sparkenv-*.whl")
-    tool_env = _clean_env(UV_TOOL_DIR=str(tools / "lib"), UV_TOOL_BIN_DIR=str(tools / "bin"))
+    tool_env = _clean_env(True, UV_TOOL_DIR=str(tools / "lib"), UV_TOOL_BIN_DIR=str(tools / "bin"))
     install = [
         _uv(),
         "tool",
@@ -181,7 +187,8 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
     _run([*git, "commit", "-q", "-m", "lock"], repo, env)
 
     # --- the hooks through pre-commit try-repo -------------------------------------------------------------
-    hook_env = {**env, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    # pre-commit installs the hooks' environment with pip: this machine's index settings for that
+    hook_env = {**env, **_machine_index(), "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
     pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
     hooks = {}
     for hook in ("sparkenv-check", "sparkenv-lock-check"):
@@ -205,7 +212,9 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
     runner = tmp_path / "runner"
     assert (
         _run(
-            [_uv(), "venv", "-q", "--seed", "--python", sys.executable, str(runner)], tmp_path, _clean_env()
+            [_uv(), "venv", "-q", "--seed", "--python", sys.executable, str(runner)],
+            tmp_path,
+            _clean_env(True),
         ).returncode
         == 0
     )
@@ -220,7 +229,7 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
         "GITHUB_STEP_SUMMARY": str(gh["summary"]),
     }
     # pip of the runner installs sparkenv from the action's checkout, from pip's own index
-    install_env = {k: v for k, v in step_env.items() if k != "UV_INDEX_URL"}
+    install_env = {**{k: v for k, v in step_env.items() if k != "UV_INDEX_URL"}, **_machine_index()}
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs["requirements"] = "pyproject.toml"
     step_out = []
