@@ -32,7 +32,7 @@ def _project_profile() -> tuple[str | None, Path | None]:
     pyproject = project.root() / "pyproject.toml"
     if not pyproject.is_file():
         return None, None
-    settings = inputs_mod.read([project.from_here(pyproject)]).settings
+    settings = inputs_mod.project_settings(project.from_here(pyproject))
     return settings.get("profile") or settings.get("profile-file"), pyproject.parent
 
 
