@@ -3,10 +3,11 @@ checkout and installed with `uv tool install` (its own tool folder, not this che
 tests); a fresh git repository; a custom profile generated from the stand-in base image (`profiles new
 --from-image`); then check → lock → `lock --check` from a subfolder → the pre-commit hooks through real
 `pre-commit try-repo` → the GitHub Action's steps run by bash → build → `docker run` of the image with the
-gate in front of a workload → audit inside the image. A private index on 127.0.0.1 demands HTTP basic auth;
-its user-info (the planted secret) is given to sparkenv in the index URL and must be found in no file
-written, no output of any format and no image layer. Where two stages judge the same thing (the same
-input, the same lock, the same image), each finding has the same status at both."""
+gate in front of a workload → audit inside the image. A private index on 127.0.0.1 demands HTTP basic
+auth; its user-info (the planted secret) is given to sparkenv in index URLs (UV_EXTRA_INDEX_URL,
+`lock --index-url`) and must be found in no file written, no output of any format and no image layer.
+Where two stages judge the same thing (the same input, the same lock, the same image), each finding has
+the same status at both."""
 
 from __future__ import annotations
 
@@ -130,13 +131,14 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
     server = artifacts.serve(ix, auth=f"{USER}:{SECRET}")
     secret_url = ix.url.replace("http://", f"http://{USER}:{SECRET}@")
     cache = tmp_path / "sparkenv-cache"
+    # the user's shell: this machine's index settings (sparkenv's own runtime wheels come from there) and
+    # the private index as an extra index whose URL holds the credential, as uv reads it
     env = _clean_env(
+        True,
         PATH=f"{tools / 'bin'}{os.pathsep}{_clean_env()['PATH']}",
-        UV_INDEX_URL=secret_url,  # the user's shell holds the credential, as uv reads it
+        UV_EXTRA_INDEX_URL=secret_url,
         UV_CACHE_DIR=str(tmp_path / "uv-cache"),
         SPARKENV_CACHE_DIR=str(cache),
-        PIP_CERT="",
-        SSL_CERT_FILE="",
     )
 
     def sparkenv(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -229,7 +231,7 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
         "GITHUB_STEP_SUMMARY": str(gh["summary"]),
     }
     # pip of the runner installs sparkenv from the action's checkout, from pip's own index
-    install_env = {**{k: v for k, v in step_env.items() if k != "UV_INDEX_URL"}, **_machine_index()}
+    install_env = {**{k: v for k, v in step_env.items() if k != "UV_EXTRA_INDEX_URL"}, **_machine_index()}
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs["requirements"] = "pyproject.toml"
     step_out = []
