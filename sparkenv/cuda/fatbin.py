@@ -108,7 +108,7 @@ def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = No
     if isinstance(sections, str):
         out.complete, out.problem = False, sections
         return out
-    wanted = [s for s in sections if s.name == ".nv_fatbin" and s.type != elf.SHT_NOBITS]
+    wanted = elf.nv_fatbin_sections(sections)
     out.has_nv_fatbin = bool(wanted)
     if deep:
         names = kernels().sections.data
