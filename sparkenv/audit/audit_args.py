@@ -40,17 +40,12 @@ def parse(argv: list[str]) -> AuditArgs | None:
 
 
 def run(args: AuditArgs) -> int:
-    import sys
-
-    from sparkenv.audit.run import audit
+    from sparkenv.audit.run import audit, say_what_was_read
     from sparkenv.cuda import coverage
     from sparkenv.render.emit import emit
 
     options = args.reporting.check()
     cap = coverage.parse_gpu_option(args.gpu)
     result = audit(args.target, lock=args.lock, machine=args.machine, root=args.root, gpu=cap)
-    if not (options.quiet or options.machine_stdout) and sys.stderr.isatty():
-        # first, on a terminal's stderr (stdout stays findings then the verdict; a captured stderr stays
-        # the one error line): which environment was read. The G1 INFO line and context.read say it too
-        print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)
+    say_what_was_read(result, options)
     return emit(result, options)
