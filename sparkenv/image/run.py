@@ -101,9 +101,9 @@ def build(req: BuildRequest) -> BuildOutcome:
 
     if req.dry_run:  # no Docker: sparkenv's runtime for the profile's Python (a build reads the base's)
         target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
-        wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
+        wheels, note = _dry_run_runtime(target)
         plan = context.Plan(prof, locked, base, _version(), ca_path, req.sdpa, wheels)
-        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push))
+        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push) + note)
 
     from sparkenv import signals
 
@@ -283,6 +283,19 @@ def _dry_run(plan, driver_findings: list[Finding], ref: str, gpu_text: str, push
     if push:
         lines.append(f"# then push {push} and print its digest")
     return "\n".join(lines) + "\n"
+
+
+def _dry_run_runtime(target) -> tuple[list[Path], str]:  # type: ignore[no-untyped-def]
+    """sparkenv's wheel and its runtime's for --dry-run; without uv (the light install) the runtime's are
+    left out and a line says so: the preview needs no extra."""
+    from sparkenv.errors import ServiceMissing
+    from sparkenv.image import runtime
+
+    try:
+        runtime.uv()
+    except ServiceMissing as exc:
+        return [runtime.sparkenv_wheel()], f"# its runtime's wheels left out: {exc}\n"
+    return [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)], ""
 
 
 def _why(report: Report, strict: bool) -> str:

@@ -215,16 +215,28 @@ def dependency_wheels(target: Target, timeout: float = DOWNLOAD_TIMEOUT) -> list
     return sorted(out.glob("*.whl"))
 
 
+def uv() -> str:
+    """uv's binary (the `uv` package of sparkenv[build], else uv on PATH), or exit 3 naming the extra."""
+    from sparkenv.resolve.uvdriver import uv_binary
+
+    try:
+        return uv_binary()
+    except ServiceMissing:
+        raise ServiceMissing(
+            "uv is not installed: `sparkenv build` resolves sparkenv's runtime wheels for the image's Python "
+            "with it; install it with pip install 'sparkenv[build]' (or 'sparkenv[all]')"
+        ) from None
+
+
 def _resolve(work: Path, wanted: list[str], constraints: list[str], target: Target, timeout: float) -> str:
     """uv pip compile's pylock.toml text for the image's interpreter; uv in its own session, stopped
     with everything it started on a timeout, Ctrl-C, SIGTERM or SIGHUP."""
     from sparkenv import children, signals
-    from sparkenv.resolve.uvdriver import uv_binary
 
     (work / "runtime.in").write_text("\n".join(wanted) + "\n")
     (work / "constraints.txt").write_text("\n".join(constraints) + "\n")
     out = work / "pylock.toml"
-    cmd = [uv_binary(), "pip", "compile", str(work / "runtime.in"), "-c", str(work / "constraints.txt")]
+    cmd = [uv(), "pip", "compile", str(work / "runtime.in"), "-c", str(work / "constraints.txt")]
     cmd += ["--python-version", target.python, "--python-platform", target.python_platform()]
     cmd += ["--only-binary", ":all:", "--format", "pylock.toml", "-o", str(out), "--no-header", "--quiet"]
     cmd += ["--no-python-downloads"]
