@@ -240,3 +240,65 @@ def test_dry_run_under_uv_tool_takes_the_runtime_for_the_profiles_python(tool, i
     context = [ln for ln in dry.stdout.splitlines() if ln.startswith("#   sparkenv/runtime/")]
     assert any("pydantic_core-" in ln and "-cp313-" in ln for ln in context), dry.stdout[-3000:]
     assert not any("-cp311-" in ln for ln in context), context
+
+
+HANGING_TAG = "sparkenv-test/standin-python-hangs:2"
+
+
+def _probes(ref: str) -> list[str]:
+    done = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=io.sparkenv.probe", "--filter", f"ancestor={ref}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.split()
+
+
+def test_a_signal_while_the_base_is_read_removes_the_probe_container(engine, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A base whose python3 never answers: SIGTERM while build reads it ends sparkenv with 143 and the
+    closing line, and the probe's container is removed (a real process, a real signal, a real engine)."""
+    import signal
+    import time
+
+    import artifacts
+    from docker.errors import ImageNotFound
+
+    try:
+        engine.images.get(HANGING_TAG)
+    except ImageNotFound:
+        # first on PATH (an executable: context_tar makes .sh files so): the probe's python3 hangs
+        ctx = {"python3.sh": b"#!/bin/sh\nexec sleep 600\n"}
+        ctx["Dockerfile"] = f"FROM {bh.STANDIN_TAG}\nCOPY python3.sh /usr/local/bin/python3\n".encode()
+        engine.images.build(
+            fileobj=bh.context_tar(ctx), custom_context=True, tag=HANGING_TAG, rm=True, forcerm=True
+        )
+    wheel = index.root / "files" / "tinypkg-1.0-py3-none-any.whl"
+    lock = bh.write_lock(tmp_path, index.url, {"1-packages": [wheel]}, bh.STANDIN_TAG)
+    argv = [sys.executable, "-m", "sparkenv", "build", "--lock", str(lock), "--profile"]
+    argv += [str(tmp_path / "standin.toml"), "--base", HANGING_TAG, "--tag", "sparkenv-test/fit:hang"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=artifacts.default_dispositions,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _probes(HANGING_TAG) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        assert _probes(HANGING_TAG), "the probe never started"
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("sparkenv: terminated (SIGTERM)") and "removed the probe container" in last, err
+    assert "Traceback" not in err and "step 1/" not in err
+    assert _probes(HANGING_TAG) == []
