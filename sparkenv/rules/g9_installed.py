@@ -21,7 +21,33 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 
 def installed(facts: AuditFacts) -> list[Finding]:
-    return [_container(facts), *_ngc(facts), *_drift(facts), *_requirements(facts)]
+    return [_container(facts), *_ngc(facts), *_lock_profile(facts), *_drift(facts), *_requirements(facts)]
+
+
+def _lock_profile(facts: AuditFacts) -> list[Finding]:
+    """--lock's profile, found as `lock --check` and `build` find it: changed since the lock was written
+    (a WARN: the environment may be right, the lock no longer describes its target; `lock --check` fails
+    the lock itself), or not here (an image keeps the lock, not the profile file)."""
+    p = facts.lock_profile
+    if p is None:
+        return []
+    if not p.found:
+        summary = f"{p.lock} was locked for profile {p.profile}, which is not here: not compared ({p.why})"
+        return [_finding(status=Status.INFO, summary=summary, subject="profile")]
+    if p.changed:
+        return [
+            _finding(
+                status=Status.WARN,
+                summary=f"profile {p.profile} changed since {p.lock} was written: the lock was resolved for "
+                "what it said then",
+                subject="profile",
+                evidence=(f"{p.lock}: [tool.sparkenv] profile-hash",),
+                fix=f"re-lock for the profile as it is now (sparkenv lock INPUT… --profile {p.profile}; "
+                "sparkenv lock --check prints the exact command), then rebuild or reinstall",
+            )
+        ]
+    summary = f"{p.lock} was locked for profile {p.profile}, unchanged since"
+    return [_finding(status=Status.PASS, summary=summary, subject="profile")]
 
 
 def _requirements(facts: AuditFacts) -> list[Finding]:
