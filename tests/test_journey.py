@@ -250,16 +250,6 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
         build_args += ["--json", "--report", str(reports / "build.json")]
         # no --lock, no --profile: the project's lock of the project's profile ([tool.sparkenv]), from here
         build = sparkenv(*build_args, cwd=repo / "sub", timeout=900)
-        known_gap = ""
-        if build.returncode == 3 and "No module named pip" in build.stderr:
-            # KNOWN GAP (issue 21 item 5, not fixed yet): under `uv tool install` build fetches sparkenv's
-            # runtime wheels with a pip the tool's environment does not have. The rest of the journey runs
-            # from the same tool with pip added, and the test ends in XFAIL naming the gap; once build
-            # needs no pip this branch is not taken and the test passes outright.
-            known_gap = build.stderr.strip()
-            again = _run([*install, "--with", "pip", "--reinstall"], tmp_path, tool_env)
-            assert again.returncode == 0, again.stderr[-2000:]
-            build = sparkenv(*build_args, cwd=repo / "sub", timeout=900)
         assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
         build_f = _json_findings(build.stdout)
         assert _agree(lock_f, build_f) == []
@@ -304,8 +294,6 @@ def test_a_new_users_journey_through_every_stage(tmp_path: Path) -> None:
         image = client.images.get(TAG)
         assert SECRET not in repr(image.attrs) and SECRET not in repr(image.history())
         assert bh.layers_holding(client, TAG, SECRET.encode()) == []
-        if known_gap:
-            pytest.xfail(f"build under `uv tool install` needs pip (every other stage passed): {known_gap}")
     finally:
         server.shutdown()
         subprocess.run(["docker", "rmi", "-f", TAG], capture_output=True, timeout=120)
