@@ -8,7 +8,7 @@ from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.environment import container
 from sparkenv.environment.distributions import Distribution, MetadataProblem
 from sparkenv.environment.target import Target
-from sparkenv.facts.lock import Lock
+from sparkenv.facts.lock import Lock, ProfileOfLock
 from sparkenv.facts.ngc import NgcFacts
 
 
@@ -47,3 +47,4 @@ class AuditFacts:
     shared_object_count: int = 0
     gpu: coverage.Capability | None = None  # the GPU kernels are judged for (G7); None: not checked
     triton: toolchain.TritonTools | None = None
+    lock_profile: ProfileOfLock | None = None  # --lock's profile, when the lock records one

@@ -24,6 +24,10 @@ from sparkenv import credentials, fetch
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
+# The index uv and pip read when the inputs and --index-url name none (the one spelling of it in sparkenv;
+# resolve/fallbacks.py reads it from here).
+DEFAULT_INDEX = "https://pypi.org/simple/"
+
 
 @dataclass(frozen=True)
 class FileRef:
@@ -109,10 +113,7 @@ def parse(text: str, via: str) -> Metadata:
 
 def is_default_index(index_url: str | None) -> bool:
     """Whether uv files this index's wheels under its `pypi` bucket (its default index)."""
-    return index_url is None or index_url.rstrip("/") in (
-        "https://pypi.org/simple",
-        "https://pypi.org/simple/",
-    )
+    return index_url is None or index_url.rstrip("/") == DEFAULT_INDEX.rstrip("/")
 
 
 def read(

@@ -34,7 +34,11 @@ class Family:
 
 @functools.cache
 def families() -> dict[str, Family]:
-    return {k: Family(k, v.cuda_files, v.instead, v.conclusive) for k, v in packages().cuda_capable.items()}
+    data = packages()  # the index address is written once in the file; `instead` names it {cuda13_index}
+    return {
+        k: Family(k, v.cuda_files, v.instead.replace("{cuda13_index}", data.cuda13_index), v.conclusive)
+        for k, v in data.cuda_capable.items()
+    }
 
 
 def instead(key: str, machine: str) -> str:
