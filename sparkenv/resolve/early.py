@@ -75,9 +75,10 @@ class EarlyReads:
             return
         key, version, filename = got
         if filename.endswith(".whl"):  # what uv has cached of it is parsed now, not after uv returns
-            from sparkenv.resolve import metadata, uv_cache
+            from sparkenv.resolve import uv_cache
+            from sparkenv.resolve.default_index import is_installers_default
 
-            uv_cache.requires(filename, metadata.is_default_index(self.index_url))
+            uv_cache.requires(filename, is_installers_default(self.index_url))
         if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename, key):
             return
         with self._lock:
@@ -110,7 +111,7 @@ class EarlyReads:
         from sparkenv.knowledge import packages
         from sparkenv.resolve import fallbacks, metadata, sdist_scan, wheel_files
 
-        page = fallbacks.releases(self.index_url or fallbacks.PYPI, job.key, include=job.version)
+        page = fallbacks.releases(self.index_url, job.key, include=job.version)
         rel = next((r for v, r in (page or {}).items() if str(v) == job.version), None)
         if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
             return

@@ -36,9 +36,8 @@ from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
-from sparkenv.resolve.metadata import DEFAULT_INDEX
+from sparkenv.resolve.default_index import installers_default
 
-PYPI = DEFAULT_INDEX  # when the lock names no index
 _JSON = "application/vnd.pypi.simple.v1+json"
 
 
@@ -107,10 +106,14 @@ def _fragment_sha256(href: str) -> str:
 
 
 def releases(
-    index_url: str, key: str, timeout: float = 20.0, include: str = ""
+    index_url: str | None, key: str, timeout: float = 20.0, include: str = ""
 ) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read.
+    `index_url` None: the installers' own default index (resolve/default_index.py), None when they name none.
     `include`: a version to parse besides the newest ones (the one uv picked, for the early reads)."""
+    index_url = index_url or installers_default()
+    if index_url is None:
+        return None
     url = index_url.rstrip("/") + f"/{key}/"
     req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
@@ -194,7 +197,9 @@ def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
     return f"none of its {len(wheels)} wheel(s) fits {profile.python_platform} and it has no sdist"
 
 
-def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str) -> str:
+def _unmet(
+    rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str | None
+) -> str:
     """Which requirement of a newer release stops it: one it needs that has no file for the target, or
     one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel)."""
     from sparkenv.resolve import metadata, remote_zip
@@ -240,7 +245,7 @@ def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Ve
 
         def work(k: str = key, f: Future[dict[Version, Release] | None] = fut) -> None:
             try:
-                f.set_result(releases(index_url or PYPI, k))
+                f.set_result(releases(index_url, k))
             except Exception as exc:  # handed to whoever reads the result
                 f.set_exception(exc)
 
@@ -267,7 +272,7 @@ def gather(
     if not candidates:
         return []
     versions = versions or {}
-    url = index_url or PYPI
+    url = index_url
     prefetched = prefetched or {}
     missing = [k for k in candidates if k not in prefetched]
     pages: dict[str, dict[Version, Release] | None] = {}

@@ -24,10 +24,6 @@ from sparkenv import credentials, fetch
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
-# The index uv and pip read when the inputs and --index-url name none (the one spelling of it in sparkenv;
-# resolve/fallbacks.py reads it from here).
-DEFAULT_INDEX = "https://pypi.org/simple/"
-
 
 @dataclass(frozen=True)
 class FileRef:
@@ -111,21 +107,17 @@ def parse(text: str, via: str) -> Metadata:
     return Metadata(reqs, via, invalid, extras)
 
 
-def is_default_index(index_url: str | None) -> bool:
-    """Whether uv files this index's wheels under its `pypi` bucket (its default index)."""
-    return index_url is None or index_url.rstrip("/") == DEFAULT_INDEX.rstrip("/")
-
-
 def read(
     refs: list[FileRef], timeout: float = 30.0, index_url: str | None = None
 ) -> dict[str, Metadata | str]:
     """key -> its metadata, or a one-line reason it could not be read. What uv cached while resolving
     (resolve/uv_cache.py) comes first: no second download of what uv fetched a moment before."""
     from sparkenv.resolve import uv_cache
+    from sparkenv.resolve.default_index import is_installers_default
 
     if not refs:
         return {}
-    pypi = is_default_index(index_url)
+    pypi = is_installers_default(index_url)
 
     def local(ref: FileRef) -> Metadata | None:
         from_uv = uv_cache.requires(ref.filename, pypi)

@@ -508,7 +508,7 @@ def _failed(
     out, refs = [], []
     for bf in failures:
         sdist = None
-        releases = fallbacks.releases(index_url or fallbacks.PYPI, bf.key) if bf.version else None
+        releases = fallbacks.releases(index_url, bf.key) if bf.version else None
         try:
             rel = (releases or {}).get(Version(bf.version)) if bf.version else None
         except InvalidVersion:

@@ -88,10 +88,11 @@ def test_the_index_agrees_with_the_data(fact):
     import json
     import urllib.request
 
-    from sparkenv.resolve import fallbacks, remote_zip
+    from sparkenv.resolve import remote_zip
+    from sparkenv.resolve.default_index import installers_default
 
     page = urllib.request.Request(
-        f"{fallbacks.PYPI}{fact.key}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+        f"{installers_default()}{fact.key}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
     )
     with urllib.request.urlopen(page, timeout=60) as resp:
         files = json.load(resp)["files"]
