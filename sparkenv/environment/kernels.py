@@ -97,6 +97,31 @@ def read_object(
     )
 
 
+def read_bytes(data: bytes, shown: str, cap: coverage.Capability) -> coverage.ObjectKernels | None:
+    """Kernels of one shared object held in memory (a wheel's member read at lock), read exactly as
+    `read_object` reads an installed file: .nv_fatbin first, the data sections where it has no code for
+    `cap`. None when it carries no GPU code."""
+
+    def read(offset: int, size: int) -> bytes:
+        return data[offset : offset + size]
+
+    scan = fatbin.scan_reader(read, deep=False)
+    if not scan.has_nv_fatbin:
+        return None
+    if not coverage.native(sorted(t.name for t in scan.targets), cap):
+        scan = fatbin.scan_reader(read, deep=True)
+        if scan.complete:
+            fatbin.sparse_fatbins(scan, len(data))
+    return coverage.ObjectKernels(
+        shown,
+        tuple(sorted(t.name for t in scan.targets)),
+        scan.complete,
+        scan.problem,
+        tuple(scan.sections),
+        {t.name: n for t, n in scan.payload.items()},
+    )
+
+
 def read_paths(
     site: str, relpaths: Iterable[str], cap: coverage.Capability, cache: ScanCache | None = None
 ) -> list[coverage.ObjectKernels]:
