@@ -96,30 +96,25 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
                 evidence=finding.evidence if finding is not None else facts.evidence(key),
             )
         if finding is not None:
-            out.append(_at_lock(finding, facts.chain(key)))
-    out.append(_census(objects, len(out), deep, gpu, "resolved wheel", "its GPU packages' wheels"))
+            out.append(_at_lock(finding, facts.chain(key), key))
+    out.append(_census(objects, len(out), deep, gpu, "resolved wheel"))
     return out
 
 
-def _at_lock(f: Finding, chain: str) -> Finding:
+def _at_lock(f: Finding, chain: str, key: str) -> Finding:
     """The audit's words, said of a wheel: where it was read and the chain that pulled it in."""
     if "read at lock" in f.summary:
         return f
-    return replace(f, summary=f"{f.summary} (read from its wheel, via {chain})")
+    via = f", via {chain}" if chain != key else ""
+    return replace(f, summary=f"{f.summary} (read from its wheel{via})")
 
 
 def _census(
-    objects: int,
-    carriers: int,
-    deep: int,
-    gpu: str,
-    what: str = "installed distribution",
-    where_read: str = "",
+    objects: int, carriers: int, deep: int, gpu: str, what: str = "installed distribution"
 ) -> Finding:
     where = f"; {deep} with fatbins in data sections" if deep else ""
-    of = f" of {where_read}" if where_read else ""
     summary = (
-        f"read the GPU code of {objects} shared object{'s' if objects != 1 else ''}{of} in {carriers} "
+        f"read the GPU code of {objects} shared object{'s' if objects != 1 else ''} in {carriers} "
         f"{what.split()[-1]}{'s' if carriers != 1 else ''} (fatbin headers{where}); target {gpu}"
         if objects
         else f"no {what} carries CUDA kernels; target {gpu}"
