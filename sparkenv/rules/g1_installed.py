@@ -36,14 +36,33 @@ def installed(facts: AuditFacts) -> list[Finding]:
     has_target = any(target in b.majors for b in binds.values())
 
     machine = facts.target.machine
+    chains: dict[str, list[str]] | None = None
     findings: list[Finding] = []
     for key, df in facts.dists.items():
-        finding = dist_finding(df, binds[key], machine, sorted(required_by.get(key, [])), has_target)
+        by = sorted(required_by.get(key, []))
+        finding = dist_finding(df, binds[key], machine, by, has_target)
+        if finding and finding.status in (Status.FAIL, Status.WARN):
+            if chains is None:  # only when something is wrong: the whole graph of a large venv costs
+                chains = _chains(facts)
+            chain = chains.get(key, [key])
+            if not by and len(chain) > 1:  # required only through an extra (ray[cgraph] → cupy-cuda12x)
+                by = [chain[-2].split("[")[0]]
+            finding = dist_finding(df, binds[key], machine, by, has_target, chain)
         if finding:
             findings.append(finding)
     findings += _problems(facts)
     findings.append(_summary(facts, binds, target))
     return findings
+
+
+def _chains(facts: AuditFacts) -> dict[str, list[str]]:
+    """The chain that pulled each installed distribution in, through extras and markers, from installed
+    METADATA (facts/graph.installed_chains, the lock's chain function on the audit's facts)."""
+    from sparkenv.environment.markers import marker_environment
+    from sparkenv.facts import graph
+
+    env = marker_environment(facts.target.machine, facts.target.python_version)
+    return graph.installed_chains({k: df.dist.requires for k, df in facts.dists.items()}, env)
 
 
 @dataclass
