@@ -40,13 +40,16 @@ def families() -> dict[str, Family]:
 def instead(key: str, machine: str) -> str:
     """Where a CUDA 13 build of a family member comes from: the first release on the default index
     that carries CUDA 13 for this CPU (dated data, packages.toml [[cuda13_from]]), and the family's own."""
+    from sparkenv.knowledge import cuda
+
     fam = families()[key]
     first = packages().first_cuda13(key, machine)
+    own = fam.instead.replace("{cuda13_index}", cuda().cuda13_index.url)
     if first is None:
-        return fam.instead
+        return own
     return (
         f"{key}>={first.version} (the default index's {machine} wheels carry CUDA 13 from {first.version} "
-        f"on; before: {first.before}), or {fam.instead}"
+        f"on; before: {first.before}), or {own}"
     )
 
 

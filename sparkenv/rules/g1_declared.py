@@ -20,7 +20,13 @@ if TYPE_CHECKING:
 
 _finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
-CU130_INDEX = "https://download.pytorch.org/whl/cu130"
+
+
+def cuda13_index() -> str:
+    """Where CUDA 13 builds of torch's family come from (data/cuda.toml [cuda13_index])."""
+    from sparkenv.knowledge import cuda
+
+    return cuda().cuda13_index.url
 
 
 def _cuda_fail(
@@ -63,7 +69,7 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     is already an NGC image, so "use the NGC image" is no way out."""
     ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
-        return f"install the CUDA 13 build from {CU130_INDEX}{ngc}"
+        return f"install the CUDA 13 build from {cuda13_index()}{ngc}"
     name = rules.name_match(key)
     if name:
         return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
@@ -107,7 +113,7 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
                     status=Status.FAIL,
                     summary=f"index {url} serves {what} builds — target is CUDA {target}",
                     subject=url,
-                    fix="use https://download.pytorch.org/whl/cu130 (or leave torch to the NGC base)",
+                    fix=f"use {cuda13_index()} (or leave torch to the NGC base)",
                 )
             )
     for d in facts.applicable:
@@ -151,7 +157,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
                     subject=key,
                     evidence=(*ev, f"{first.evidence} (read {first.checked}; {first.source})"),
                     fix=f"pin torch>={first.version} (the default index's {profile.machine} wheels carry "
-                    f"CUDA 13 from {first.version} on), or the +cu130 build from {CU130_INDEX}",
+                    f"CUDA 13 from {first.version} on), or the +cu130 build from {cuda13_index()}",
                 )
             )
     return out

@@ -24,6 +24,14 @@ class PathRule(NamedTuple):
     major: int
 
 
+class WheelIndex(NamedTuple):
+    """Where CUDA 13 builds of torch's family come from (one value every fix text prints)."""
+
+    url: str
+    source: str
+    checked: str
+
+
 class Cuda(NamedTuple):
     reviewed: str
     target_major: int
@@ -33,6 +41,9 @@ class Cuda(NamedTuple):
     names: tuple[NameRule, ...]
     paths: tuple[PathRule, ...]
     ngc: Mapping[str, int]  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
+    ngc_source: str  # the release notes each entry was read from
+    ngc_checked: str  # when
+    cuda13_index: WheelIndex
     # field -> the TOML key it reads
     _toml_keys = MappingProxyType({"sonames": "soname", "names": "name", "paths": "path"})
 
