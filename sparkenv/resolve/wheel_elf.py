@@ -3,15 +3,20 @@ the resolved wheels of GPU packages, read at lock, within a budget: what the aud
 files, known before anything is installed. The fatbin reader is the audit's (environment/kernels.py),
 fed by the member's bytes; the GPU is the profile's (the GB10).
 
-A member of a wheel is deflated: its ELF headers, dynamic section and string table can sit anywhere in
-it, so a member is read whole (by range requests through the zip) when it is at most PER_OBJECT bytes,
-and all members together at most BUDGET bytes per lock. What is left unread is returned with the reason,
-and the rule says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256.
+A member of a wheel is deflated: its ELF headers, dynamic section, string table and fatbins can sit
+anywhere in it, so a member is downloaded whole (by range requests through the zip) when its compressed
+size is at most PER_OBJECT bytes, and all members together at most BUDGET compressed bytes per lock
+(the budget is what crosses the network). It is inflated into a temporary file, not memory, and read
+there with pread as an installed file is. What is left unread is returned with the reason, and the rule
+says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import zipfile
 
 from sparkenv.cuda import coverage, elf
@@ -19,8 +24,9 @@ from sparkenv.environment import kernels
 from sparkenv.facts.resolved import WheelElves
 from sparkenv.resolve import metadata, remote_zip
 
-PER_OBJECT = 64 * 1024**2
-BUDGET = 512 * 1024**2
+PER_OBJECT = 64 * 1024**2  # compressed: what one member costs to download
+BUDGET = 512 * 1024**2  # compressed, per lock
+MAX_INFLATED = 2 * 1024**3  # what one member may take on disk once inflated (a zip bomb stops here)
 MAX_OBJECTS = 64  # per wheel
 
 
@@ -64,6 +70,27 @@ def _store(sha256: str, cap: coverage.Capability, found: WheelElves) -> None:
     metadata.store(sha256, json.dumps(data), _suffix(cap))
 
 
+def _read_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: coverage.Capability
+) -> tuple[elf.ElfInfo | elf.ElfDefect | None, coverage.ObjectKernels | None]:
+    """One member inflated into a temporary file (removed on close), read as an installed file is."""
+    with tempfile.TemporaryFile(prefix="sparkenv-member-") as tmp, zf.open(info) as src:
+        shutil.copyfileobj(src, tmp, 1 << 20)
+        tmp.flush()
+        fd = tmp.fileno()
+
+        def read(offset: int, size: int) -> bytes:
+            return os.pread(fd, size, offset)
+
+        got = elf.parse(read)
+        gpu = (
+            kernels.read_with(read, info.file_size, info.filename, cap)
+            if isinstance(got, elf.ElfInfo)
+            else None
+        )
+        return got, gpu
+
+
 def read_one(
     ref: metadata.FileRef,
     paths: tuple[str, ...],
@@ -84,14 +111,17 @@ def read_one(
         with fh, zipfile.ZipFile(fh) as zf:
             for path in paths:
                 info = zf.getinfo(path)
-                if len(out) >= MAX_OBJECTS or not budget.take(info.file_size):
-                    skipped.append(f"{path} ({info.file_size >> 20} MiB)")
+                if (
+                    len(out) >= MAX_OBJECTS
+                    or info.file_size > MAX_INFLATED
+                    or not budget.take(info.compress_size)
+                ):
+                    skipped.append(f"{path} ({info.compress_size >> 20} MiB compressed)")
                     continue
-                data = zf.read(info)
-                got = elf.parse_bytes(data)
+                got, gpu = _read_member(zf, info, cap)
                 if isinstance(got, elf.ElfInfo):
                     out.append((path, got))
-                    if (gpu := kernels.read_bytes(data, path, cap)) is not None:
+                    if gpu is not None:
                         found.append(gpu)
     except remote_zip.Unreadable as exc:
         return WheelElves(tuple(out), str(exc), tuple(found))
@@ -101,7 +131,7 @@ def read_one(
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
         why = (
             f"{skipped[0]}{more} past the read budget ({PER_OBJECT >> 20} MiB a file, {BUDGET >> 20} MiB "
-            f"a lock, {MAX_OBJECTS} files a wheel)"
+            f"a lock, compressed; {MAX_OBJECTS} files a wheel)"
         )
         return WheelElves(tuple(out), why, tuple(found))
     done = WheelElves(tuple(out), kernels=tuple(found))

@@ -84,12 +84,14 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         deep += sum(1 for o in elves.kernels if set(o.sections) - {".nv_fatbin"})
         found = list(elves.kernels)
         if elves.unread:  # a lower bound: what was not read may hold the code that runs
-            found = [replace(o, complete=False, problem=o.problem or "not all read") for o in found]
+            found = [replace(o, complete=False) for o in found]
         finding = package_finding(key, version, found, cap, gpu) if found else None
         if elves.unread and (finding is None or finding.status is not Status.PASS):
+            chain = facts.chain(key)
+            who = f"{key} {version}" + (f" (via {chain})" if chain != key else "")
             finding = _finding(
                 status=Status.INFO,
-                summary=f"{facts.describe(key)}: its GPU code was not all read at lock ({elves.unread})"
+                summary=f"{who}: its GPU code was not all read at lock ({elves.unread})"
                 + (f"; what was read: {finding.summary}" if finding is not None else "")
                 + "; `sparkenv audit` reads it after install",
                 subject=key,
@@ -97,7 +99,16 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             )
         if finding is not None:
             out.append(_at_lock(finding, facts.chain(key), key))
-    out.append(_census(objects, len(out), deep, gpu, "resolved wheel"))
+    if objects:
+        out.append(_census(objects, len(out), deep, gpu, "resolved wheel"))
+    else:
+        out.append(
+            _finding(
+                status=Status.INFO,
+                summary=f"no shared object of a GPU package's wheel could be read at lock; target {gpu}",
+                subject="kernels",
+            )
+        )
     return out
 
 

@@ -3,6 +3,8 @@ cannot do as a finding. Real sdists served from a local index on 127.0.0.1, reso
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from artifacts import Index, serve
 
@@ -77,7 +79,8 @@ def index(tmp_path_factory: pytest.TempPathFactory, elves):
     cu12, cu13 = (elves.linked((f"libcudart.so.{m}",), arch="aarch64") for m in (12, 13))
     ix.wheel("alpha-ops", "1.0", tag=arm, requires=["torch"], files={"alpha_ops/_C.so": cu12.read_bytes()})
     ix.wheel("beta-ops", "1.0", tag=arm, requires=["torch"], files={"beta_ops/_C.so": cu13.read_bytes()})
-    huge = cu12.read_bytes() + bytes(65 * 1024**2)  # deflates to little; unpacked it is past 64 MiB
+    # past the per-file download budget: bytes that do not deflate (the budget counts compressed bytes)
+    huge = cu12.read_bytes() + random.Random(22).randbytes(65 * 1024**2)
     ix.wheel("gamma-ops", "1.0", tag=arm, requires=["torch"], files={"gamma_ops/_C.so": huge})
     server = serve(ix, ranges=True)
     yield ix
