@@ -103,7 +103,12 @@ def dist_finding(
         return per_release
     _cpu_only(df, b, v, on_base)
     _other_major(df, b, target, required_by, has_target, v, on_base)
-    if not v.problems and df.unread and (b.evidence or df.gpu_package):
+    if not v.problems and df.unread and not df.gpu_package:
+        # its ELF is not read at lock (not a GPU package): only a bundled library of another major is
+        # worth a line; what its name and version say is g1_declared's
+        quiet = _no_problem(df, b, target, v.evidence, who)
+        return quiet if quiet is not None and quiet.status is Status.INFO else None
+    if not v.problems and df.unread:
         return _finding(
             status=Status.INFO,
             summary=f"{who}: "
@@ -202,10 +207,16 @@ def _no_problem(df: DistView, b: Binding, target: int, evidence: list[str], who:
     bundled = [e for e in b.evidence if e.kind == "provides" and e.major not in binding and e.major != target]
     if bundled:
         names = ", ".join(sorted({e.soname or e.text for e in bundled}))
+        linked = (
+            f"whether its shared objects link it was not read ({df.unread}); `sparkenv audit` reads it after "
+            "install"
+            if df.unread
+            else "that none of its shared objects links: loaded on demand if at all (e.g. by a profiler), "
+            "not a binding"
+        )
         return _finding(
             status=Status.INFO,
-            summary=f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
-            "loaded on demand if at all (e.g. by a profiler), not a binding",
+            summary=f"{who} bundles {names} (CUDA {bundled[0].major}) {linked}",
             subject=df.key,
             evidence=_cap(evidence),
         )

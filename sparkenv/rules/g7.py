@@ -75,11 +75,15 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
     cap = coverage.gb10()
     gpu = coverage.gpu_label(cap)
     out: list[Finding] = []
+    unread: list[str] = []  # nothing of them could be read: one line for all, in the census
     objects = deep = 0
     for key, elves in sorted(facts.wheel_elves.items()):
         if key not in facts.locked:
             continue
         version = facts.locked[key].version
+        if elves.unread and not elves.objects:
+            unread.append(f"{key} {version}: {elves.unread}")
+            continue
         objects += len(elves.objects)
         deep += sum(1 for o in elves.kernels if set(o.sections) - {".nv_fatbin"})
         found = list(elves.kernels)
@@ -99,16 +103,16 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             )
         if finding is not None:
             out.append(_at_lock(finding, facts.chain(key), key))
-    if objects:
-        out.append(_census(objects, len(out), deep, gpu, "resolved wheel"))
-    else:
-        out.append(
-            _finding(
-                status=Status.INFO,
-                summary=f"no shared object of a GPU package's wheel could be read at lock; target {gpu}",
-                subject="kernels",
-            )
+    census = _census(objects, len(out), deep, gpu, "resolved wheel")
+    if unread:
+        names = ", ".join(u.split(":", 1)[0] for u in unread)
+        census = replace(
+            census,
+            summary=f"{census.summary}; not read at lock (past the read budget): {names} — `sparkenv audit` "
+            "reads their GPU code after install",
+            evidence=(*census.evidence, *unread),
         )
+    out.append(census)
     return out
 
 
