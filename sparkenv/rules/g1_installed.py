@@ -216,7 +216,7 @@ def _no_problem(df: DistView, b: Binding, target: int, evidence: list[str], who:
         )
         return _finding(
             status=Status.INFO,
-            summary=f"{who} bundles {names} (CUDA {bundled[0].major}) {linked}",
+            summary=f"{who} bundles {names} (CUDA {bundled[0].major}){': ' if df.unread else ' '}{linked}",
             subject=df.key,
             evidence=_cap(evidence),
         )

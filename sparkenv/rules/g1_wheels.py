@@ -4,6 +4,7 @@ own function (g1_installed.dist_finding) on the wheel's view of the same facts (
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
@@ -56,8 +57,8 @@ def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
         found = dist_finding(
             views[key], binds[key], facts.profile.machine, required_by, has_target, chain, on_base
         )
-        if found is not None:
-            out.append(found)
+        if found is not None:  # the audit's line, with the wheel it was read from and its chain
+            out.append(replace(found, evidence=(*facts.evidence(key), *found.evidence)))
     return out
 
 

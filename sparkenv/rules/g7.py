@@ -75,13 +75,13 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
     cap = coverage.gb10()
     gpu = coverage.gpu_label(cap)
     out: list[Finding] = []
-    unread: list[str] = []  # nothing of them could be read: one line for all, in the census
+    unread: list[str] = []  # no GPU code among what could be read: one line for all, in the census
     objects = deep = 0
     for key, elves in sorted(facts.wheel_elves.items()):
         if key not in facts.locked:
             continue
         version = facts.locked[key].version
-        if elves.unread and not elves.objects:
+        if elves.unread and not elves.kernels:  # nothing with GPU code among what could be read
             unread.append(f"{key} {version}: {elves.unread}")
             continue
         objects += len(elves.objects)
