@@ -51,9 +51,9 @@ class Gotcha:
 
 
 def catalog() -> list[Gotcha]:
-    from sparkenv.knowledge import cuda
+    from sparkenv.knowledge import packages
 
-    index = cuda().cuda13_index.url  # one value, written once (data/cuda.toml), in every text that prints it
+    index = packages().cuda13_index  # one value, written once (data/packages.toml), in every text printing it
     return [
         Gotcha(g, t.title, t.symptom, t.cause, t.fix.replace("{cuda13_index}", index))
         for g, t in gotchas().items()

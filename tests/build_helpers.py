@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -142,7 +143,6 @@ ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]
 
 def context_tar(ctx: dict[str, bytes]) -> io.BytesIO:
     """A build context: the .sh files executable, the rest plain files."""
-    import tarfile
 
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
@@ -191,6 +191,29 @@ def _import_rootfs(timeout: float) -> None:
         tar.wait(timeout=60)
         if imp.returncode != 0:
             pytest.fail(f"docker import failed: {imp.stderr.strip()}")
+
+
+def layers_holding(client, ref: str, needle: bytes) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every member of `docker save` (config, manifest, each layer and every file inside it) holding it."""
+    saved = io.BytesIO(b"".join(client.images.get(ref).save(named=True)))
+    found = []
+    with tarfile.open(fileobj=saved) as outer:
+        for member in outer.getmembers():
+            if not member.isfile():
+                continue
+            data = outer.extractfile(member).read()  # type: ignore[union-attr]
+            if needle in data:
+                found.append(member.name)
+            if data[:262][257:262] == b"ustar" or member.name.endswith(("layer.tar", ".tar")):
+                try:
+                    with tarfile.open(fileobj=io.BytesIO(data)) as layer:
+                        for f in layer.getmembers():
+                            fh = layer.extractfile(f) if f.isfile() else None
+                            if fh is not None and needle in fh.read():
+                                found.append(f"{member.name}:{f.name}")
+                except tarfile.TarError:
+                    pass
+    return found
 
 
 # ---- locks in sparkenv's format, over wheels served by artifacts.serve_index --------------------------

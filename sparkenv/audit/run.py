@@ -17,6 +17,7 @@ from sparkenv.report import Finding, GotchaId, Report, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
+    from sparkenv.render.options import ReportOptions
 
 
 def audit(
@@ -139,3 +140,12 @@ def evaluate(facts: AuditFacts) -> list[Finding]:
     from sparkenv import rules
 
     return rules.evaluate(rules.Stage.INSTALLED, facts)
+
+
+def say_what_was_read(result: Report, reporting: ReportOptions) -> None:
+    """First, on a terminal's stderr, which environment was read (stdout stays findings then the verdict;
+    a captured stderr stays the one error line). The G1 INFO line and context.read say it too."""
+    import sys
+
+    if not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty():
+        print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)

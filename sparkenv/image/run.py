@@ -196,14 +196,17 @@ def _check_names(req: BuildRequest) -> None:
 def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     """The lock to build: --lock, INPUT files locked first (a FAIL there builds nothing), or the
     profile's shipped lock."""
-    from sparkenv import profiles
     from sparkenv.errors import SparkenvError
 
     if req.inputs and req.lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
+    if req.lock:
+        return Path(req.lock), None
     if not req.inputs:
-        default = project.lock_folder(None) / f"pylock.{profiles.load(req.profile).file_stem}.toml"
-        return (Path(req.lock) if req.lock else default), None
+        from sparkenv.resolve.check import profile_for  # --profile, else the project's, else the default
+
+        stem = profile_for(req.profile, None, None).file_stem
+        return project.lock_folder(None) / f"pylock.{stem}.toml", None
     from sparkenv.resolve import run
 
     result = run.lock(

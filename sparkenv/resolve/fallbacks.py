@@ -36,8 +36,9 @@ from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
+from sparkenv.resolve.metadata import DEFAULT_INDEX
 
-PYPI = "https://pypi.org/simple/"
+PYPI = DEFAULT_INDEX  # when the lock names no index
 _JSON = "application/vnd.pypi.simple.v1+json"
 
 

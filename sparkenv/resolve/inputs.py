@@ -265,7 +265,8 @@ def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str
     return out
 
 
-def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_groups: list[str]) -> None:
+def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A pyproject.toml's text, its table and its type-checked [tool.sparkenv] settings."""
     from sparkenv.datafiles import TOMLDecodeError, parse_toml
 
     text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
@@ -275,11 +276,21 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_g
         raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nesting level
         raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
-    inputs.files.append(path.resolve())
     schema.check(data, {"project": schema.TABLE, "tool": schema.TABLE}, arg)
     schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}
     schema.check(settings, _SETTINGS, arg, "[tool.sparkenv] ")
+    return text, data, settings
+
+
+def project_settings(arg: str) -> dict[str, Any]:
+    """[tool.sparkenv] of a pyproject.toml that is not an input (the project root's): only that table."""
+    return _pyproject_data(arg)[2]
+
+
+def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_groups: list[str]) -> None:
+    text, data, settings = _pyproject_data(arg)
+    inputs.files.append(path.resolve())
     project = data.get("project", {}) or {}
     schema.check(
         project,

@@ -24,6 +24,10 @@ from sparkenv import credentials
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
+# The index uv and pip read when the inputs and --index-url name none (the one spelling of it in sparkenv;
+# resolve/fallbacks.py reads it from here).
+DEFAULT_INDEX = "https://pypi.org/simple/"
+
 
 @dataclass(frozen=True)
 class FileRef:
@@ -116,10 +120,7 @@ def read(
 
     if not refs:
         return {}
-    pypi = index_url is None or index_url.rstrip("/") in (
-        "https://pypi.org/simple",
-        "https://pypi.org/simple/",
-    )
+    pypi = index_url is None or index_url.rstrip("/") == DEFAULT_INDEX.rstrip("/")
 
     def local(ref: FileRef) -> Metadata | None:
         from_uv = uv_cache.requires(ref.filename, pypi)

@@ -34,17 +34,19 @@ class Family:
 
 @functools.cache
 def families() -> dict[str, Family]:
-    return {k: Family(k, v.cuda_files, v.instead, v.conclusive) for k, v in packages().cuda_capable.items()}
+    data = packages()  # the index address is written once in the file; `instead` names it {cuda13_index}
+    return {
+        k: Family(k, v.cuda_files, v.instead.replace("{cuda13_index}", data.cuda13_index), v.conclusive)
+        for k, v in data.cuda_capable.items()
+    }
 
 
 def instead(key: str, machine: str) -> str:
     """Where a CUDA 13 build of a family member comes from: the first release on the default index
     that carries CUDA 13 for this CPU (dated data, packages.toml [[cuda13_from]]), and the family's own."""
-    from sparkenv.knowledge import cuda
-
     fam = families()[key]
     first = packages().first_cuda13(key, machine)
-    own = fam.instead.replace("{cuda13_index}", cuda().cuda13_index.url)
+    own = fam.instead
     if first is None:
         return own
     return (

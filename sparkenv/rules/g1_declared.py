@@ -22,13 +22,6 @@ _finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 
 
-def cuda13_index() -> str:
-    """Where CUDA 13 builds of torch's family come from (data/cuda.toml [cuda13_index])."""
-    from sparkenv.knowledge import cuda
-
-    return cuda().cuda13_index.url
-
-
 def _cuda_fail(
     key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...], on_base: bool = False
 ) -> list[Finding]:
@@ -69,7 +62,7 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     is already an NGC image, so "use the NGC image" is no way out."""
     ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
-        return f"install the CUDA {rules.target_major()} build from {cuda13_index()}{ngc}"
+        return f"install the CUDA {rules.target_major()} build from {packages().cuda13_index}{ngc}"
     name = rules.name_match(key)
     if name:
         return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
@@ -81,8 +74,8 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
         return f"use an NGC release on CUDA {target}" + (f" ({first} or later)" if first else "")
     target = rules.target_major()
     return (
-        f"install a CUDA {target} build (from {cuda13_index()} where it has one, or a newer version with a "
-        f"CUDA {target} wheel){ngc}"
+        f"install a CUDA {target} build (from {packages().cuda13_index} where it has one, or a newer version "
+        f"with a CUDA {target} wheel){ngc}"
     )
 
 
@@ -117,7 +110,7 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
                     status=Status.FAIL,
                     summary=f"index {url} serves {what} builds — target is CUDA {target}",
                     subject=url,
-                    fix=f"use {cuda13_index()} (or leave torch to the NGC base)",
+                    fix=f"use {packages().cuda13_index} (or leave torch to the NGC base)",
                 )
             )
     for d in facts.applicable:
@@ -150,8 +143,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
         v = Version(d.exact)
         if not v.local and v < Version(first.version):
             out.append(
-                Finding(
-                    id=GotchaId.G1,
+                _finding(
                     status=Status.WARN,
                     summary=f"{desc} ({d.where}): an unlabelled pin below {first.version} matches builds "
                     f"without CUDA 13: the default index's {profile.machine} wheels before {first.version} "
@@ -161,7 +153,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
                     subject=key,
                     evidence=(*ev, f"{first.evidence} (read {first.checked}; {first.source})"),
                     fix=f"pin torch>={first.version} (the default index's {profile.machine} wheels carry "
-                    f"CUDA 13 from {first.version} on), or the +cu130 build from {cuda13_index()}",
+                    f"CUDA 13 from {first.version} on), or the +cu130 build from {packages().cuda13_index}",
                 )
             )
     return out

@@ -9,7 +9,7 @@ from sparkenv.cuda import driver as drv
 from sparkenv.knowledge import drivers
 from sparkenv.report import Finding, GotchaId, Status
 
-_finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's
+_finding = partial(Finding, GotchaId.G1, subject=drv.SUBJECT)  # every finding here: G1, about the driver
 
 
 def judge_driver(
@@ -29,13 +29,11 @@ def judge_driver(
         return _finding(
             status=Status.SKIP,
             summary="no NVIDIA driver found: nothing to compare the CUDA release with",
-            subject=drv.SUBJECT,
         )
     if not cuda:
         return _finding(
             status=Status.INFO,
             summary=f"driver {driver}; CUDA release of {where} unknown",
-            subject=drv.SUBJECT,
         )
     req = drv.requirement(cuda)
     if req is None:
@@ -43,12 +41,9 @@ def judge_driver(
             status=Status.WARN,
             summary=f"driver {driver}; CUDA {cuda} of {where} is not in sparkenv's driver table "
             f"(data/drivers.toml, reviewed {drv.reviewed()})",
-            subject=drv.SUBJECT,
             evidence=(f"CUDA {cuda}",),
             fix="check NVIDIA's CUDA toolkit release notes for its minimum driver",
         )
-    have = drv.version(driver)
-    need = req.minimum
     source = drivers().source
     stale = (
         ""
@@ -56,17 +51,33 @@ def judge_driver(
         else f"; CUDA {req.release} is newer than the table (reviewed {drv.reviewed()}): judged by the "
         f"newest {cuda.split('.')[0]}.x release in it"
     )
-    evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {need} ({source})")
-    if have >= drv.version(need):
+    evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {req.minimum} ({source})")
+    if drv.version(driver) >= drv.version(req.minimum):
         return _finding(
             status=Status.PASS if req.known else Status.WARN,
-            summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {need}){stale}",
-            subject=drv.SUBJECT,
+            summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {req.minimum}){stale}",
             evidence=evidence,
             fix=None
             if req.known
             else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + source + ")",
         )
+    return _too_old(driver, cuda, req, where, evidence, stale, compat_libcuda, gpu_name)
+
+
+def _too_old(
+    driver: str,
+    cuda: str,
+    req: drv.Requirement,
+    where: str,
+    evidence: tuple[str, ...],
+    stale: str,
+    compat_libcuda: str | None,
+    gpu_name: str | None,
+) -> Finding:
+    """The driver is below the release's minimum: forward compatibility, minor version compatibility, or
+    it cannot run at all."""
+    have = drv.version(driver)
+    need = req.minimum
     fit = drv.newest_supported(have)
     upgrade = (
         f"update the host driver to >= {need} (DGX OS: sudo apt update && sudo apt full-upgrade, then reboot)"
@@ -82,7 +93,6 @@ def judge_driver(
                 f"only through its forward-compatibility libcuda {compat_libcuda}, which loads on "
                 "data-center GPUs only (cuInit error 804 elsewhere; NGC prints 'compatibility mode is "
                 "UNAVAILABLE')",
-                subject=drv.SUBJECT,
                 evidence=(*evidence, f"forward-compatibility libcuda {compat_libcuda}"),
                 fix=upgrade,
             )
@@ -99,7 +109,6 @@ def judge_driver(
             "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION) and newer APIs fail with cudaErrorCallRequiresNewerDriver; "
             f"NGC's entrypoint reports 'built for NVIDIA Driver Release {drv.show(drv.version(need)[:2])} or "
             "later'",
-            subject=drv.SUBJECT,
             evidence=evidence,
             fix=upgrade,
         )
@@ -113,7 +122,6 @@ def judge_driver(
             else ""
         )
         + stale,
-        subject=drv.SUBJECT,
         evidence=evidence,
         fix=upgrade,
     )

@@ -14,6 +14,7 @@ from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
+    from sparkenv.facts.lock import Lock
     from sparkenv.rules import requirements
 
 _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
@@ -204,63 +205,33 @@ def _drift(facts: AuditFacts) -> list[Finding]:
                 subject="lock",
             )
         ]
-    out: list[Finding] = []
-    lock = facts.lock
-    for df in installed:
-        key, version = df.dist.key, df.dist.version
-        src = f"lock {lock.path}"
-        if key not in lock.pins and key in lock.excluded:
-            out.append(_left_to_the_base(key, version, lock.path, lock.image, facts))
-            continue
-        if key not in lock.pins:
-            if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
-                out.append(
-                    _finding(
-                        status=Status.PASS,
-                        summary=f"{key} {version} is provided by the NGC base, not the lock",
-                        subject=key,
-                        evidence=(src,),
-                    )
-                )
-            else:
-                out.append(
-                    _finding(
-                        status=Status.WARN,
-                        summary=f"{key} {version} is installed but not pinned in {lock.path}",
-                        subject=key,
-                        evidence=(src,),
-                        fix=f"pin {key}=={version} in the lock (sparkenv lock)",
-                    )
-                )
-            continue
-        pinned = lock.pins[key]
-        if pinned is None:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{key} {version}: {lock.path} lists it without an exact pin",
-                    subject=key,
-                    evidence=(src,),
-                    fix=f"pin {key}=={version} exactly",
-                )
-            )
-        elif pinned != version:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
-                    subject=key,
-                    evidence=(src,),
-                    fix=f"pip install --no-deps '{key}=={pinned}', or re-lock",
-                )
-            )
-        else:
-            out.append(
-                _finding(
-                    status=Status.PASS,
-                    summary=f"{key} {version} matches {lock.path}",
-                    subject=key,
-                    evidence=(src,),
-                )
-            )
-    return out
+    return [_drift_one(df.dist.key, df.dist.version, facts.lock, facts) for df in installed]
+
+
+def _drift_one(key: str, version: str, lock: Lock, facts: AuditFacts) -> Finding:
+    """One drift-prone distribution against the lock: each finding is about `key`, read from the lock."""
+    if key not in lock.pins and key in lock.excluded:
+        return _left_to_the_base(key, version, lock.path, lock.image, facts)
+    said = partial(_finding, subject=key, evidence=(f"lock {lock.path}",))
+    if key not in lock.pins:
+        if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
+            return said(Status.PASS, f"{key} {version} is provided by the NGC base, not the lock")
+        return said(
+            Status.WARN,
+            f"{key} {version} is installed but not pinned in {lock.path}",
+            fix=f"pin {key}=={version} in the lock (sparkenv lock)",
+        )
+    pinned = lock.pins[key]
+    if pinned is None:
+        return said(
+            Status.WARN,
+            f"{key} {version}: {lock.path} lists it without an exact pin",
+            fix=f"pin {key}=={version} exactly",
+        )
+    if pinned != version:
+        return said(
+            Status.WARN,
+            f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
+            fix=f"pip install --no-deps '{key}=={pinned}', or re-lock",
+        )
+    return said(Status.PASS, f"{key} {version} matches {lock.path}")

@@ -121,43 +121,13 @@ def test_the_index_agrees_with_the_data(fact):
     assert not _cuda13(*wheel(before), fact.machine), f"{fact.key} {before} already shows CUDA 13"
 
 
-def test_the_cuda13_index_is_one_value_every_text_prints():
-    """Where CUDA 13 torch builds come from is cuda.toml's [cuda13_index]: no module or other data value
-    writes its own copy (a comment citing it as a source is not a value), and every text that names it
-    prints the data's."""
-    import tomllib
-
+def test_the_catalogs_fix_prints_the_one_cuda13_index():
+    """gotchas.toml's G1 fix names the index as {cuda13_index}: `sparkenv gotchas` prints packages.toml's
+    value (test_one_definition holds code and data to that one value)."""
     from sparkenv.gotchas import lookup
-    from sparkenv.knowledge import cuda
-    from sparkenv.rules import cuda_builds, g1_declared
 
-    url = cuda().cuda13_index.url
-    assert url.startswith("https://") and cuda().cuda13_index.checked and cuda().cuda13_index.source
-    root = Path(sparkenv.__file__).parent
-    copies = [
-        str(p.relative_to(root))
-        for p in root.rglob("*.py")
-        if "download.pytorch.org/whl/cu1" in p.read_text()
-    ]
-
-    def values(node):
-        if isinstance(node, dict):
-            for v in node.values():
-                yield from values(v)
-        elif isinstance(node, list):
-            for v in node:
-                yield from values(v)
-        elif isinstance(node, str):
-            yield node
-
-    for data in (root / "data").glob("*.toml"):
-        if data.name != "cuda.toml":
-            parsed = tomllib.loads(data.read_text(encoding="utf-8"))
-            copies += [f"{data.name}: {v}" for v in values(parsed) if "download.pytorch.org/whl/cu1" in v]
-    assert not copies, copies
-    assert url in g1_declared.fix_for("torch", "label")
-    assert url in cuda_builds.instead("torchvision", "aarch64")
-    assert url in lookup("G1").fix
+    fix = lookup("G1").fix
+    assert packages().cuda13_index in fix and "{cuda13_index}" not in fix
 
 
 def test_the_ngc_table_says_when_and_where_it_was_read():

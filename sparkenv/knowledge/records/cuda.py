@@ -24,14 +24,6 @@ class PathRule(NamedTuple):
     major: int
 
 
-class WheelIndex(NamedTuple):
-    """Where CUDA 13 builds of torch's family come from (one value every fix text prints)."""
-
-    url: str
-    source: str
-    checked: str
-
-
 class Cuda(NamedTuple):
     reviewed: str
     target_major: int
@@ -43,7 +35,6 @@ class Cuda(NamedTuple):
     ngc: Mapping[str, int]  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
     ngc_source: str  # the release notes each entry was read from
     ngc_checked: str  # when
-    cuda13_index: WheelIndex
     # field -> the TOML key it reads
     _toml_keys = MappingProxyType({"sonames": "soname", "names": "name", "paths": "path"})
 
