@@ -32,6 +32,29 @@ class DistFacts:
     shared_objects: list[SharedObject] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
     kernels: list[coverage.ObjectKernels] = field(default_factory=list)  # objects that carry GPU code
+    unread: str = ""  # every readable shared object is read at audit
+    gpu_package: bool = False
+    read_from: str = ""
+
+    # the per-distribution view (facts/dist_view.DistView) the lock's wheels provide too
+    @property
+    def key(self) -> str:
+        return self.dist.key
+
+    @property
+    def version(self) -> str:
+        return self.dist.version
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return self.dist.requires
+
+    @property
+    def files_known(self) -> bool:
+        return self.dist.files_known
+
+    def path_containing(self, needle: str) -> str | None:
+        return self.dist.path_containing(needle)
 
 
 @dataclass

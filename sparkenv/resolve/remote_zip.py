@@ -75,6 +75,18 @@ class RangeFile(io.RawIOBase):
         self._pos = start + len(data)
         return data
 
+    def prefetch(self, start: int, size: int) -> None:
+        """Fetch [start, start + size) in one request, so a member inflated chunk by chunk costs one round
+        trip, not one per chunk."""
+        at = self._pos
+        self.seek(start)
+        self.read(size)
+        self.seek(at)
+
+    def forget(self) -> None:
+        """Drop what was fetched after the first block (the central directory): a member already read."""
+        del self._blocks[1:]
+
     def readinto(self, buf) -> int:  # type: ignore[no-untyped-def,override]
         data = self.read(len(buf))
         buf[: len(data)] = data

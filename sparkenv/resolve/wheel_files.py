@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from sparkenv.facts.dist_view import GPU_SUFFIXES
 from sparkenv.resolve import metadata, remote_zip
 
 
@@ -22,10 +23,6 @@ def is_binary(filename: str) -> bool:
     except InvalidWheelFilename:
         return False
     return any(t.platform != "any" for t in tags)
-
-
-# GPU code beside the shared objects: CUDA sources and headers (JIT kernels), cubins, PTX, fatbins
-GPU_SUFFIXES = (".cu", ".cuh", ".cubin", ".ptx", ".fatbin")
 
 
 def _native(names: list[str]) -> list[str]:

@@ -139,7 +139,7 @@ def rules_of(gid: GotchaId | str) -> tuple[Rule, ...]:
 # tests/rules/test_rules_registry.py holds it to them.
 HAS_STAGE: dict[Stage, frozenset[str]] = {
     Stage.DECLARED: frozenset({"G1", "G2", "G9"}),
-    Stage.RESOLVED: frozenset({"G1", "G2", "G9"}),
+    Stage.RESOLVED: frozenset({"G1", "G2", "G7", "G9"}),
     Stage.LOCKFILE: frozenset({"G9"}),
     Stage.IMAGE: frozenset({"G9"}),
 }

@@ -62,7 +62,7 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     is already an NGC image, so "use the NGC image" is no way out."""
     ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
-        return f"install the CUDA 13 build from {packages().cuda13_index}{ngc}"
+        return f"install the CUDA {rules.target_major()} build from {packages().cuda13_index}{ngc}"
     name = rules.name_match(key)
     if name:
         return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
@@ -72,7 +72,11 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
         target = rules.target_major()
         first = rules.first_ngc_release(target)
         return f"use an NGC release on CUDA {target}" + (f" ({first} or later)" if first else "")
-    return f"install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel){ngc}"
+    target = rules.target_major()
+    return (
+        f"install a CUDA {target} build (from {packages().cuda13_index} where it has one, or a newer version "
+        f"with a CUDA {target} wheel){ngc}"
+    )
 
 
 def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
