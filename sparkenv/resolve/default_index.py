@@ -26,19 +26,21 @@ def _pip_default() -> str | None:
 
 
 def _uv_default() -> str | None:
-    from sparkenv.resolve import uvdriver
+    from sparkenv import children
+    from sparkenv.errors import SparkenvError
+    from sparkenv.resolve.uv_binary import uv_binary
 
     try:
-        shown = subprocess.run(
-            [uvdriver.uv_binary(), "pip", "compile", "--help"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
+        proc = children.spawn([uv_binary(), "pip", "compile", "--help"], text=True)
+    except (OSError, SparkenvError):
         return None
-    found = _UV_DEFAULT.search(shown.stdout)
+    try:
+        shown, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        children.stop(proc)
+    found = _UV_DEFAULT.search(shown or "")
     return _slash(found["url"]) if found else None
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import threading
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from pathlib import Path
 from sparkenv import children, signals
 from sparkenv.errors import ServiceMissing, SparkenvError
 from sparkenv.profiles import Profile
+from sparkenv.resolve.uv_binary import uv_binary
 
 DEFAULT_TIMEOUT = 600.0
 _UNREACHABLE = re.compile(
@@ -42,23 +42,6 @@ class IndexOptions:
     index_url: str | None = None
     extra_index_urls: list[str] = field(default_factory=list)
     find_links: list[str] = field(default_factory=list)
-
-
-def uv_binary() -> str:
-    try:
-        import uv
-
-        path = uv.find_uv_bin()
-        if path and Path(path).exists():
-            return str(path)
-    except (ImportError, FileNotFoundError):
-        pass
-    found = shutil.which("uv")
-    if not found:
-        from sparkenv.extras import missing
-
-        raise missing("lock")
-    return found
 
 
 def command(
