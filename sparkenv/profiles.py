@@ -31,18 +31,17 @@ DOCKER_SPELLING = {"aarch64": "linux/arm64", "x86_64": "linux/amd64"}
 MACHINE_ALIASES = {"aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
 
 
-# The manylinux levels uv's --python-platform names (uv 0.13: 2_17, 2_28, 2_31 … 2_40; `uv pip compile
-# --help`). A newer glibc (Debian trixie's 2.41) runs every wheel of an older level: the newest uv knows.
-UV_MANYLINUX = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
-
-
 def uv_platform(machine: str, glibc: str) -> str:
-    """uv's --python-platform for a CPU and a glibc version: x86_64-manylinux_2_36."""
+    """uv's --python-platform for a CPU and a glibc version: x86_64-manylinux_2_36. The levels uv names
+    are data (toolchain.toml [uv]): a newer glibc than uv knows gets the newest level it knows."""
+    from sparkenv import knowledge
+
     try:
         major, minor = (int(x) for x in (glibc or "2.17").split(".")[:2])
     except ValueError:
         major, minor = 2, 17
-    level = next((m for m in UV_MANYLINUX if major > 2 or m <= minor), 17)
+    levels = knowledge.toolchain().uv.manylinux_levels
+    level = next((m for m in levels if major > 2 or m <= minor), 17)
     return f"{machine}-manylinux_2_{level}"
 
 

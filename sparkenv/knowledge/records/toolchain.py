@@ -19,11 +19,17 @@ class Triton(NamedTuple):
     blackwell_from_major: int
 
 
+class Uv(NamedTuple):
+    manylinux_levels: tuple[int, ...]  # the manylinux_2_N levels uv's --python-platform names, newest first
+    source: str
+
+
 class Toolchain(NamedTuple):
     reviewed: str
     source: str
     ptxas: Ptxas
     triton: Triton
+    uv: Uv
 
 
 def parse(data: dict[str, Any]) -> Toolchain:
