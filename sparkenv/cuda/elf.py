@@ -216,7 +216,7 @@ class Section:
     size: int
 
 
-SHF_EXECINSTR, SHT_PROGBITS, SHT_NOBITS = 0x4, 1, 8
+SHT_PROGBITS, SHT_NOBITS = 1, 8
 
 
 def list_sections(read: Reader) -> list[Section] | str:
@@ -243,11 +243,3 @@ def list_sections(read: Reader) -> list[Section] | str:
         return str(exc)
     except (struct.error, ValueError, OverflowError, IndexError) as exc:
         return f"malformed ELF ({exc.__class__.__name__})"
-
-
-def find_section(read: Reader, name: str) -> tuple[int, int] | str | None:
-    """(file offset, size) of the section called `name`; None when absent; a reason when damaged."""
-    sections = list_sections(read)
-    if isinstance(sections, str):
-        return sections
-    return next(((s.offset, s.size) for s in sections if s.name == name), None)

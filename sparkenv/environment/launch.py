@@ -57,7 +57,6 @@ class Launch:
     nodes: int
     nodes_from: Setting | None
     node_rank: int | None
-    rank_from: Setting | None
     master_addr: Setting | None
     master_port: int | None
     tp: int
@@ -165,7 +164,6 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         nodes=nodes,
         nodes_from=nodes_s,
         node_rank=_int(rank_s.value) if rank_s else None,
-        rank_from=rank_s,
         master_addr=addr_s,
         master_port=port,
         tp=(_int(tp_s.value) or 1) if tp_s else 1,

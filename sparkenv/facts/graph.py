@@ -8,7 +8,7 @@ further extras.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from packaging.requirements import Requirement
@@ -100,10 +100,3 @@ def chains(
     for n in nodes:
         found.setdefault(n, [n])
     return found
-
-
-def by_target(graph_edges: list[Edge]) -> Iterator[tuple[str, list[Edge]]]:
-    grouped: dict[str, list[Edge]] = {}
-    for e in graph_edges:
-        grouped.setdefault(e.target, []).append(e)
-    yield from sorted(grouped.items())
