@@ -3,6 +3,7 @@ versions and the dated table are sparkenv/cuda/driver.py's."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 from sparkenv.cuda import driver as drv
@@ -47,31 +48,55 @@ def judge_driver(
             evidence=(f"CUDA {cuda}",),
             fix="check NVIDIA's CUDA toolkit release notes for its minimum driver",
         )
-    have = drv.version(driver)
     need = req.minimum
-    source = drivers().source
     stale = (
         ""
         if req.known
         else f"; CUDA {req.release} is newer than the table (reviewed {drv.reviewed()}): judged by the "
         f"newest {cuda.split('.')[0]}.x release in it"
     )
-    evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {need} ({source})")
-    if have >= drv.version(need):
+    case = _Case(driver, cuda, req, where, stale)
+    if drv.version(driver) >= drv.version(need):
         return _finding(
             status=Status.PASS if req.known else Status.WARN,
             summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {need}){stale}",
             subject=drv.SUBJECT,
-            evidence=evidence,
+            evidence=case.evidence,
             fix=None
             if req.known
-            else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + source + ")",
+            else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + drivers().source + ")",
         )
-    fit = drv.newest_supported(have)
+    return _too_old(case, compat_libcuda, gpu_name)
+
+
+@dataclass(frozen=True)
+class _Case:
+    """A driver older or newer than what a CUDA release (in the table) needs."""
+
+    driver: str
+    cuda: str
+    req: drv.Requirement
+    where: str
+    stale: str  # "" when the release is in the table; else why it was judged by its major's newest
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return (
+            f"kernel module {self.driver}",
+            f"CUDA {self.req.release} needs >= {self.req.minimum} ({drivers().source})",
+        )
+
+
+def _too_old(case: _Case, compat_libcuda: str | None, gpu_name: str | None) -> Finding:
+    """Older than the release needs: forward compatibility may stand in (data-center GPUs), minor version
+    compatibility may run it with limits (above the major's floor), else it cannot run."""
+    driver, req, where, need = case.driver, case.req, case.where, case.req.minimum
+    fit = drv.newest_supported(drv.version(driver))
     upgrade = (
         f"update the host driver to >= {need} (DGX OS: sudo apt update && sudo apt full-upgrade, then reboot)"
         + (f", or use an image built for CUDA <= {fit}" if fit else "")
     )
+    evidence = case.evidence
     if compat_libcuda:
         unsupported = drivers().forward_compat.unsupported_gpus
         on_unsupported = bool(gpu_name) and any(n.lower() in (gpu_name or "").lower() for n in unsupported)
@@ -91,7 +116,7 @@ def judge_driver(
                 *evidence,
                 f"forward-compatibility libcuda {compat_libcuda}: not supported on {gpu_name}",
             )
-    if req.floor is not None and have >= req.floor:
+    if req.floor is not None and drv.version(driver) >= req.floor:
         return _finding(
             status=Status.WARN,
             summary=f"driver {driver} is older than CUDA {req.release} of {where} needs (>= {need}): it runs "
@@ -107,12 +132,12 @@ def judge_driver(
         status=Status.FAIL,
         summary=f"driver {driver} cannot run CUDA {req.release} of {where}: it needs >= {need}"
         + (
-            f" (CUDA {cuda.split('.')[0]}.x needs at least {drv.show(req.floor)} even under minor version "
-            "compatibility)"
+            f" (CUDA {case.cuda.split('.')[0]}.x needs at least {drv.show(req.floor)} even under minor "
+            "version compatibility)"
             if req.floor
             else ""
         )
-        + stale,
+        + case.stale,
         subject=drv.SUBJECT,
         evidence=evidence,
         fix=upgrade,
