@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sparkenv.environment.launch import Launch
+from sparkenv.environment.launch import Launch, Setting
 from sparkenv.environment.nccl import DeviceList
 from sparkenv.knowledge import multinode
 from sparkenv.report import Finding, GotchaId, Status
@@ -444,84 +444,57 @@ def _advertised(
     plan: Launch,
     resolved: Mapping[str, str | None],
 ) -> list[Finding]:
-    out = []
     net = link["net"]
     fast = link_interfaces(link)
     ifname = settings.get("NCCL_SOCKET_IFNAME")
     if ifname:
         fast |= set(DeviceList.parse(ifname[0]).select(sorted(net)))
     hint = _first_addr(net, fast, preferred(link))
-    for s in plan.advertised:
-        key = s.source.split("=", 1)[0].split(" ")[-1] if "=" in s.source else s.source.split(" ")[1]
-        subject = key.lstrip("-")
-        address = resolved.get(s.value) or s.value
-        shown = s.value if address == s.value else f"{s.value} ({address})"
-        try:
-            ip = ipaddress.IPv4Address(address)
-        except ValueError:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{s.source}: {s.value} does not resolve to an IPv4 address here",
-                    subject=subject,
-                    evidence=(s.source,),
-                    fix="use the link interface's address",
-                )
-            )
-            continue
-        if ip.is_loopback or ip.is_unspecified:
-            out.append(
-                _finding(
-                    status=Status.FAIL,
-                    summary=f"{s.source}: {shown} cannot be reached from another node",
-                    subject=subject,
-                    evidence=(s.source,),
-                    fix=f"advertise this link's address ({hint or 'see ip -br addr'})",
-                )
-            )
-            continue
-        iface, _own = _iface_of(address, net)
-        if iface is None:
-            out.append(
-                _finding(
-                    status=Status.INFO,
-                    summary=f"{s.source}: {shown} is not on a directly attached subnet (routed)",
-                    subject=subject,
-                    evidence=(s.source,),
-                )
-            )
-        elif is_slow(iface, net):
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{s.source}: {shown} is on "
-                    f"{iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, not the link: the "
-                    "rendezvous and NCCL's bootstrap go over it",
-                    subject=subject,
-                    evidence=(s.source,),
-                    fix=f"advertise the link's address ({hint or ', '.join(sorted(fast))})",
-                )
-            )
-        elif fast and iface not in fast:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
-                    subject=subject,
-                    evidence=(s.source,),
-                    fix=f"advertise the link's address ({hint or '?'})",
-                )
-            )
-        else:
-            out.append(
-                _finding(
-                    status=Status.PASS,
-                    summary=f"{s.source}: {shown} is on {iface}",
-                    subject=subject,
-                    evidence=(s.source,),
-                )
-            )
-    return out
+    return [_one_advertised(s, resolved.get(s.value) or s.value, net, fast, hint) for s in plan.advertised]
+
+
+def _one_advertised(
+    s: Setting, address: str, net: Mapping[str, Any], fast: set[str], hint: str | None
+) -> Finding:
+    """One address this node tells its peers (`s`, resolved to `address`): reachable, and on the link?"""
+    key = s.source.split("=", 1)[0].split(" ")[-1] if "=" in s.source else s.source.split(" ")[1]
+    subject = key.lstrip("-")
+    shown = s.value if address == s.value else f"{s.value} ({address})"
+    said = partial(_finding, subject=subject, evidence=(s.source,))
+    try:
+        ip = ipaddress.IPv4Address(address)
+    except ValueError:
+        return said(
+            status=Status.WARN,
+            summary=f"{s.source}: {s.value} does not resolve to an IPv4 address here",
+            fix="use the link interface's address",
+        )
+    if ip.is_loopback or ip.is_unspecified:
+        return said(
+            status=Status.FAIL,
+            summary=f"{s.source}: {shown} cannot be reached from another node",
+            fix=f"advertise this link's address ({hint or 'see ip -br addr'})",
+        )
+    iface, _own = _iface_of(address, net)
+    if iface is None:
+        return said(
+            status=Status.INFO, summary=f"{s.source}: {shown} is not on a directly attached subnet (routed)"
+        )
+    if is_slow(iface, net):
+        return said(
+            status=Status.WARN,
+            summary=f"{s.source}: {shown} is on "
+            f"{iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, not the link: the "
+            "rendezvous and NCCL's bootstrap go over it",
+            fix=f"advertise the link's address ({hint or ', '.join(sorted(fast))})",
+        )
+    if fast and iface not in fast:
+        return said(
+            status=Status.WARN,
+            summary=f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
+            fix=f"advertise the link's address ({hint or '?'})",
+        )
+    return said(status=Status.PASS, summary=f"{s.source}: {shown} is on {iface}")
 
 
 def _first_addr(net: Mapping[str, Any], names: set[str], first: str | None = None) -> str | None:
