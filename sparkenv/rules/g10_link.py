@@ -68,7 +68,7 @@ def check(
     out: list[Finding] = []
     out += _rdma(link, spark)
     out += _transport(link, settings)
-    out += _hca(link, settings, spark)
+    out += _hca(link, settings)
     out += _gid(link, settings)
     out += _ifname(link, settings)
     out += _advertised(link, settings, plan, resolved or {})
@@ -201,84 +201,77 @@ def _twins_up(link: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(a, b) for a, b in _data().spark.twins if a in active and b in active]
 
 
-def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark: bool) -> list[Finding]:
+def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
     if not link["rdma"]:
         return []
-    devices = sorted(link["rdma"])
     active = active_devices(link)
     twins = _twins_up(link)
     hca = settings.get("NCCL_IB_HCA")
     if hca is None:
-        if twins:
-            pair = ",".join(twins[0])
-            return [
-                _finding(
-                    status=Status.WARN,
-                    summary="NCCL_IB_HCA is unset while both halves of a ConnectX-7 port are Active "
-                    f"({pair}): NCCL may drive one half only, about half the port (dgx-spark-playbooks#102: "
-                    "~3 GB/s)",
-                    subject="NCCL_IB_HCA",
-                    evidence=(f"active: {', '.join(active)}",),
-                    fix=f"export NCCL_IB_HCA={pair} on every node",
-                )
-            ]
-        return [
-            _finding(
-                status=Status.INFO,
-                summary="NCCL_IB_HCA is unset: NCCL uses every Active RDMA device",
-                subject="NCCL_IB_HCA",
-                evidence=(f"active: {', '.join(active) or 'none'}",),
-            )
-        ]
-    value, source = hca
+        return [_hca_unset(active, twins)]
+    return [_hca_set(*hca, sorted(link["rdma"]), active, twins)]
+
+
+def _hca_unset(active: list[str], twins: list[tuple[str, str]]) -> Finding:
+    if twins:
+        pair = ",".join(twins[0])
+        return _finding(
+            status=Status.WARN,
+            summary="NCCL_IB_HCA is unset while both halves of a ConnectX-7 port are Active "
+            f"({pair}): NCCL may drive one half only, about half the port (dgx-spark-playbooks#102: "
+            "~3 GB/s)",
+            subject="NCCL_IB_HCA",
+            evidence=(f"active: {', '.join(active)}",),
+            fix=f"export NCCL_IB_HCA={pair} on every node",
+        )
+    return _finding(
+        status=Status.INFO,
+        summary="NCCL_IB_HCA is unset: NCCL uses every Active RDMA device",
+        subject="NCCL_IB_HCA",
+        evidence=(f"active: {', '.join(active) or 'none'}",),
+    )
+
+
+def _hca_set(
+    value: str, source: str, devices: list[str], active: list[str], twins: list[tuple[str, str]]
+) -> Finding:
+    """NCCL_IB_HCA as set: devices of this node, Active, and both halves of a port."""
     lst = DeviceList.parse(value)
     unknown = lst.unmatched(devices)
     chosen = lst.select(devices)
-    evidence = (f"{value} from {source}", f"devices here: {', '.join(devices)}")
+    said = partial(
+        _finding,
+        subject="NCCL_IB_HCA",
+        evidence=(f"{value} from {source}", f"devices here: {', '.join(devices)}"),
+    )
     if unknown:
-        return [
-            _finding(
-                status=Status.FAIL,
-                summary=f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node "
-                "(another machine's names, or a leftover nccl.conf)",
-                subject="NCCL_IB_HCA",
-                evidence=evidence,
-                fix=f"set NCCL_IB_HCA to this node's devices ({', '.join(active) or ', '.join(devices)})",
-            )
-        ]
+        return said(
+            status=Status.FAIL,
+            summary=f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node "
+            "(another machine's names, or a leftover nccl.conf)",
+            fix=f"set NCCL_IB_HCA to this node's devices ({', '.join(active) or ', '.join(devices)})",
+        )
     if not [d for d in chosen if d in active]:
-        return [
-            _finding(
-                status=Status.FAIL,
-                summary=f"NCCL_IB_HCA={value} selects only devices that are not Active "
-                f"({', '.join(chosen) or 'none'})",
-                subject="NCCL_IB_HCA",
-                evidence=evidence,
-                fix=f"name the Active devices: {', '.join(active) or 'none is Active'}",
-            )
-        ]
+        return said(
+            status=Status.FAIL,
+            summary=f"NCCL_IB_HCA={value} selects only devices that are not Active "
+            f"({', '.join(chosen) or 'none'})",
+            fix=f"name the Active devices: {', '.join(active) or 'none is Active'}",
+        )
     half = [(a, b) for a, b in twins if (a in chosen) != (b in chosen)]
     if half:
         a, b = half[0]
         missing = b if a in chosen else a
-        return [
-            _finding(
-                status=Status.WARN,
-                summary=f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about "
-                "half the port's bandwidth",
-                subject="NCCL_IB_HCA",
-                evidence=evidence,
-                fix=f"export NCCL_IB_HCA={a},{b}",
-            )
-        ]
-    return [
-        _finding(
-            status=Status.PASS,
-            summary=f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}",
-            subject="NCCL_IB_HCA",
-            evidence=evidence,
+        return said(
+            status=Status.WARN,
+            summary=f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about "
+            "half the port's bandwidth",
+            fix=f"export NCCL_IB_HCA={a},{b}",
         )
-    ]
+    return said(
+        status=Status.PASS,
+        summary=f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}",
+    )
 
 
 def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
