@@ -6,6 +6,7 @@ differences."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from sparkenv.environment import digest
@@ -244,14 +245,11 @@ def _all_spark(peers: Mapping[str, Any]) -> bool:
 def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
     if not result:
         return []
-    subject = "link-test"
+    said = partial(Finding, id=G, subject="link-test")
     if result.get("error"):
         return [
-            Finding(
-                id=G,
-                status=Status.ERROR,
-                summary=f"link test ({result.get('backend')}) failed: {result['error']}",
-                subject=subject,
+            said(
+                status=Status.ERROR, summary=f"link test ({result.get('backend')}) failed: {result['error']}"
             )
         ]
     data = multinode().link_test
@@ -260,47 +258,22 @@ def _link_test(result: Mapping[str, Any] | None, spark: bool) -> list[Finding]:
         f"{result['busbw_gbs']:g} GB/s bus bandwidth (median of {result['iterations']}, "
         f"{result['median_s'] * 1000:.2f} ms)"
     )
-    evidence = (f"algbw {result['algbw_gbs']:g} GB/s", f"set-up {result.get('setup_s')} s")
+    said = partial(
+        said, evidence=(f"algbw {result['algbw_gbs']:g} GB/s", f"set-up {result.get('setup_s')} s")
+    )
     if not result.get("correct", True):
-        return [
-            Finding(
-                id=G,
-                status=Status.FAIL,
-                summary=f"{figure}: the sum is wrong",
-                subject=subject,
-                evidence=evidence,
-            )
-        ]
+        return [said(status=Status.FAIL, summary=f"{figure}: the sum is wrong")]
     if result["backend"] != "nccl" or not spark:
-        return [
-            Finding(
-                id=G,
-                status=Status.INFO,
-                summary=f"{figure}; no expectation for this pair in the data",
-                subject=subject,
-                evidence=evidence,
-            )
-        ]
+        return [said(status=Status.INFO, summary=f"{figure}; no expectation for this pair in the data")]
     expected = data.spark_busbw_gbs
     if result["busbw_gbs"] < expected * data.warn_below_fraction:
         return [
-            Finding(
-                id=G,
+            said(
                 status=Status.WARN,
                 summary=f"{figure}: below {expected * data.warn_below_fraction:g} GB/s (a healthy Spark "
                 f"pair reaches ~{expected:g})",
-                subject=subject,
-                evidence=evidence,
                 fix="likely: NCCL_IB_HCA without both halves of the port, a degraded link rate, MTU 1500, "
                 "NCCL_IB_DISABLE or a socket fallback (see the G10 link lines above)",
             )
         ]
-    return [
-        Finding(
-            id=G,
-            status=Status.PASS,
-            summary=f"{figure}: at or above the expected ~{expected:g} GB/s",
-            subject=subject,
-            evidence=evidence,
-        )
-    ]
+    return [said(status=Status.PASS, summary=f"{figure}: at or above the expected ~{expected:g} GB/s")]
