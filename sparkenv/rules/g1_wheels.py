@@ -22,65 +22,60 @@ def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
     libraries judged as the audit judges them installed (rules/cuda_per_release.py), CUDA libraries of
     another major it bundles (INFO: whether its code links them is read from the ELF at audit), and a
     wheel whose list could not be read (INFO, never a silent PASS)."""
-    from sparkenv.rules import cuda_per_release
-
     target = rules.target_major()
-    machine = facts.profile.machine
     out = []
     for key, files in sorted(facts.wheel_files.items()):
-        if key not in facts.locked:
-            continue
-        ev = facts.evidence(key)
-        desc = facts.describe(key)
-        if isinstance(files, str):
-            out.append(
-                Finding(
-                    id=GotchaId.G1,
-                    status=Status.INFO,
-                    summary=f"{desc}: its wheel's file list could not be read ({files}); its libraries are "
-                    "checked only by `sparkenv audit` after install",
-                    subject=key,
-                    evidence=ev,
-                )
-            )
-            continue
-        got = cuda_per_release.verdict(key, files, machine)  # first: one of them is loaded, by choice
-        if got is None and (linked := _wheel_links(facts, key, desc, ev, target)) is not None:
-            out.append(linked)
-            continue
-        if got is not None:
-            ok, what, fix = got
-            out.append(
-                Finding(
-                    id=GotchaId.G1,
-                    status=Status.PASS if ok else Status.FAIL,
-                    summary=f"{desc} {what} (its wheel's file list)",
-                    subject=key,
-                    evidence=ev,
-                    fix=None if ok else fix,
-                )
-            )
-            continue
-        other = sorted(
-            {
-                os.path.basename(f)
-                for f in files
-                if (m := rules.soname_major(os.path.basename(f))) and m != target
-            }
-        )
-        if other:
-            out.append(
-                Finding(
-                    id=GotchaId.G1,
-                    status=Status.INFO,
-                    summary=f"{desc} bundles {', '.join(other[:3])}{' …' if len(other) > 3 else ''} (CUDA "
-                    f"{rules.soname_major(other[0])}): whether its code links it is read from the ELF by "
-                    "`sparkenv audit` after install",
-                    subject=key,
-                    evidence=ev,
-                )
-            )
+        if key in facts.locked:
+            found = _wheel_files(facts, key, files, target)
+            if found is not None:
+                out.append(found)
     return out
+
+
+def _wheel_files(facts: ResolvedFacts, key: str, files: tuple[str, ...] | str, target: int) -> Finding | None:
+    """One resolved wheel's file list (or why it could not be read)."""
+    from sparkenv.rules import cuda_per_release
+
+    ev = facts.evidence(key)
+    desc = facts.describe(key)
+    if isinstance(files, str):
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.INFO,
+            summary=f"{desc}: its wheel's file list could not be read ({files}); its libraries are "
+            "checked only by `sparkenv audit` after install",
+            subject=key,
+            evidence=ev,
+        )
+    got = cuda_per_release.verdict(
+        key, files, facts.profile.machine
+    )  # first: one of them is loaded, by choice
+    if got is None and (linked := _wheel_links(facts, key, desc, ev, target)) is not None:
+        return linked
+    if got is not None:
+        ok, what, fix = got
+        return Finding(
+            id=GotchaId.G1,
+            status=Status.PASS if ok else Status.FAIL,
+            summary=f"{desc} {what} (its wheel's file list)",
+            subject=key,
+            evidence=ev,
+            fix=None if ok else fix,
+        )
+    other = sorted(
+        {os.path.basename(f) for f in files if (m := rules.soname_major(os.path.basename(f))) and m != target}
+    )
+    if not other:
+        return None
+    return Finding(
+        id=GotchaId.G1,
+        status=Status.INFO,
+        summary=f"{desc} bundles {', '.join(other[:3])}{' …' if len(other) > 3 else ''} (CUDA "
+        f"{rules.soname_major(other[0])}): whether its code links it is read from the ELF by "
+        "`sparkenv audit` after install",
+        subject=key,
+        evidence=ev,
+    )
 
 
 def _wheel_links(
