@@ -152,16 +152,21 @@ def _object_evidence(o: coverage.ObjectKernels) -> str:
     )
 
 
+def _ptxas_for(tools: toolchain.TritonTools, cap: coverage.Capability) -> tuple[str, str, str]:
+    """(the bundled tool, the variable that overrides it) Triton uses for this capability, and the other
+    variable (set, it is not the one read)."""
+    spec = toolchain_data().triton
+    blackwell = cap[0] >= spec.blackwell_from_major and spec.blackwell_tool in tools.bundled
+    if blackwell:
+        return spec.blackwell_tool, spec.blackwell_env, spec.default_env
+    return spec.default_tool, spec.default_env, spec.blackwell_env
+
+
 def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, live: bool) -> Finding:
     """G7: the ptxas Triton will run for this GPU accepts its arch-specific target. `live` (the gate):
     the environment is the workload's, so a ptxas that rejects the target is a FAIL; in the audit the
     variables may still be set at run time, so it is a WARN."""
-    spec = toolchain_data().triton
-    blackwell = cap[0] >= spec.blackwell_from_major and spec.blackwell_tool in tools.bundled
-    tool, var = (
-        (spec.blackwell_tool, spec.blackwell_env) if blackwell else (spec.default_tool, spec.default_env)
-    )
-    other = spec.default_env if blackwell else spec.blackwell_env
+    tool, var, other = _ptxas_for(tools, cap)
     need = toolchain.min_ptxas(cap)
     arch = f"sm_{cap[0]}{cap[1]}a"
     subject = "triton-ptxas"
