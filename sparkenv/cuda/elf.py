@@ -207,6 +207,26 @@ def _string(read: Reader, table_offset: int, table_size: int | None, index: int)
     return raw[:nul].decode("utf-8", "replace")
 
 
+def _names_reader(read: Reader, table_offset: int, table_size: int) -> Callable[[int], str]:
+    """Names from the section-name table, read in one call (one pread per name cost an audit of 846
+    objects ~29,000 reads). A table that cannot be read whole (truncated file, absurd size) is read
+    name by name as before, so a damaged file gets the same reason."""
+    if table_offset >= 0 and 0 < table_size <= _MAX_TABLE:
+        table = read(table_offset, table_size)
+        if len(table) == table_size:
+
+            def from_table(index: int) -> str:
+                if index >= table_size:
+                    raise _Bad("dynamic entry points past its string table")
+                nul = table.find(b"\0", index, index + _MAX_NAME)
+                if nul < 0:
+                    raise _Bad("truncated: unterminated name in the string table")
+                return table[index:nul].decode("utf-8", "replace")
+
+            return from_table
+    return lambda index: _string(read, table_offset, table_size, index)
+
+
 @dataclass(frozen=True)
 class Section:
     name: str
@@ -235,8 +255,9 @@ def list_sections(read: Reader) -> list[Section] | str:
         table = _read_exact(read, shoff, shnum * shentsize, "section header table")
         raw = [struct.unpack_from(sfmt, table, i * shentsize) for i in range(shnum)]
         names_at, names_size = raw[shstrndx][4], raw[shstrndx][5]
+        name = _names_reader(read, names_at, names_size)
         return [
-            Section(_string(read, names_at, names_size, sh_name), sh_type, flags, offset, size)
+            Section(name(sh_name), sh_type, flags, offset, size)
             for sh_name, sh_type, flags, _, offset, size, *_ in raw
         ]
     except _Bad as exc:

@@ -17,6 +17,7 @@ a base provides under another name reads as missing. Each finding names both sid
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,6 +89,23 @@ def _full_version(target: Target) -> str | None:
     return None
 
 
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_SPEC = r"(?:(?:==|!=)\s*\d+(?:\.\d+)*(?:\.\*)?|(?:>=|<=|>|<)\s*\d+(?:\.\d+)*|~=\s*\d+(?:\.\d+)+)"
+# `name[extras] specifiers ; extra == "x"` in a spelling PEP 508 certainly accepts (plain release
+# numbers only; anything else does not match and is parsed). Such a requirement never holds for a
+# distribution asked for without extras: the base pass skips it unparsed — most of a large venv's
+# Requires-Dist (test, docs, optional backends), whose parsing was most of a first audit's check.
+_EXTRA_ONLY = re.compile(
+    rf"""\s*{_NAME}\s*(?:\[\s*{_NAME}(?:\s*,\s*{_NAME})*\s*\])?\s*(?:{_SPEC}(?:\s*,\s*{_SPEC})*)?"""
+    rf"""\s*;\s*extra\s*==\s*(["']){_NAME}\1\s*"""
+)
+
+
+def extra_only(text: str) -> bool:
+    """Whether `text` is a valid requirement whose only marker is `extra == "..."` (see _EXTRA_ONLY)."""
+    return _EXTRA_ONLY.fullmatch(text) is not None
+
+
 @functools.lru_cache(maxsize=8192)
 def _parse(text: str) -> Requirement | str:
     try:
@@ -110,11 +128,18 @@ class _Markers:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         self.cache: dict[tuple[str, str], bool] = {}
+        # A marker's text, by the marker object: formatting a marker costs more than evaluating it
+        # (7,700 str() calls were a third of a first audit's requirement check). Each object is kept
+        # with its text, so an id is never reused while it is a key here.
+        self.texts: dict[int, tuple[Marker, str]] = {}
 
     def applies(self, marker: Marker | None, extra: str) -> bool:
         if marker is None:
             return True
-        key = (str(marker), extra)
+        known = self.texts.get(id(marker))
+        if known is None:
+            known = self.texts[id(marker)] = (marker, str(marker))
+        key = (known[1], extra)
         hit = self.cache.get(key)
         if hit is None:
             hit = applies(marker, self.env, (extra,))
@@ -136,6 +161,8 @@ def find(facts: AuditFacts) -> tuple[list[Broken], list[Unparsed], int]:
         key, extra = todo.pop()
         dist = dists[key]
         for text in dist.requires:
+            if not extra and extra_only(text):
+                continue  # holds only when an extra is asked for; valid, so never "unparsed"
             req = _parse(text)
             if isinstance(req, str):
                 if not extra:
