@@ -70,16 +70,18 @@ def spawn(
 
     _become_subreaper()
     env = {**(os.environ if env is None else env), _MARK: str(os.getpid())}
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL if stdin is None else stdin,
-        stdout=subprocess.PIPE if stdout is None else stdout,
-        stderr=subprocess.PIPE if stderr is None else stderr,
-        start_new_session=True,
-        env=env,
-        text=text,
-    )
+    # started and registered under the lock: another thread's _kill_orphans must never see this child
+    # running (parent sparkenv, marked) before it is registered, or it would kill it as an orphan
     with _lock:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=subprocess.PIPE if stdout is None else stdout,
+            stderr=subprocess.PIPE if stderr is None else stderr,
+            start_new_session=True,
+            env=env,
+            text=text,
+        )
         _children.add(proc)
     return proc
 

@@ -2,8 +2,10 @@
 where uv and pip read them. In order: the user-info of an index URL given to this run (command line or
 input file), of uv's and pip's index variables (UV_DEFAULT_INDEX, UV_INDEX, UV_INDEX_URL,
 UV_EXTRA_INDEX_URL, PIP_INDEX_URL, PIP_EXTRA_INDEX_URL), then netrc (NETRC or ~/.netrc). Matched by realm
-(scheme, host, port), as uv matches them. Not read: keyring (uv asks it only with
---keyring-provider subprocess; neither is wired here yet)."""
+(scheme, host, port), as uv matches them. A user name known without its password (`http://alice@host/…`,
+a netrc entry with no password) is completed from the `keyring` command when uv or pip are told to ask
+it (UV_KEYRING_PROVIDER=subprocess, PIP_KEYRING_PROVIDER=subprocess), as they ask it: `keyring get URL
+USER`, then `keyring get HOST[:PORT] USER`; its answer is kept in memory only, for this run."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ _ENV = (
 )
 _given: dict[Realm, tuple[str, str]] = {}
 _lock = threading.Lock()
+_KEYRING_TIMEOUT_S = 30.0  # a keyring backend may unlock a store; one that hangs must not hang sparkenv
+_asked: dict[tuple[str, str], str | None] = {}  # (service, user) -> the keyring's answer, this run only
 
 
 def _realm(url: str) -> Realm | None:
@@ -86,21 +90,77 @@ def _from_netrc(host: str) -> tuple[str, str] | None:
     return entry[0] or "", entry[2] or ""
 
 
+def _keyring_wanted() -> bool:
+    """uv and pip ask the keyring command only when told to; sparkenv follows the same switch."""
+    return "subprocess" in (
+        os.environ.get("UV_KEYRING_PROVIDER", "").strip().lower(),
+        os.environ.get("PIP_KEYRING_PROVIDER", "").strip().lower(),
+    )
+
+
+def _keyring(service: str, user: str) -> str | None:
+    """`keyring get SERVICE USER`: the password on its first line, or None (no entry, no keyring command,
+    a failure, or no answer within the timeout). The child is killed with its group on every path."""
+    import subprocess
+
+    from sparkenv import children
+
+    key = (service, user)
+    with _lock:
+        if key in _asked:
+            return _asked[key]
+    answer = None
+    try:
+        proc = children.spawn(["keyring", "get", service, user], text=True)
+    except OSError:
+        proc = None
+    if proc is not None:
+        try:
+            out, _ = proc.communicate(timeout=_KEYRING_TIMEOUT_S)
+            if proc.returncode == 0 and out.strip():
+                answer = out.splitlines()[0].rstrip("\r\n")
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            children.stop(proc)
+    with _lock:
+        _asked[key] = answer
+    return answer
+
+
+def _from_keyring(url: str, user: str) -> tuple[str, str] | None:
+    if not user or not _keyring_wanted():
+        return None
+    realm = _realm(url)
+    if realm is None:
+        return None
+    host = realm[1] if realm[2] is None else f"{realm[1]}:{realm[2]}"
+    for service in (redact(url), host):
+        password = _keyring(service, user)
+        if password is not None:
+            return user, password
+    return None
+
+
 def in_url(url: str) -> bool:
     return _userinfo(url) is not None
 
 
 def lookup(url: str, netrc: bool = True) -> tuple[str, str] | None:
-    """(user, password) for the realm of `url`, or None: the URL's own user-info first."""
-    own = _userinfo(url)
-    if own:
-        return own[1]
+    """(user, password) for the realm of `url`, or None: the URL's own user-info first; a user name
+    without a password is completed from the keyring when uv or pip would ask it."""
     realm = _realm(url)
     if realm is None:
         return None
+    own = _userinfo(url)
     with _lock:
         given = _given.get(realm)
-    return given or _from_env(realm) or (_from_netrc(realm[1]) if netrc else None)
+    found = (
+        (own[1] if own else None) or given or _from_env(realm) or (_from_netrc(realm[1]) if netrc else None)
+    )
+    if found and not found[1]:
+        return _from_keyring(url, found[0]) or found
+    return found
 
 
 def request(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:

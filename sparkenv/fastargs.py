@@ -1,26 +1,25 @@
-"""A command line read without typer, click or pydantic, for the commands users wait on (`check` in
-pre-commit hooks, `audit` of an unchanged environment; the gate's own loop is in gate/fastpath.py): those
-imports cost more than the commands' own work. It
-reads exactly the spellings a command declares — `--name VALUE`, `--name=VALUE`, flags, repeated
-options, `--` — and gives up (None) on anything else (--help, a typo, a missing value), so that the typer
-command answers with its usual help or error. Tests hold each command's spellings to the typer ones."""
+"""A command line read without typer, click or pydantic, for the commands users wait on (the gate before
+every workload, `check` in pre-commit hooks, `audit` of an unchanged environment): those imports cost more
+than the commands' own work. It reads the options a command declares (sparkenv/optionspec.py: the same
+declarations the typer command is built from) — `--name VALUE`, `--name=VALUE`, flags, repeated options,
+`--` — and gives up (None) on anything else (--help, a typo, a missing value), so that the typer command
+answers with its usual help or error."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Iterable
+
+from sparkenv.optionspec import Option, spellings
 
 
 def parse(
-    argv: list[str],
-    valued: Mapping[str, str],
-    flags: Mapping[str, str],
-    repeated: Collection[str] = (),
-    *,
-    interspersed: bool = True,
+    argv: list[str], options: Iterable[Option], *, interspersed: bool = True
 ) -> tuple[dict[str, object], list[str]] | None:
-    """(values by field name, positional arguments). Repeated fields are lists in the given order.
-    `interspersed`: options may follow positionals (click's default); False: the first positional and
-    everything after it are positional (a workload's own command line)."""
+    """(the given options' values by name, positional arguments). A repeated option is a list in the given
+    order; a number is converted (a usage error, exit 2, when it is not one). `interspersed`: options may
+    follow positionals (click's default); False: the first positional and everything after it are
+    positional (a workload's own command line)."""
+    known = spellings(options)
     values: dict[str, object] = {}
     positional: list[str] = []
     i = 0
@@ -30,7 +29,8 @@ def parse(
             positional += argv[i + 1 :]
             break
         name, eq, inline = arg.partition("=")
-        if name in valued:
+        option = known.get(name)
+        if option is not None and not option.flag:
             if eq:
                 raw = inline
             elif i + 1 < len(argv):
@@ -38,13 +38,9 @@ def parse(
                 raw = argv[i]
             else:
                 return None
-            key = valued[name]
-            if key in repeated:
-                values.setdefault(key, []).append(raw)  # type: ignore[union-attr]
-            else:
-                values[key] = raw
-        elif arg in flags and not eq:
-            values[flags[arg]] = True
+            _store(values, option, name, raw)
+        elif option is not None and not eq:
+            values[option.name] = True
         elif arg.startswith("-"):
             return None  # --help and anything unknown: typer says it properly
         elif interspersed:
@@ -54,3 +50,18 @@ def parse(
             break
         i += 1
     return values, positional
+
+
+def _store(values: dict[str, object], option: Option, spelled: str, raw: str) -> None:
+    """One valued option: a number, one more of a repeated option, or a string."""
+    if option.many:
+        values.setdefault(option.name, []).append(raw)  # type: ignore[union-attr]
+    elif option.kind in (float, int):
+        try:
+            values[option.name] = option.kind(raw)
+        except ValueError:
+            from sparkenv.errors import SparkenvError
+
+            raise SparkenvError(f"{spelled}: {raw!r} is not a number") from None
+    else:
+        values[option.name] = raw

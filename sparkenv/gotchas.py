@@ -59,7 +59,13 @@ class Gotcha:
 
 
 def catalog() -> list[Gotcha]:
-    return [Gotcha(g, t.title, t.symptom, t.cause, t.fix) for g, t in gotchas().items()]  # G1 … G10
+    from sparkenv.knowledge import packages
+
+    index = packages().cuda13_index  # one value, written once (data/packages.toml), in every text printing it
+    return [
+        Gotcha(g, t.title, t.symptom, t.cause, t.fix.replace("{cuda13_index}", index))
+        for g, t in gotchas().items()
+    ]  # G1 … G10
 
 
 def lookup(ident: str) -> Gotcha:

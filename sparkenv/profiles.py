@@ -9,15 +9,14 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from sparkenv import schema
 from sparkenv.errors import SparkenvError
+from sparkenv.names import canonical
 
 PLATFORMS = {
     "linux/aarch64": "aarch64",
@@ -30,6 +29,21 @@ PLATFORMS = {
 SPELLING = {"aarch64": "linux/aarch64", "x86_64": "linux/amd64"}
 DOCKER_SPELLING = {"aarch64": "linux/arm64", "x86_64": "linux/amd64"}
 MACHINE_ALIASES = {"aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+
+
+# The manylinux levels uv's --python-platform names (uv 0.13: 2_17, 2_28, 2_31 … 2_40; `uv pip compile
+# --help`). A newer glibc (Debian trixie's 2.41) runs every wheel of an older level: the newest uv knows.
+UV_MANYLINUX = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
+
+
+def uv_platform(machine: str, glibc: str) -> str:
+    """uv's --python-platform for a CPU and a glibc version: x86_64-manylinux_2_36."""
+    try:
+        major, minor = (int(x) for x in (glibc or "2.17").split(".")[:2])
+    except ValueError:
+        major, minor = 2, 17
+    level = next((m for m in UV_MANYLINUX if major > 2 or m <= minor), 17)
+    return f"{machine}-manylinux_2_{level}"
 
 
 def canonical_platform(platform: str) -> str:
@@ -99,7 +113,7 @@ class Profile:
     @property
     def python_platform(self) -> str:
         """uv's --python-platform: aarch64-manylinux_2_39."""
-        return f"{self.machine}-{self.manylinux}"
+        return uv_platform(self.machine, self.manylinux.removeprefix("manylinux_").replace("_", "."))
 
     @property
     def file_stem(self) -> str:
@@ -139,6 +153,13 @@ class Profile:
 
 
 def _data_dir():
+    """The shipped profiles: a plain folder (importlib.resources, which imports tempfile, zipfile and a
+    dozen more, only where sparkenv runs from a zip archive, as datafiles.load does)."""
+    here = Path(__file__).resolve().parent / "data" / "profiles"
+    if here.is_dir():
+        return here
+    from importlib import resources
+
     return resources.files("sparkenv").joinpath("data", "profiles")
 
 
@@ -168,9 +189,7 @@ def _parse(text: str, where: str) -> Profile:
         manylinux=str(data["manylinux"]),
         platform=str(data["platform"]),
         provides=provides,
-        satisfies={
-            canonicalize_name(k): canonicalize_name(v) for k, v in (data.get("satisfies") or {}).items()
-        },
+        satisfies={canonical(k): canonical(v) for k, v in (data.get("satisfies") or {}).items()},
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         path=where,
     )
@@ -214,7 +233,7 @@ def _values(data: dict[str, Any], where: str) -> dict[str, str]:
         raise SparkenvError(
             f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
         )
-    provides = {canonicalize_name(k): str(v) for k, v in (data.get("provides") or {}).items()}
+    provides = {canonical(k): str(v) for k, v in (data.get("provides") or {}).items()}
     for key, version in provides.items():
         if version:
             try:

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -142,7 +143,6 @@ ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]
 
 def context_tar(ctx: dict[str, bytes]) -> io.BytesIO:
     """A build context: the .sh files executable, the rest plain files."""
-    import tarfile
 
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
@@ -154,7 +154,45 @@ def context_tar(ctx: dict[str, bytes]) -> io.BytesIO:
     return buf
 
 
-def _import_rootfs(timeout: float) -> None:
+# A base whose python3 is another version than the stand-in's (and than the machine's 3.11 on CI): Debian
+# trixie's Python 3.13, no entrypoint, nothing provided beyond Debian's own packages. Built once per
+# machine (debootstrap + docker import, ~2 min), cached by tag.
+TRIXIE_ROOTFS_TAG = "sparkenv-test/debian-rootfs:trixie"
+OTHER_PYTHON_TAG = "sparkenv-test/python313:1"
+
+
+def ensure_other_python(client, timeout: float = 900) -> str:  # type: ignore[no-untyped-def]
+    """The trixie base (Python 3.13), built once per machine (cached by OTHER_PYTHON_TAG)."""
+    from docker.errors import ImageNotFound
+
+    try:
+        client.images.get(OTHER_PYTHON_TAG)
+        return OTHER_PYTHON_TAG
+    except ImageNotFound:
+        pass
+    try:
+        client.images.get(TRIXIE_ROOTFS_TAG)
+    except ImageNotFound:
+        _import_rootfs(timeout, "trixie", TRIXIE_ROOTFS_TAG, "python3,python3-pip")
+    # pip installs into the system Python as NGC's images allow it (PEP 668's marker is there in Debian)
+    dockerfile = f"FROM {TRIXIE_ROOTFS_TAG}\nENV PIP_BREAK_SYSTEM_PACKAGES=1\n"
+    client.images.build(
+        fileobj=context_tar({"Dockerfile": dockerfile.encode()}),
+        custom_context=True,
+        tag=OTHER_PYTHON_TAG,
+        rm=True,
+        forcerm=True,
+        timeout=600,
+    )
+    return OTHER_PYTHON_TAG
+
+
+def _import_rootfs(
+    timeout: float,
+    suite: str = "bookworm",
+    tag: str = ROOTFS_TAG,
+    include: str = "python3,python3-venv,python3-pip",
+) -> None:
     if shutil.which("debootstrap") is None:
         subprocess.run(
             ["apt-get", "install", "-y", "-qq", "debootstrap"],
@@ -169,8 +207,8 @@ def _import_rootfs(timeout: float) -> None:
             [
                 "debootstrap",
                 "--variant=minbase",
-                "--include=python3,python3-venv,python3-pip",
-                "bookworm",
+                f"--include={include}",
+                suite,
                 str(root),
                 debian_mirror(),
             ],
@@ -182,7 +220,7 @@ def _import_rootfs(timeout: float) -> None:
             pytest.fail(f"debootstrap failed: {proc.stderr.strip()[-500:]}")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         imp = subprocess.run(
-            ["docker", "import", "-", ROOTFS_TAG],
+            ["docker", "import", "-", tag],
             stdin=tar.stdout,
             capture_output=True,
             text=True,
@@ -191,6 +229,29 @@ def _import_rootfs(timeout: float) -> None:
         tar.wait(timeout=60)
         if imp.returncode != 0:
             pytest.fail(f"docker import failed: {imp.stderr.strip()}")
+
+
+def layers_holding(client, ref: str, needle: bytes) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every member of `docker save` (config, manifest, each layer and every file inside it) holding it."""
+    saved = io.BytesIO(b"".join(client.images.get(ref).save(named=True)))
+    found = []
+    with tarfile.open(fileobj=saved) as outer:
+        for member in outer.getmembers():
+            if not member.isfile():
+                continue
+            data = outer.extractfile(member).read()  # type: ignore[union-attr]
+            if needle in data:
+                found.append(member.name)
+            if data[:262][257:262] == b"ustar" or member.name.endswith(("layer.tar", ".tar")):
+                try:
+                    with tarfile.open(fileobj=io.BytesIO(data)) as layer:
+                        for f in layer.getmembers():
+                            fh = layer.extractfile(f) if f.isfile() else None
+                            if fh is not None and needle in fh.read():
+                                found.append(f"{member.name}:{f.name}")
+                except tarfile.TarError:
+                    pass
+    return found
 
 
 # ---- locks in sparkenv's format, over wheels served by artifacts.serve_index --------------------------

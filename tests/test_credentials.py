@@ -147,3 +147,78 @@ def test_without_a_credential_the_private_index_is_refused(private, tmp_path, ca
     proj = _project(tmp_path, "peft\n")
     r = _sparkenv(proj, "lock", "requirements.txt", "--index-url", private.url, env=caches)
     assert r.returncode != 0 and "401 Unauthorized" in r.stderr, r.stdout + r.stderr
+
+
+def _keyring_stub(folder: Path) -> tuple[Path, Path]:
+    """A real `keyring` command on PATH, answering `keyring get SERVICE USER` as the keyring CLI does: the
+    password on stdout for the private index's host:port or URL and user alice, else exit 1. Every call
+    is logged (the log is outside the project)."""
+    bin_dir, log = folder / "bin", folder / "keyring.log"
+    bin_dir.mkdir()
+    stub = bin_dir / "keyring"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{log}"\n'
+        f'if [ "$1" = get ] && [ "$3" = {USER} ]; then\n'
+        f'  case "$2" in 127.0.0.1:*|http://127.0.0.1:*) echo {SECRET}; exit 0;; esac\n'
+        "fi\nexit 1\n"
+    )
+    stub.chmod(0o755)
+    return bin_dir, log
+
+
+@pytest.mark.parametrize("variable", ["UV_KEYRING_PROVIDER", "PIP_KEYRING_PROVIDER"])
+def test_a_keyring_completes_a_user_name_and_nothing_is_written(  # type: ignore[no-untyped-def]
+    private, tmp_path, caches, variable
+) -> None:
+    """`--index-url http://alice@host/…` and the keyring command asked, as uv and pip ask it when told to:
+    uv resolves through it, and sparkenv's own requests (the sdist's metadata) get the password too."""
+    bin_dir, log = _keyring_stub(tmp_path)
+    proj = _project(tmp_path, "peft\npuresdist\n")
+    user_only = private.url.replace("http://", f"http://{USER}@")
+    env = {**caches, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", variable: "subprocess"}
+    env["UV_KEYRING_PROVIDER"] = "subprocess"  # uv itself asks the keyring only when told to
+    printed = _every_stage(proj, ["--index-url", user_only], env)
+    assert _leaks(proj, printed) == []
+    text = (proj / "lockfiles" / "requirements.ngc-25-11.txt").read_text()
+    assert "puresdist==1.0" in text  # the sdist's metadata, read by sparkenv through the keyring's password
+    host = private.url.split("/")[2]
+    assert f"get {host} {USER}" in log.read_text().splitlines() or f"get {private.url}" in log.read_text()
+
+
+def test_sparkenvs_own_requests_ask_the_keyring_only_when_told(private, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """sparkenv's HTTP client alone (no uv): with the switch, a user name is completed by the keyring
+    command and the private index answers; without it, the keyring is never started and the index refuses."""
+    bin_dir, log = _keyring_stub(tmp_path)
+    user_only = private.url.replace("http://", f"http://{USER}@")
+    code = (
+        "import sys, urllib.request, urllib.error\n"
+        "from sparkenv import credentials\n"
+        "credentials.remember([sys.argv[1]])\n"
+        "req = credentials.request(sys.argv[2])\n"
+        "try:\n"
+        "    print(urllib.request.urlopen(req, timeout=30).status)\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    print(e.code)\n"
+    )
+    page = private.url + "peft/"
+    base = {k: v for k, v in os.environ.items() if "KEYRING" not in k}
+    base["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    for env, status in (({**base, "UV_KEYRING_PROVIDER": "subprocess"}, "200"), (base, "401")):
+        r = subprocess.run(
+            [sys.executable, "-c", code, user_only, page],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.stdout.strip() == status, r.stdout + r.stderr
+        assert SECRET not in r.stdout + r.stderr
+    assert log.read_text().count("\n") >= 1 and all(
+        ln.startswith("get ") and ln.endswith(f" {USER}") for ln in log.read_text().splitlines()
+    )
+    calls = log.read_text()
+    r = subprocess.run(
+        [sys.executable, "-c", code, user_only, page], env=base, capture_output=True, text=True
+    )
+    assert log.read_text() == calls  # without the switch, no keyring process was started

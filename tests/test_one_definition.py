@@ -165,6 +165,30 @@ def _engine_error(node: ast.AST) -> bool:
     )
 
 
+def _cuda13_index(node: ast.AST) -> bool:
+    """The PyTorch CUDA 13 index's address: data/packages.toml's cuda13_index, read, never written."""
+    from sparkenv.knowledge import packages
+
+    return packages().cuda13_index.rstrip("/") in (_text(node) or "")
+
+
+def _gb10_capability(node: ast.AST) -> bool:
+    """The GB10's capability written as a default: data/gate.toml's [gb10] capability, read."""
+    return _text(node) == "12.1"
+
+
+def _own_command_line(node: ast.AST) -> bool:
+    """`arg == "--"`: a loop reading sparkenv's own command line by hand, beside typer and fastargs (the
+    gate had one of its own once; launchers' command lines are environment/parsers.py's, read otherwise)."""
+    return isinstance(node, ast.Compare) and any(_text(c) == "--" for c in (node.left, *node.comparators))
+
+
+def _index() -> str:
+    from sparkenv.knowledge import packages
+
+    return packages().cuda13_index
+
+
 @dataclass(frozen=True)
 class Guard:
     concept: str
@@ -318,6 +342,25 @@ GUARDS = [
         _include_parsing,
         "import re\nINCLUDE = re.compile(r'^(?:-r|-c|--requirement|--constraint)\\s+(\\S+)')\n",
     ),
+    Guard(
+        "sparkenv's command line read without typer",
+        ("fastargs.py",),
+        _own_command_line,
+        "def parse(argv):\n    return argv[argv.index('--') + 1 :] if argv[0] == '--' else argv\n",
+    ),
+    Guard(
+        "the PyTorch CUDA 13 index (data/packages.toml cuda13_index)",
+        (),
+        _cuda13_index,
+        f"FIX = 'install it from {_index()}'\n",
+    ),
+    # image/engine.py's verify() keeps a "12.1" default of its own (base21 edits image/ this session)
+    Guard(
+        "the GB10's capability (data/gate.toml [gb10])",
+        ("image/engine.py",),
+        _gb10_capability,
+        "def audit(gpu: str = '12.1'): ...\n",
+    ),
 ]
 
 
@@ -366,16 +409,35 @@ def test_the_schema_accepts_exactly_the_g_numbers_the_code_knows():
 
 
 def test_the_gate_options_have_one_set_of_defaults():
-    """GateArgs declares the gate's options (fastpath.py derives its table from it); the typer command
-    declares the same options with their help, and the same defaults."""
+    """gate/options.py declares the gate's options (help, type, default) for both of its parsers: the typer
+    command has exactly those, with those defaults, and GateArgs has one field per option, no defaults."""
     import dataclasses
 
     import typer.main
 
     from sparkenv.cli import app
     from sparkenv.gate.entry import GateArgs
+    from sparkenv.gate.options import GATE
 
     command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "gate")
     typer_defaults = {p.name: p.default for p in command.params}
-    own = [f for f in dataclasses.fields(GateArgs) if f.name not in ("workload", "reporting")]
-    assert {f.name: typer_defaults.get(f.name, "missing") for f in own} == {f.name: f.default for f in own}
+    assert {o.name: typer_defaults.get(o.name, "missing") for o in GATE} == {o.name: o.default for o in GATE}
+    fields = dataclasses.fields(GateArgs)
+    assert [f.name for f in fields if f.name not in ("workload", "reporting")] == [o.name for o in GATE]
+    assert all(f.default is dataclasses.MISSING for f in fields)
+
+
+def test_the_data_files_name_one_cuda13_index():
+    """Every PyTorch CUDA index address in sparkenv/data (fix texts of gotchas.toml, packages.toml) is
+    packages.toml's cuda13_index: a new index is one edit there, and a second spelling fails here."""
+    import re
+
+    from sparkenv.knowledge import packages
+
+    index = packages().cuda13_index
+    mentions = {
+        (p.name, m)
+        for p in (ROOT / "sparkenv" / "data").glob("*.toml")
+        for m in re.findall(r"https?://[^\s\"')]+/whl/(?:cu|cpu)\w*", p.read_text(encoding="utf-8"))
+    }
+    assert mentions and {m for _, m in mentions} == {index}, sorted(mentions)

@@ -112,3 +112,20 @@ def test_a_lock_of_an_unnamed_custom_profile_says_how_to_recover(repo, index, tm
     )
     r = _run(repo, "lock", "--check", env=env)
     assert r.returncode == 2 and "lockfiles/pylock.standin.toml" in r.stderr and "--profile FILE" in r.stderr
+
+
+def test_the_project_roots_profile_is_the_target_of_a_requirements_file(repo, index, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`[tool.sparkenv] profile` in the project root's pyproject.toml: check and lock of a requirements
+    file, from a subfolder, target it; --profile still wins."""
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sc")}
+    (repo / "pyproject.toml").write_text('[tool.sparkenv]\nprofile = "standin.toml"\n')
+    sub = repo / "sub" / "deeper"
+    r = _run(sub, "check", "../../requirements.txt", "--json", env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["profile"] == "standin", r.stdout + r.stderr
+    r = _run(sub, "check", "../../requirements.txt", "--json", "--profile", "ngc-25.11", env=env)
+    assert json.loads(r.stdout)["profile"] == "ngc-25.11"
+    r = _run(sub, "lock", "../../requirements.txt", "--index-url", index.url, env=env)
+    assert r.returncode == 0 and (repo / "lockfiles" / "pylock.standin.toml").is_file(), r.stdout + r.stderr
+    (repo / "pyproject.toml").write_text("[tool.sparkenv]\nprofile = 3\n")
+    r = _run(sub, "check", "../../requirements.txt", env=env)
+    assert r.returncode == 2 and "pyproject.toml" in r.stderr and r.stderr.count("\n") == 1, r.stderr

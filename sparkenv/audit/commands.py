@@ -2,55 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from sparkenv import cli_options as opts
+from sparkenv.audit.options import AUDIT
 
 
 def register(app: typer.Typer) -> None:
     app.command()(audit)
 
 
-@opts.reporting()
+@opts.reporting(options=AUDIT)
 def audit(
     target: Annotated[Optional[str], opts.ENVIRONMENT] = None,  # noqa: UP045 - typer needs Optional on 3.10
-    lock: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--lock",
-            metavar="FILE",
-            help="The project's lock (pylock.*.toml or a hashed requirements file): torch, triton, "
-            "xformers and transformers are compared with it (G9).",
-        ),
-    ] = None,
-    machine: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--machine",
-            metavar="ARCH",
-            help="The environment's CPU (aarch64, x86_64). Default: read from its interpreter.",
-        ),
-    ] = None,
-    root: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--root",
-            metavar="DIR",
-            help="Read container and NGC markers under DIR (a mounted image) instead of /.",
-        ),
-    ] = None,
-    gpu: Annotated[
-        str,
-        typer.Option(
-            "--gpu",
-            metavar="CAP",
-            help="The GPU the environment must run on (G7 kernel coverage): 12.1 (GB10, DGX Spark), 9.0 "
-            "(H100/H200), 10.0 (B200) …; `none` skips the kernel check.",
-        ),
-    ] = "12.1",
     *,
+    values: dict[str, Any],
     reporting: opts.ReportOptions,
 ) -> None:
     """Inspect an installed environment from outside — nothing is imported or run — for G1, G2, G7 and G9.
@@ -70,15 +38,6 @@ def audit(
 
       sparkenv audit /usr/bin/python3 --junit audit.xml -q
     """
-    from sparkenv.audit.run import audit as run_audit
-    from sparkenv.cuda import coverage
-    from sparkenv.render.emit import emit
+    from sparkenv.audit import audit_args
 
-    result = run_audit(target, lock=lock, machine=machine, root=root, gpu=coverage.parse_gpu_option(gpu))
-    import sys
-
-    if not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty():
-        # first, on a terminal's stderr (stdout stays findings then the verdict; a captured stderr stays
-        # the one error line): which environment was read. The G1 INFO line and context.read say it too
-        print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)
-    raise typer.Exit(emit(result, reporting))
+    raise typer.Exit(audit_args.run(audit_args.AuditArgs.of(target, values, reporting)))

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 from sparkenv.audit import memo as memo_mod
 from sparkenv.audit import ngc
 from sparkenv.environment import container, target
+from sparkenv.facts.lock import Lock, ProfileOfLock
 from sparkenv.report import Finding, GotchaId, Report, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
+    from sparkenv.render.options import ReportOptions
 
 
 def audit(
@@ -37,16 +39,19 @@ def audit(
         gpu = coverage.gb10()
     root_path = Path(root) if root else Path("/")
     markers = (container.detect(root_path), ngc.detect(root_path))
+    locked = _lock(lock)
+    profile = _profile_of(locked) if locked is not None else None
     memo = None
     if cache:
-        header = memo_mod.header(resolved, lock, root_path, gpu, markers)
+        # the lock's profile as found now: a profile file edited since the last audit is a miss
+        header = memo_mod.header(resolved, lock, root_path, gpu, (*markers, profile))
         memo = memo_mod.Memo.for_target(header, resolved.site_dirs)
         hit = memo.report_if_unchanged(list(resolved.site_dirs))
         report = _remembered(resolved.description, hit) if hit is not None else None
         if report is not None:
             report.context["seconds"] = round(time.perf_counter() - started, 3)
             return report
-    report, facts = _judged(resolved, lock, root_path, gpu, markers, memo)
+    report, facts = _judged(resolved, locked, profile, root_path, gpu, markers, memo)
     if memo is not None:
         _remember(memo, resolved, facts, report)
     report.context["cache"] = "miss" if memo is not None else "off"
@@ -54,16 +59,47 @@ def audit(
     return report
 
 
+def _lock(lock: str | None) -> Lock | None:
+    """--lock as read (a pylock of any tool, or a requirements file); unreadable: exit 2 naming it."""
+    if not lock:
+        return None
+    from sparkenv.lock import read as lockread
+
+    return lockread.given(lock)
+
+
+def _profile_of(locked: Lock) -> ProfileOfLock | None:
+    """The profile a sparkenv lock records, found as `lock --check` and `build` find it; a lock whose
+    profile is not here (an image keeps the lock, not the profile file) is said, not an error."""
+    if not locked.sparkenv or not (locked.profile or locked.profile_file):
+        return None
+    from sparkenv import project
+    from sparkenv.errors import SparkenvError
+    from sparkenv.lock import profile as lockprofile
+
+    try:
+        prof = lockprofile.of_lock(locked)
+    except SparkenvError as exc:
+        return ProfileOfLock(locked.path, locked.profile_file or locked.profile, False, why=str(exc))
+    shown = project.from_here(prof.file) if prof.file else prof.name
+    return ProfileOfLock(locked.path, shown, True, lockprofile.changed(locked, prof))
+
+
 def _judged(
-    resolved: target.Target, lock: str | None, root: Path, gpu: Any, markers: Any, memo: Any
+    resolved: target.Target,
+    locked: Lock | None,
+    profile: ProfileOfLock | None,
+    root: Path,
+    gpu: Any,
+    markers: Any,
+    memo: Any,
 ) -> tuple[Report, AuditFacts]:
     from sparkenv.audit import scan
     from sparkenv.cuda import coverage
-    from sparkenv.lock import read as lockread
     from sparkenv.rules import requirements
 
-    pins = lockread.given(lock) if lock else None
-    facts = scan.gather(resolved, pins, root, gpu, memo=memo, markers=markers)
+    facts = scan.gather(resolved, locked, root, gpu, memo=memo, markers=markers)
+    facts.lock_profile = profile
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
         "read": f"{resolved.read_what()}: {len(facts.dists)} distributions, {facts.shared_object_count} "
@@ -139,3 +175,12 @@ def evaluate(facts: AuditFacts) -> list[Finding]:
     from sparkenv import rules
 
     return rules.evaluate(rules.Stage.INSTALLED, facts)
+
+
+def say_what_was_read(result: Report, reporting: ReportOptions) -> None:
+    """First, on a terminal's stderr, which environment was read (stdout stays findings then the verdict;
+    a captured stderr stays the one error line). The G1 INFO line and context.read say it too."""
+    import sys
+
+    if not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty():
+        print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)

@@ -109,6 +109,9 @@ def _distribution(site: Path, name: str, memo: Memo | None) -> Distribution | Me
                 "notes": list(kept.notes),
             },
         )
+        # What a later audit gets back from the memo, now: the readers and rules then search a RECORD
+        # of the rows they read (shared objects, CUDA layout paths), not one of tens of thousands.
+        return kept
     return item
 
 
@@ -141,10 +144,10 @@ def ptxas_paths(facts: AuditFacts) -> list[str]:
     return found + (list(facts.triton.env.values()) if facts.triton else [])
 
 
-def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
+def _elf(path: str, memo: Memo | None, hint: bool = False) -> elf.ElfInfo | elf.ElfDefect | None:
     """The ELF reader's answer, from the memo when the file's stat is the one it was read under."""
     if memo is None:
-        return elf.read_file(path)
+        return elf.read_file(path, hint)
     key = stat_key(path)
     hit = memo.elf_info(path, key)
     if hit is not None:
@@ -159,10 +162,11 @@ def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
                 tuple(str(n) for n in hit["needed"]),
                 tuple(str(n) for n in hit["rpath"]),
                 tuple(str(n) for n in hit["runpath"]),
+                hit.get("nv_fatbin") if isinstance(hit.get("nv_fatbin"), bool) else None,
             )
         except (KeyError, TypeError):
             pass
-    info = elf.read_file(path)  # raises OSError for a missing or unreadable file: never remembered
+    info = elf.read_file(path, hint)  # raises OSError for a missing or unreadable file: never remembered
     if info is None:
         memo.put_elf(path, key, {"kind": "none"})
     elif isinstance(info, elf.ElfDefect):
@@ -178,6 +182,7 @@ def _elf(path: str, memo: Memo | None) -> elf.ElfInfo | elf.ElfDefect | None:
                 "needed": list(info.needed),
                 "rpath": list(info.rpath),
                 "runpath": list(info.runpath),
+                "nv_fatbin": info.nv_fatbin,
             },
         )
     return info
@@ -200,7 +205,7 @@ def _scan_files(
     for rel in facts.so_paths:
         path = os.path.join(site, rel)
         try:
-            info = _elf(path, memo)
+            info = _elf(path, memo, gpu is not None)
         except FileNotFoundError:
             if os.path.islink(path):
                 facts.problems.append(FileProblem(path, facts.dist.key, "dangling symlink"))
@@ -217,7 +222,9 @@ def _scan_files(
             continue
         facts.shared_objects.append(SharedObject(rel, info))
         seen += 1
-        if gpu is not None:
+        # nv_fatbin False: the ELF reader saw no .nv_fatbin, so the fatbin reader would return None
+        # (kernels.read_object); it is not opened a second time. None (not known) reads as before.
+        if gpu is not None and info.nv_fatbin is not False:
             found = kernels.read_object(path, rel, gpu, cache)
             if found is not None:
                 facts.kernels.append(found)

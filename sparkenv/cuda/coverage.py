@@ -30,11 +30,13 @@ def parse_capability(text: str) -> Capability | None:
     return None
 
 
-def parse_gpu_option(value: str) -> Capability | None:
-    """`--gpu`'s value (audit, build): a capability such as 12.1 or 9.0, or None for `none` (the kernel
-    check skipped); anything else is a usage error naming the option (exit 2)."""
+def parse_gpu_option(value: str | None) -> Capability | None:
+    """`--gpu`'s value (audit, build): a capability such as 12.1 or 9.0, the GB10's when not given, or
+    None for `none` (the kernel check skipped); anything else is a usage error naming the option (exit 2)."""
     from sparkenv.errors import SparkenvError
 
+    if value is None:
+        return gb10()
     if value.strip().lower() == "none":
         return None
     cap = parse_capability(value)

@@ -93,7 +93,7 @@ def scan(path: str, deep: bool = False, limits: Limits | None = None) -> KernelS
     try:
         found = scan_reader(lambda offset, size: os.pread(fd, size, offset), deep, limits)
         if deep and found.complete:
-            _sparse_fatbins(found, os.fstat(fd).st_size)
+            sparse_fatbins(found, os.fstat(fd).st_size)
         return found
     except OSError as exc:
         return KernelScan(complete=False, problem=f"unreadable: {exc.strerror}")
@@ -108,7 +108,7 @@ def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = No
     if isinstance(sections, str):
         out.complete, out.problem = False, sections
         return out
-    wanted = [s for s in sections if s.name == ".nv_fatbin" and s.type != elf.SHT_NOBITS]
+    wanted = elf.nv_fatbin_sections(sections)
     out.has_nv_fatbin = bool(wanted)
     if deep:
         names = kernels().sections.data
@@ -132,7 +132,7 @@ def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = No
     return out
 
 
-def _sparse_fatbins(found: KernelScan, file_size: int) -> None:
+def sparse_fatbins(found: KernelScan, file_size: int) -> None:
     """A large library whose fatbins span almost none of it keeps its kernels where this reader does not
     look (libcufft.so.12 12.0.0.61: one 672-byte fatbin in 286 MB): what was read is then not proof that
     a target is missing. Thresholds in data/kernels.toml [sparse]."""

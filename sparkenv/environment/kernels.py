@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparkenv.cuda import coverage, fatbin, toolchain
+from sparkenv.cuda import coverage, elf, fatbin, toolchain
 from sparkenv.knowledge import kernels
 from sparkenv.knowledge import toolchain as toolchain_data
 from sparkenv.stat_cache import StatCache, stat_key
@@ -95,6 +95,33 @@ def read_object(
         tuple(scan["sections"]),
         dict(scan["payload"]),
     )
+
+
+def read_with(
+    read: elf.Reader, size: int, shown: str, cap: coverage.Capability
+) -> coverage.ObjectKernels | None:
+    """Kernels of one shared object read through `read(offset, size)` (a wheel's member at lock, kept in a
+    temporary file), exactly as `read_object` reads an installed file: .nv_fatbin first, the data
+    sections where it has no code for `cap`. None when it carries no GPU code."""
+    scan = fatbin.scan_reader(read, deep=False)
+    if not scan.has_nv_fatbin:
+        return None
+    if not coverage.native(sorted(t.name for t in scan.targets), cap):
+        scan = fatbin.scan_reader(read, deep=True)
+        if scan.complete:
+            fatbin.sparse_fatbins(scan, size)
+    return coverage.ObjectKernels(
+        shown,
+        tuple(sorted(t.name for t in scan.targets)),
+        scan.complete,
+        scan.problem,
+        tuple(scan.sections),
+        {t.name: n for t, n in scan.payload.items()},
+    )
+
+
+def read_bytes(data: bytes, shown: str, cap: coverage.Capability) -> coverage.ObjectKernels | None:
+    return read_with(lambda offset, size: data[offset : offset + size], len(data), shown, cap)
 
 
 def read_paths(

@@ -8,7 +8,8 @@ further extras.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from packaging.requirements import Requirement
@@ -100,3 +101,41 @@ def chains(
     for n in nodes:
         found.setdefault(n, [n])
     return found
+
+
+_EXTRA_IN_MARKER = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")
+
+
+def installed_chains(requires: Mapping[str, Iterable[str]], env: dict[str, str]) -> dict[str, list[str]]:
+    """The chain that pulled each installed distribution in, from installed METADATA alone (`requires`:
+    normalized name -> its raw Requires-Dist): the roots are what nothing installed requires; a root's
+    extra counts as asked when every requirement it adds is installed (`pip install vllm[audio]` leaves
+    no other trace). Then `chains`, the one definition every stage uses."""
+    parsed: dict[str, list[Requirement]] = {}
+    for key, raws in requires.items():
+        parsed[key] = [r for raw in raws if (r := _requirement(raw)) is not None]
+    # a root is what no installed distribution names, under any of its extras: a package an extra asks
+    # for is reached through that extra when it was asked, else it is no one's (its chain is itself)
+    named = {canonicalize_name(r.name) for reqs in parsed.values() for r in reqs}
+    roots = [k for k in parsed if k not in named]
+    root_extras: dict[str, set[str]] = {}
+    for root in roots:
+        asked = set()
+        for extra in {canonicalize_name(x) for r in parsed[root] for x in _EXTRA_IN_MARKER.findall(str(r))}:
+            adds = [
+                r for r in parsed[root] if applies(r.marker, env, (extra,)) and not applies(r.marker, env)
+            ]
+            if adds and all(canonicalize_name(r.name) in parsed for r in adds):
+                asked.add(extra)
+        if asked:
+            root_extras[root] = asked
+    return chains(parsed, edges(parsed, env, root_extras), roots, root_extras)
+
+
+def _requirement(raw: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement
+
+    try:
+        return Requirement(raw)
+    except InvalidRequirement:
+        return None

@@ -8,7 +8,7 @@ from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.environment import container
 from sparkenv.environment.distributions import Distribution, MetadataProblem
 from sparkenv.environment.target import Target
-from sparkenv.facts.lock import Lock
+from sparkenv.facts.lock import Lock, ProfileOfLock
 from sparkenv.facts.ngc import NgcFacts
 
 
@@ -32,6 +32,29 @@ class DistFacts:
     shared_objects: list[SharedObject] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
     kernels: list[coverage.ObjectKernels] = field(default_factory=list)  # objects that carry GPU code
+    unread: str = ""  # every readable shared object is read at audit
+    gpu_package: bool = False
+    read_from: str = ""
+
+    # the per-distribution view (facts/dist_view.DistView) the lock's wheels provide too
+    @property
+    def key(self) -> str:
+        return self.dist.key
+
+    @property
+    def version(self) -> str:
+        return self.dist.version
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return self.dist.requires
+
+    @property
+    def files_known(self) -> bool:
+        return self.dist.files_known
+
+    def path_containing(self, needle: str) -> str | None:
+        return self.dist.path_containing(needle)
 
 
 @dataclass
@@ -47,3 +70,4 @@ class AuditFacts:
     shared_object_count: int = 0
     gpu: coverage.Capability | None = None  # the GPU kernels are judged for (G7); None: not checked
     triton: toolchain.TritonTools | None = None
+    lock_profile: ProfileOfLock | None = None  # --lock's profile, when the lock records one

@@ -80,3 +80,14 @@ class Lock:
     @staticmethod
     def digest_of(data: bytes) -> str:
         return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ProfileOfLock:
+    """The profile a lock records, looked up as `lock --check` and `build` look it up (lock/profile.py)."""
+
+    lock: str  # the lock as the user named it
+    profile: str  # as found: a shipped name, or the file as typed from the working folder
+    found: bool
+    changed: bool = False  # its content is not what the lock recorded (profile-hash)
+    why: str = ""  # not found: why (the lookup's one-line error)

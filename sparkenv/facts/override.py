@@ -1,5 +1,5 @@
 """The facts of `sparkenv patch sdpa`: what the SDPA override looks like in a site folder after the
-action (judged by rules/g2_override.override_outcome). Frozen, no I/O."""
+action (judged by rules/g2.override_outcome). Frozen, no I/O."""
 
 from __future__ import annotations
 

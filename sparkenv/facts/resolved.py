@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
 
+from sparkenv.cuda.coverage import ObjectKernels
 from sparkenv.cuda.elf import ElfInfo
 from sparkenv.environment.markers import applies
 from sparkenv.facts import graph
@@ -55,10 +56,12 @@ class BuildFailure:
 
 @dataclass(frozen=True)
 class WheelElves:
-    """The ELF facts of a GPU package wheel's shared objects read at lock (resolve/wheel_elf.py)."""
+    """The ELF and fatbin facts of a GPU package wheel's shared objects read at lock
+    (resolve/wheel_elf.py)."""
 
     objects: tuple[tuple[str, ElfInfo], ...]  # (path in the wheel, its ELF facts) of the members read
     unread: str = ""  # why some were not read (past the budget …); "" when all were
+    kernels: tuple[ObjectKernels, ...] = ()  # the members read that carry GPU code (fatbin headers)
 
 
 @dataclass(frozen=True)

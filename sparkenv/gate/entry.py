@@ -7,7 +7,7 @@ import math
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkenv.errors import SparkenvError
@@ -23,24 +23,27 @@ FALSE = ("0", "false", "no", "off", "n", "f", "")
 
 @dataclass
 class GateArgs:
-    workload: list[str] = field(default_factory=list)
-    policy: str | None = None
-    need_gb: float = 0.0
-    sample: float = 0.0
-    bandwidth: bool = False
-    import_unsloth: bool = False
-    deep: bool = False
-    link_test: bool = False
-    deep_cache: str | None = None
-    dump_facts: str | None = None
-    facts: str | None = None
-    python: str | None = None
-    deadline: float = 25.0
-    watch: bool = False  # --watch: a watcher beside the workload (sparkenv/watch/)
-    watch_dir: str | None = None
-    watch_interval: float | None = None
-    watch_policy: str | None = None
-    reporting: ReportOptions = field(default_factory=ReportOptions)  # strict: --fail-on-warn
+    """What the gate was asked, from either parser: the workload, one field per option of gate/options.py
+    GATE (its defaults are there, not here), and the reporting bundle (strict: --fail-on-warn)."""
+
+    workload: list[str]
+    policy: str | None
+    need_gb: float
+    sample: float
+    deep: bool
+    deep_cache: str | None
+    bandwidth: bool
+    import_unsloth: bool
+    link_test: bool
+    dump_facts: str | None
+    facts: str | None
+    python: str | None
+    deadline: float
+    watch: bool  # --watch: a watcher beside the workload (sparkenv/watch/)
+    watch_dir: str | None
+    watch_interval: float | None
+    watch_policy: str | None
+    reporting: ReportOptions
 
 
 def env_flag(name: str) -> bool:

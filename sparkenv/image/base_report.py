@@ -1,21 +1,24 @@
 """The image stage's findings about its base: the facts base_check.py printed inside the image, judged by the
-registry (rules/g9.py, Stage.IMAGE) and rendered as every report renders them."""
+registry (rules/g9.py, Stage.IMAGE). A failed base check is a report like every stage's (rendered by the
+same renderers, honouring --format), not lines inside an error message."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sparkenv.facts.image import parse
 
+if TYPE_CHECKING:
+    from sparkenv.report import Finding
 
-def finding_lines(lines: Iterable[str]) -> list[str]:
-    """The registry's lines for the facts in a step's log (problems only), as every report prints them."""
+
+def findings(lines: Iterable[str]) -> list[Finding]:
+    """The registry's findings for the facts in a step's log, sorted as reports sort them; [] when the
+    log holds no facts line."""
     facts = parse(lines)
     if facts is None:
         return []
     from sparkenv import rules
-    from sparkenv.render.text import finding_line
-    from sparkenv.report import Status
 
-    found = rules.evaluate(rules.Stage.IMAGE, facts)
-    return [finding_line(f) for f in sorted(found, key=lambda f: f.sort_key()) if f.status is not Status.PASS]
+    return sorted(rules.evaluate(rules.Stage.IMAGE, facts), key=lambda f: f.sort_key())

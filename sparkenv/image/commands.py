@@ -153,8 +153,9 @@ def build(
     if outcome.report is None:
         sys.stdout.write(outcome.dry_run)
         return
-    # the tag line first, on stdout beside the text report; on stderr when stdout is JSON
-    print(outcome.message, file=sys.stderr if reporting.machine_stdout else sys.stdout, flush=True)
+    # the tag line first, on stdout beside the text report; on stderr when stdout is JSON or a step failed
+    to_stderr = reporting.machine_stdout or outcome.failed
+    print(outcome.message, file=sys.stderr if to_stderr else sys.stdout, flush=True)
     emit(outcome.report, reporting)
     if outcome.pinned:
         print(outcome.pinned, flush=True)  # the last line alone: REF=$(sparkenv build … --push … | tail -1)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TextIO
 
 from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.report import Finding
 
 API_TIMEOUT = 60  # seconds for ordinary Engine API calls
 BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
@@ -27,9 +28,14 @@ _PULL_FAIL = re.compile(
 
 
 class BuildFailed(SparkenvError):
-    """A Dockerfile step failed or the image is not what was asked for: exit 1."""
+    """A Dockerfile step failed or the image is not what was asked for: exit 1. `findings`: what the
+    registry judged from the step's facts (the base check), for the build's report."""
 
     exit_code = 1
+
+    def __init__(self, message: str, findings: tuple[Finding, ...] = ()) -> None:
+        super().__init__(message)
+        self.findings = findings
 
 
 def _docker_host() -> str:
@@ -204,10 +210,10 @@ def build(
                     progress.pull(chunk)
                 elif "error" in chunk:
                     progress.done()
-                    text = _failure(chunk, progress)
+                    text, found = _failure(chunk, progress)
                     if text.startswith("the base image is not here"):
                         raise ServiceMissing(text)
-                    raise BuildFailed(text)
+                    raise BuildFailed(text, found)
     finally:
         progress.done()
         close = getattr(stream, "close", None)
@@ -218,7 +224,9 @@ def build(
     return image_id
 
 
-def _failure(chunk: dict[str, Any], progress: Progress) -> str:
+def _failure(chunk: dict[str, Any], progress: Progress) -> tuple[str, tuple[Finding, ...]]:
+    """What a failed step says: the error's text and, when the step printed the base check's facts, the
+    registry's findings about them (the text is then one line: the findings are the report)."""
     message = str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")).strip()
     where = (
         f"step {progress.number}/{progress.total}: {progress.step}"
@@ -227,21 +235,23 @@ def _failure(chunk: dict[str, Any], progress: Progress) -> str:
     )
     from_step = progress.number <= 1 or re.match(r"^FROM ", progress.step, re.I)
     if from_step and _PULL_FAIL.search(message):
-        return (
+        text = (
             f"the base image is not here and could not be pulled ({message}): run `docker pull "
             f"{progress.step.split()[1] if progress.step.upper().startswith('FROM ') else 'IMAGE'}` "
             "where a registry is reachable, or pass --base IMAGE"
         )
+        return text, ()
     from sparkenv.facts.image import is_facts
-    from sparkenv.image.base_report import finding_lines
+    from sparkenv.image.base_report import findings
 
     # the base check prints facts only; what they mean comes from the registry (rules/g9.py, Stage.IMAGE)
-    judged = finding_lines(progress.tail)
+    judged = tuple(findings(progress.tail))
+    if judged:
+        return f"build failed at {where}: {message}", judged
     tail = "\n".join(f"    | {t}" for t in progress.tail if not is_facts(t))
-    text = f"build failed at {where}: {message}"
     if tail:
-        text = f"build failed at {where}\n{tail}\n    {message}"
-    return "\n".join([text, *judged])
+        return f"build failed at {where}\n{tail}\n    {message}", ()
+    return f"build failed at {where}: {message}", ()
 
 
 def architecture(client: Any, image_id: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sparkenv import project
@@ -50,6 +50,7 @@ class BuildOutcome:
     code: int = 0
     notes: list[str] = field(default_factory=list)
     pinned: str = ""  # REGISTRY/NAME@sha256:… after --push
+    failed: bool = False  # `message` is the error of a failed step (stderr), the report its findings
 
 
 def _err(line: str) -> None:
@@ -76,7 +77,7 @@ def findings_of(audit: dict) -> list[Finding]:
 def build(req: BuildRequest) -> BuildOutcome:
     req.reporting.check()
     from sparkenv import profiles
-    from sparkenv.image import context, engine, runtime
+    from sparkenv.image import base_probe, context, engine, runtime
     from sparkenv.render.emit import write_atomic
 
     started = time.perf_counter()
@@ -95,28 +96,40 @@ def build(req: BuildRequest) -> BuildOutcome:
     driver = driver_check(req.driver, prof)  # a finding of the build's report
     driver_findings = [driver] if driver else []
     ca_path = _ca_bundle(req.ca_bundle)
-    target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
-    wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
     ref = req.tag or req.push or f"sparkenv/{prof.file_stem}:latest"
-    plan = context.Plan(
-        prof, locked, context.default_base(prof, req.base), _version(), ca_path, req.sdpa, wheels
-    )
+    base = context.default_base(prof, req.base)
 
-    if req.dry_run:
-        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push))
+    if req.dry_run:  # no Docker: sparkenv's runtime for the profile's Python (a build reads the base's)
+        target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
+        wheels, note = _dry_run_runtime(target)
+        plan = context.Plan(prof, locked, base, _version(), ca_path, req.sdpa, wheels)
+        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push) + note)
 
     from sparkenv import signals
 
     client = engine.connect()
     signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
-    plan.base = _resolve_base(client, plan.base, prof, req.base, req.reporting.quiet)
+    docker_platform = profiles.DOCKER_SPELLING[machine]
+    base = _resolve_base(client, base, prof, req.base, req.reporting.quiet)
+    # the base first, before any step: is it what the lock was made for? (its python3 answers a probe)
+    read = base_probe.read(client, base.ref, docker_platform, otherwise="pass --base IMAGE")
+    _refuse_another_base(read, prof, machine, locked)
+    base = replace(base, entrypoint=read.entrypoint, cmd=read.cmd)  # the image's entrypoint chains to them
+    # sparkenv's runtime for the interpreter the image really has
+    target = runtime.Target(read.python_minor, machine, read.glibc or prof.glibc or "2.17")
+    wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
+    plan = context.Plan(prof, locked, base, _version(), ca_path, req.sdpa, wheels)
     progress = engine.Progress(req.reporting.quiet)
     if not req.reporting.quiet:
         _err(f"sparkenv build: {prof.name} + {locked.file.name} on {plan.base.ref}")
-    docker_platform = profiles.DOCKER_SPELLING[machine]
-    image_id = engine.build(
-        client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
-    )
+    try:
+        image_id = engine.build(
+            client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
+        )
+    except engine.BuildFailed as exc:
+        if not exc.findings:
+            raise
+        return _failed_step(exc, ref, prof.name, driver_findings, req.reporting)
     arch = engine.architecture(client, image_id)
     wanted = context.ARCH[machine]
     if arch != wanted:
@@ -182,6 +195,15 @@ def build(req: BuildRequest) -> BuildOutcome:
     return BuildOutcome(view, message, pinned=pinned)
 
 
+def _failed_step(exc, ref: str, profile: str, driver_findings: list[Finding], reporting: ReportOptions):  # type: ignore[no-untyped-def]
+    """A step that printed facts (the base check) failed: its findings are the build's report, rendered
+    as every report is (--format, --report, --junit …), and the error stays one line."""
+    report = Report("build", ref, [*driver_findings, *exc.findings], profile=profile)
+    view = shown(report, reporting)
+    view.report.context = {**view.report.context, "tag": ref, "tagged": False, "failed": str(exc)}
+    return BuildOutcome(view, f"sparkenv build: {exc}; nothing was tagged ({ref})", code=1, failed=True)
+
+
 def _check_names(req: BuildRequest) -> None:
     """--tag and --push against Docker's reference grammar, before any work (--dry-run too): a bad name
     must not cost a whole build."""
@@ -196,14 +218,17 @@ def _check_names(req: BuildRequest) -> None:
 def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     """The lock to build: --lock, INPUT files locked first (a FAIL there builds nothing), or the
     profile's shipped lock."""
-    from sparkenv import profiles
     from sparkenv.errors import SparkenvError
 
     if req.inputs and req.lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
+    if req.lock:
+        return Path(req.lock), None
     if not req.inputs:
-        default = project.lock_folder(None) / f"pylock.{profiles.load(req.profile).file_stem}.toml"
-        return (Path(req.lock) if req.lock else default), None
+        from sparkenv.resolve.check import profile_for  # --profile, else the project's, else the default
+
+        stem = profile_for(req.profile, None, None).file_stem
+        return project.lock_folder(None) / f"pylock.{stem}.toml", None
     from sparkenv.resolve import run
 
     result = run.lock(
@@ -263,6 +288,19 @@ def _dry_run(plan, driver_findings: list[Finding], ref: str, gpu_text: str, push
     return "\n".join(lines) + "\n"
 
 
+def _dry_run_runtime(target) -> tuple[list[Path], str]:  # type: ignore[no-untyped-def]
+    """sparkenv's wheel and its runtime's for --dry-run; without uv (the light install) the runtime's are
+    left out and a line says so: the preview needs no extra."""
+    from sparkenv.errors import ServiceMissing
+    from sparkenv.image import runtime
+
+    try:
+        runtime.uv()
+    except ServiceMissing as exc:
+        return [runtime.sparkenv_wheel()], f"# its runtime's wheels left out: {exc}\n"
+    return [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)], ""
+
+
 def _why(report: Report, strict: bool) -> str:
     if strict and not report.count(Status.FAIL):
         return f"{report.count(Status.WARN)} WARN and {report.count(Status.ERROR)} ERROR (--strict)"
@@ -314,28 +352,58 @@ def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # typ
     if override:
         img = engine.local_image(client, override)
         if img is None:
-            return base  # the builder pulls it, or says how it failed
+            return base
         digests = img.attrs.get("RepoDigests") or []
-        found = context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
-        return _with_start(found, img)
+        return context.Base(override, digests[0].split("@", 1)[1] if digests else img.id, override)
     img = engine.local_image(client, prof.image)
     if img is None:
         return base
     digests = [d.split("@", 1)[1] for d in img.attrs.get("RepoDigests") or [] if "@" in d]
     if prof.digest and prof.digest in digests:
-        return _with_start(base, img)
+        return base
     used = digests[0] if digests else img.id
     if not quiet:
         _err(
             f"sparkenv build: note: local {prof.image} is {used[:19]}…, not the profile's "
             f"{prof.digest[:19] or 'unrecorded digest'}…; building on the local image (refresh the profile)"
         )
-    return _with_start(context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image), img)
+    return context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image)
 
 
-def _with_start(base, img):  # type: ignore[no-untyped-def]
-    """The base's own ENTRYPOINT and CMD, from its configuration: the image's entrypoint chains to them."""
-    from dataclasses import replace
+def _refuse_another_base(read, prof, machine: str, locked) -> None:  # type: ignore[no-untyped-def]
+    """The base against the lock's profile (rules/base_fit.py): a difference stops the build before its
+    first step, in one line naming both sides and the commands that make a lock for this base."""
+    from sparkenv.errors import SparkenvError
+    from sparkenv.rules.base_fit import differences
 
-    config = img.attrs.get("Config") or {}
-    return replace(base, entrypoint=tuple(config.get("Entrypoint") or ()), cmd=tuple(config.get("Cmd") or ()))
+    found = differences(read, prof, machine)
+    if not found:
+        return
+    shown = ", ".join(d.describe() for d in found[:6])
+    if len(found) > 6:
+        shown += f" and {len(found) - 6} more"
+    raise SparkenvError(
+        f"the base {read.image} is not what {project.from_here(locked.file)} was locked for (profile "
+        f"{prof.name}): {shown}; make a profile of this base and lock for it: {_relock(read, locked)}"
+    )
+
+
+def _relock(read, locked) -> str:  # type: ignore[no-untyped-def]
+    """The commands, as typed from the working folder: a profile of the base, a lock for it, the build."""
+    import re
+    import shlex
+
+    stem = read.image.split("@", 1)[0].rsplit("/", 1)[-1].replace(":", "-").lower()
+    name = re.sub(r"[^a-z0-9._-]+", "-", stem).strip("-.") or "base"
+    folder = locked.file.parent
+    inputs = [shlex.quote(project.from_here(folder / p)) for p in locked.inputs] or ["INPUT…"]
+    out = shlex.quote(project.from_here(folder))
+    new_lock = shlex.quote(project.from_here(folder / f"pylock.{name.replace('.', '-')}.toml"))
+    # the indexes the lock was resolved from (recorded without credentials): the same packages again
+    indexes = [f"--index-url {shlex.quote(locked.index_url)}"] if locked.index_url else []
+    indexes += [f"--extra-index-url {shlex.quote(u)}" for u in locked.extra_index_urls]
+    lock = " ".join([*inputs, "--profile", f"{name}.toml", *indexes, "--output-dir", out])
+    return (
+        f"sparkenv profiles new {name} --from-image {shlex.quote(read.image)} -o {name}.toml && "
+        f"sparkenv lock {lock} && sparkenv build --lock {new_lock}"
+    )

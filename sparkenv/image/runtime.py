@@ -1,5 +1,6 @@
 """sparkenv's own runtime for an image: a wheel of the installed sparkenv plus the wheels of its runtime
-dependencies for the image's Python and CPU, pinned to the versions installed here (the tested set).
+dependencies for the image's Python and CPU (the base's own python3, as read), resolved by uv, kept to
+the versions installed here (the tested set).
 
 Both are cached under $XDG_CACHE_HOME/sparkenv (a rebuild with nothing changed builds and downloads
 nothing, and the bytes stay identical, so Docker's layer cache holds).
@@ -10,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -28,6 +28,9 @@ DOWNLOAD_TIMEOUT = 600.0
 
 @dataclass(frozen=True)
 class Target:
+    """The interpreter the image runs sparkenv with: the base's own python3 as read (base_probe), or the
+    profile's for --dry-run, which reads no image."""
+
     python: str  # "3.12"
     machine: str  # "aarch64" | "x86_64"
     glibc: str  # "2.39"
@@ -41,11 +44,11 @@ class Target:
 
         return marker_environment(self.machine, self.python)
 
-    def platforms(self) -> list[str]:
-        """pip download --platform does not expand manylinux tags below the one named: name them all."""
-        major, minor = (int(x) for x in (self.glibc or "2.17").split(".")[:2])
-        tags = [f"manylinux_{major}_{m}_{self.machine}" for m in range(minor, 16, -1)]
-        return [*tags, f"manylinux2014_{self.machine}", f"linux_{self.machine}"]
+    def python_platform(self) -> str:
+        """uv's --python-platform for the image's CPU and glibc (profiles.uv_platform)."""
+        from sparkenv.profiles import uv_platform
+
+        return uv_platform(self.machine, self.glibc)
 
 
 def cache_dir() -> Path:
@@ -144,9 +147,27 @@ def sparkenv_wheel() -> Path:
     return wheel
 
 
-def requirements_closure(target: Target) -> dict[str, str]:
-    """sparkenv's runtime dependencies, recursively, markers evaluated for the image: name -> version
-    installed here."""
+def requirements() -> list[str]:
+    """sparkenv's own runtime requirements (its Requires-Dist without the extras), as installed here."""
+    try:
+        dist = metadata.distribution("sparkenv")
+    except metadata.PackageNotFoundError:
+        _dist_info()  # says how to install it
+        raise
+    out = []
+    for text in dist.requires or []:
+        req = Requirement(text)
+        if req.marker is not None and "extra" in str(req.marker):
+            continue
+        if canonicalize_name(req.name) not in LEFT_OUT:
+            out.append(text)
+    return sorted(out)
+
+
+def installed_pins(target: Target) -> dict[str, str]:
+    """The versions installed here of sparkenv's runtime closure, markers evaluated for the image: the
+    tested set, which the image's resolution keeps to. A dependency only the image's Python needs
+    (tomli under 3.10) is not installed here: the resolution picks it."""
     env = target.marker_env()
     pins: dict[str, str] = {}
     todo = ["sparkenv"]
@@ -155,63 +176,139 @@ def requirements_closure(target: Target) -> dict[str, str]:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
-            raise SparkenvError(
-                f"sparkenv's dependency {name} is not installed here: pip install --force-reinstall sparkenv"
-            ) from None
+            continue
         for text in dist.requires or []:
             req = Requirement(text)
-            if not applies(req.marker, env):
-                continue
             key = canonicalize_name(req.name)
-            if key in LEFT_OUT or key in pins:
+            if not applies(req.marker, env) or key in LEFT_OUT or key in pins:
                 continue
             try:
                 pins[key] = metadata.version(req.name)
             except metadata.PackageNotFoundError:
-                raise SparkenvError(
-                    f"sparkenv's dependency {req.name} is not installed here: "
-                    "pip install --force-reinstall sparkenv"
-                ) from None
+                continue
             todo.append(req.name)
     return dict(sorted(pins.items()))
 
 
 def dependency_wheels(target: Target, timeout: float = DOWNLOAD_TIMEOUT) -> list[Path]:
-    """Wheels of the closure for the image's Python and CPU, downloaded once per (target, pins)."""
-    pins = requirements_closure(target)
-    pinned = [f"{k}=={v}" for k, v in pins.items()]
-    key = hashlib.sha256("\n".join(pinned).encode()).hexdigest()[:16]
-    out = cache_dir() / "runtime" / f"{target.key}-{key}"
+    """Wheels of sparkenv's runtime closure for the image's Python and CPU, resolved by uv for that
+    target (`uv pip compile --python-version --python-platform`, binary only, the versions installed
+    here as constraints) through uv's configured index, each download checked against the hash uv
+    recorded. No pip needed here (`uv tool install sparkenv` and pipx have none). Cached per (target,
+    requirements, pins): an unchanged rebuild resolves and downloads nothing."""
+    wanted = requirements()
+    pins = installed_pins(target)
+    constraints = [f"{k}=={v}" for k, v in pins.items()]
+    key = hashlib.sha256("\n".join([target.python_platform(), *wanted, "--", *constraints]).encode())
+    out = cache_dir() / "runtime" / f"{target.key}-{key.hexdigest()[:16]}"
     if (out / ".complete").is_file():
         return sorted(out.glob("*.whl"))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="sparkenv-runtime-") as work:
+        text = _resolve(Path(work), wanted, constraints, target, timeout)
+    files = _wheels(text, target)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(out)]
-    cmd += ["--python-version", target.python, "--implementation", "cp"]
-    cmd += ["--abi", f"cp{target.python.replace('.', '')}", "--abi", "abi3", "--abi", "none"]
-    for plat in target.platforms():
-        cmd += ["--platform", plat]
-    from sparkenv import children
+    for name, url, digest in files:
+        _download(url, digest, out / name, timeout)
+    (out / ".complete").write_text("\n".join(f"{n} sha256={d}" for n, _, d in files) + "\n")
+    return sorted(out.glob("*.whl"))
+
+
+def uv() -> str:
+    """uv's binary (the `uv` package of sparkenv[build], else uv on PATH), or exit 3 naming the extra."""
+    from sparkenv.resolve.uvdriver import uv_binary
 
     try:
-        proc = children.spawn([*cmd, *pinned], text=True)  # its own session, killed with it on a timeout
-    except OSError as exc:
-        raise ServiceMissing(f"cannot run pip to download sparkenv's runtime wheels: {exc}") from None
+        return uv_binary()
+    except ServiceMissing:
+        raise ServiceMissing(
+            "uv is not installed: `sparkenv build` resolves sparkenv's runtime wheels for the image's Python "
+            "with it; install it with pip install 'sparkenv[build]' (or 'sparkenv[all]')"
+        ) from None
+
+
+def _resolve(work: Path, wanted: list[str], constraints: list[str], target: Target, timeout: float) -> str:
+    """uv pip compile's pylock.toml text for the image's interpreter; uv in its own session, stopped
+    with everything it started on a timeout, Ctrl-C, SIGTERM or SIGHUP."""
+    from sparkenv import children, signals
+
+    (work / "runtime.in").write_text("\n".join(wanted) + "\n")
+    (work / "constraints.txt").write_text("\n".join(constraints) + "\n")
+    out = work / "pylock.toml"
+    cmd = [uv(), "pip", "compile", str(work / "runtime.in"), "-c", str(work / "constraints.txt")]
+    cmd += ["--python-version", target.python, "--python-platform", target.python_platform()]
+    cmd += ["--only-binary", ":all:", "--format", "pylock.toml", "-o", str(out), "--no-header", "--quiet"]
+    cmd += ["--no-python-downloads"]
+    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1"}
     try:
-        _, stderr = proc.communicate(timeout=timeout)
+        proc = children.spawn(cmd, env, text=True)  # its own session, killed with it on every way out
+    except OSError as exc:
+        raise ServiceMissing(f"cannot run uv to resolve sparkenv's runtime wheels: {exc}") from None
+    try:
+        with signals.raising():
+            _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ServiceMissing(
-            f"downloading sparkenv's runtime wheels took over {timeout:.0f} s: is the index reachable?"
+            f"resolving sparkenv's runtime wheels took over {timeout:.0f} s: is the index reachable?"
         ) from None
     finally:
         children.stop(proc)
     if proc.returncode != 0:
-        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+        said = [ln for ln in lines if ln.startswith(("╰─▶", "Because", "error:"))] or lines[-1:]
+        why = (said or ["no output"])[0].removeprefix("╰─▶").strip()
         raise ServiceMissing(
-            f"cannot download sparkenv's runtime wheels for Python {target.python} {target.machine} "
-            f"({last}); the host's pip needs the package index (set PIP_CERT behind a TLS proxy)"
+            f"cannot resolve sparkenv's runtime wheels for Python {target.python} {target.machine} "
+            f"({target.python_platform()}) with uv: {why}; uv "
+            "needs its configured index (UV_DEFAULT_INDEX, uv.toml) reachable, with wheels for that Python"
         )
-    (out / ".complete").write_text("\n".join(pinned) + "\n")
-    return sorted(out.glob("*.whl"))
+    return out.read_text(encoding="utf-8")
+
+
+def _wheels(text: str, target: Target) -> list[tuple[str, str, str]]:
+    """(file name, URL, sha256) of the one wheel per package uv chose for the target."""
+    from sparkenv.datafiles import parse_toml
+
+    found = []
+    for pkg in parse_toml(text).get("packages", []):
+        wheels = pkg.get("wheels") or []
+        if len(wheels) != 1 or "sha256" not in (wheels[0].get("hashes") or {}):
+            raise ServiceMissing(
+                f"uv named no single hashed wheel of {pkg.get('name')} for Python {target.python} "
+                f"{target.machine}: sparkenv's runtime needs binary wheels for the image's Python"
+            )
+        url = str(wheels[0]["url"])
+        found.append((url.rsplit("/", 1)[-1].split("#", 1)[0], url, str(wheels[0]["hashes"]["sha256"])))
+    return found
+
+
+def _download(url: str, digest: str, dest: Path, timeout: float) -> None:
+    """One wheel, by the URL uv resolved (an index's credentials where uv and pip read them), kept only
+    when its sha256 is the one uv recorded."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from sparkenv import credentials, outputs
+    from sparkenv.redact import redact
+
+    if dest.is_file() and sha256(dest) == digest:
+        return
+    try:
+        if url.startswith("file:"):
+            data = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path)).read_bytes()
+        else:
+            with urllib.request.urlopen(credentials.request(url), timeout=timeout) as resp:
+                data = resp.read()
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        raise ServiceMissing(f"cannot download {redact(url)} (sparkenv's runtime): {exc}") from None
+    got = hashlib.sha256(data).hexdigest()
+    if got != digest:
+        raise ServiceMissing(
+            f"{redact(url)}: sha256 {got}, not the {digest} uv resolved: the index served another file"
+        )
+    outputs.write_one(dest, data, make_parents=True)
 
 
 def sha256(path: Path) -> str:

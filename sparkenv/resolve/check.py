@@ -5,20 +5,35 @@ cost; the lock's machinery (uv, metadata, the lock file) stays in resolve/run.py
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from sparkenv import profiles
+from sparkenv import profiles, project
 from sparkenv.report import Report, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import policy
 
 
 def profile_for(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | None) -> profiles.Profile:
-    """The target: --profile, else the inputs' [tool.sparkenv] profile, else the default."""
+    """The target: --profile, else the inputs' [tool.sparkenv] profile, else the project root's
+    pyproject.toml [tool.sparkenv] profile (a requirements file in a project that names its profile
+    there, or `build` with no input), else the default."""
     base_dir = None
     if not arg and inp is not None:
         arg = inp.settings.get("profile") or inp.settings.get("profile-file")
         base_dir = inp.files[0].parent if inp.files else None
+    if not arg:
+        arg, base_dir = _project_profile()
     return profiles.load(arg, base_dir).with_platform(platform)
+
+
+def _project_profile() -> tuple[str | None, Path | None]:
+    """The profile the project root's pyproject.toml names in [tool.sparkenv], and the folder it is
+    relative to; (None, None) when there is none."""
+    pyproject = project.root() / "pyproject.toml"
+    if not pyproject.is_file():
+        return None, None
+    settings = inputs_mod.project_settings(project.from_here(pyproject))
+    return settings.get("profile") or settings.get("profile-file"), pyproject.parent
 
 
 def check(

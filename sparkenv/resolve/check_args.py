@@ -1,25 +1,19 @@
 """`sparkenv check …` read without typer (sparkenv/fastargs.py): check runs in pre-commit hooks and CI
 on every commit, and typer's import (which pulls click and pydantic) cost more than the check itself.
-Exactly the options the typer command declares (a test compares the two lists); anything else returns
-None and the typer command answers."""
+Its options are declared once (resolve/options.py CHECK, render/options.py REPORTING), for this parser
+and the typer command alike; anything else returns None and the typer command answers. Both parsers
+end in `run`."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
-from sparkenv import fastargs
+from sparkenv import fastargs, optionspec
 from sparkenv.render import options as reporting
+from sparkenv.resolve.options import CHECK
 
-VALUED = {
-    "--profile": "profile",
-    "--platform": "platform",
-    "--extra": "extra",
-    "--group": "group",
-    **reporting.VALUED,
-}
-FLAGS = {"--lock-input": "lock_input", "--pip": "pip", **reporting.FLAGS}
-REPEATED = frozenset({"extra", "group", *reporting.REPEATED})
-_OWN = frozenset({"profile", "platform", "extra", "group", "lock_input", "pip"})
+OPTIONS = (*CHECK, *reporting.REPORTING)
 
 
 class CheckArgs(NamedTuple):
@@ -32,24 +26,19 @@ class CheckArgs(NamedTuple):
     pip: bool
     reporting: reporting.ReportOptions
 
+    @classmethod
+    def of(cls, inputs: list[str], values: Mapping[str, Any], report: reporting.ReportOptions) -> CheckArgs:
+        """From either parser: the positional INPUTs, CHECK's values (optionspec.values), the bundle."""
+        return cls(inputs=inputs, reporting=report, **values)
+
 
 def parse(argv: list[str]) -> CheckArgs | None:
     """argv after `check`; None where typer should answer (help, unknown option, no INPUT)."""
-    parsed = fastargs.parse(argv, VALUED, FLAGS, REPEATED)
+    parsed = fastargs.parse(argv, OPTIONS)
     if parsed is None or not parsed[1]:
         return None  # no INPUT: typer's usage error
-    values, inputs = parsed
-    shared = {k: tuple(v) if k in REPEATED else v for k, v in values.items() if k not in _OWN}  # type: ignore[call-overload]
-    return CheckArgs(
-        inputs,
-        values.get("profile"),  # type: ignore[arg-type]
-        values.get("platform"),  # type: ignore[arg-type]
-        values.get("extra"),  # type: ignore[arg-type]
-        values.get("group"),  # type: ignore[arg-type]
-        bool(values.get("lock_input")),
-        bool(values.get("pip")),
-        reporting.ReportOptions(**shared),  # type: ignore[arg-type]
-    )
+    given, inputs = parsed
+    return CheckArgs.of(inputs, optionspec.values(CHECK, given), reporting.bundle(given))
 
 
 def run(args: CheckArgs) -> int:

@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from sparkenv import cli_options as opts
+from sparkenv.resolve.options import CHECK, EXTRA, GROUP, PLATFORM, PROFILE
 
 _INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
-PROFILE = typer.Option(
-    "--profile",
-    metavar="NAME|FILE",
-    help="The target: a shipped profile (`sparkenv profiles`) or a profile file of your own (*.toml). "
-    "Default: [tool.sparkenv] profile, else the profile of NVIDIA's DGX Spark playbooks.",
-)
-PLATFORM = typer.Option(
-    "--platform",
-    metavar="OS/ARCH",
-    help="Override the profile's platform: linux/aarch64 (DGX Spark) or linux/amd64 (x86_64 NVIDIA "
-    "machines).",
-)
-EXTRA = typer.Option(
-    "--extra", metavar="NAME", help="Also read pyproject's optional-dependencies group NAME."
-)
-GROUP = typer.Option(
-    "--group", metavar="NAME", help="Also read pyproject's PEP 735 [dependency-groups] group NAME."
-)
 
 
 def register(app: typer.Typer) -> None:
@@ -35,30 +18,11 @@ def register(app: typer.Typer) -> None:
     app.add_typer(_profiles_app(), name="profiles")
 
 
-@opts.reporting()
+@opts.reporting(options=CHECK)
 def check(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help=_INPUTS_HELP, show_default=False)],
-    profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045 - typer needs Optional on 3.10
-    platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
-    extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
-    group: Annotated[Optional[list[str]], GROUP] = None,  # noqa: UP045
-    lock_input: Annotated[
-        bool,
-        typer.Option(
-            "--lock-input",
-            help="Judge INPUT as `sparkenv lock` installs it (the default; kept for older hooks).",
-        ),
-    ] = False,
-    pip: Annotated[
-        bool,
-        typer.Option(
-            "--pip",
-            help="Judge INPUT as a plain `pip install -r` installs it, not as `sparkenv lock` does: the "
-            "Unsloth family with its dependencies (FAIL on a base with torch), drift-prone packages unpinned "
-            "(WARN).",
-        ),
-    ] = False,
     *,
+    values: dict[str, Any],
     reporting: opts.ReportOptions,
 ) -> None:
     """The policy on declared requirements, offline and fast (pre-commit, CI): G1, G2, G9.
@@ -78,15 +42,9 @@ def check(
 
       sparkenv check --lock-input lockfiles/inputs/playbook-unsloth.txt   # what `sparkenv lock` reads
     """
-    from sparkenv.render.emit import emit
-    from sparkenv.resolve.check import check as run_check
+    from sparkenv.resolve import check_args
 
-    if pip and lock_input:
-        from sparkenv.errors import SparkenvError
-
-        raise SparkenvError("--pip and --lock-input disagree: give one")
-    result = run_check(inputs, profile, platform, extra, as_pip=pip, groups=group)
-    raise typer.Exit(emit(result, reporting))
+    raise typer.Exit(check_args.run(check_args.CheckArgs.of(inputs, values, reporting)))
 
 
 @opts.reporting()
@@ -95,8 +53,8 @@ def lock(
         Optional[list[str]],  # noqa: UP045
         typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
     ] = None,
-    profile: Annotated[Optional[str], PROFILE] = None,  # noqa: UP045
-    platform: Annotated[Optional[str], PLATFORM] = None,  # noqa: UP045
+    profile: Annotated[Optional[str], opts.typer_option(PROFILE)] = None,  # noqa: UP045
+    platform: Annotated[Optional[str], opts.typer_option(PLATFORM)] = None,  # noqa: UP045
     output_dir: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -124,8 +82,8 @@ def lock(
         Optional[list[str]],  # noqa: UP045
         typer.Option("--extra-index-url", metavar="URL", help="A further index; repeatable."),
     ] = None,
-    extra: Annotated[Optional[list[str]], EXTRA] = None,  # noqa: UP045
-    group: Annotated[Optional[list[str]], GROUP] = None,  # noqa: UP045
+    extra: Annotated[Optional[list[str]], opts.typer_option(EXTRA)] = None,  # noqa: UP045
+    group: Annotated[Optional[list[str]], opts.typer_option(GROUP)] = None,  # noqa: UP045
     allow_replace: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option(

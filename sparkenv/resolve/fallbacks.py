@@ -30,14 +30,14 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from sparkenv import credentials
+from sparkenv import credentials, fetch
 from sparkenv.environment.markers import applies
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
+from sparkenv.resolve.default_index import installers_default
 
-PYPI = "https://pypi.org/simple/"
 _JSON = "application/vnd.pypi.simple.v1+json"
 
 
@@ -110,18 +110,25 @@ _Entry = tuple[
 ]  # name, yanked, requires-python, upload, href, sha256
 
 
-def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
-    """The project's releases on the index (yanked files left out); None when the page cannot be read."""
+def releases(
+    index_url: str | None, key: str, timeout: float = 20.0, include: str = ""
+) -> dict[Version, Release] | None:
+    """The project's releases on the index (yanked files left out); None when the page cannot be read.
+    `index_url` None: the installers' own default index (resolve/default_index.py), None when they name none.
+    `include`: a version to parse besides the newest ones (the one uv picked, for the early reads)."""
+    index_url = index_url or installers_default()
+    if index_url is None:
+        return None
     url = index_url.rstrip("/") + f"/{key}/"
     req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with fetch.urlopen(req, timeout) as resp:
             body = resp.read()
             ctype = resp.headers.get("Content-Type", "")
     except (OSError, ValueError):
         return None
     if "json" in ctype:
-        entries = _json_entries(body)
+        entries = _json_entries(body, include)
         if entries is None:
             return None
     else:
@@ -131,12 +138,15 @@ def releases(index_url: str, key: str, timeout: float = 20.0) -> dict[Version, R
     return _by_version(entries, url)
 
 
-def _json_entries(body: bytes) -> list[_Entry] | None:
-    """The files of a PEP 691 page (of its newest releases only); None when the page is not one."""
+def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
+    """The files of a PEP 691 page (of its newest releases only, and `include`); None when the page is
+    not one."""
     entries: list[_Entry] = []
     try:
         page = json.loads(body)
         wanted = _newest_versions(page.get("versions"))
+        if wanted is not None and include:
+            wanted.append(include)
         for f in page.get("files", []):
             if wanted is not None and not any(v in f["filename"] for v in wanted):
                 continue  # big projects list thousands of files: parse only the newest releases
@@ -206,7 +216,9 @@ def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
     return f"none of its {len(wheels)} wheel(s) fits {profile.python_platform} and it has no sdist"
 
 
-def _unmet(rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str) -> str:
+def _unmet(
+    rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str | None
+) -> str:
     """Which requirement of a newer release stops it: one it needs that has no file for the target, or
     one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel)."""
     from sparkenv.resolve import metadata, remote_zip
@@ -252,7 +264,7 @@ def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Ve
 
         def work(k: str = key, f: Future[dict[Version, Release] | None] = fut) -> None:
             try:
-                f.set_result(releases(index_url or PYPI, k))
+                f.set_result(releases(index_url, k))
             except Exception as exc:  # handed to whoever reads the result
                 f.set_exception(exc)
 
@@ -276,7 +288,7 @@ def gather(
     (a newer release's metadata) only where rules/g9.py would call it a fallback."""
     if not candidates:
         return []
-    url = index_url or PYPI
+    url = index_url
     pages = _pages(list(candidates), url, prefetched or {})
     target = _target_tags(profile)
     ctx = _Context(declared, graph_edges, chain, profile, target, versions or {}, url, fallback_days())
@@ -295,7 +307,7 @@ def gather(
 
 
 def _pages(
-    keys: list[str], url: str, prefetched: dict[str, Future[dict[Version, Release] | None]]
+    keys: list[str], url: str | None, prefetched: dict[str, Future[dict[Version, Release] | None]]
 ) -> dict[str, dict[Version, Release] | None]:
     """Every candidate's index page: those started early (prefetch) waited for, the rest read now."""
     missing = [k for k in keys if k not in prefetched]
@@ -322,7 +334,7 @@ class _Context:
     profile: Profile
     target: set[tags.Tag]
     versions: dict[str, str]
-    url: str
+    url: str | None
     limit: int  # days (data/packages.toml)
 
 

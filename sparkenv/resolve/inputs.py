@@ -11,7 +11,6 @@ A requirements file that ends up installed with `pip install --no-deps` says so 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,8 @@ class Inputs:
 
     def digest(self) -> str:
         """sha256 over every file read (line endings normalized), in a stable order."""
+        import hashlib  # only lock and lock --check hash the inputs; check does not
+
         h = hashlib.sha256()
         for path in sorted({p.resolve() for p in self.files}, key=str):
             h.update(path.name.encode() + b"\0")
@@ -244,18 +245,6 @@ def _local(value: str, base: Path) -> str:
     return str(candidate.resolve()) if candidate.exists() or value.startswith(".") else value
 
 
-def _read_pyproject(arg: str) -> tuple[str, dict[str, Any]]:
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
-
-    text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
-    try:
-        return text, parse_toml(text)
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses per nesting level
-        raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
-
-
 def _pyproject_groups(
     data: dict[str, Any],
     project: dict[str, Any],
@@ -326,13 +315,32 @@ def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str
     return out
 
 
-def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_groups: list[str]) -> None:
-    text, data = _read_pyproject(arg)
-    inputs.files.append(path.resolve())
+def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A pyproject.toml's text, its table and its type-checked [tool.sparkenv] settings."""
+    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+
+    text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
+    try:
+        data = parse_toml(text)
+    except TOMLDecodeError as exc:
+        raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level
+        raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
     schema.check(data, {"project": schema.TABLE, "tool": schema.TABLE}, arg)
     schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}
     schema.check(settings, _SETTINGS, arg, "[tool.sparkenv] ")
+    return text, data, settings
+
+
+def project_settings(arg: str) -> dict[str, Any]:
+    """[tool.sparkenv] of a pyproject.toml that is not an input (the project root's): only that table."""
+    return _pyproject_data(arg)[2]
+
+
+def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_groups: list[str]) -> None:
+    text, data, settings = _pyproject_data(arg)
+    inputs.files.append(path.resolve())
     project = data.get("project", {}) or {}
     schema.check(
         project,

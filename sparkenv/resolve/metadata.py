@@ -20,7 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from sparkenv import credentials
+from sparkenv import credentials, fetch
 from sparkenv.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
@@ -65,7 +65,7 @@ def _pep658(ref: FileRef, timeout: float) -> str | None:
     """The index's `.metadata` file; None when it serves none. Its bytes are not hashed against the
     index page: what matters here is the wheel's own METADATA, which the PEP 658 file copies."""
     try:
-        with urllib.request.urlopen(credentials.request(ref.url + ".metadata"), timeout=timeout) as resp:
+        with fetch.urlopen(credentials.request(ref.url + ".metadata"), timeout) as resp:
             return resp.read().decode("utf-8", errors="replace")
     except (urllib.error.URLError, OSError, ValueError):
         return None
@@ -111,13 +111,11 @@ def read(
     """key -> its metadata, or a one-line reason it could not be read. What uv cached while resolving
     (resolve/uv_cache.py) comes first: no second download of what uv fetched a moment before."""
     from sparkenv.resolve import uv_cache
+    from sparkenv.resolve.default_index import is_installers_default
 
     if not refs:
         return {}
-    pypi = index_url is None or index_url.rstrip("/") in (
-        "https://pypi.org/simple",
-        "https://pypi.org/simple/",
-    )
+    pypi = is_installers_default(index_url)
 
     def local(ref: FileRef) -> Metadata | None:
         from_uv = uv_cache.requires(ref.filename, pypi)

@@ -5,12 +5,16 @@ shapes the facts.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sparkenv import rules
 from sparkenv.facts.declared import Declared, DeclaredFacts
-from sparkenv.facts.lockfile import LockFileFacts
-from sparkenv.facts.resolved import Locked, ResolvedFacts
-from sparkenv.profiles import Profile
-from sparkenv.report import Finding
+
+if TYPE_CHECKING:  # the lock's facts are imported where the lock needs them: check does not
+    from sparkenv.facts.lockfile import LockFileFacts
+    from sparkenv.facts.resolved import Locked
+    from sparkenv.profiles import Profile
+    from sparkenv.report import Finding
 
 
 def check_declared(
@@ -44,6 +48,8 @@ def check_resolved(
 ) -> list[Finding]:
     """`excluded_names`: what was kept out of resolution (default: all the base provides; less under
     --allow-replace). `more`: the other ResolvedFacts fields (edges, allow_replace, records, fallbacks)."""
+    from sparkenv.facts.resolved import ResolvedFacts
+
     excluded = None if excluded_names is None else tuple(excluded_names)
     facts = ResolvedFacts(locked, tuple(roots), profile, no_deps_stage, excluded, **more)  # type: ignore[arg-type]
     return rules.evaluate(rules.Stage.RESOLVED, facts)

@@ -18,13 +18,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NoReturn
 
-from sparkenv import schema
 from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
+from sparkenv.facts.base_image import BaseImage
 
-PROBE_TIMEOUT = 120
 PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
 ENV_PREFIXES = (
     "NVIDIA_",
@@ -46,118 +43,13 @@ ENV_PREFIXES = (
 SECRET_RE = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
 ARCH_TO_PLATFORM = {"arm64": "linux/aarch64", "amd64": "linux/amd64"}
 
-# Runs inside the image with its python3 (any 3.x): standard library only, one JSON object on stdout.
-PROBE = r"""
-import json, os, platform, sys
-try:
-    import importlib.metadata as md
-except ImportError:
-    md = None
-site = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
-dists = {}
-if md is not None:
-    for d in md.distributions(path=site):
-        name = d.metadata["Name"]
-        if name and name not in dists:
-            dists[name] = d.version or ""
-cuda = os.environ.get("CUDA_VERSION", "")
-cuda_source = "CUDA_VERSION" if cuda else ""
-if not cuda:
-    try:
-        with open("/usr/local/cuda/version.json") as fh:
-            cuda = json.load(fh)["cuda"]["version"]
-            cuda_source = "/usr/local/cuda/version.json"
-    except Exception:
-        pass
-libc, libc_version = platform.libc_ver()
-osname = ""
-try:
-    with open("/etc/os-release") as fh:
-        for line in fh:
-            if line.startswith("PRETTY_NAME="):
-                osname = line.split("=", 1)[1].strip().strip('"')
-except OSError:
-    pass
-print(json.dumps({
-    "python": platform.python_version(),
-    "machine": platform.machine(),
-    "glibc": libc_version if libc == "glibc" else "",
-    "cuda": cuda,
-    "cuda_source": cuda_source,
-    "os": osname,
-    "site": site,
-    "dists": dists,
-}))
-"""
 
-
-# What the probe prints, checked before a value is used: a hostile image can print anything.
-_ANSWER = {
-    "python": schema.STRING,
-    "machine": schema.STRING,
-    "glibc": schema.STRING,
-    "cuda": schema.STRING,
-    "cuda_source": schema.STRING,
-    "os": schema.STRING,
-    "site": schema.STRINGS,
-    "dists": schema.STRING_TABLE,
-}
-_ANSWER_LIMIT = 4 << 20  # bytes: an NGC image's answer is ~30 KB
-
-
-def read_image(image: str, platform: str | None = None, timeout: int = PROBE_TIMEOUT) -> dict[str, Any]:
-    """Facts of IMAGE: the probe's output plus what the image's configuration says."""
-    from sparkenv.image import engine
+def read_image(image: str, platform: str | None = None, timeout: float | None = None) -> BaseImage:
+    """Facts of IMAGE: sparkenv/image/base_probe.py, the one reader of a base (build reads it so too)."""
+    from sparkenv.image import base_probe, engine
 
     client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
-    img = engine.local_image(client, image)
-    if img is None:
-
-        def not_pulled(line: str) -> NoReturn:
-            raise SparkenvError(
-                f"{image}: not here and could not be pulled ({line[:200]}): "
-                f"docker pull {image}, or docker login to its registry"
-            )
-
-        with engine.talking(f"the pull of {image}", refused=not_pulled):
-            img = client.images.pull(image, platform=platform)
-    attrs = img.attrs
-    what = f"{image}'s python3"
-    ran = engine.run_once(
-        client, img.id, ["python3", "-c", PROBE], timeout=timeout, label="io.sparkenv.probe", what=what,
-        name="probe",
-    )  # fmt: skip
-    if ran.exit_code != 0:
-        last = (ran.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        raise SparkenvError(f"{image}: running its python3 failed ({last}): is it a Python image?")
-    facts = _answer(image, ran.stdout, ran.truncated)
-    config = attrs.get("Config") or {}
-    facts["architecture"] = str(attrs.get("Architecture", ""))
-    facts["image_id"] = str(attrs.get("Id", ""))
-    facts["repo_digests"] = [d.split("@", 1)[1] for d in attrs.get("RepoDigests") or [] if "@" in d]
-    facts["env"] = dict(e.split("=", 1) for e in config.get("Env") or [] if isinstance(e, str) and "=" in e)
-    return facts
-
-
-def _answer(image: str, out: str, truncated: bool) -> dict[str, Any]:
-    """The probe's JSON line, by the schema: every key present with its type, within the size cap."""
-    if truncated or len(out) > _ANSWER_LIMIT:
-        raise SparkenvError(
-            f"{image}: its python3 printed over {_ANSWER_LIMIT >> 20} MiB: not sparkenv's probe"
-        )
-    try:
-        facts = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError, RecursionError):
-        raise SparkenvError(
-            f"{image}: its python3 printed no readable answer ({printable(out.strip()[-200:])!r})"
-        ) from None
-    if not isinstance(facts, dict):
-        raise SparkenvError(f"{image}: its python3 answered {schema.describe(facts)}, not sparkenv's probe")
-    missing = sorted(set(_ANSWER) - set(facts))
-    if missing:
-        raise SparkenvError(f"{image}: its python3's answer lacks {', '.join(missing)}: not sparkenv's probe")
-    schema.check(facts, _ANSWER, f"{image}: its python3's answer")
-    return facts
+    return base_probe.read(client, image, platform, timeout or base_probe.PROBE_TIMEOUT)
 
 
 def _without_credentials(value: str) -> str:
@@ -181,14 +73,12 @@ def _toml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
-def render(name: str, image: str, facts: dict[str, Any], today: datetime.date) -> str:
+def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str:
     """The profile's TOML text, commented: where each value came from, and what is UNVERIFIED."""
     from sparkenv import profiles
 
-    digest = facts["repo_digests"][0] if facts["repo_digests"] else ""
-    identity = (
-        f"{image}@{digest}" if digest else f"{image} (image id {facts['image_id']}, not from a registry)"
-    )
+    digest = facts.repo_digests[0] if facts.repo_digests else ""
+    identity = f"{image}@{digest}" if digest else f"{image} (image id {facts.image_id}, not from a registry)"
     lines = [
         f"# {name}: written by `sparkenv profiles new {name} --from-image {image}` on {today.isoformat()},",
         "# from the image itself (its python3 and its configuration). Refresh with the same command.",
@@ -196,17 +86,17 @@ def render(name: str, image: str, facts: dict[str, Any], today: datetime.date) -
         f"reviewed = {_toml_str(today.isoformat())}",
         f"source = {_toml_str(identity)}",
     ]
-    osname = facts.get("os") or "unknown OS"
-    described = f"{image} ({osname}, Python {facts['python']}, CUDA {facts.get('cuda') or '?'})"
+    osname = facts.os or "unknown OS"
+    described = f"{image} ({osname}, Python {facts.python}, CUDA {facts.cuda or '?'})"
     lines.append(f"description = {_toml_str(described)}")
     lines.append(f"image = {_toml_str(image)}")
     if not digest:
         lines.append("# UNVERIFIED: no registry digest (a local image); FROM uses the name")
     lines.append(f"digest = {_toml_str(digest)}")
-    lines.append(f"python = {_toml_str(facts['python'])}")
+    lines.append(f"python = {_toml_str(facts.python)}")
     lines += _platform_lines(facts, profiles.defaults())
     provided = _provided(facts)
-    where = ", ".join(facts.get("site") or []) or "its site folders"
+    where = ", ".join(facts.site) or "its site folders"
     lines += ["", f"# Every distribution in {where} (pip, setuptools and wheel left out).", "[provides]"]
     lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in provided.items()]
     lines += ["", "[satisfies]"]
@@ -217,56 +107,54 @@ def render(name: str, image: str, facts: dict[str, Any], today: datetime.date) -
     return "\n".join(lines) + "\n"
 
 
-def _platform_lines(facts: dict[str, Any], defaults: dict[str, str]) -> list[str]:
+def _platform_lines(facts: BaseImage, defaults: dict[str, str]) -> list[str]:
     """cuda, glibc, manylinux and platform: the image's, else the DGX Spark's marked UNVERIFIED."""
     lines = []
-    if facts.get("cuda"):
-        lines.append(f"# read from {facts.get('cuda_source')}")
-        lines.append(f"cuda = {_toml_str(str(facts['cuda']))}")
+    if facts.cuda:
+        lines.append(f"# read from {facts.cuda_source}")
+        lines.append(f"cuda = {_toml_str(facts.cuda)}")
     else:
         lines.append(
             "# UNVERIFIED: the image names no CUDA (no CUDA_VERSION, no /usr/local/cuda/version.json)"
         )
         lines.append(f"cuda = {_toml_str(defaults['cuda'])}")
-    glibc = facts.get("glibc") or ""
+    glibc = facts.glibc
     if not glibc:
         lines.append("# UNVERIFIED: no glibc found in the image; the DGX Spark's is assumed")
         glibc = defaults["glibc"]
     lines.append(f"glibc = {_toml_str(glibc)}")
     lines.append(f"manylinux = {_toml_str('manylinux_' + glibc.replace('.', '_'))}")
-    platform = ARCH_TO_PLATFORM.get(facts.get("architecture", ""), "")
+    platform = ARCH_TO_PLATFORM.get(facts.architecture, "")
     if not platform:
-        lines.append(f"# UNVERIFIED: architecture {facts.get('architecture')!r} is neither arm64 nor amd64")
+        lines.append(f"# UNVERIFIED: architecture {facts.architecture!r} is neither arm64 nor amd64")
         platform = defaults["platform"]
     lines.append(f"platform = {_toml_str(platform)}")
     return lines
 
 
-def _provided(facts: dict[str, Any]) -> dict[str, str]:
+def _provided(facts: BaseImage) -> dict[str, str]:
     """Every distribution in the image by its canonical name (packaging tools left out), with its
     version, or '' where the version is a legacy string resolution cannot compare."""
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
     provided: dict[str, str] = {}
-    for raw, version in sorted(facts.get("dists", {}).items(), key=lambda kv: canonicalize_name(kv[0])):
+    for raw, version in sorted(facts.dists.items(), key=lambda kv: canonicalize_name(kv[0])):
         key = canonicalize_name(raw)
         if key in PACKAGING_TOOLS or key in provided:
             continue
         try:
             Version(version)
         except InvalidVersion:
-            version = ""
+            version = ""  # a legacy version string resolution cannot compare: provided, version unknown
         provided[key] = version
     return provided
 
 
-def _env_lines(facts: dict[str, Any]) -> list[str]:
+def _env_lines(facts: BaseImage) -> list[str]:
     """The image's variables that steer CUDA, pip and the frameworks; never one named like a secret."""
     env = {
-        k: v
-        for k, v in sorted(facts.get("env", {}).items())
-        if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
+        k: v for k, v in sorted(facts.env.items()) if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
     }
     # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@: nothing
     # sparkenv writes holds a credential

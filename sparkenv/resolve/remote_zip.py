@@ -12,11 +12,10 @@ import io
 import re
 import shutil
 import tempfile
-import urllib.request
 import zipfile
 from typing import IO
 
-from sparkenv import credentials
+from sparkenv import credentials, fetch
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 # The EOCD record (22 bytes) sits after a comment of at most 65535 bytes; the ZIP64 locator (20) before it.
@@ -76,6 +75,18 @@ class RangeFile(io.RawIOBase):
         self._pos = start + len(data)
         return data
 
+    def prefetch(self, start: int, size: int) -> None:
+        """Fetch [start, start + size) in one request, so a member inflated chunk by chunk costs one round
+        trip, not one per chunk."""
+        at = self._pos
+        self.seek(start)
+        self.read(size)
+        self.seek(at)
+
+    def forget(self) -> None:
+        """Drop what was fetched after the first block (the central directory): a member already read."""
+        del self._blocks[1:]
+
     def readinto(self, buf) -> int:  # type: ignore[no-untyped-def,override]
         data = self.read(len(buf))
         buf[: len(data)] = data
@@ -84,7 +95,7 @@ class RangeFile(io.RawIOBase):
 
 def _get(url: str, timeout: float, byte_range: str | None) -> tuple[int, bytes, str]:
     headers = {"Range": byte_range} if byte_range else {}
-    with urllib.request.urlopen(credentials.request(url, headers), timeout=timeout) as resp:
+    with fetch.urlopen(credentials.request(url, headers), timeout) as resp:
         return resp.status, resp.read(), resp.headers.get("Content-Range", "")
 
 
@@ -92,7 +103,7 @@ def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
     """The remote file as a seekable binary file, and how it was read ('range' or 'full download')."""
     req = credentials.request(url, {"Range": f"bytes=-{_TAIL}"})
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)
+        resp = fetch.urlopen(req, timeout)
     except OSError as exc:
         raise Unreadable(f"cannot fetch it: {exc}") from None
     with resp:
@@ -146,7 +157,7 @@ def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 
     import tarfile
 
     try:
-        resp = urllib.request.urlopen(credentials.request(url), timeout=timeout)
+        resp = fetch.urlopen(credentials.request(url), timeout)
     except OSError as exc:
         raise Unreadable(f"cannot fetch it: {exc}") from None
     with resp, tempfile.TemporaryFile() as spool:

@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -228,59 +228,29 @@ def lock(
     declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
     target = f"{' '.join(paths)} → {profile.python_platform}"
     pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
-    shown_pylock, shown_req = project.from_here(pylock_path), project.from_here(req_path)
+    shown = (project.from_here(pylock_path), project.from_here(req_path))
     bind = binding or (lambda found: found)
     if any(f.status is Status.FAIL for f in bind(declared)):
-        outcome = lockstatus.Outcome(shown_pylock, shown_req, inputs_fail=True)
+        outcome = lockstatus.Outcome(*shown, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
     if not any(d.key or d.url for d in inp.requirements if not d.constraint):
         raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
     resolve_stage, stages = _stages(inp, profile)
     excluded = _excluded(profile, allowed)
-    text = ""
-    prefetched: dict[str, Any] = {}
-    failures: list[uvdriver.BuildFailed] = []
+    resolution = _Resolution()
     if resolve_stage is not None:
-        _say(
-            progress,
-            f"resolving {len(resolve_stage.lines)} requirement(s) with uv for {profile.describe()} …",
-        )
-        work = tempfile.mkdtemp(prefix="sparkenv-lock-")
-        from sparkenv.resolve import fallbacks
-
-        # index pages of the declared names (for old fallbacks) are read while uv resolves
-        prefetched = fallbacks.prefetch(_reads_from(index), sorted(_fallback_roots(inp, profile)))
-        _head_start()
-        try:
-            with signals.raising():  # the CLI's handlers already raise; a library caller's may not
-                # uv may copy an index's user-info into file URLs: the lock keeps none
-                text = redact(
-                    _resolve_around_failures(
-                        Path(work), profile, index, resolve_stage, excluded, exclude_newer, timeout, failures
-                    )
-                )
-        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
-            shutil.rmtree(work, ignore_errors=True)
-            signals.cleaned(f"removed {work}")
-            signals.cleaned("no lock written")
-            raise
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    late = _late_keys(inp)
-    locked, raw = from_uv.packages(text, late | _family(), STAGE_MAIN, STAGE_UNSLOTH) if text else ({}, {})
-    if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
-        s.name != STAGE_UNSLOTH for s in stages
-    ):
-        stages.append(Stage(STAGE_UNSLOTH, [], no_deps=True))
+        resolution = _resolve(inp, profile, index, resolve_stage, excluded, exclude_newer, timeout, progress)
+    locked, raw = _locked(resolution.text, inp, stages)
     t_resolved = time.perf_counter()
     _say(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
+    resolution.settle(raw)
     metas = metadata.read(_refs(raw), index_url=_reads_from(index))
     resolved = _resolved_findings(
-        inp, profile, locked, raw, metas, allowed, _reads_from(index), prefetched, failures
+        inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages, resolution.failures
     )
     findings = [*declared, *resolved]
     _say(
@@ -290,20 +260,19 @@ def lock(
         "caches)",
     )
     outcome = lockstatus.Outcome(
-        shown_pylock,
-        shown_req,
+        *shown,
         # a package uv could not build is missing from the set: no lock, whatever is ignored or waived
-        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL) + len(failures),
+        fails=sum(1 for f in bind(findings) if f.status is Status.FAIL) + len(resolution.failures),
         unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
         packages=len(locked),
         stages=len(stages),
     )
     verdict = policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))
     if all(f.status is Status.PASS for f in verdict):  # the registry's go-ahead: write it
-        extra_tool = {"allow-replace": sorted(allowed)} if allowed else {}
-        if exclude_newer:
-            extra_tool["exclude-newer"] = exclude_newer
-        files = _render(pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded, extra_tool)
+        files = _render(
+            pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded,
+            _tool_extra(allowed, exclude_newer),
+        )  # fmt: skip
         if outputs is None:
             lockwrite.write_pair(files)
         else:
@@ -318,6 +287,87 @@ def lock(
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report
+
+
+@dataclass
+class _Resolution:
+    """What the resolution step hands on: uv's pylock text (redacted), the packages uv could not build,
+    and the reads started while uv ran (index pages of the declared names, the early reads of uv's picks)."""
+
+    text: str = ""
+    failures: list[uvdriver.BuildFailed] = field(default_factory=list)
+    pages: dict[str, Any] = field(default_factory=dict)
+    early: Any = None  # resolve.early.EarlyReads
+
+    def settle(self, raw: dict[str, dict[str, Any]]) -> None:
+        """Wait for the early reads of the files the lock holds; their answers are in the caches now."""
+        if self.early is not None:
+            self.early.settle({r.filename: r.sha256 for r in _refs(raw)})
+
+
+def _resolve(
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    stage: Stage,
+    excluded: list[str],
+    exclude_newer: str | None,
+    timeout: float,
+    progress: bool,
+) -> _Resolution:
+    """uv's resolution, with sparkenv's reads started beside it; the work folder is removed on every exit."""
+    from sparkenv.resolve import early, fallbacks
+
+    _say(progress, f"resolving {len(stage.lines)} requirement(s) with uv for {profile.describe()} …")
+    work = tempfile.mkdtemp(prefix="sparkenv-lock-")
+    out = _Resolution()
+    # index pages of the declared names (for old fallbacks) are read while uv resolves
+    out.pages = fallbacks.prefetch(_reads_from(index), sorted(_fallback_roots(inp, profile)))
+    out.early = early.EarlyReads(_reads_from(index))
+    _head_start()
+    try:
+        with signals.raising():  # the CLI's handlers already raise; a library caller's may not
+            # uv may copy an index's user-info into file URLs: the lock keeps none
+            out.text = redact(
+                _resolve_around_failures(
+                    Path(work), profile, index, stage, excluded, exclude_newer, timeout, out.failures,
+                    out.early.line,
+                )
+            )  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
+        out.early.close()
+        shutil.rmtree(work, ignore_errors=True)
+        signals.cleaned(f"removed {work}")
+        signals.cleaned("no lock written")
+        raise
+    except BaseException:
+        out.early.close()
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _locked(
+    text: str, inp: inputs_mod.Inputs, stages: list[Stage]
+) -> tuple[dict[str, Locked], dict[str, dict[str, Any]]]:
+    """uv's answer as the lock's packages, each in its install stage (a --no-deps stage added when a
+    dependency brought a late member in)."""
+    late = _late_keys(inp)
+    locked, raw = from_uv.packages(text, late | _family(), STAGE_MAIN, STAGE_UNSLOTH) if text else ({}, {})
+    if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
+        s.name != STAGE_UNSLOTH for s in stages
+    ):
+        stages.append(Stage(STAGE_UNSLOTH, [], no_deps=True))
+    return locked, raw
+
+
+def _tool_extra(allowed: set[str], exclude_newer: str | None) -> dict[str, Any]:
+    """What the lock records of the options that shaped it, beside the profile and inputs."""
+    extra_tool: dict[str, Any] = {"allow-replace": sorted(allowed)} if allowed else {}
+    if exclude_newer:
+        extra_tool["exclude-newer"] = exclude_newer
+    return extra_tool
 
 
 def _head_start() -> None:
@@ -458,7 +508,7 @@ def _failed(
     out, refs = [], []
     for bf in failures:
         sdist = None
-        releases = fallbacks.releases(index_url or fallbacks.PYPI, bf.key) if bf.version else None
+        releases = fallbacks.releases(index_url, bf.key) if bf.version else None
         try:
             rel = (releases or {}).get(Version(bf.version)) if bf.version else None
         except InvalidVersion:
@@ -484,6 +534,7 @@ def _resolve_around_failures(
     exclude_newer: str | None,
     timeout: float,
     failures: list[uvdriver.BuildFailed],
+    on_log: Callable[[str], None] | None = None,
 ) -> str:
     """uv stops at the first package it cannot build; that package is kept out and the rest resolved
     again (up to MAX_BUILD_FAILURES times), so that every other finding can still be made. uv's own
@@ -493,7 +544,7 @@ def _resolve_around_failures(
     while True:
         jobs = uvdriver.prepare(work, profile, index, [stage], skip, exclude_newer)
         try:
-            return uvdriver.run_all(jobs, timeout, auth)[stage.name]
+            return uvdriver.run_all(jobs, timeout, auth, on_log)[stage.name]
         except uvdriver.BuildFailed as bf:
             if os.environ.get("SPARKENV_DEBUG"):
                 print(redact(bf.raw), file=sys.stderr, flush=True)

@@ -14,16 +14,16 @@ import json
 import re
 import tarfile
 import tempfile
-import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
+from sparkenv import fetch
 from sparkenv.facts.resolved import SdistBuild
 from sparkenv.resolve import metadata
 
 SDIST_CAP = 64 * 1024**2
 # the classifier's version is in the cache's name: a changed reading never meets an old answer
-_CACHE_SUFFIX = ".sdist-2.json"
+CACHE_SUFFIX = ".sdist-2.json"
 _BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "cmakelists.txt")
 _TEXT_CAP = 512 * 1024  # a build file larger than this is read up to it
 # What in a build file says it compiles GPU code against torch, and the words shown as evidence
@@ -110,7 +110,7 @@ def _build_files(members: dict[str, str]) -> tuple[list[str], bool, str]:
 
 def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list[str]]:
     """(top-level build files, every file name) of a remote sdist; raises OSError or ValueError."""
-    with urllib.request.urlopen(url, timeout=timeout) as resp, tempfile.TemporaryFile() as spool:
+    with fetch.urlopen(url, timeout) as resp, tempfile.TemporaryFile() as spool:
         copied = 0
         while chunk := resp.read(1 << 20):
             copied += len(chunk)
@@ -144,7 +144,7 @@ def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list
 
 def _cached(sha256: str) -> SdistBuild | None:
     try:
-        data = json.loads((metadata.cache_dir() / f"{sha256}{_CACHE_SUFFIX}").read_text(encoding="utf-8"))
+        data = json.loads((metadata.cache_dir() / f"{sha256}{CACHE_SUFFIX}").read_text(encoding="utf-8"))
         return SdistBuild(data["key"], data["kind"], tuple(data["evidence"]), via="cache")
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -163,7 +163,7 @@ def scan(refs: list[metadata.FileRef], timeout: float = 60.0) -> dict[str, Sdist
         got = classify(ref.key, members, names)
         if ref.sha256:
             payload = {"key": got.key, "kind": got.kind, "evidence": list(got.evidence)}
-            metadata.store(ref.sha256, json.dumps(payload), _CACHE_SUFFIX)
+            metadata.store(ref.sha256, json.dumps(payload), CACHE_SUFFIX)
         return ref.key, got
 
     if not refs:

@@ -5,12 +5,19 @@ wheel: `<cache>/wheels-v8/<index>/<name>/<version>-<python>-<abi>-<platform>.msg
 starts with name, version and the Requires-Dist strings. That layout is uv's own, not a public
 format: everything read here is checked (name and version must be the locked file's, every entry must
 parse as a requirement), and anything unexpected means "not there" — the caller then reads the
-metadata from the index as before. Wheels uv files under a tag hash (platform wheels) are not looked up.
+metadata from the index as before.
+
+A wheel with several platform tags uv files under a hash of its tags (`<version>-<16 hex>.msgpack`), a
+hash of uv's own making. Such a file is taken only when it is the one file of that version in the
+folder: uv picked that version for this target from a wheel (the lock lists one), so it read that
+wheel's metadata and filed it there; a second file of that version (another platform's wheel, from an
+earlier lock for another target) makes it ambiguous, and the metadata is read from the index instead.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -75,8 +82,23 @@ def _decode(b: bytes, i: int = 0) -> tuple[object, int]:
     raise _Bad(hex(t))
 
 
+_FOUND: dict[tuple[str, str, bool], list[Requirement]] = {}  # what was found, per process
+
+
 def requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
-    """Requires-Dist of this wheel as uv cached it, or None when uv's cache does not have it for sure."""
+    """Requires-Dist of this wheel as uv cached it, or None when uv's cache does not have it for sure.
+    An answer found is kept for the process (a wheel's metadata does not change; the early reads find
+    it while uv resolves, the lock asks again after)."""
+    key = (str(cache_dir()), filename, index_is_pypi)
+    if key in _FOUND:
+        return list(_FOUND[key])
+    found = _requires(filename, index_is_pypi)
+    if found is not None:
+        _FOUND[key] = found
+    return found
+
+
+def _requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
     root = cache_dir()
     if root is None or not filename.endswith(".whl"):
         return None
@@ -87,9 +109,14 @@ def requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
     key = canonicalize_name(name)
     stem = filename[: -len(".whl")].split("-", 1)[1]  # <version>-<python>-<abi>-<platform>
     if index_is_pypi:
-        candidates = [root / BUCKET / "pypi" / key / f"{stem}.msgpack"]
-    else:  # another index: only when exactly one index in the cache holds this file
-        candidates = list((root / BUCKET / "index").glob(f"*/{key}/{stem}.msgpack"))
+        folders = [root / BUCKET / "pypi" / key]
+    else:  # another index: only when exactly one index in the cache holds this package
+        folders = list((root / BUCKET / "index").glob(f"*/{key}"))
+        if len(folders) != 1:
+            return None
+    candidates = [folders[0] / f"{stem}.msgpack"]
+    if not candidates[0].is_file():
+        candidates = _by_tag_hash(folders[0], str(version), filename)
         if len(candidates) != 1:
             return None
     try:
@@ -105,3 +132,20 @@ def requires(filename: str, index_is_pypi: bool) -> list[Requirement] | None:
         return [Requirement(str(r)) for r in value[2]]
     except InvalidRequirement:
         return None
+
+
+_TAG_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def _by_tag_hash(folder: Path, version: str, filename: str) -> list[Path]:
+    """The files uv may have filed this wheel's metadata under: every file of that version in the folder
+    (the caller takes one only when it is the only one, and it is filed under a tag hash)."""
+    if filename.count("-") < 4 or filename.endswith("-any.whl"):
+        return []
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(f"{version}-") and n.endswith(".msgpack")]
+    except OSError:
+        return []
+    if len(names) != 1 or not _TAG_HASH.fullmatch(names[0][len(version) + 1 : -len(".msgpack")]):
+        return []
+    return [folder / names[0]]

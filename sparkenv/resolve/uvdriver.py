@@ -6,10 +6,13 @@ everything it started, not only its first process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,23 +161,52 @@ def run_all(
     jobs: list[tuple[Stage, list[str], Path]],
     timeout: float = DEFAULT_TIMEOUT,
     extra_env: dict[str, str] | None = None,
+    on_log: Callable[[str], None] | None = None,
 ) -> dict[str, str]:
     """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote. Stopped by a
     signal (Ctrl-C, SIGTERM, SIGHUP), every uv group is killed before the stop goes on, and the closing
-    line names them."""
+    line names them. `on_log`: given each line of uv's resolver log as uv writes it (resolve/early.py);
+    those lines are kept out of the stderr that errors are read from."""
     env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
+    if on_log is not None:
+        from sparkenv.resolve.early import RUST_LOG
+
+        env["RUST_LOG"] = RUST_LOG
     started: list[subprocess.Popen[str]] = []
+
+    def finish(proc: subprocess.Popen[str]) -> str:
+        """uv's stderr once it exits; its log lines go to on_log while it runs."""
+        if on_log is None:
+            return proc.communicate(timeout=timeout)[1]
+        kept: list[str] = []
+
+        def drain() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if line.startswith("DEBUG "):
+                    # a hint's reader failing never stops the lock
+                    with contextlib.suppress(Exception):
+                        on_log(line.rstrip("\n"))
+                else:
+                    kept.append(line)
+
+        reader = threading.Thread(target=drain, name="sparkenv-uv-log", daemon=True)
+        reader.start()
+        proc.wait(timeout=timeout)
+        reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild holding it: not waited on)
+        return "".join(kept)
 
     def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:
         stage, cmd, out = job
         try:
             # its own session: killpg reaches everything uv started (sparkenv/children.py)
-            proc = children.spawn(cmd, env, text=True)
+            quiet_out = subprocess.DEVNULL if on_log is not None else None  # uv writes the lock to a file
+            proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
         except OSError as exc:
             raise ServiceMissing(f"cannot run uv: {exc}") from None
         started.append(proc)
         try:
-            _, stderr = proc.communicate(timeout=timeout)
+            stderr = finish(proc)
         except subprocess.TimeoutExpired:
             raise ServiceMissing(
                 f"uv pip compile ({stage.name}) did not finish in {timeout:.0f} s: is the index reachable?"

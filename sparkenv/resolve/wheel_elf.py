@@ -1,23 +1,35 @@
-"""DT_NEEDED of the shared objects inside the resolved wheels of GPU packages, read at lock, within a
-budget: what the audit reads from installed files, known before anything is installed.
+"""DT_NEEDED and the fatbin headers (G7: which GPU targets the kernels carry) of the shared objects inside
+the resolved wheels of GPU packages, read at lock, within a budget: what the audit reads from installed
+files, known before anything is installed. The fatbin reader is the audit's (environment/kernels.py),
+fed by the member's bytes; the GPU is the profile's (the GB10).
 
-A member of a wheel is deflated: its ELF headers, dynamic section and string table can sit anywhere in
-it, so a member is read whole (by range requests through the zip) when it is at most PER_OBJECT bytes,
-and all members together at most BUDGET bytes per lock. What is left unread is returned with the reason,
-and the rule says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256.
+A member of a wheel is deflated: its ELF headers, dynamic section, string table and fatbins can sit
+anywhere in it, so a member is downloaded whole (by range requests through the zip) when its compressed
+size is at most PER_OBJECT bytes, and all members together at most BUDGET compressed bytes per lock
+(the budget is what crosses the network). It is inflated into a temporary file, not memory, and read
+there with pread as an installed file is. What is left unread is returned with the reason, and the rule
+says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import zipfile
 
-from sparkenv.cuda import elf
+from sparkenv.cuda import coverage, elf
+from sparkenv.environment import kernels
 from sparkenv.facts.resolved import WheelElves
 from sparkenv.resolve import metadata, remote_zip
 
-PER_OBJECT = 64 * 1024**2
-BUDGET = 512 * 1024**2
+# Compressed bytes, what crosses the network. GPU extension members deflate about 3.5x (autoawq-kernels,
+# nccl-extensions, torchcodec wheels): these are the download the earlier 64 MiB / 512 MiB budgets on
+# inflated size cost, now without reading a large member whole into memory.
+PER_OBJECT = 24 * 1024**2  # one member
+BUDGET = 160 * 1024**2  # a lock
+MAX_INFLATED = 2 * 1024**3  # what one member may take on disk once inflated (a zip bomb stops here)
 MAX_OBJECTS = 64  # per wheel
 
 
@@ -35,52 +47,117 @@ class Budget:
 Objects = tuple[tuple[str, elf.ElfInfo], ...]
 
 
-def _cached(sha256: str) -> Objects | None:
+def _suffix(cap: coverage.Capability) -> str:
+    # what is kept depends on the fatbin reader and on the GPU (the data sections are read only where
+    # .nv_fatbin has no code for it)
+    return f".elf-{kernels.READER}-sm{cap[0]}{cap[1]}.json"
+
+
+def _cached(sha256: str, cap: coverage.Capability) -> WheelElves | None:
     try:
-        data = json.loads((metadata.cache_dir() / f"{sha256}.elf.json").read_text(encoding="utf-8"))
-        return tuple((o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data)
+        data = json.loads((metadata.cache_dir() / f"{sha256}{_suffix(cap)}").read_text(encoding="utf-8"))
+        objects = tuple(
+            (o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data["objects"]
+        )
+        return WheelElves(objects, kernels=tuple(kernels.from_json(data["kernels"])))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _store(sha256: str, objects: Objects) -> None:
+def _store(sha256: str, cap: coverage.Capability, found: WheelElves) -> None:
     rows = [
-        {"path": p, "machine": i.machine, "soname": i.soname, "needed": list(i.needed)} for p, i in objects
+        {"path": p, "machine": i.machine, "soname": i.soname, "needed": list(i.needed)}
+        for p, i in found.objects
     ]
-    metadata.store(sha256, json.dumps(rows), ".elf.json")
+    data = {"objects": rows, "kernels": kernels.to_json(found.kernels)}
+    metadata.store(sha256, json.dumps(data), _suffix(cap))
 
 
-def read_one(ref: metadata.FileRef, paths: tuple[str, ...], budget: Budget, timeout: float) -> WheelElves:
-    """The ELF facts of the wheel's shared objects that fit the budget, and what was left unread."""
-    if ref.sha256 and (hit := _cached(ref.sha256)) is not None:
-        return WheelElves(hit)
+def _read_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: coverage.Capability
+) -> tuple[elf.ElfInfo | elf.ElfDefect | None, coverage.ObjectKernels | None]:
+    """One member inflated into a temporary file (removed on close), read as an installed file is. Its
+    compressed bytes are fetched in one request (the local header's extra field may be longer than the
+    central directory's: 64 KiB of slack) and dropped once read."""
+    raw = getattr(zf.fp, "raw", None)  # open_remote's BufferedReader over a RangeFile (or a local spool)
+    remote = raw if isinstance(raw, remote_zip.RangeFile) else None
+    if remote is not None:
+        header = 30 + len(info.orig_filename.encode()) + (1 << 16)
+        remote.prefetch(info.header_offset, header + info.compress_size)
+    try:
+        return _inflate_and_read(zf, info, cap)
+    finally:
+        if remote is not None:
+            remote.forget()
+
+
+def _inflate_and_read(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: coverage.Capability
+) -> tuple[elf.ElfInfo | elf.ElfDefect | None, coverage.ObjectKernels | None]:
+    with tempfile.TemporaryFile(prefix="sparkenv-member-") as tmp, zf.open(info) as src:
+        shutil.copyfileobj(src, tmp, 1 << 20)
+        tmp.flush()
+        fd = tmp.fileno()
+
+        def read(offset: int, size: int) -> bytes:
+            return os.pread(fd, size, offset)
+
+        got = elf.parse(read)
+        gpu = (
+            kernels.read_with(read, info.file_size, info.filename, cap)
+            if isinstance(got, elf.ElfInfo)
+            else None
+        )
+        return got, gpu
+
+
+def read_one(
+    ref: metadata.FileRef,
+    paths: tuple[str, ...],
+    budget: Budget,
+    timeout: float,
+    cap: coverage.Capability | None = None,
+) -> WheelElves:
+    """The ELF and fatbin facts of the wheel's shared objects that fit the budget, and what was left
+    unread. `cap`: the GPU the kernels are read for (the GB10 by default)."""
+    cap = cap or coverage.gb10()
+    if ref.sha256 and (hit := _cached(ref.sha256, cap)) is not None:
+        return hit
     out: list[tuple[str, elf.ElfInfo]] = []
+    found: list[coverage.ObjectKernels] = []
     skipped: list[str] = []
     try:
         fh, _ = remote_zip.open_remote(ref.url, timeout)
         with fh, zipfile.ZipFile(fh) as zf:
             for path in paths:
                 info = zf.getinfo(path)
-                if len(out) >= MAX_OBJECTS or not budget.take(info.file_size):
-                    skipped.append(f"{path} ({info.file_size >> 20} MiB)")
+                if (
+                    len(out) >= MAX_OBJECTS
+                    or info.file_size > MAX_INFLATED
+                    or not budget.take(info.compress_size)
+                ):
+                    skipped.append(f"{path} ({info.compress_size >> 20} MiB compressed)")
                     continue
-                got = elf.parse_bytes(zf.read(info))
+                got, gpu = _read_member(zf, info, cap)
                 if isinstance(got, elf.ElfInfo):
                     out.append((path, got))
+                    if gpu is not None:
+                        found.append(gpu)
     except remote_zip.Unreadable as exc:
-        return WheelElves(tuple(out), str(exc))
+        return WheelElves(tuple(out), str(exc), tuple(found))
     except (zipfile.BadZipFile, KeyError, OSError, EOFError, ValueError) as exc:
-        return WheelElves(tuple(out), f"not a readable zip: {exc}")
+        return WheelElves(tuple(out), f"not a readable zip: {exc}", tuple(found))
     if skipped:
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
         why = (
             f"{skipped[0]}{more} past the read budget ({PER_OBJECT >> 20} MiB a file, {BUDGET >> 20} MiB "
-            f"a lock, {MAX_OBJECTS} files a wheel)"
+            f"a lock, compressed; {MAX_OBJECTS} files a wheel)"
         )
-        return WheelElves(tuple(out), why)
+        return WheelElves(tuple(out), why, tuple(found))
+    done = WheelElves(tuple(out), kernels=tuple(found))
     if ref.sha256:
-        _store(ref.sha256, tuple(out))
-    return WheelElves(tuple(out))
+        _store(ref.sha256, cap, done)
+    return done
 
 
 def read(

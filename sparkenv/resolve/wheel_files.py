@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from sparkenv.facts.dist_view import GPU_SUFFIXES
 from sparkenv.resolve import metadata, remote_zip
 
 
@@ -22,10 +23,6 @@ def is_binary(filename: str) -> bool:
     except InvalidWheelFilename:
         return False
     return any(t.platform != "any" for t in tags)
-
-
-# GPU code beside the shared objects: CUDA sources and headers (JIT kernels), cubins, PTX, fatbins
-GPU_SUFFIXES = (".cu", ".cuh", ".cubin", ".ptx", ".fatbin")
 
 
 def _native(names: list[str]) -> list[str]:
@@ -43,29 +40,34 @@ def ships_gpu_code(files: tuple[str, ...]) -> bool:
     return any(f.lower().endswith(GPU_SUFFIXES) for f in files)
 
 
+def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[str, ...] | str]:
+    """(key, its native files) of one binary wheel, or (key, the reason); cached by its sha256."""
+    cached = metadata.cache_dir() / f"{ref.sha256}.native-2"
+    if ref.sha256:
+        try:
+            text = cached.read_text(encoding="utf-8")
+            return ref.key, tuple(ln for ln in text.splitlines() if ln)
+        except (OSError, UnicodeDecodeError):
+            pass
+    try:
+        fh, _ = remote_zip.open_remote(ref.url, timeout)
+        with fh, zipfile.ZipFile(fh) as zf:
+            names = _native(zf.namelist())
+    except remote_zip.Unreadable as exc:
+        return ref.key, str(exc)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        return ref.key, f"not a readable zip: {exc}"
+    if ref.sha256:
+        metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".native-2")
+    return ref.key, tuple(names)
+
+
 def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple[str, ...] | str]:
     """key -> the paths of the shared objects its wheel ships (and its first GPU-code file, if any), or a
     one-line reason it could not be read."""
 
     def one(ref: metadata.FileRef) -> tuple[str, tuple[str, ...] | str]:
-        cached = metadata.cache_dir() / f"{ref.sha256}.native-2"
-        if ref.sha256:
-            try:
-                text = cached.read_text(encoding="utf-8")
-                return ref.key, tuple(ln for ln in text.splitlines() if ln)
-            except (OSError, UnicodeDecodeError):
-                pass
-        try:
-            fh, _ = remote_zip.open_remote(ref.url, timeout)
-            with fh, zipfile.ZipFile(fh) as zf:
-                names = _native(zf.namelist())
-        except remote_zip.Unreadable as exc:
-            return ref.key, str(exc)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            return ref.key, f"not a readable zip: {exc}"
-        if ref.sha256:
-            metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".native-2")
-        return ref.key, tuple(names)
+        return read_one(ref, timeout)
 
     wanted = [r for r in refs if r.is_wheel and is_binary(r.filename)]
     if not wanted:

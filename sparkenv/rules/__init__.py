@@ -13,7 +13,8 @@ Where things go (read this before adding a check):
   `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
   one precedence and one severity table), `unsloth.py` (the Unsloth family), `hosts.py` (known-bad
   host builds), `wrong_cpu.py` (shared objects of another CPU), `replaced.py` (a base package replaced
-  on purpose). Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
+  on purpose), `base_fit.py` (a base image, as read, against a lock's profile: build's first check).
+  Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
   pure readers from `sparkenv/environment/` (`markers.py`, the marker environment of a target;
   `pins.py`, exact pins); they never import a stage package (tests/test_layers.py).
   The host driver against a CUDA release is in g1_driver.py, a package's
@@ -96,6 +97,33 @@ class Rule:
         return f"{module}.{self.check.__name__}"
 
 
+class Lazy:
+    """A rule function named by its module (rules/gN_<stage>.py) and name, imported at its first call:
+    a stage imports only the rule modules of its own stage (check does not import the gate's)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.__module__ = f"sparkenv.rules.{module}"
+        self.__name__ = name
+        self._fn: Callable[[Any], list[Finding]] | None = None
+
+    def __call__(self, facts: Any) -> list[Finding]:
+        if self._fn is None:
+            self._fn = getattr(importlib.import_module(self.__module__), self.__name__)
+        return self._fn(facts)
+
+
+def lazy_names(module_name: str, where: dict[str, str]) -> Callable[[str], Any]:
+    """A gN.py's module `__getattr__`: its re-exported names (`from sparkenv.rules.g1 import fix_for`),
+    each imported from the stage module that holds it only when asked for."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in where:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"sparkenv.rules.{where[name]}"), name)
+
+    return __getattr__
+
+
 def module(gid: GotchaId | str) -> Any:
     """rules/gN.py for "GN"."""
     return importlib.import_module(f"sparkenv.rules.{gid.lower()}")
@@ -111,7 +139,7 @@ def rules_of(gid: GotchaId | str) -> tuple[Rule, ...]:
 # tests/rules/test_rules_registry.py holds it to them.
 HAS_STAGE: dict[Stage, frozenset[str]] = {
     Stage.DECLARED: frozenset({"G1", "G2", "G9"}),
-    Stage.RESOLVED: frozenset({"G1", "G2", "G9"}),
+    Stage.RESOLVED: frozenset({"G1", "G2", "G7", "G9"}),
     Stage.LOCKFILE: frozenset({"G9"}),
     Stage.IMAGE: frozenset({"G9"}),
 }

@@ -34,7 +34,11 @@ class Family:
 
 @functools.cache
 def families() -> dict[str, Family]:
-    return {k: Family(k, v.cuda_files, v.instead, v.conclusive) for k, v in packages().cuda_capable.items()}
+    data = packages()  # the index address is written once in the file; `instead` names it {cuda13_index}
+    return {
+        k: Family(k, v.cuda_files, v.instead.replace("{cuda13_index}", data.cuda13_index), v.conclusive)
+        for k, v in data.cuda_capable.items()
+    }
 
 
 def instead(key: str, machine: str) -> str:
@@ -42,11 +46,12 @@ def instead(key: str, machine: str) -> str:
     that carries CUDA 13 for this CPU (dated data, packages.toml [[cuda13_from]]), and the family's own."""
     fam = families()[key]
     first = packages().first_cuda13(key, machine)
+    own = fam.instead
     if first is None:
-        return fam.instead
+        return own
     return (
         f"{key}>={first.version} (the default index's {machine} wheels carry CUDA 13 from {first.version} "
-        f"on; before: {first.before}), or {fam.instead}"
+        f"on; before: {first.before}), or {own}"
     )
 
 

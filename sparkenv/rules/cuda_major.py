@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
     from sparkenv.cuda.elf import ElfInfo
-    from sparkenv.facts.installed import AuditFacts, DistFacts
+    from sparkenv.facts.dist_view import DistView
+    from sparkenv.facts.installed import AuditFacts
 
 
 @dataclass(frozen=True)
@@ -111,16 +112,16 @@ def bindings(facts: AuditFacts) -> dict[str, Binding]:
     if cached is not None:
         return cached
     env = marker_environment(facts.target.machine, facts.target.python_version)
-    found = {key: _bind(df, env) for key, df in facts.dists.items()}
+    found = {key: bind(df, env) for key, df in facts.dists.items()}
     object.__setattr__(facts, "_bindings", found)
     return found
 
 
-def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
-    dist = df.dist
-    ev = name_version_evidence(dist.key, dist.version)
+def bind(df: DistView, env: dict[str, str]) -> Binding:
+    """One distribution's evidence, installed (audit) or a resolved wheel (lock): the same reading."""
+    ev = name_version_evidence(df.key, df.version)
     requires_keys: list[str] = []
-    for raw in dist.requires:
+    for raw in df.requires:
         applied = _applicable_cuda_requirement(raw, env)
         if applied is None:
             continue
@@ -132,12 +133,19 @@ def _bind(df: DistFacts, env: dict[str, str]) -> Binding:
     for so in df.shared_objects:
         ev += shared_object_evidence(so.relpath, so.info)
     for needle, major in rules.layout_paths():
-        rel = dist.path_containing(needle)
+        rel = df.path_containing(needle)
         if rel is not None:
             ev.append(Evidence(major, "path", f"installs into {os.path.dirname(rel)}/ (CUDA {major} layout)"))
             break
+    if df.unread:  # a shared object whose ELF was not read still says by its name which library it is
+        read = {so.relpath for so in df.shared_objects}
+        for path in df.so_paths:
+            major = rules.soname_major(os.path.basename(path))
+            if path not in read and major is not None:
+                name, where = os.path.basename(path), os.path.dirname(path)
+                ev.append(Evidence(major, "provides", f"ships {name} (CUDA {major}) in {where}/", name))
     ev.sort(key=lambda e: KIND_ORDER[e.kind])
-    return Binding(dist.key, ev, requires_keys)
+    return Binding(df.key, ev, requires_keys)
 
 
 def shared_object_evidence(relpath: str, info: ElfInfo) -> list[Evidence]:

@@ -13,16 +13,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv.rules import Rule, Stage, g1_declared
-from sparkenv.rules.g1_declared import declared, fix_for, resolved_cpu_only
-from sparkenv.rules.g1_driver import driver_for_image, judge_driver
-from sparkenv.rules.g1_installed import installed
-from sparkenv.rules.g1_live import LIVE_FIX, live
-from sparkenv.rules.g1_wheels import resolved_wheel_files
+from sparkenv.rules import Lazy, Rule, Stage, lazy_names
 
 if TYPE_CHECKING:
     from sparkenv.facts.resolved import ResolvedFacts
     from sparkenv.report import Finding
+    from sparkenv.rules.g1_declared import declared, fix_for, resolved_cpu_only
+    from sparkenv.rules.g1_driver import driver_for_image, judge_driver
+    from sparkenv.rules.g1_installed import installed
+    from sparkenv.rules.g1_live import LIVE_FIX, live
+    from sparkenv.rules.g1_wheels import resolved_wheel_files
+
+# each stage's module is imported when its rule runs or a name is asked for (rules.Lazy)
+_WHERE = {
+    "declared": "g1_declared",
+    "fix_for": "g1_declared",
+    "resolved_cpu_only": "g1_declared",
+    "driver_for_image": "g1_driver",
+    "judge_driver": "g1_driver",
+    "installed": "g1_installed",
+    "LIVE_FIX": "g1_live",
+    "live": "g1_live",
+    "resolved_wheel_files": "g1_wheels",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 
 __all__ = [
     "LIVE_FIX",
@@ -42,13 +56,15 @@ __all__ = [
 def resolved(facts: ResolvedFacts) -> list[Finding]:
     """Stage.RESOLVED: names, labels and Requires-Dist (g1_declared), and what each wheel ships
     (g1_wheels)."""
-    return g1_declared.resolved(facts) + resolved_wheel_files(facts)
+    from sparkenv.rules import g1_declared, g1_wheels
+
+    return g1_declared.resolved(facts) + g1_wheels.resolved_wheel_files(facts)
 
 
 RULES = (
     Rule(
         Stage.DECLARED,
-        declared,
+        Lazy("g1_declared", "declared"),
         "each requirement's name (-cu12), version label (+cu128, +cpu), exact pin of a versioned CUDA "
         "wheel, index URLs and wheel URLs (for another CPU), markers evaluated for the target",
     ),
@@ -64,14 +80,14 @@ RULES = (
     ),
     Rule(
         Stage.INSTALLED,
-        installed,
+        Lazy("g1_installed", "installed"),
         "every distribution's name, label, Requires-Dist, install paths and the DT_NEEDED sonames of its "
         "shared objects; CPU-only torch; shared objects of another CPU; one library per CUDA release "
         "(bitsandbytes' kind) without one for the target",
     ),
     Rule(
         Stage.LIVE,
-        live,
+        Lazy("g1_live", "live"),
         "by default from files: torch's version label, libtorch_cuda.so's CUDA libraries resolved the "
         "way the loader will, the driver (/proc/driver/nvidia/version or NVML) against the minimum for "
         "that CUDA major; with --deep torch.version.cuda and the first CUDA operation in an isolated "

@@ -6,6 +6,7 @@ optional link test (rules/g10_agreement.py). The launch itself is read once, as 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.environment import launch, nccl
@@ -15,6 +16,8 @@ from sparkenv.rules import Rule, Stage, g10_agreement, g10_link, parallelism
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
+
+_finding = partial(Finding, GotchaId.G10)  # every finding of this module is G10's
 
 
 def _plan(f: GateFacts) -> launch.Launch:
@@ -38,8 +41,7 @@ def live_parallelism(f: GateFacts) -> list[Finding]:
     for which, entry in sorted((f.section("configs") or {}).items()):
         if isinstance(entry, dict) and entry.get("error"):
             findings.append(
-                Finding(
-                    id=GotchaId.G10,
+                _finding(
                     status=Status.WARN,
                     summary=f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node "
                     "count and tensor-parallel size were not read",
@@ -59,8 +61,7 @@ def _section(f: GateFacts, plan: launch.Launch) -> tuple[dict | None, list[Findi
     section = f.section("multinode") or {}
     if not section.get("multi_node"):
         return None, [
-            Finding(
-                id=GotchaId.G10,
+            _finding(
                 status=Status.INFO,
                 summary="link and agreement not checked: the snapshot has no link facts",
                 subject="link",
@@ -80,8 +81,7 @@ def live_link(f: GateFacts) -> list[Finding]:
         keys = sorted(conf.get("settings") or {})
         if conf.get("error"):
             out.append(
-                Finding(
-                    id=GotchaId.G10,
+                _finding(
                     status=Status.ERROR,
                     summary=f"{conf['path']} cannot be read ({conf['error']}): the NCCL settings above may "
                     "not be what NCCL uses",
@@ -91,8 +91,7 @@ def live_link(f: GateFacts) -> list[Finding]:
             )
         elif keys:
             out.append(
-                Finding(
-                    id=GotchaId.G10,
+                _finding(
                     status=Status.INFO,
                     summary=f"{conf['path']} sets {', '.join(keys)} (the environment overrides it)",
                     subject=f"nccl.conf:{conf['path']}",

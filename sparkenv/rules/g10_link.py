@@ -130,41 +130,30 @@ def _port(
         )
         if x
     )
+    said = partial(_finding, subject=f"rdma:{dev}", evidence=evidence)
     if p.get("state") != "ACTIVE":
-        return _finding(
-            status=Status.INFO,
-            summary=f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in use)",
-            subject=f"rdma:{dev}",
-            evidence=evidence,
+        return said(
+            Status.INFO, f"{where} is {p.get('state') or 'in no known state'} (no cable in it, or not in use)"
         )
     rate = p.get("rate_gbps")
     if rate is not None and rate < expected:
-        return _finding(
-            status=Status.WARN,
-            summary=f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
+        return said(
+            Status.WARN,
+            f"{where} is Active at {rate:g} Gb/s, expected {expected:g}: a degraded link "
             "(NCCL will crawl and large collectives can stall)",
-            subject=f"rdma:{dev}",
-            evidence=evidence,
             fix="reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's "
             "check-connectx-bandwidth (dgx-spark-playbooks#108) measures the rail",
         )
     mtus = [(n, (link["net"].get(n) or {}).get("mtu")) for n in netdevs]
     low = [f"{n} MTU {m}" for n, m in mtus if spark and m and m < spark_data.mtu]
     if low:
-        return _finding(
-            status=Status.WARN,
-            summary=f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
+        return said(
+            Status.WARN,
+            f"{where} is Active at {rate:g} Gb/s but {', '.join(low)}: below the "
             f"{spark_data.mtu} the Spark playbooks use, NCCL's throughput drops",
-            subject=f"rdma:{dev}",
-            evidence=evidence,
             fix=f"ip link set {netdevs[0]} mtu {spark_data.mtu} on both nodes (and on the switch)",
         )
-    return _finding(
-        status=Status.PASS,
-        summary=f"{where} is Active at {rate:g} Gb/s",
-        subject=f"rdma:{dev}",
-        evidence=evidence,
-    )
+    return said(Status.PASS, f"{where} is Active at {rate:g} Gb/s")
 
 
 def _transport(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
@@ -204,15 +193,13 @@ def _twins_up(link: Mapping[str, Any]) -> list[tuple[str, str]]:
 def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
     if not link["rdma"]:
         return []
+    hca = settings.get("NCCL_IB_HCA")
+    return [_hca_unset(link) if hca is None else _hca_set(link, *hca)]
+
+
+def _hca_unset(link: Mapping[str, Any]) -> Finding:
     active = active_devices(link)
     twins = _twins_up(link)
-    hca = settings.get("NCCL_IB_HCA")
-    if hca is None:
-        return [_hca_unset(active, twins)]
-    return [_hca_set(*hca, sorted(link["rdma"]), active, twins)]
-
-
-def _hca_unset(active: list[str], twins: list[tuple[str, str]]) -> Finding:
     if twins:
         pair = ",".join(twins[0])
         return _finding(
@@ -232,10 +219,10 @@ def _hca_unset(active: list[str], twins: list[tuple[str, str]]) -> Finding:
     )
 
 
-def _hca_set(
-    value: str, source: str, devices: list[str], active: list[str], twins: list[tuple[str, str]]
-) -> Finding:
-    """NCCL_IB_HCA as set: devices of this node, Active, and both halves of a port."""
+def _hca_set(link: Mapping[str, Any], value: str, source: str) -> Finding:
+    """NCCL_IB_HCA set: it must name this node's devices, Active ones, and both halves of a port."""
+    devices = sorted(link["rdma"])
+    active = active_devices(link)
     lst = DeviceList.parse(value)
     unknown = lst.unmatched(devices)
     chosen = lst.select(devices)
@@ -246,31 +233,29 @@ def _hca_set(
     )
     if unknown:
         return said(
-            status=Status.FAIL,
-            summary=f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node "
+            Status.FAIL,
+            f"NCCL_IB_HCA={value} names {', '.join(unknown)}: no such RDMA device on this node "
             "(another machine's names, or a leftover nccl.conf)",
             fix=f"set NCCL_IB_HCA to this node's devices ({', '.join(active) or ', '.join(devices)})",
         )
     if not [d for d in chosen if d in active]:
         return said(
-            status=Status.FAIL,
-            summary=f"NCCL_IB_HCA={value} selects only devices that are not Active "
-            f"({', '.join(chosen) or 'none'})",
+            Status.FAIL,
+            f"NCCL_IB_HCA={value} selects only devices that are not Active ({', '.join(chosen) or 'none'})",
             fix=f"name the Active devices: {', '.join(active) or 'none is Active'}",
         )
-    half = [(a, b) for a, b in twins if (a in chosen) != (b in chosen)]
+    half = [(a, b) for a, b in _twins_up(link) if (a in chosen) != (b in chosen)]
     if half:
         a, b = half[0]
         missing = b if a in chosen else a
         return said(
-            status=Status.WARN,
-            summary=f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about "
+            Status.WARN,
+            f"NCCL_IB_HCA={value} leaves out {missing}, the other half of the same port: about "
             "half the port's bandwidth",
             fix=f"export NCCL_IB_HCA={a},{b}",
         )
     return said(
-        status=Status.PASS,
-        summary=f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}",
+        Status.PASS, f"NCCL_IB_HCA={value} selects Active {', '.join(d for d in chosen if d in active)}"
     )
 
 
@@ -378,31 +363,25 @@ def _ifname_set(net: Mapping[str, Any], names: list[str], fast: Any, value: str,
     """NCCL_SOCKET_IFNAME set: it must select an interface that is up, and the fast link."""
     lst = DeviceList.parse(value)
     chosen = [n for n in lst.select(names) if _up(net, n)]
-    evidence = (f"{value} from {source}", f"interfaces here: {', '.join(names)}")
+    said = partial(
+        _finding,
+        subject="NCCL_SOCKET_IFNAME",
+        evidence=(f"{value} from {source}", f"interfaces here: {', '.join(names)}"),
+    )
     if not chosen:
-        return _finding(
-            status=Status.FAIL,
-            summary=f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL "
-            "cannot bootstrap",
-            subject="NCCL_SOCKET_IFNAME",
-            evidence=evidence,
+        return said(
+            Status.FAIL,
+            f"NCCL_SOCKET_IFNAME={value} matches no interface that is up on this node: NCCL cannot bootstrap",
             fix=f"name this node's link interface ({', '.join(sorted(fast)) or 'see ip -br addr'})",
         )
     slow = [n for n in chosen if is_slow(n, net)]
     if slow:
-        return _finding(
-            status=Status.WARN,
-            summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
-            subject="NCCL_SOCKET_IFNAME",
-            evidence=evidence,
+        return said(
+            Status.WARN,
+            f"NCCL_SOCKET_IFNAME={value} selects {', '.join(slow)}: not the fast link",
             fix=f"name the link: {', '.join(sorted(fast)) or '?'}",
         )
-    return _finding(
-        status=Status.PASS,
-        summary=f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}",
-        subject="NCCL_SOCKET_IFNAME",
-        evidence=evidence,
-    )
+    return said(Status.PASS, f"NCCL_SOCKET_IFNAME={value} selects {', '.join(chosen)}")
 
 
 def _iface_of(address: str, net: Mapping[str, Any]) -> tuple[str | None, bool]:
@@ -431,51 +410,48 @@ def _advertised(
     if ifname:
         fast |= set(DeviceList.parse(ifname[0]).select(sorted(net)))
     hint = _first_addr(net, fast, preferred(link))
-    return [_one_advertised(s, resolved.get(s.value) or s.value, net, fast, hint) for s in plan.advertised]
+    return [_advertised_one(s, net, fast, hint, resolved.get(s.value) or s.value) for s in plan.advertised]
 
 
-def _one_advertised(
-    s: Setting, address: str, net: Mapping[str, Any], fast: set[str], hint: str | None
+def _advertised_one(
+    s: Setting, net: Mapping[str, Any], fast: set[str], hint: str | None, address: str
 ) -> Finding:
-    """One address this node tells its peers (`s`, resolved to `address`): reachable, and on the link?"""
+    """One address the launch advertises to the other nodes (a rendezvous, a master address): on the link,
+    or where. Each finding is about the option or variable that set it, with that setting as evidence."""
     key = s.source.split("=", 1)[0].split(" ")[-1] if "=" in s.source else s.source.split(" ")[1]
-    subject = key.lstrip("-")
+    said = partial(_finding, subject=key.lstrip("-"), evidence=(s.source,))
     shown = s.value if address == s.value else f"{s.value} ({address})"
-    said = partial(_finding, subject=subject, evidence=(s.source,))
     try:
         ip = ipaddress.IPv4Address(address)
     except ValueError:
         return said(
-            status=Status.WARN,
-            summary=f"{s.source}: {s.value} does not resolve to an IPv4 address here",
+            Status.WARN,
+            f"{s.source}: {s.value} does not resolve to an IPv4 address here",
             fix="use the link interface's address",
         )
     if ip.is_loopback or ip.is_unspecified:
         return said(
-            status=Status.FAIL,
-            summary=f"{s.source}: {shown} cannot be reached from another node",
+            Status.FAIL,
+            f"{s.source}: {shown} cannot be reached from another node",
             fix=f"advertise this link's address ({hint or 'see ip -br addr'})",
         )
     iface, _own = _iface_of(address, net)
     if iface is None:
-        return said(
-            status=Status.INFO, summary=f"{s.source}: {shown} is not on a directly attached subnet (routed)"
-        )
+        return said(Status.INFO, f"{s.source}: {shown} is not on a directly attached subnet (routed)")
     if is_slow(iface, net):
         return said(
-            status=Status.WARN,
-            summary=f"{s.source}: {shown} is on "
-            f"{iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, not the link: the "
-            "rendezvous and NCCL's bootstrap go over it",
+            Status.WARN,
+            f"{s.source}: {shown} is on {iface}{' (Wi-Fi)' if net[iface].get('wireless') else ''}, not the "
+            "link: the rendezvous and NCCL's bootstrap go over it",
             fix=f"advertise the link's address ({hint or ', '.join(sorted(fast))})",
         )
     if fast and iface not in fast:
         return said(
-            status=Status.WARN,
-            summary=f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
+            Status.WARN,
+            f"{s.source}: {shown} is on {iface}, not on the link ({', '.join(sorted(fast))})",
             fix=f"advertise the link's address ({hint or '?'})",
         )
-    return said(status=Status.PASS, summary=f"{s.source}: {shown} is on {iface}")
+    return said(Status.PASS, f"{s.source}: {shown} is on {iface}")
 
 
 def _first_addr(net: Mapping[str, Any], names: set[str], first: str | None = None) -> str | None:

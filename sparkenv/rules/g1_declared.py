@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 _finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
-CU130_INDEX = "https://download.pytorch.org/whl/cu130"
 
 
 def _cuda_fail(
@@ -63,7 +62,7 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     is already an NGC image, so "use the NGC image" is no way out."""
     ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
-        return f"install the CUDA 13 build from {CU130_INDEX}{ngc}"
+        return f"install the CUDA {rules.target_major()} build from {packages().cuda13_index}{ngc}"
     name = rules.name_match(key)
     if name:
         return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
@@ -73,7 +72,11 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
         target = rules.target_major()
         first = rules.first_ngc_release(target)
         return f"use an NGC release on CUDA {target}" + (f" ({first} or later)" if first else "")
-    return f"install a CUDA 13 build (the cu130 index, a newer version with a CUDA 13 wheel){ngc}"
+    target = rules.target_major()
+    return (
+        f"install a CUDA {target} build (from {packages().cuda13_index} where it has one, or a newer version "
+        f"with a CUDA {target} wheel){ngc}"
+    )
 
 
 def _cuda_pass(key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...]) -> list[Finding]:
@@ -107,7 +110,7 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
                     status=Status.FAIL,
                     summary=f"index {url} serves {what} builds — target is CUDA {target}",
                     subject=url,
-                    fix="use https://download.pytorch.org/whl/cu130 (or leave torch to the NGC base)",
+                    fix=f"use {packages().cuda13_index} (or leave torch to the NGC base)",
                 )
             )
     for d in facts.applicable:
@@ -140,8 +143,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
         v = Version(d.exact)
         if not v.local and v < Version(first.version):
             out.append(
-                Finding(
-                    id=GotchaId.G1,
+                _finding(
                     status=Status.WARN,
                     summary=f"{desc} ({d.where}): an unlabelled pin below {first.version} matches builds "
                     f"without CUDA 13: the default index's {profile.machine} wheels before {first.version} "
@@ -151,7 +153,7 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
                     subject=key,
                     evidence=(*ev, f"{first.evidence} (read {first.checked}; {first.source})"),
                     fix=f"pin torch>={first.version} (the default index's {profile.machine} wheels carry "
-                    f"CUDA 13 from {first.version} on), or the +cu130 build from {CU130_INDEX}",
+                    f"CUDA 13 from {first.version} on), or the +cu130 build from {packages().cuda13_index}",
                 )
             )
     return out

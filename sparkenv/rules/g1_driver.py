@@ -3,14 +3,13 @@ versions and the dated table are sparkenv/cuda/driver.py's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 from sparkenv.cuda import driver as drv
 from sparkenv.knowledge import drivers
 from sparkenv.report import Finding, GotchaId, Status
 
-_finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's
+_finding = partial(Finding, GotchaId.G1, subject=drv.SUBJECT)  # every finding here: G1, about the driver
 
 
 def judge_driver(
@@ -30,13 +29,11 @@ def judge_driver(
         return _finding(
             status=Status.SKIP,
             summary="no NVIDIA driver found: nothing to compare the CUDA release with",
-            subject=drv.SUBJECT,
         )
     if not cuda:
         return _finding(
             status=Status.INFO,
             summary=f"driver {driver}; CUDA release of {where} unknown",
-            subject=drv.SUBJECT,
         )
     req = drv.requirement(cuda)
     if req is None:
@@ -44,59 +41,48 @@ def judge_driver(
             status=Status.WARN,
             summary=f"driver {driver}; CUDA {cuda} of {where} is not in sparkenv's driver table "
             f"(data/drivers.toml, reviewed {drv.reviewed()})",
-            subject=drv.SUBJECT,
             evidence=(f"CUDA {cuda}",),
             fix="check NVIDIA's CUDA toolkit release notes for its minimum driver",
         )
-    need = req.minimum
+    source = drivers().source
     stale = (
         ""
         if req.known
         else f"; CUDA {req.release} is newer than the table (reviewed {drv.reviewed()}): judged by the "
         f"newest {cuda.split('.')[0]}.x release in it"
     )
-    case = _Case(driver, cuda, req, where, stale)
-    if drv.version(driver) >= drv.version(need):
+    evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {req.minimum} ({source})")
+    if drv.version(driver) >= drv.version(req.minimum):
         return _finding(
             status=Status.PASS if req.known else Status.WARN,
-            summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {need}){stale}",
-            subject=drv.SUBJECT,
-            evidence=case.evidence,
+            summary=f"driver {driver} runs CUDA {req.release} of {where} (needs >= {req.minimum}){stale}",
+            evidence=evidence,
             fix=None
             if req.known
-            else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + drivers().source + ")",
+            else "refresh sparkenv/data/drivers.toml from NVIDIA's table (" + source + ")",
         )
-    return _too_old(case, compat_libcuda, gpu_name)
+    return _too_old(driver, cuda, req, where, evidence, stale, compat_libcuda, gpu_name)
 
 
-@dataclass(frozen=True)
-class _Case:
-    """A driver older or newer than what a CUDA release (in the table) needs."""
-
-    driver: str
-    cuda: str
-    req: drv.Requirement
-    where: str
-    stale: str  # "" when the release is in the table; else why it was judged by its major's newest
-
-    @property
-    def evidence(self) -> tuple[str, ...]:
-        return (
-            f"kernel module {self.driver}",
-            f"CUDA {self.req.release} needs >= {self.req.minimum} ({drivers().source})",
-        )
-
-
-def _too_old(case: _Case, compat_libcuda: str | None, gpu_name: str | None) -> Finding:
-    """Older than the release needs: forward compatibility may stand in (data-center GPUs), minor version
-    compatibility may run it with limits (above the major's floor), else it cannot run."""
-    driver, req, where, need = case.driver, case.req, case.where, case.req.minimum
-    fit = drv.newest_supported(drv.version(driver))
+def _too_old(
+    driver: str,
+    cuda: str,
+    req: drv.Requirement,
+    where: str,
+    evidence: tuple[str, ...],
+    stale: str,
+    compat_libcuda: str | None,
+    gpu_name: str | None,
+) -> Finding:
+    """The driver is below the release's minimum: forward compatibility, minor version compatibility, or
+    it cannot run at all."""
+    have = drv.version(driver)
+    need = req.minimum
+    fit = drv.newest_supported(have)
     upgrade = (
         f"update the host driver to >= {need} (DGX OS: sudo apt update && sudo apt full-upgrade, then reboot)"
         + (f", or use an image built for CUDA <= {fit}" if fit else "")
     )
-    evidence = case.evidence
     if compat_libcuda:
         unsupported = drivers().forward_compat.unsupported_gpus
         on_unsupported = bool(gpu_name) and any(n.lower() in (gpu_name or "").lower() for n in unsupported)
@@ -107,7 +93,6 @@ def _too_old(case: _Case, compat_libcuda: str | None, gpu_name: str | None) -> F
                 f"only through its forward-compatibility libcuda {compat_libcuda}, which loads on "
                 "data-center GPUs only (cuInit error 804 elsewhere; NGC prints 'compatibility mode is "
                 "UNAVAILABLE')",
-                subject=drv.SUBJECT,
                 evidence=(*evidence, f"forward-compatibility libcuda {compat_libcuda}"),
                 fix=upgrade,
             )
@@ -116,7 +101,7 @@ def _too_old(case: _Case, compat_libcuda: str | None, gpu_name: str | None) -> F
                 *evidence,
                 f"forward-compatibility libcuda {compat_libcuda}: not supported on {gpu_name}",
             )
-    if req.floor is not None and drv.version(driver) >= req.floor:
+    if req.floor is not None and have >= req.floor:
         return _finding(
             status=Status.WARN,
             summary=f"driver {driver} is older than CUDA {req.release} of {where} needs (>= {need}): it runs "
@@ -124,7 +109,6 @@ def _too_old(case: _Case, compat_libcuda: str | None, gpu_name: str | None) -> F
             "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION) and newer APIs fail with cudaErrorCallRequiresNewerDriver; "
             f"NGC's entrypoint reports 'built for NVIDIA Driver Release {drv.show(drv.version(need)[:2])} or "
             "later'",
-            subject=drv.SUBJECT,
             evidence=evidence,
             fix=upgrade,
         )
@@ -132,13 +116,12 @@ def _too_old(case: _Case, compat_libcuda: str | None, gpu_name: str | None) -> F
         status=Status.FAIL,
         summary=f"driver {driver} cannot run CUDA {req.release} of {where}: it needs >= {need}"
         + (
-            f" (CUDA {case.cuda.split('.')[0]}.x needs at least {drv.show(req.floor)} even under minor "
-            "version compatibility)"
+            f" (CUDA {cuda.split('.')[0]}.x needs at least {drv.show(req.floor)} even under minor version "
+            "compatibility)"
             if req.floor
             else ""
         )
-        + case.stale,
-        subject=drv.SUBJECT,
+        + stale,
         evidence=evidence,
         fix=upgrade,
     )

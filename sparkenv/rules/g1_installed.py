@@ -16,7 +16,8 @@ from sparkenv.rules import cuda_major, wrong_cpu
 from sparkenv.rules.cuda_major import Binding, Evidence
 
 if TYPE_CHECKING:
-    from sparkenv.facts.installed import AuditFacts, DistFacts
+    from sparkenv.facts.dist_view import DistView
+    from sparkenv.facts.installed import AuditFacts
 
 from sparkenv.rules.g1_declared import fix_for
 
@@ -34,14 +35,34 @@ def installed(facts: AuditFacts) -> list[Finding]:
             required_by[key].append(b.key)
     has_target = any(target in b.majors for b in binds.values())
 
+    machine = facts.target.machine
+    chains: dict[str, list[str]] | None = None
     findings: list[Finding] = []
     for key, df in facts.dists.items():
-        finding = _dist_finding(df, binds[key], target, sorted(required_by.get(key, [])), has_target, facts)
+        by = sorted(required_by.get(key, []))
+        finding = dist_finding(df, binds[key], machine, by, has_target)
+        if finding and finding.status in (Status.FAIL, Status.WARN):
+            if chains is None:  # only when something is wrong: the whole graph of a large venv costs
+                chains = _chains(facts)
+            chain = chains.get(key, [key])
+            if not by and len(chain) > 1:  # required only through an extra (ray[cgraph] → cupy-cuda12x)
+                by = [chain[-2].split("[")[0]]
+            finding = dist_finding(df, binds[key], machine, by, has_target, chain)
         if finding:
             findings.append(finding)
     findings += _problems(facts)
     findings.append(_summary(facts, binds, target))
     return findings
+
+
+def _chains(facts: AuditFacts) -> dict[str, list[str]]:
+    """The chain that pulled each installed distribution in, through extras and markers, from installed
+    METADATA (facts/graph.installed_chains, the lock's chain function on the audit's facts)."""
+    from sparkenv.environment.markers import marker_environment
+    from sparkenv.facts import graph
+
+    env = marker_environment(facts.target.machine, facts.target.python_version)
+    return graph.installed_chains({k: df.dist.requires for k, df in facts.dists.items()}, env)
 
 
 @dataclass
@@ -60,28 +81,55 @@ class _Verdict:
         self.fixes.append(fix)
 
 
-def _dist_finding(
-    df: DistFacts, b: Binding, target: int, required_by: list[str], has_target: bool, facts: AuditFacts
+def dist_finding(
+    df: DistView,
+    b: Binding,
+    machine: str,
+    required_by: list[str],
+    has_target: bool,
+    chain: list[str] | None = None,
+    on_base: bool = False,
 ) -> Finding | None:
+    """G1's judgement of one distribution, installed (audit) or a resolved wheel read at lock: the one
+    function both stages call. `b`: its evidence (cuda_major.bind); `required_by`: who requires it (by a
+    CUDA-relevant requirement); `chain`: the chain that pulled it in, when longer than itself;
+    `on_base`: the profile is an NGC image already (the fix does not offer it)."""
+    target = rules.target_major()
     v = _Verdict(Status.PASS, [e.text for e in b.evidence])
-    _wrong_cpu(df, facts.target.machine, v)
-    per_release = _per_release(df, facts.target.machine, v)
+    who = f"{df.key} {df.version}" + (f" (via {' → '.join(chain)})" if chain and len(chain) > 1 else "")
+    _wrong_cpu(df, machine, v)
+    per_release = _per_release(df, machine, v, who)
     if per_release is not None:
         return per_release
-    _cpu_only(df, b, v)
-    _other_major(df, b, target, required_by, has_target, v)
+    _cpu_only(df, b, v, on_base)
+    _other_major(df, b, target, required_by, has_target, v, on_base)
+    if not v.problems and df.unread and not df.gpu_package:
+        # its ELF is not read at lock (not a GPU package): only a bundled library of another major is
+        # worth a line; what its name and version say is g1_declared's
+        quiet = _no_problem(df, b, target, v.evidence, who)
+        return quiet if quiet is not None and quiet.status is Status.INFO else None
+    if not v.problems and df.unread:
+        return _finding(
+            status=Status.INFO,
+            summary=f"{who}: "
+            + (f"{_short(b.evidence[0])}; " if b.evidence else "")
+            + f"what its shared objects link was not all read ({df.unread}); `sparkenv audit` reads it "
+            "after install",
+            subject=df.key,
+            evidence=_cap(v.evidence),
+        )
     if not v.problems:
-        return _no_problem(df, b, target, v.evidence)
+        return _no_problem(df, b, target, v.evidence, who)
     return _finding(
         status=v.status,
-        summary=f"{df.dist.key} {df.dist.version} {'; '.join(v.problems)}",
-        subject=df.dist.key,
+        summary=f"{who} {'; '.join(v.problems)}{df.read_from}",
+        subject=df.key,
         evidence=_cap(v.evidence),
         fix="; ".join(dict.fromkeys(v.fixes)),
     )
 
 
-def _wrong_cpu(df: DistFacts, machine: str, v: _Verdict) -> None:
+def _wrong_cpu(df: DistView, machine: str, v: _Verdict) -> None:
     """Shared objects built for another CPU than the environment's."""
     wrong_arch = wrong_cpu.shared_objects(df, machine)
     if not wrong_arch:
@@ -97,27 +145,32 @@ def _wrong_cpu(df: DistFacts, machine: str, v: _Verdict) -> None:
     v.evidence[:0] = [f"{so.relpath} is {so.info.machine}" for so in wrong_arch]
 
 
-def _cpu_only(df: DistFacts, b: Binding, v: _Verdict) -> None:
+def _cpu_only(df: DistView, b: Binding, v: _Verdict, on_base: bool) -> None:
     """A CPU-only build: a +cpu label, or a torch whose files hold no libtorch_cuda."""
-    dist = df.dist
     cpu = [e for e in b.evidence if e.kind == "cpu"]
     if (
-        dist.key == "torch"
+        df.key == "torch"
         and not cpu
-        and dist.files_known
+        and df.files_known
         and not any(os.path.basename(f).startswith("libtorch_cuda") for f in df.so_paths)
     ):
         cpu = [Evidence(None, "cpu", "no libtorch_cuda.so among its files")]
         v.evidence.append(cpu[0].text)
     if cpu:  # the same status for every package and stage: see cuda_major.CPU_ONLY for why
-        v.add(cuda_major.CPU_ONLY, f"is a CPU-only build ({cpu[0].text})", fix_for(dist.key, "cpu"))
+        v.add(cuda_major.CPU_ONLY, f"is a CPU-only build ({cpu[0].text})", fix_for(df.key, "cpu", on_base))
 
 
 def _other_major(
-    df: DistFacts, b: Binding, target: int, required_by: list[str], has_target: bool, v: _Verdict
+    df: DistView,
+    b: Binding,
+    target: int,
+    required_by: list[str],
+    has_target: bool,
+    v: _Verdict,
+    on_base: bool,
 ) -> None:
     """Bound to another CUDA major: a FAIL, or a WARN for a CUDA library nothing installed requires."""
-    key = df.dist.key
+    key = df.key
     other = sorted(m for m in _binding_majors(b) if m != target)
     if not other:
         return
@@ -137,7 +190,7 @@ def _other_major(
     v.add(
         Status.FAIL,
         f"needs CUDA {major}: {_short(strongest)}{also}{chain} — target is CUDA {target}",
-        _fix_for(key, required_by, strongest.kind),
+        _fix_for(key, required_by, strongest.kind, on_base),
     )
 
 
@@ -147,59 +200,66 @@ def _binding_majors(b: Binding) -> set[int]:
     return {e.major for e in b.evidence if e.major is not None and e.kind != "provides"}
 
 
-def _no_problem(df: DistFacts, b: Binding, target: int, evidence: list[str]) -> Finding | None:
+def _no_problem(df: DistView, b: Binding, target: int, evidence: list[str], who: str) -> Finding | None:
     """Nothing wrong: a bundled library of another major nothing links (INFO), the target's (PASS), or
     nothing CUDA at all (no finding)."""
-    who = f"{df.dist.key} {df.dist.version}"
     binding = _binding_majors(b)
     bundled = [e for e in b.evidence if e.kind == "provides" and e.major not in binding and e.major != target]
     if bundled:
         names = ", ".join(sorted({e.soname or e.text for e in bundled}))
+        linked = (
+            f"whether its shared objects link it was not read ({df.unread}); `sparkenv audit` reads it after "
+            "install"
+            if df.unread
+            else "that none of its shared objects links: loaded on demand if at all (e.g. by a profiler), "
+            "not a binding"
+        )
         return _finding(
             status=Status.INFO,
-            summary=f"{who} bundles {names} (CUDA {bundled[0].major}) that none of its shared objects links: "
-            "loaded on demand if at all (e.g. by a profiler), not a binding",
-            subject=df.dist.key,
+            summary=f"{who} bundles {names} (CUDA {bundled[0].major}){': ' if df.unread else ' '}{linked}",
+            subject=df.key,
             evidence=_cap(evidence),
         )
     if b.majors:
         return _finding(
             status=Status.PASS,
-            summary=f"{who} needs CUDA {target}: {_short(b.evidence[0])}",
-            subject=df.dist.key,
+            summary=f"{who} needs CUDA {target}: {_short(b.evidence[0])}{df.read_from}",
+            subject=df.key,
             evidence=_cap(evidence),
         )
     return None
 
 
-def _fix_for(key: str, required_by: list[str], kind: str) -> str:
+def _fix_for(key: str, required_by: list[str], kind: str, on_base: bool) -> str:
     if required_by:
         return f"fix {', '.join(required_by)} first (it pulls {key} in), then pip uninstall {key}"
-    return fix_for(key, kind)
+    return fix_for(key, kind, on_base)
 
 
-def _per_release(df: DistFacts, machine: str, v: _Verdict) -> Finding | None:
+def _per_release(df: DistView, machine: str, v: _Verdict, who: str) -> Finding | None:
     """One library per CUDA release (bitsandbytes and its like), one of which is picked by
     torch.version.cuda: the judgement the lock makes on the wheel's file list, here on installed files."""
     from sparkenv.rules import cuda_per_release
 
-    got = cuda_per_release.verdict(df.dist.key, df.so_paths, machine)
+    got = cuda_per_release.verdict(df.key, df.so_paths, machine)
     if got is None:
         return None
     ok, what, fix = got
     libs = cuda_per_release.libraries(df.so_paths)
     evidence = v.evidence + [f"carries {names[0]}" for _, names in sorted(libs.items())]
-    who = f"{df.dist.key} {df.dist.version}"
     if ok and v.status is Status.PASS:
         return _finding(
-            status=Status.PASS, summary=f"{who} {what}", subject=df.dist.key, evidence=_cap(evidence)
+            status=Status.PASS,
+            summary=f"{who} {what}{df.read_from}",
+            subject=df.key,
+            evidence=_cap(evidence),
         )
     if not ok:
         v.add(Status.FAIL, what, fix)
     return _finding(
         status=Status.FAIL,
-        summary=f"{who} {'; '.join(v.problems)}",
-        subject=df.dist.key,
+        summary=f"{who} {'; '.join(v.problems)}{df.read_from}",
+        subject=df.key,
         evidence=_cap(evidence),
         fix="; ".join(v.fixes),
     )

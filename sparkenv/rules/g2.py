@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import rules
@@ -20,15 +21,17 @@ from sparkenv.patches.sdpa import mode_from_env
 from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, cuda_major, unsloth, wrong_cpu
 from sparkenv.rules.cuda_major import Binding
-from sparkenv.rules.g2_override import override_outcome as override_outcome  # `patch sdpa` calls it here
 from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
     from sparkenv.facts.installed import AuditFacts, DistFacts
     from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.override import OverrideFacts
     from sparkenv.facts.resolved import ResolvedFacts, SdistBuild
     from sparkenv.profiles import Profile
+
+_finding = partial(Finding, GotchaId.G2)  # every finding of this module is G2's
 
 _NGC_FA_LABEL = re.compile(r"\+(\d\d\.\d\d)$")
 _EXPLAIN = "see `sparkenv explain G2`"
@@ -61,8 +64,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             not str(d.specifier) or (base_v and d.specifier.contains(base_v, prereleases=True))
         ):
             return [
-                Finding(
-                    id=GotchaId.G2,
+                _finding(
                     status=Status.PASS,
                     summary=f"{key} is provided by the base ({provider} "
                     f"{base_v or 'version not recorded'}, {profile.image}); "
@@ -72,8 +74,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
                 )
             ]
         return [
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.FAIL,
                 summary=f"{key}{d.specifier or ' @ ' + str(d.url)} ({d.where}) is not the base's "
                 f"{provider} {base_v}: "
@@ -88,8 +89,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
         return []  # a prebuilt wheel: judged by its tags and labels
     if profile.machine in wheel_cpus:
         return [
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.PASS,
                 summary=f"{key} ({d.where}) has upstream wheels for {profile.machine}; the lock verifies "
                 "one is chosen",
@@ -98,8 +98,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
             )
         ]
     return [
-        Finding(
-            id=GotchaId.G2,
+        _finding(
             status=Status.FAIL,
             summary=f"{key} ({d.where}) has no {profile.machine} wheel upstream: pip compiles its CUDA code "
             f"from the sdist (1–1.5 h that looks like a hang) on {profile.name}",
@@ -154,8 +153,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         build = sdist_build(facts, key)
         if build is not None and build.kind == "cuda":
             out.append(
-                Finding(
-                    id=GotchaId.G2,
+                _finding(
                     status=Status.FAIL,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; installing "
                     f"it compiles CUDA/C++ against torch ({'; '.join(build.evidence[:2]) or build.via}): "
@@ -168,8 +166,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         else:
             what = f": {_sdist_words(build.kind)}" if build is not None and _sdist_words(build.kind) else ""
             out.append(
-                Finding(
-                    id=GotchaId.G2,
+                _finding(
                     status=Status.WARN,
                     summary=f"{desc}: only an sdist ({pkg.sdist}) fits {profile.python_platform}; it "
                     f"is built at install{what}",
@@ -231,8 +228,7 @@ def _build_failures(facts: ResolvedFacts) -> list[Finding]:
             why = "its build failed"
             fix = f"pin a {bf.key} release that has a wheel for {profile.machine}, or drop it"
         out.append(
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.FAIL,
                 summary=f"{desc}: uv could not {bf.action} it for {profile.python_platform}: {bf.cause} — "
                 f"{why}; the rest was resolved without it",
@@ -259,8 +255,7 @@ def installed(facts: AuditFacts) -> list[Finding]:
     working = False
     if fa is None:
         findings.append(
-            Finding(
-                id=GotchaId.G2,
+            _finding(
                 status=Status.INFO,
                 summary="flash-attn is not installed: attention uses SDPA "
                 "(on a bare pip environment, keep it that way)",
@@ -320,8 +315,7 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
     if others:
         troubles.append(f"built for CUDA {others[-1]}, target is CUDA {target}")
     if troubles:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.FAIL,
             summary=f"{who} does not fit: {'; '.join(troubles)}; origin: {where}",
             subject="flash-attn",
@@ -330,16 +324,14 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
             "(never pip install flash-attn on a Spark: it compiles for an hour)",
         ), False
     if not df.dist.files_known:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.WARN,
             summary=f"{who}: its files are not listed, fit not checked; origin: {where}",
             subject="flash-attn",
             evidence=tuple(evidence),
             fix="reinstall it with pip so its RECORD lists the files",
         ), False
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.PASS,
         summary=f"{who}, origin: {where}; {len(df.shared_objects)} shared object(s) fit "
         f"{facts.target.machine}",
@@ -351,15 +343,13 @@ def _flash_attn(df: DistFacts, b: Binding, facts: AuditFacts) -> tuple[Finding, 
 def _unsloth(unsloth: DistFacts, fa: DistFacts | None, facts: AuditFacts) -> Finding:
     who = f"{unsloth.dist.key} {unsloth.dist.version}"
     if facts.sdpa_override:
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.PASS,
             summary=f"{who} next to flash-attn; the SDPA override is installed ({facts.sdpa_override})",
             subject=unsloth.dist.key,
             evidence=(f"override: {facts.sdpa_override}",),
         )
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.WARN,
         summary=f"{who} next to a working flash-attn {fa.dist.version if fa else ''} without the SDPA "
         "override: "
@@ -405,9 +395,7 @@ def live(f: GateFacts) -> list[Finding]:
 
 def _live_flash_attn(flash: dict | None, installed: bool, deep: bool = True) -> Finding:
     def finding(status: Status, summary: str, fix: str | None = None) -> Finding:
-        return Finding(
-            id=GotchaId.G2, status=status, summary=summary, subject="flash-attn", evidence=(), fix=fix
-        )
+        return _finding(status=status, summary=summary, subject="flash-attn", evidence=(), fix=fix)
 
     drop = "pip uninstall flash-attn and use SDPA, or use the NGC image's flash-attn"
     if not installed and (flash is None or not flash.get("importable")):
@@ -453,8 +441,7 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             if dispatch
             else " (Unsloth not imported: --import-unsloth checks its dispatch)"
         )
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.PASS,
             summary=f"{who}: the SDPA override is active{seen}",
             subject=member,
@@ -462,8 +449,7 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
         )
     if wanted:
         why = f"Unsloth's dispatch picks {dispatch}" if dispatch else "Unsloth will train with flash-attn"
-        return Finding(
-            id=GotchaId.G2,
+        return _finding(
             status=Status.FAIL,
             summary=f"{who}: SDPA is wanted but the override is not active: {why}",
             subject=member,
@@ -472,14 +458,85 @@ def _live_unsloth(f: GateFacts, member: str) -> Finding:
             "or 1",
         )
     off = " (SPARKENV_SDPA switches the override off)" if switched_off else ""
-    return Finding(
-        id=GotchaId.G2,
+    return _finding(
         status=Status.INFO,
         summary=f'{who} will use flash-attn (it overrides attn_implementation="sdpa"){off}; for SDPA install '
         "the "
         "override (sparkenv patch sdpa --install)",
         subject=member,
         evidence=evidence,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# sparkenv patch sdpa: what the override's state means after an action (install, uninstall, status)
+
+
+def override_outcome(f: OverrideFacts) -> Finding:
+    """`sparkenv patch sdpa` (--install, --uninstall, status): the override's state, judged here and
+    called by the patch command directly (patching is an action, not a stage of the registry). Every
+    finding is about the .pth file."""
+    said = partial(_finding, subject=f.pth)
+    if f.action == "install":
+        return _installed(f, said)
+    if f.action == "uninstall":
+        names = ", ".join(p.rsplit("/", 1)[-1] for p in f.removed)
+        summary = (
+            f"SDPA override removed from {f.site} ({names})"
+            if f.removed
+            else f"SDPA override was not installed in {f.site}: nothing to remove"
+        )
+        return said(Status.INFO, summary, evidence=tuple(f"removed {p}" for p in f.removed))
+    if not f.present:
+        return said(
+            Status.INFO, f"SDPA override not installed in {f.site} (sparkenv patch sdpa --install to add it)"
+        )
+    if not f.module_present:
+        pth_name, module_name = f.pth.rsplit("/", 1)[-1], f.module.rsplit("/", 1)[-1]
+        return said(
+            Status.FAIL,
+            f"{pth_name} in {f.site} names {module_name}, which is missing: override off",
+            evidence=(f"missing {f.module}",),
+            fix=f"sparkenv patch sdpa --install {f.target}",
+        )
+    if not f.current:
+        return said(
+            Status.WARN,
+            f"SDPA override installed in {f.site}, from another sparkenv version",
+            evidence=(f"{f.module} differs from {f.source}",),
+            fix=f"sparkenv patch sdpa --install {f.target} to refresh it",
+        )
+    return said(
+        Status.PASS,
+        f"SDPA override installed in {f.site}; SPARKENV_SDPA=0 switches it off",
+        evidence=(f.pth, f.module),
+    )
+
+
+def _installed(f: OverrideFacts, said: partial[Finding]) -> Finding:
+    """Just installed: active in a fresh interpreter of the target, or not, or no interpreter to ask."""
+    evidence = (f"wrote {f.module}", f"wrote {f.pth}")
+    if f.verified is None:
+        pth_name = f.pth.rsplit("/", 1)[-1]
+        return said(
+            Status.WARN,
+            f"SDPA override installed in {f.site}; not verified: no interpreter found for it",
+            evidence=evidence,
+            fix=f"run that environment's python with SPARKENV_DEBUG=1 and check {pth_name} loads",
+        )
+    ok, why = f.verified
+    if ok:
+        return said(
+            Status.PASS,
+            f"SDPA override installed in {f.site}: {why}; SPARKENV_SDPA=0 switches it off",
+            evidence=(*evidence, why),
+        )
+    return said(
+        Status.FAIL,
+        f"SDPA override written to {f.site} but not active: {why}",
+        evidence=(*evidence, why),
+        fix="install it into a site folder of the interpreter that runs the job (sparkenv patch sdpa "
+        f"--install <that interpreter>), then sparkenv patch sdpa --uninstall {f.site}",
     )
 
 

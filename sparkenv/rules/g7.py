@@ -1,5 +1,7 @@
 """G7 — GPU code that does not run on the target GPU (and NVFP4 on SM121): every stage's judgement.
 
+resolved: the same judgement of each package, on the fatbin headers of its resolved wheel's shared
+objects read at lock (resolve/wheel_elf.py, within a budget; what was not read is said, never passed);
 installed: the GPU code (fatbin targets) of every shared object against the target GPU, judged per
 package by sparkenv/cuda/coverage.py (which suffix runs where is data/kernels.toml); Triton's ptxas
 (audit, and build's self-audit of its image);
@@ -10,6 +12,7 @@ ptxas and TORCH_CUDA_ARCH_LIST as the workload will see them, NVFP4 intent (gate
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -23,6 +26,7 @@ from sparkenv.rules import Rule, Stage, g7_coverage
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
     from sparkenv.facts.live import GateFacts
+    from sparkenv.facts.resolved import ResolvedFacts
 
 _finding = partial(Finding, GotchaId.G7)  # every finding of this module is G7's
 
@@ -58,13 +62,77 @@ def installed(facts: AuditFacts) -> list[Finding]:
     return out
 
 
-def _census(objects: int, carriers: int, deep: int, gpu: str) -> Finding:
+# ---------------------------------------------------------------------------------------------------
+# Stage.RESOLVED: the kernels of each GPU package's resolved wheel, read at lock, for the profile's GPU
+
+
+def resolved(facts: ResolvedFacts) -> list[Finding]:
+    """`package_finding` on the objects read from each wheel (the audit's judgement, the same fatbin
+    reader fed by the wheel's bytes); a wheel whose objects were not all read and whose read part shows
+    nothing that runs is an INFO, never a PASS or a FAIL on half the evidence."""
+    if not facts.wheel_elves:
+        return []
+    cap = coverage.gb10()
+    gpu = coverage.gpu_label(cap)
+    out: list[Finding] = []
+    unread: list[str] = []  # no GPU code among what could be read: one line for all, in the census
+    objects = deep = 0
+    for key, elves in sorted(facts.wheel_elves.items()):
+        if key not in facts.locked:
+            continue
+        version = facts.locked[key].version
+        if elves.unread and not elves.kernels:  # nothing with GPU code among what could be read
+            unread.append(f"{key} {version}: {elves.unread}")
+            continue
+        objects += len(elves.objects)
+        deep += sum(1 for o in elves.kernels if set(o.sections) - {".nv_fatbin"})
+        found = list(elves.kernels)
+        if elves.unread:  # a lower bound: what was not read may hold the code that runs
+            found = [replace(o, complete=False) for o in found]
+        finding = package_finding(key, version, found, cap, gpu) if found else None
+        if elves.unread and (finding is None or finding.status is not Status.PASS):
+            chain = facts.chain(key)
+            who = f"{key} {version}" + (f" (via {chain})" if chain != key else "")
+            finding = _finding(
+                status=Status.INFO,
+                summary=f"{who}: its GPU code was not all read at lock ({elves.unread})"
+                + (f"; what was read: {finding.summary}" if finding is not None else "")
+                + "; `sparkenv audit` reads it after install",
+                subject=key,
+                evidence=finding.evidence if finding is not None else facts.evidence(key),
+            )
+        if finding is not None:
+            out.append(_at_lock(finding, facts.chain(key), key))
+    census = _census(objects, len(out), deep, gpu, "resolved wheel")
+    if unread:
+        names = ", ".join(u.split(":", 1)[0] for u in unread)
+        census = replace(
+            census,
+            summary=f"{census.summary}; not read at lock (past the read budget): {names} — `sparkenv audit` "
+            "reads their GPU code after install",
+            evidence=(*census.evidence, *unread),
+        )
+    out.append(census)
+    return out
+
+
+def _at_lock(f: Finding, chain: str, key: str) -> Finding:
+    """The audit's words, said of a wheel: where it was read and the chain that pulled it in."""
+    if "read at lock" in f.summary:
+        return f
+    via = f", via {chain}" if chain != key else ""
+    return replace(f, summary=f"{f.summary} (read from its wheel{via})")
+
+
+def _census(
+    objects: int, carriers: int, deep: int, gpu: str, what: str = "installed distribution"
+) -> Finding:
     where = f"; {deep} with fatbins in data sections" if deep else ""
     summary = (
         f"read the GPU code of {objects} shared object{'s' if objects != 1 else ''} in {carriers} "
-        f"distribution{'s' if carriers != 1 else ''} (fatbin headers{where}); target {gpu}"
+        f"{what.split()[-1]}{'s' if carriers != 1 else ''} (fatbin headers{where}); target {gpu}"
         if objects
-        else f"no installed distribution carries CUDA kernels; target {gpu}"
+        else f"no {what} carries CUDA kernels; target {gpu}"
     )
     return _finding(
         status=Status.INFO,
@@ -415,6 +483,13 @@ def _kernels(intent: str, kernels: dict[str, dict]) -> Finding:
 
 
 RULES = (
+    Rule(
+        Stage.RESOLVED,
+        resolved,
+        "the fatbin headers of the shared objects in each GPU package's resolved wheel (read by range "
+        "requests within a budget) against the profile's GPU, with the audit's judgement; what was not read "
+        "is an INFO",
+    ),
     Rule(
         Stage.INSTALLED,
         installed,

@@ -13,13 +13,33 @@ NGC torch on the running machine (gate).
 
 from __future__ import annotations
 
-from sparkenv.rules import Rule, Stage
-from sparkenv.rules.g9_declared import declared
-from sparkenv.rules.g9_installed import NO_CONTAINER_FIX, installed, ngc_torch
-from sparkenv.rules.g9_live import live
-from sparkenv.rules.g9_lock_and_image import image, lockfile
-from sparkenv.rules.g9_resolved import accepts, is_fallback, resolved
-from sparkenv.rules.replaced import replaced_on_purpose
+from typing import TYPE_CHECKING
+
+from sparkenv.rules import Lazy, Rule, Stage, lazy_names
+
+if TYPE_CHECKING:
+    from sparkenv.rules.g9_declared import declared
+    from sparkenv.rules.g9_installed import NO_CONTAINER_FIX, installed, ngc_torch
+    from sparkenv.rules.g9_live import live
+    from sparkenv.rules.g9_lock_and_image import image, lockfile
+    from sparkenv.rules.g9_resolved import accepts, is_fallback, resolved
+    from sparkenv.rules.replaced import replaced_on_purpose
+
+# each stage's module is imported when its rule runs or a name is asked for (rules.Lazy)
+_WHERE = {
+    "declared": "g9_declared",
+    "NO_CONTAINER_FIX": "g9_installed",
+    "installed": "g9_installed",
+    "ngc_torch": "g9_installed",
+    "live": "g9_live",
+    "image": "g9_lock_and_image",
+    "lockfile": "g9_lock_and_image",
+    "accepts": "g9_resolved",
+    "is_fallback": "g9_resolved",
+    "resolved": "g9_resolved",
+    "replaced_on_purpose": "replaced",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 
 __all__ = [
     "NO_CONTAINER_FIX",
@@ -40,13 +60,13 @@ __all__ = [
 RULES = (
     Rule(
         Stage.DECLARED,
-        declared,
+        Lazy("g9_declared", "declared"),
         "pins on what the profile's base provides, drift-prone packages (torch, triton, xformers, "
         "transformers) pinned exactly or not, the Unsloth family in a --no-deps stage or not",
     ),
     Rule(
         Stage.RESOLVED,
-        resolved,
+        Lazy("g9_resolved", "resolved"),
         "resolved packages the base provides, drift-prone packages pinned in the lock; every "
         "Requires-Dist in the resolved graph (markers for the target, extras followed) against the base's "
         "exact versions and the locked ones (a closed lock); declared requirements not pinned exactly and "
@@ -54,27 +74,27 @@ RULES = (
     ),
     Rule(
         Stage.LOCKFILE,
-        lockfile,
+        Lazy("g9_lock_and_image", "lockfile"),
         "the findings of the declared and resolved rules (the lock is written only when none fails and "
         "every file's metadata was read); under --check, each written lock's recorded input and profile "
         "hashes, format and hashed requirements file against the inputs and profile as they are now",
     ),
     Rule(
         Stage.IMAGE,
-        image,
+        Lazy("g9_lock_and_image", "image"),
         "every distribution of the base before and after the lock's install steps, read inside the "
         "image (base_check.py): a package the profile says the base provides replaced or removed",
     ),
     Rule(
         Stage.INSTALLED,
-        installed,
+        Lazy("g9_installed", "installed"),
         "container markers, $NVIDIA_PYTORCH_VERSION and /etc/pip/constraint.txt against the installed "
         "torch and the image's pins, drift-prone packages against --lock, every distribution's "
         "Requires-Dist against what is installed (pip check, plus the extras asked for)",
     ),
     Rule(
         Stage.LIVE,
-        live,
+        Lazy("g9_live", "live"),
         "container markers, $NVIDIA_PYTORCH_VERSION and /etc/pip/constraint.txt against the running "
         "torch, TRITON_PTXAS_PATH next to Triton",
     ),

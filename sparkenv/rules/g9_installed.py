@@ -14,13 +14,40 @@ from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
+    from sparkenv.facts.lock import Lock
     from sparkenv.rules import requirements
 
 _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 
 def installed(facts: AuditFacts) -> list[Finding]:
-    return [_container(facts), *_ngc(facts), *_drift(facts), *_requirements(facts)]
+    return [_container(facts), *_ngc(facts), *_lock_profile(facts), *_drift(facts), *_requirements(facts)]
+
+
+def _lock_profile(facts: AuditFacts) -> list[Finding]:
+    """--lock's profile, found as `lock --check` and `build` find it: changed since the lock was written
+    (a WARN: the environment may be right, the lock no longer describes its target; `lock --check` fails
+    the lock itself), or not here (an image keeps the lock, not the profile file)."""
+    p = facts.lock_profile
+    if p is None:
+        return []
+    if not p.found:
+        summary = f"{p.lock} was locked for profile {p.profile}, which is not here: not compared ({p.why})"
+        return [_finding(status=Status.INFO, summary=summary, subject="profile")]
+    if p.changed:
+        return [
+            _finding(
+                status=Status.WARN,
+                summary=f"profile {p.profile} changed since {p.lock} was written: the lock was resolved for "
+                "what it said then",
+                subject="profile",
+                evidence=(f"{p.lock}: [tool.sparkenv] profile-hash",),
+                fix=f"re-lock for the profile as it is now (sparkenv lock INPUT… --profile {p.profile}; "
+                "sparkenv lock --check prints the exact command), then rebuild or reinstall",
+            )
+        ]
+    summary = f"{p.lock} was locked for profile {p.profile}, unchanged since"
+    return [_finding(status=Status.PASS, summary=summary, subject="profile")]
 
 
 def _requirements(facts: AuditFacts) -> list[Finding]:
@@ -204,63 +231,33 @@ def _drift(facts: AuditFacts) -> list[Finding]:
                 subject="lock",
             )
         ]
-    out: list[Finding] = []
-    lock = facts.lock
-    for df in installed:
-        key, version = df.dist.key, df.dist.version
-        src = f"lock {lock.path}"
-        if key not in lock.pins and key in lock.excluded:
-            out.append(_left_to_the_base(key, version, lock.path, lock.image, facts))
-            continue
-        if key not in lock.pins:
-            if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
-                out.append(
-                    _finding(
-                        status=Status.PASS,
-                        summary=f"{key} {version} is provided by the NGC base, not the lock",
-                        subject=key,
-                        evidence=(src,),
-                    )
-                )
-            else:
-                out.append(
-                    _finding(
-                        status=Status.WARN,
-                        summary=f"{key} {version} is installed but not pinned in {lock.path}",
-                        subject=key,
-                        evidence=(src,),
-                        fix=f"pin {key}=={version} in the lock (sparkenv lock)",
-                    )
-                )
-            continue
-        pinned = lock.pins[key]
-        if pinned is None:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{key} {version}: {lock.path} lists it without an exact pin",
-                    subject=key,
-                    evidence=(src,),
-                    fix=f"pin {key}=={version} exactly",
-                )
-            )
-        elif pinned != version:
-            out.append(
-                _finding(
-                    status=Status.WARN,
-                    summary=f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
-                    subject=key,
-                    evidence=(src,),
-                    fix=f"pip install --no-deps '{key}=={pinned}', or re-lock",
-                )
-            )
-        else:
-            out.append(
-                _finding(
-                    status=Status.PASS,
-                    summary=f"{key} {version} matches {lock.path}",
-                    subject=key,
-                    evidence=(src,),
-                )
-            )
-    return out
+    return [_drift_one(df.dist.key, df.dist.version, facts.lock, facts) for df in installed]
+
+
+def _drift_one(key: str, version: str, lock: Lock, facts: AuditFacts) -> Finding:
+    """One drift-prone distribution against the lock: each finding is about `key`, read from the lock."""
+    if key not in lock.pins and key in lock.excluded:
+        return _left_to_the_base(key, version, lock.path, lock.image, facts)
+    said = partial(_finding, subject=key, evidence=(f"lock {lock.path}",))
+    if key not in lock.pins:
+        if rules.ngc_release(version) or facts.ngc.pins.get(key) == version:
+            return said(Status.PASS, f"{key} {version} is provided by the NGC base, not the lock")
+        return said(
+            Status.WARN,
+            f"{key} {version} is installed but not pinned in {lock.path}",
+            fix=f"pin {key}=={version} in the lock (sparkenv lock)",
+        )
+    pinned = lock.pins[key]
+    if pinned is None:
+        return said(
+            Status.WARN,
+            f"{key} {version}: {lock.path} lists it without an exact pin",
+            fix=f"pin {key}=={version} exactly",
+        )
+    if pinned != version:
+        return said(
+            Status.WARN,
+            f"{key} drifted: {lock.path} pins {pinned}, {version} is installed",
+            fix=f"pip install --no-deps '{key}=={pinned}', or re-lock",
+        )
+    return said(Status.PASS, f"{key} {version} matches {lock.path}")

@@ -6,7 +6,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from sparkenv import cli_options as opts
 from sparkenv.errors import SparkenvError
+from sparkenv.gate import options as watching
 
 
 def register(app: typer.Typer) -> None:
@@ -26,28 +28,9 @@ def watch(
         Optional[str],  # noqa: UP045
         typer.Option("--plot", metavar="FILE", help="With --report: also write the run's plot (SVG)."),
     ] = None,
-    folder: Annotated[
-        str,
-        typer.Option(
-            "--dir",
-            metavar="DIR",
-            envvar="SPARKENV_WATCH_DIR",
-            help="Where the record, the metrics textfile and the plot go. Also $SPARKENV_WATCH_DIR.",
-        ),
-    ] = "sparkenv-watch",
-    interval: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option("--interval", metavar="SECONDS", help="Seconds between readings (default 2)."),
-    ] = None,
-    policy: Annotated[
-        str,
-        typer.Option(
-            "--policy",
-            metavar="report|stop",
-            help="report (default): say what is seen. stop: send the process SIGTERM, saying why, when "
-            "memory is about to run out or the temperature nears the shutdown point.",
-        ),
-    ] = "report",
+    folder: Annotated[Optional[str], opts.typer_option(watching.WATCHER_DIR)] = None,  # noqa: UP045
+    interval: Annotated[Optional[float], opts.typer_option(watching.WATCHER_INTERVAL)] = None,  # noqa: UP045
+    policy: Annotated[Optional[str], opts.typer_option(watching.WATCHER_POLICY)] = None,  # noqa: UP045
     argv_json: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--argv-json", hidden=True, help="The workload's argv (from gate --watch)."),
@@ -93,7 +76,9 @@ def watch(
     raise typer.Exit(loop.watch(o))
 
 
-def options(pid: int, folder: str, interval: float | None, policy: str, argv_json: str | None) -> Any:
+def options(
+    pid: int, folder: str | None, interval: float | None, policy: str | None, argv_json: str | None
+) -> Any:
     import json
     import os
 
@@ -112,4 +97,5 @@ def options(pid: int, folder: str, interval: float | None, policy: str, argv_jso
                 workload = [a.decode("utf-8", "replace") for a in fh.read(8192).split(b"\0") if a]
         except OSError:
             pass
-    return loop.Options(pid, launch.check_folder(folder), chosen[1], chosen[0], workload)
+    folder = launch.check_folder(folder or launch.DEFAULT_FOLDER)
+    return loop.Options(pid, folder, chosen[1], chosen[0], workload)

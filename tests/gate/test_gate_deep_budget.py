@@ -100,9 +100,11 @@ def test_a_flooded_fatbin_under_gate_deep_stops_at_the_deadline(tmp_path):
     assert data["context"]["gather_s"] <= deadline + 1.0, data["context"]  # the gate's contract
     g7 = [ln for ln in ran.stdout.splitlines() if ln.startswith("G7 ")]
     # the flooded object: its G7 line says the reader stopped at its budget (headers or seconds) or the
-    # gate's deadline came first; never a PASS for what was not read
-    about = [ln for ln in g7 if "floodpkg" in ln or "did not finish" in ln]
+    # gate's deadline came first (on a loaded machine the whole probe may miss it: "did not answer within");
+    # never a PASS for what was not read
+    deadline_words = ("did not finish", "did not answer within")
+    about = [ln for ln in g7 if "floodpkg" in ln or any(w in ln for w in deadline_words)]
     assert about, ran.stdout + ran.stderr
     assert all(" INFO: " in ln or " ERROR: " in ln for ln in about), about
-    assert any("stopped after" in ln or "did not finish" in ln for ln in about), about
+    assert any("stopped after" in ln or any(w in ln for w in deadline_words) for ln in about), about
     assert not any(" PASS: " in ln and "floodpkg" in ln for ln in g7), g7

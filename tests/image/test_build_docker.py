@@ -196,9 +196,12 @@ def test_a_lock_replacing_a_base_package_fails_the_build_and_tags_nothing(
     ref = "sparkenv-test/app:replaced"
     proc = build(lock, ref, "-q")
     assert proc.returncode == 1, proc.stderr
-    assert "build failed at step" in proc.stderr and "base_check.py compare" in proc.stderr
+    # the findings are the build's report on stdout, rendered as every report is; stderr keeps one line
+    (error,) = proc.stderr.strip().splitlines()
+    assert error.startswith("sparkenv build: build failed at step ") and "base_check.py compare" in error
+    assert error.endswith(f"nothing was tagged ({ref})") and "G9" not in error, error
     # base_check.py printed facts only; the line is the registry's (rules/g9.py, Stage.IMAGE), fix included
-    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("G9 FAIL: "))
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("G9 FAIL: "))
     ngc_torch = bh.PROVIDES["torch"]
     assert line.startswith(f"G9 FAIL: a package the base provides was replaced: torch {ngc_torch} -> 2.9.1; ")
     from sparkenv.facts import image as base_facts
@@ -210,8 +213,17 @@ def test_a_lock_replacing_a_base_package_fails_the_build_and_tags_nothing(
         f for f in g9.image(base_facts.BaseCheck(("torch",), (replaced,), ())) if f.subject == "torch"
     ]
     assert line == finding_line(expected)
-    assert "sparkenv-base-check {" not in proc.stderr  # the facts line itself is not shown
+    assert proc.stdout.strip().splitlines()[-1].startswith("verdict: blocked")
+    assert "sparkenv-base-check {" not in proc.stdout + proc.stderr  # the facts line itself is not shown
     assert not tags(engine, ref) and leftovers(engine) == []
+
+    # --format json: the same finding in the versioned report (every step cached: only the failing one runs)
+    as_json = build(lock, ref, "-q", "--format", "json")
+    assert as_json.returncode == 1 and len(as_json.stderr.strip().splitlines()) == 1, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["command"] == "build" and data["verdict"] == "blocked" and data["context"]["tagged"] is False
+    (torch,) = [f for f in data["findings"] if f["subject"] == "torch"]
+    assert torch["status"] == "FAIL" and torch["summary"] == expected.summary
 
 
 def test_an_image_whose_audit_fails_stays_untagged(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -6,11 +6,9 @@ hold it."""
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import artifacts
@@ -19,29 +17,6 @@ import pytest
 
 pytestmark = pytest.mark.docker
 USER, SECRET = "alice", "s3cretPlanted42"
-
-
-def _layers_holding(client, ref: str, needle: bytes) -> list[str]:  # type: ignore[no-untyped-def]
-    """Every member of `docker save` (config, manifest, each layer and every file inside it) holding it."""
-    saved = io.BytesIO(b"".join(client.images.get(ref).save(named=True)))
-    found = []
-    with tarfile.open(fileobj=saved) as outer:
-        for member in outer.getmembers():
-            if not member.isfile():
-                continue
-            data = outer.extractfile(member).read()  # type: ignore[union-attr]
-            if needle in data:
-                found.append(member.name)
-            if data[:262][257:262] == b"ustar" or member.name.endswith(("layer.tar", ".tar")):
-                try:
-                    with tarfile.open(fileobj=io.BytesIO(data)) as layer:
-                        for f in layer.getmembers():
-                            fh = layer.extractfile(f) if f.isfile() else None
-                            if fh is not None and needle in fh.read():
-                                found.append(f"{member.name}:{f.name}")
-                except tarfile.TarError:
-                    pass
-    return found
 
 
 def test_an_image_built_through_a_private_index_holds_no_credential(tmp_path: Path) -> None:
@@ -67,7 +42,7 @@ def test_an_image_built_through_a_private_index_holds_no_credential(tmp_path: Pa
         assert any(path.startswith("/simple/tinypkg") for path, _ in server.requests)  # type: ignore[attr-defined]
         image = client.images.get(tag)
         assert SECRET not in repr(image.attrs) and SECRET not in repr(image.history())
-        assert _layers_holding(client, tag, SECRET.encode()) == []
+        assert bh.layers_holding(client, tag, SECRET.encode()) == []
         # and the image still knows its index: the lock it keeps names it, without user-info
         kept = client.containers.run(tag, ["cat", "/opt/sparkenv/pylock.toml"], entrypoint=[], remove=True)
         assert ix.url.encode() in kept and SECRET.encode() not in kept

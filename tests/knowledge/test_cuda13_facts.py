@@ -88,10 +88,11 @@ def test_the_index_agrees_with_the_data(fact):
     import json
     import urllib.request
 
-    from sparkenv.resolve import fallbacks, remote_zip
+    from sparkenv.resolve import remote_zip
+    from sparkenv.resolve.default_index import installers_default
 
     page = urllib.request.Request(
-        f"{fallbacks.PYPI}{fact.key}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+        f"{installers_default()}{fact.key}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
     )
     with urllib.request.urlopen(page, timeout=60) as resp:
         files = json.load(resp)["files"]
@@ -119,3 +120,19 @@ def test_the_index_agrees_with_the_data(fact):
 
     assert _cuda13(*wheel(first), fact.machine), f"{fact.key} {first} for {fact.machine} shows no CUDA 13"
     assert not _cuda13(*wheel(before), fact.machine), f"{fact.key} {before} already shows CUDA 13"
+
+
+def test_the_catalogs_fix_prints_the_one_cuda13_index():
+    """gotchas.toml's G1 fix names the index as {cuda13_index}: `sparkenv gotchas` prints packages.toml's
+    value (test_one_definition holds code and data to that one value)."""
+    from sparkenv.gotchas import lookup
+
+    fix = lookup("G1").fix
+    assert packages().cuda13_index in fix and "{cuda13_index}" not in fix
+
+
+def test_the_ngc_table_says_when_and_where_it_was_read():
+    from sparkenv.knowledge import cuda
+
+    c = cuda()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", c.ngc_checked) and c.ngc_source.startswith("https://")

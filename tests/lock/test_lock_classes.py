@@ -3,6 +3,8 @@ cannot do as a finding. Real sdists served from a local index on 127.0.0.1, reso
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from artifacts import Index, serve
 
@@ -74,10 +76,11 @@ def index(tmp_path_factory: pytest.TempPathFactory, elves):
     ix.wheel("servery", "1.0", requires=["rayish[cgraph]>=2"])
     # extensions built against torch: their own shared object links a CUDA 12 or a CUDA 13 runtime
     # (real ELF files compiled here); one whose object is past the read budget
-    cu12, cu13 = elves.linked(("libcudart.so.12",)), elves.linked(("libcudart.so.13",))
+    cu12, cu13 = (elves.linked((f"libcudart.so.{m}",), arch="aarch64") for m in (12, 13))
     ix.wheel("alpha-ops", "1.0", tag=arm, requires=["torch"], files={"alpha_ops/_C.so": cu12.read_bytes()})
     ix.wheel("beta-ops", "1.0", tag=arm, requires=["torch"], files={"beta_ops/_C.so": cu13.read_bytes()})
-    huge = cu12.read_bytes() + bytes(65 * 1024**2)  # deflates to little; unpacked it is past 64 MiB
+    # past the per-file download budget: bytes that do not deflate (the budget counts compressed bytes)
+    huge = cu12.read_bytes() + random.Random(22).randbytes(65 * 1024**2)
     ix.wheel("gamma-ops", "1.0", tag=arm, requires=["torch"], files={"gamma_ops/_C.so": huge})
     server = serve(ix, ranges=True)
     yield ix

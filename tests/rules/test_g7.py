@@ -22,6 +22,20 @@ def _kernels(ctx, build: str | None, gpu=None):
     return sf.installed(ctx, gpu=None if gpu == "none" else coverage.gb10())
 
 
+def _wheel(ctx, build: str, unread: str = ""):
+    """mylib's resolved wheel at lock, its one member (nvcc's `build`) read as resolve/wheel_elf.py reads
+    it: the bytes through the audit's fatbin reader (environment/kernels.read_bytes)."""
+    from sparkenv.cuda import elf
+    from sparkenv.environment import kernels
+    from sparkenv.facts.resolved import WheelElves
+
+    data = ctx.kernels.so(build).read_bytes()
+    info = elf.parse_bytes(data)
+    found = kernels.read_bytes(data, "mylib/_k.so", coverage.gb10())
+    elves = WheelElves((("mylib/_k.so", info),), unread, (found,) if found else ())
+    return sf.resolved(sf.locked("mylib", "1.0", ("torch",)), wheel_elves={"mylib": elves})
+
+
 def _arch_list(arch: list[str]):
     f = sf.live_raw("gb10")
     f.raw["torch"]["stages"]["first_op"]["arch_list"] = arch
@@ -67,6 +81,43 @@ ROWS = [
         "no installed distribution carries CUDA kernels",
     ),
     Row("g7.installed", "--gpu none", lambda c: _kernels(c, None, gpu="none"), "kernels", Status.SKIP),
+    # --- Stage.RESOLVED: the same judgement on a wheel's members, read at lock ----------------------
+    Row(
+        "g7.resolved",
+        "wheel with sm_120 code",
+        lambda c: _wheel(c, "sm120"),
+        "mylib",
+        Status.PASS,
+        None,
+        "read from its wheel",
+    ),
+    Row(
+        "g7.resolved",
+        "wheel with sm_90 code only",
+        lambda c: _wheel(c, "sm90"),
+        "mylib",
+        Status.FAIL,
+        REBUILD,
+        "no kernel image is available",
+    ),
+    Row(
+        "g7.resolved",
+        "wheel with sm_121a (the GB10's arch-specific target)",
+        lambda c: _wheel(c, "sm121a"),
+        "mylib",
+        Status.PASS,
+        None,
+        "sm_121a runs on 12.1",
+    ),
+    Row(
+        "g7.resolved",
+        "sm_90 read, another member past the budget",
+        lambda c: _wheel(c, "sm90", unread="mylib/_big.so (80 MiB) past the read budget"),
+        "mylib",
+        Status.INFO,
+        None,
+        "not all read at lock",
+    ),
     # --- Stage.LIVE --------------------------------------------------------------------------------
     Row(
         "g7.live",

@@ -16,7 +16,7 @@ import pytest
 from sparkenv import rules
 from sparkenv.facts import image as base_facts
 from sparkenv.facts.lockfile import Currency, LockFileFacts, Outcome
-from sparkenv.image.base_report import finding_lines
+from sparkenv.image.base_report import findings as judged
 from sparkenv.report import Status
 
 BASE_CHECK = Path(str(resources.files("sparkenv.image").joinpath("base_check.py")))
@@ -95,8 +95,10 @@ def test_base_check_prints_facts_and_the_registry_fails_a_replaced_provided_pack
     assert found["pip"].summary == f"a package the base provides was replaced: pip 0.0.1 -> {installed_pip()}"
     assert found["pip"].fix and "re-lock with `sparkenv lock`" in found["pip"].fix
     assert found["zz-gone"].status is Status.INFO and "zz-gone 1.0 -> removed" in found["zz-gone"].summary
-    lines = finding_lines(out.splitlines())
-    assert lines[0].startswith("G9 FAIL: a package the base provides was replaced: pip 0.0.1 -> ")
+    first = judged(out.splitlines())[0]  # the report's order: the FAIL first
+    assert first.status is Status.FAIL and first.summary.startswith(
+        "a package the base provides was replaced: pip 0.0.1 -> "
+    )
 
 
 def test_base_check_untouched_base_passes(tmp_path: Path):
@@ -106,7 +108,7 @@ def test_base_check_untouched_base_passes(tmp_path: Path):
     assert facts is not None and facts.replaced == () and facts.moved == ()
     (found,) = rules.evaluate(rules.Stage.IMAGE, facts)
     assert found.status is Status.PASS and found.summary == "the base's 1 provided packages are untouched"
-    assert finding_lines(out.splitlines()) == []
+    assert [f.status for f in judged(out.splitlines())] == [Status.PASS]
 
 
 def test_a_damaged_facts_line_is_no_facts():

@@ -32,6 +32,8 @@ class Cuda(NamedTuple):
     names: tuple[NameRule, ...]
     paths: tuple[PathRule, ...]
     ngc: Mapping[str, int]  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
+    ngc_source: str  # the release notes each entry was read from
+    ngc_checked: str  # when
     # field -> the TOML key it reads
     _toml_keys = MappingProxyType({"sonames": "soname", "names": "name", "paths": "path"})
 

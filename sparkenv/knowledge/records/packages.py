@@ -25,7 +25,7 @@ class Cuda13From(NamedTuple):
 
 
 class CudaCapable(NamedTuple):
-    instead: str  # what to install for a CUDA 13 build
+    instead: str  # what to install for a CUDA 13 build; {cuda13_index} stands for Packages.cuda13_index
     cuda_files: tuple[str, ...] = ()  # files only its CUDA builds ship
     conclusive: bool = False  # a CUDA build always shows CUDA in its metadata: no evidence means CPU-only
 
@@ -41,6 +41,7 @@ class Packages(NamedTuple):
     compiles_cuda: Mapping[DistName, tuple[str, ...]]  # name -> CPUs PyPI has wheels for
     cuda_capable: Mapping[DistName, CudaCapable]
     fallback_days: int  # a resolved version older than the newest release by this much is a fallback
+    cuda13_index: str  # PyTorch's index of CUDA 13 builds: the one address every fix names
 
     def first_cuda13(self, key: str, machine: str) -> Cuda13From | None:
         """The first release of `key` with CUDA 13 libraries for `machine`, when recorded."""

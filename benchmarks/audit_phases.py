@@ -1,0 +1,74 @@
+"""Where one first audit's CPU time goes (empty cache folder), in-process: imports, metadata, ELF,
+kernels (fatbin reading), rules, the requirement check, the cache write. CPU time (process_time), so a
+loaded machine still gives usable figures; figures, not targets (side_by_side.py judges the audit).
+
+  PYTHONPATH=<checkout> python benchmarks/audit_phases.py /opt/torch/.venv --repeat 3
+
+Standard library and sparkenv. Each repeat runs in a fresh process (imports counted every time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+_CHILD = r"""
+import collections, functools, os, sys, tempfile, time
+os.environ["SPARKENV_CACHE_DIR"] = tempfile.mkdtemp()
+t0 = time.process_time()
+from sparkenv import rules
+from sparkenv.audit import run, scan
+from sparkenv.environment import kernels
+from sparkenv.rules import requirements
+imports = time.process_time() - t0
+spent = collections.defaultdict(float)
+
+def timed(module, name, label):
+    fn = getattr(module, name)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[label] += time.process_time() - start
+
+    setattr(module, name, wrapper)
+
+for module, name, label in [
+    (scan, "gather", "gather (all reading)"), (scan, "_distribution", "  metadata"),
+    (scan, "_elf", "  ELF"), (kernels, "read_object", "  kernels"), (rules, "run_rule", "rules"),
+    (requirements, "find", "  requirement check"), (run, "_remember", "cache write"),
+]:
+    timed(module, name, label)
+gpu = None if sys.argv[2] == "none" else "default"
+report = run.audit(sys.argv[1], gpu=gpu)
+total = time.process_time() - t0
+print(f"imports (before the audit) {imports:.3f}")
+for label, seconds in spent.items():
+    print(f"{label} {seconds:.3f}")
+print(f"total {total:.3f} ({len(report.findings)} findings)")
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("target", help="the environment to audit (a venv or its python)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--gpu", default="default", choices=["default", "none"])
+    args = parser.parse_args()
+    for _ in range(args.repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, args.target, args.gpu], capture_output=True, text=True, timeout=600
+        )
+        if out.returncode != 0:
+            print(out.stderr, file=sys.stderr)
+            return 1
+        print(" | ".join(out.stdout.splitlines()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

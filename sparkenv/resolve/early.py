@@ -1,0 +1,197 @@
+"""Reads that start while uv resolves: each file uv picks is read as soon as uv says it picked it.
+
+uv names its picks on stderr (`DEBUG Selecting: name==version [why] (file name)`, shown under
+RUST_LOG=uv_resolver::resolver=debug). For each, a worker reads the project's index page (the file's URL
+and sha256) and then what sparkenv will need of that file: the native file list of a binary wheel
+(wheel_files), what an sdist builds (sdist_scan); and the Requires-Dist uv cached of a wheel it picked
+is parsed then (uv_cache keeps it for the process). Every answer goes to the caches those readers keep by
+the file's sha256, and nothing else: after uv returns, `settle` waits for the reads of the files the lock
+holds, drops the rest (picks uv backtracked from), and the readers run as before and find their answers
+on disk. A line read wrong, a page that cannot be read, a read that fails: the reader does it again
+after uv, as without this module. uv's log lines are a hint, never a source of a fact.
+
+Only files with something to read are queued (binary wheels, sdists), and not those whose answer an
+earlier lock left in the cache: `NAMES` maps each file name a lock held to its sha256. A name is only a
+hint (an index could serve other bytes under it): the readers after uv look up the sha256 uv wrote.
+
+Reads that need the whole resolution (which packages are GPU packages: ELF headers, fatbin headers) are
+not started here; one that is added goes through a job's `_read` and spends wheel_elf.Budget, the one
+limit of bytes per lock.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+from packaging.utils import canonicalize_name
+
+# uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project)
+RUST_LOG = "uv_resolver::resolver=debug"
+_SELECTING = re.compile(r"^DEBUG Selecting: ([^=\s]+)==(\S+) \[[^\]]*\] \(([^()\s]+)\)\s*$")
+WORKERS = 16
+NAMES = "early-names.json"  # in the metadata cache folder: file name -> sha256 of the files locks held
+
+
+def picked(line: str) -> tuple[str, str, str] | None:
+    """(key, version, file name) of a `Selecting:` line of uv's resolver log; None for any other line."""
+    m = _SELECTING.match(line)
+    if m is None:
+        return None
+    return canonicalize_name(m.group(1)), m.group(2), m.group(3)
+
+
+@dataclass
+class _Job:
+    key: str
+    version: str
+    filename: str
+    done: threading.Event = field(default_factory=threading.Event)
+    dropped: bool = False
+
+
+class EarlyReads:
+    """Started before uv; `line` is given each line of uv's stderr; `settle` after uv returns."""
+
+    def __init__(self, index_url: str | None, timeout: float = 30.0, workers: int = WORKERS) -> None:
+        self.index_url = index_url
+        self.timeout = timeout
+        self.workers = workers
+        self.jobs: dict[str, _Job] = {}  # by file name
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self.names = _names()
+        self.learned: dict[str, str] = {}  # file name -> sha256, of the picks read here
+        # daemon threads: a lock stopped by a signal or an error does not wait for a read to time out
+        for n in range(workers):
+            threading.Thread(target=self._work, name=f"sparkenv-early-{n}", daemon=True).start()
+
+    def line(self, text: str) -> None:
+        got = picked(text)
+        if got is None:
+            return
+        key, version, filename = got
+        if filename.endswith(".whl"):  # what uv has cached of it is parsed now, not after uv returns
+            from sparkenv.resolve import uv_cache
+            from sparkenv.resolve.default_index import is_installers_default
+
+            uv_cache.requires(filename, is_installers_default(self.index_url))
+        if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename, key):
+            return
+        with self._lock:
+            # uv moved on from its earlier picks of this package (it backtracked): not read unless
+            # picked again
+            for other in self.jobs.values():
+                if other.key == key and other.filename != filename and not other.done.is_set():
+                    other.dropped = True
+            job = self.jobs.get(filename)
+            if job is not None and not (job.dropped and job.done.is_set()):
+                job.dropped = False  # picked again while still queued: read it after all
+                return
+            job = self.jobs[filename] = _Job(key, version, filename)
+        self._queue.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                if not job.dropped:
+                    self._read(job)
+            except Exception:  # a hint that failed: the reader after uv does it
+                pass
+            finally:
+                job.done.set()
+
+    def _read(self, job: _Job) -> None:
+        from sparkenv.knowledge import packages
+        from sparkenv.resolve import fallbacks, metadata, sdist_scan, wheel_files
+
+        page = fallbacks.releases(self.index_url, job.key, include=job.version)
+        rel = next((r for v, r in (page or {}).items() if str(v) == job.version), None)
+        if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
+            return
+        ref = metadata.FileRef(job.key, job.filename, rel.urls[job.filename], rel.sha256[job.filename])
+        with self._lock:  # a pick uv backtracks from is picked again next time: not read twice
+            self.learned[job.filename] = ref.sha256
+        if job.dropped:
+            return
+        if ref.is_wheel:
+            if wheel_files.is_binary(ref.filename):
+                wheel_files.read_one(ref, self.timeout)
+        elif job.key not in packages().compiles_cuda:  # known answers need no download (run._sdist_builds)
+            sdist_scan.scan([ref], self.timeout)
+
+    def settle(self, files: dict[str, str], timeout: float | None = None) -> None:
+        """Wait for the reads of the files the lock holds (file name -> sha256), at most `timeout`
+        seconds, except those whose answer is on disk already; drop the others."""
+        with self._lock:
+            _remember(self.names, {**self.learned, **files})
+        keys = {j.filename: j.key for j in self.jobs.values()}
+        filenames = {f for f, sha in files.items() if not _answered(sha, f, keys.get(f, ""))}
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        with self._lock:
+            jobs = list(self.jobs.values())
+        for job in jobs:
+            if job.filename not in filenames:
+                job.dropped = True
+        for job in jobs:
+            if job.filename in filenames:
+                job.done.wait(max(0.0, deadline - time.monotonic()))
+        self.close()
+
+    def close(self) -> None:
+        """Drop what is still queued and let the workers end (a read under way finishes on its own)."""
+        with self._lock:
+            for job in self.jobs.values():
+                job.dropped = job.dropped or not job.done.is_set()
+        for _ in range(self.workers):
+            self._queue.put(None)
+
+
+def _worth_reading(filename: str) -> bool:
+    from sparkenv.resolve import wheel_files
+
+    return wheel_files.is_binary(filename) if filename.endswith(".whl") else True
+
+
+def _answered(sha256: str, filename: str, key: str = "") -> bool:
+    """Whether the readers after uv need nothing read of this file: the cache holds it, or packages.toml
+    knows what the sdist builds."""
+    from sparkenv.knowledge import packages
+    from sparkenv.resolve import metadata, sdist_scan
+
+    if key and not filename.endswith(".whl") and key in packages().compiles_cuda:
+        return True
+    if len(sha256) != 64:
+        return False
+    suffix = ".native-2" if filename.endswith(".whl") else sdist_scan.CACHE_SUFFIX
+    return (metadata.cache_dir() / f"{sha256}{suffix}").is_file()
+
+
+def _names() -> dict[str, str]:
+    import json
+
+    from sparkenv.resolve import metadata
+
+    try:
+        data = json.loads((metadata.cache_dir() / NAMES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _remember(names: dict[str, str], files: dict[str, str]) -> None:
+    import json
+
+    from sparkenv.resolve import metadata
+
+    new = {f: sha for f, sha in files.items() if sha and names.get(f) != sha and _worth_reading(f)}
+    if new:
+        metadata.store("", json.dumps({**names, **new}, sort_keys=True), NAMES)

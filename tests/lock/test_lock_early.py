@@ -1,0 +1,147 @@
+"""Reads started while uv resolves (resolve/early.py) and uv's cache of multi-tag wheels
+(resolve/uv_cache.py): real wheels on a loopback index, the real `uv pip compile` and its resolver log."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+from artifacts import Index, file_url, serve
+
+from sparkenv.resolve import early, metadata, uv_cache, wheel_files
+
+# three platform tags, as many real wheels have: a name that long uv files under a hash of its tags
+ARM = "cp312-cp312-manylinux2014_aarch64.manylinux_2_17_aarch64.manylinux_2_28_aarch64"
+X86 = "cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.manylinux_2_28_x86_64"
+
+
+def _sha(ix: Index, fname: str) -> str:
+    return hashlib.sha256((ix.root / "files" / fname).read_bytes()).hexdigest()
+
+
+def test_uvs_picks_are_parsed_from_its_resolver_log_and_nothing_else():
+    line = "DEBUG Selecting: Flash_Attn==2.8.3 [compatible] (flash_attn-2.8.3-cp312-cp312-linux_aarch64.whl)"
+    assert early.picked(line) == ("flash-attn", "2.8.3", "flash_attn-2.8.3-cp312-cp312-linux_aarch64.whl")
+    assert early.picked("DEBUG Searching for a compatible version of peft (>=0.17.1)") is None
+    assert early.picked("error: Failed to build `x==1`") is None
+    assert early.picked("DEBUG Selecting: peft==0.17.1 [compatible]") is None  # no file named
+
+
+def test_a_picked_binary_wheel_is_read_at_once_and_the_lock_then_reads_it_from_the_cache(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    ix = Index(tmp_path / "ix")
+    native = ix.wheel("native", "1.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    pure = ix.wheel("pure", "1.0")
+    server = serve(ix, ranges=True)
+    try:
+        reads = early.EarlyReads(ix.url)
+        reads.line(f"DEBUG Selecting: native==1.0 [compatible] ({native})")
+        reads.line(f"DEBUG Selecting: pure==1.0 [compatible] ({pure})")  # nothing to read in it
+        reads.line("DEBUG Adding direct dependency: native*")
+        reads.settle({native: _sha(ix, native), pure: _sha(ix, pure)})
+        asked = list(server.requests)
+        # what the lock reads after uv comes from the cache the early read filled: no request
+        ref = metadata.FileRef("native", native, file_url(ix.url, native), _sha(ix, native))
+        assert wheel_files.read([ref]) == {"native": ("native/_ext.so",)}
+        assert server.requests == asked
+    finally:
+        server.shutdown()
+    assert any(p.endswith(f"/{native}") for p, _ in asked), asked
+    assert not any("pure" in p for p, _ in asked), asked  # a pure wheel's page is not even read
+    names = json.loads((metadata.cache_dir() / early.NAMES).read_text())
+    assert names == {native: _sha(ix, native)}  # a later lock knows this file's answer is cached
+    again = early.EarlyReads(ix.url)
+    again.line(f"DEBUG Selecting: native==1.0 [compatible] ({native})")
+    assert again.jobs == {}  # nothing queued: its answer is on disk under the sha256 it had
+    again.close()
+
+
+def test_a_wrong_hint_only_costs_the_read_the_lock_makes_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    ix = Index(tmp_path / "ix")
+    native = ix.wheel("native", "1.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    server = serve(ix, ranges=True)
+    try:
+        reads = early.EarlyReads(ix.url)
+        reads.line("DEBUG Selecting: native==9.9 [compatible] (native-9.9-cp312-cp312-linux_aarch64.whl)")
+        reads.line("DEBUG Selecting: ghost==1.0 [compatible] (ghost-1.0-cp312-cp312-linux_aarch64.whl)")
+        reads.settle({native: _sha(ix, native)})
+        assert not list(metadata.cache_dir().glob("*.native-2"))  # nothing filed under a guess
+        ref = metadata.FileRef("native", native, file_url(ix.url, native), _sha(ix, native))
+        assert wheel_files.read([ref]) == {"native": ("native/_ext.so",)}  # read by the lock, as before
+    finally:
+        server.shutdown()
+
+
+def test_a_lock_reads_its_binary_wheels_while_uv_resolves(run, tmp_path):
+    ix = Index(tmp_path / "ix")
+    native = ix.wheel("native", "1.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    ix.wheel("app", "1.0", requires=["native"])
+    server = serve(ix, ranges=True)
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
+    try:
+        req = tmp_path / "requirements.txt"
+        req.write_text("app\n")
+        r = run("lock", str(req), "--index-url", ix.url, "--output-dir", str(tmp_path / "out"), env=env)
+    finally:
+        server.shutdown()
+    assert r.code == 0, r.out + r.err
+    cache = tmp_path / "sp" / "metadata"
+    # uv's log named the pick; the early read filed its file list and the file's name for the next lock
+    assert json.loads((cache / early.NAMES).read_text()) == {native: _sha(ix, native)}
+    assert (cache / f"{_sha(ix, native)}.native-2").read_text() == "native/_ext.so\n"
+
+
+def test_a_multi_tag_wheels_metadata_is_read_from_uvs_cache_only_when_unambiguous(run, tmp_path, monkeypatch):
+    ix = Index(tmp_path / "ix")
+    arm = ix.wheel("native", "1.0", tag=ARM, requires=["dep-a"])
+    x86 = ix.wheel("native", "1.0", tag=X86, requires=["dep-a"])
+    ix.wheel("dep-a", "1.0")
+    server = serve(ix, ranges=True)
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    try:
+        req = tmp_path / "requirements.txt"
+        req.write_text("native\n")
+        out = str(tmp_path / "out")
+        r = run("lock", str(req), "--index-url", ix.url, "--output-dir", out, env=env)
+        assert r.code == 0, r.out + r.err
+        # uv filed the arm64 wheel's metadata under a hash of its tags: the one file of 1.0 there
+        filed = [p.name for p in (tmp_path / "uv").glob("wheels-v8/index/*/native/*.msgpack")]
+        assert len(filed) == 1 and filed[0] != f"{arm[len('native-') : -len('.whl')]}.msgpack", filed
+        # read in another process: this one keeps what it found (uv_cache._FOUND) and asks again below
+        code = f"from sparkenv.resolve import uv_cache; print(uv_cache.requires({arm!r}, False))"
+        got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert got.stdout.strip() == "[<Requirement('dep-a')>]", got.stdout + got.stderr
+        r = run(
+            "lock", str(req), "--index-url", ix.url, "--output-dir", out, "--platform", "linux/amd64", env=env
+        )
+        assert r.code == 0, r.out + r.err
+    finally:
+        server.shutdown()
+    # two files of 1.0 now (one per platform's wheel): which is whose is uv's secret, so neither is taken
+    assert uv_cache.requires(arm, index_is_pypi=False) is None
+    assert uv_cache.requires(x86, index_is_pypi=False) is None
+
+
+def test_a_pick_uv_backtracks_from_is_not_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    ix = Index(tmp_path / "ix")
+    old = ix.wheel("native", "1.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    new = ix.wheel("native", "2.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
+    server = serve(ix, ranges=True, delay=0.5)  # the page answers after uv has moved on to 2.0
+    try:
+        reads = early.EarlyReads(ix.url)
+        reads.line(f"DEBUG Selecting: native==1.0 [compatible] ({old})")
+        reads.line(f"DEBUG Selecting: native==2.0 [compatible] ({new})")
+        reads.settle({new: _sha(ix, new)})
+    finally:
+        server.shutdown()
+    wheels = [p for p, _ in server.requests if p.endswith(".whl")]
+    assert wheels and all(p.endswith(f"/{new}") for p in wheels), wheels
+    assert (metadata.cache_dir() / f"{_sha(ix, new)}.native-2").is_file()
+    assert not (metadata.cache_dir() / f"{_sha(ix, old)}.native-2").exists()

@@ -1,0 +1,71 @@
+"""sparkenv/fetch.py: one TLS context for all of sparkenv's requests, made the way urlopen makes its own,
+so a CA the user trusts through SSL_CERT_FILE is trusted, and an untrusted certificate is refused as
+before. A real HTTPS server on 127.0.0.1 with a certificate made by openssl here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+
+_ASK = (
+    "import sys, urllib.error; from sparkenv import fetch\n"
+    "try:\n"
+    "    for _ in range(3): print(fetch.urlopen(sys.argv[1], 10).read().decode())\n"
+    "except urllib.error.URLError as exc: print('refused', exc.reason); sys.exit(1)\n"
+)
+
+
+@pytest.fixture
+def https(tmp_path):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "page").write_text("served over TLS")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):  # type: ignore[no-untyped-def]
+            super().__init__(*a, directory=str(tmp_path / "www"), **k)
+
+        def log_message(self, *a):  # type: ignore[no-untyped-def]
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}/page", cert
+    server.shutdown()
+
+
+def _ask(url: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _ASK, url], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_a_ca_trusted_through_ssl_cert_file_serves_every_request(https):
+    url, cert = https
+    got = _ask(url, {**os.environ, "SSL_CERT_FILE": str(cert)})
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert got.stdout.splitlines() == ["served over TLS"] * 3  # one context, three requests
+
+
+def test_an_untrusted_certificate_is_refused(https):
+    url, _ = https
+    env = {k: v for k, v in os.environ.items() if k != "SSL_CERT_FILE"}
+    got = _ask(url, env)
+    assert got.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in got.stdout, got.stdout + got.stderr
