@@ -26,19 +26,20 @@ def _pip_default() -> str | None:
 
 
 def _uv_default() -> str | None:
+    from sparkenv import children
     from sparkenv.resolve import uvdriver
 
+    try:  # through the child registry: a signal meanwhile kills uv with sparkenv's other children
+        proc = children.spawn([uvdriver.uv_binary(), "pip", "compile", "--help"], text=True)
+    except OSError:
+        return None
     try:
-        shown = subprocess.run(
-            [uvdriver.uv_binary(), "pip", "compile", "--help"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
+        shown, _ = proc.communicate(timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    found = _UV_DEFAULT.search(shown.stdout)
+    finally:
+        children.stop(proc)
+    found = _UV_DEFAULT.search(shown)
     return _slash(found["url"]) if found else None
 
 
