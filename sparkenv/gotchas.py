@@ -9,25 +9,30 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sparkenv.errors import SparkenvError
 from sparkenv.knowledge import gotchas
 from sparkenv.report import GotchaId
 
+if TYPE_CHECKING:
+    from sparkenv.rules import Rule
+
 FIELDS = ("symptom", "cause")
 
 WHERE_THINGS_ARE = """\
-Where things are (for the next engineer). Layers, top to bottom; an import only goes down
-(tests/test_layers.py reads the import graph and names any import that goes up):
+Where things are (for the next engineer). Layers, top to bottom; an import only goes down and no import
+cycle joins two modules (tests/test_layers.py reads the import graph and names what breaks either):
   CLI       sparkenv/cli.py, cli_options.py, entry.py, <stage>/commands.py: options in, a stage called
-  stages    sparkenv/resolve, lock, image, audit, gate, multinode, patches, render: gather facts, call
-            rules.evaluate(stage, facts), write outputs; they decide nothing themselves
-  rules     sparkenv/rules/gN.py: every judgement of gotcha N, one pure function per stage (RULES at the
-            end); sparkenv/rules/*.py: one classifier per concept (cuda_major, unsloth, hosts …)
-  facts     sparkenv/facts/: each stage's typed facts (declared, resolved, lockfile, lock, image,
-            installed, live, graph, ngc), frozen, no I/O
-  readers   sparkenv/cuda (ELF, fatbin), environment (dist-info, markers, pins, launchers, NCCL,
-            servers), knowledge (data files), profiles.py
+  stages    sparkenv/resolve, lock, image, audit, gate, multinode, patches, render, watch: gather facts,
+            call rules.evaluate(stage, facts), write outputs; they decide nothing themselves
+  rules     sparkenv/rules/gN.py: gotcha N's RULES, one pure function per stage; a big gotcha keeps its
+            stages in gN_<stage>.py (g1_installed.py, g9_resolved.py …, g10_link.py); sparkenv/rules/*.py:
+            one classifier per concept (cuda_major, unsloth, hosts, wrong_cpu, replaced, parallelism …)
+  facts     sparkenv/facts/: each stage's typed facts (declared, resolved, graph, lockfile, lock, image,
+            installed, live, ngc, override, parallelism, timeseries), frozen, no I/O
+  readers   sparkenv/cuda (ELF, fatbin, driver table), environment (dist-info, markers, pins, launchers,
+            NCCL, servers, host driver, forward-compatibility libcuda), knowledge (data files), profiles.py
   core      report.py (Finding, GotchaId, verdict), outputs.py (atomic writes), safe_read.py, signals.py
   sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge/
 """
@@ -41,13 +46,16 @@ class Gotcha:
     cause: str
     fix: str
 
-    def checks(self) -> list[tuple[str, str, str]]:
-        """(stage, commands, what it looks at) for each stage that checks this gotcha, earliest first."""
+    def rules(self) -> list[Rule]:
+        """This gotcha's rules in the registry, earliest stage first."""
         from sparkenv import rules
 
         order = list(rules.Stage)
-        found = sorted(rules.rules_of(self.id), key=lambda r: order.index(r.stage))
-        return [(r.stage.value, r.stage.commands, r.looks_at) for r in found]
+        return sorted(rules.rules_of(self.id), key=lambda r: order.index(r.stage))
+
+    def checks(self) -> list[tuple[str, str, str]]:
+        """(stage, commands, what it looks at) for each stage that checks this gotcha, earliest first."""
+        return [(r.stage.value, r.stage.commands, r.looks_at) for r in self.rules()]
 
 
 def catalog() -> list[Gotcha]:
@@ -78,7 +86,8 @@ def explain(g: Gotcha, width: int = 100) -> str:
     lines = [f"{g.id}: {g.title}", f"  stages: {', '.join(commands)}"]
     for field in FIELDS:
         lines += [f"  {field}:", _fill(getattr(g, field), width)]
-    lines.append(f"  check: (every stage's judgement is in sparkenv/rules/{g.id.lower()}.py)")
+    files = dict.fromkeys(f"{r.check.__module__.rsplit('.', 1)[-1]}.py" for r in g.rules())
+    lines.append(f"  check: (every stage's judgement is in sparkenv/rules/: {', '.join(files)})")
     for stage, cmds, looks_at in checks:
         lines.append(_fill(f"{stage} — {cmds}: {looks_at}", width))
     lines += ["  fix:", _fill(g.fix, width)]

@@ -23,7 +23,3 @@ def redact(text: str) -> str:
     `http://alice:s3cret@host/simple` becomes `http://host/simple`, which still works where the
     credential comes from netrc, keyring or the client's environment."""
     return _USERINFO.sub(_strip, text) if "@" in text else text
-
-
-def has_userinfo(url: str) -> bool:
-    return redact(url) != url

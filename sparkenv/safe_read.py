@@ -16,7 +16,6 @@ import contextlib
 import errno
 import os
 import stat
-from pathlib import Path
 
 from sparkenv.errors import SparkenvError
 from sparkenv.printable import printable
@@ -166,11 +165,3 @@ def require_regular(path: str | os.PathLike[str], *, what: str = "a file") -> No
         raise _open_error(p, exc) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(p, st.st_mode, what)
-
-
-def is_regular(path: str | os.PathLike[str] | Path) -> bool:
-    """True for a regular file (after symlinks); False for anything else, missing included."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False

@@ -44,7 +44,6 @@ class Kind:
 
 STRING = Kind("a string", lambda v: isinstance(v, str))
 STRING_OR_DATE = Kind("a string or a date", lambda v: isinstance(v, (str, datetime.date)))
-BOOLEAN = Kind("a boolean", lambda v: isinstance(v, bool))
 STRINGS = Kind("an array of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v))
 TABLE = Kind("a table", lambda v: isinstance(v, dict))
 STRING_TABLE = Kind(

@@ -257,7 +257,7 @@ class Section:
     size: int
 
 
-SHF_EXECINSTR, SHT_PROGBITS, SHT_NOBITS = 0x4, 1, 8
+SHT_PROGBITS, SHT_NOBITS = 1, 8
 
 
 def list_sections(read: Reader, nv_fatbin_only: bool = False) -> list[Section] | str:
@@ -327,11 +327,3 @@ def _has_nv_fatbin(read: Reader) -> bool | None:
     except OSError:
         return None
     return isinstance(sections, list) and bool(nv_fatbin_sections(sections))
-
-
-def find_section(read: Reader, name: str) -> tuple[int, int] | str | None:
-    """(file offset, size) of the section called `name`; None when absent; a reason when damaged."""
-    sections = list_sections(read)
-    if isinstance(sections, str):
-        return sections
-    return next(((s.offset, s.size) for s in sections if s.name == name), None)

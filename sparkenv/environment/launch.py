@@ -57,7 +57,6 @@ class Launch:
     nodes: int
     nodes_from: Setting | None
     node_rank: int | None
-    rank_from: Setting | None
     master_addr: Setting | None
     master_port: int | None
     tp: int
@@ -133,54 +132,14 @@ def _conf(configs: Mapping[str, Any], which: str, *path: str) -> Setting | None:
 
 def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any] | None = None) -> Launch:
     configs = configs or {}
-    nodes_s = (
-        _opt(workload, "--nnodes", "--num_machines", "--num-machines", "--num_nodes", "--num-nodes")
-        or _env(env, "NNODES", "PET_NNODES")
-        or _conf(configs, "accelerate", "num_machines")
-    )
-    nodes = 1
-    if nodes_s:
-        nodes = (
-            _int(nodes_s.value.split(":")[-1]) or 1
-        )  # torchrun's elastic MIN:MAX: the most it will wait for
-    elif hosts := _mpi_hosts(workload):  # mpirun -H spark-a,spark-b … (TensorRT-LLM's multi-node launch)
-        nodes, nodes_s = len(hosts), Setting(str(len(hosts)), f"workload mpirun hosts {','.join(hosts)}")
-    else:
-        world, local = _int(env.get("WORLD_SIZE")), _int(env.get("LOCAL_WORLD_SIZE"))
-        if world and local:
-            nodes = max(1, world // local)
-            nodes_s = Setting(str(nodes), f"WORLD_SIZE={world} / LOCAL_WORLD_SIZE={local}")
+    nodes, nodes_s = _nodes(workload, env, configs)
     rank_s = (
         _opt(workload, "--node-rank", "--node_rank", "--machine_rank", "--machine-rank")
         or _env(env, "NODE_RANK", "GROUP_RANK", "PET_NODE_RANK")
         or _conf(configs, "accelerate", "machine_rank")
     )
-    addr_s = (
-        _opt(workload, "--master-addr", "--master_addr", "--main_process_ip", "--main-process-ip")
-        or _endpoint(workload)
-        or _env(env, "MASTER_ADDR", "PET_MASTER_ADDR")
-        or _conf(configs, "accelerate", "main_process_ip")
-    )
-    port_s = (
-        _opt(workload, "--master-port", "--master_port", "--main_process_port", "--main-process-port")
-        or _env(env, "MASTER_PORT", "PET_MASTER_PORT")
-        or _conf(configs, "accelerate", "main_process_port")
-    )
-    port = _int(port_s.value) if port_s else None
-    if addr_s and ":" in addr_s.value and addr_s.value.count(":") == 1:
-        host, _, p = addr_s.value.partition(":")
-        port = port or _int(p)
-        addr_s = Setting(host, addr_s.source)
-    tp_s = (
-        _opt(workload, *TP_OPTIONS)
-        or _env(env, "PARALLELISM_CONFIG_TP_SIZE", "TP_SIZE", "TENSOR_PARALLEL_SIZE")
-        or _conf(configs, "accelerate", "parallelism_config", "parallelism_config_tp_size")
-        or _conf(configs, "accelerate", "parallelism_config_tp_size")
-        or _conf(configs, "accelerate", "tp_size")
-        or _conf(configs, "deepspeed", "tensor_parallel", "autotp_size")
-        or _conf(configs, "deepspeed", "tensor_parallel", "tp_size")
-        or _confs(configs, ("vllm", "sglang", "trtllm"), TP_KEYS)
-    )
+    addr_s, port = _master(workload, env, configs)
+    tp_s = _tensor_parallel(workload, env, configs)
     pp_s = (
         _opt(workload, *PP_OPTIONS)
         or _env(env, "PIPELINE_PARALLEL_SIZE", "PP_SIZE")
@@ -205,7 +164,6 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         nodes=nodes,
         nodes_from=nodes_s,
         node_rank=_int(rank_s.value) if rank_s else None,
-        rank_from=rank_s,
         master_addr=addr_s,
         master_port=port,
         tp=(_int(tp_s.value) or 1) if tp_s else 1,
@@ -218,6 +176,64 @@ def read(workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, 
         ray_role=role,
         ray_address=ray_address,
         serving=serving(workload),
+    )
+
+
+def _nodes(
+    workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any]
+) -> tuple[int, Setting | None]:
+    """How many nodes the launch spans, and where that was said (1, from nowhere, when nothing says)."""
+    nodes_s = (
+        _opt(workload, "--nnodes", "--num_machines", "--num-machines", "--num_nodes", "--num-nodes")
+        or _env(env, "NNODES", "PET_NNODES")
+        or _conf(configs, "accelerate", "num_machines")
+    )
+    if nodes_s:  # torchrun's elastic MIN:MAX: the most it will wait for
+        return _int(nodes_s.value.split(":")[-1]) or 1, nodes_s
+    if hosts := _mpi_hosts(workload):  # mpirun -H spark-a,spark-b … (TensorRT-LLM's multi-node launch)
+        return len(hosts), Setting(str(len(hosts)), f"workload mpirun hosts {','.join(hosts)}")
+    world, local = _int(env.get("WORLD_SIZE")), _int(env.get("LOCAL_WORLD_SIZE"))
+    if world and local:
+        nodes = max(1, world // local)
+        return nodes, Setting(str(nodes), f"WORLD_SIZE={world} / LOCAL_WORLD_SIZE={local}")
+    return 1, None
+
+
+def _master(
+    workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any]
+) -> tuple[Setting | None, int | None]:
+    """The master address (without a port written into it) and the master port."""
+    addr_s = (
+        _opt(workload, "--master-addr", "--master_addr", "--main_process_ip", "--main-process-ip")
+        or _endpoint(workload)
+        or _env(env, "MASTER_ADDR", "PET_MASTER_ADDR")
+        or _conf(configs, "accelerate", "main_process_ip")
+    )
+    port_s = (
+        _opt(workload, "--master-port", "--master_port", "--main_process_port", "--main-process-port")
+        or _env(env, "MASTER_PORT", "PET_MASTER_PORT")
+        or _conf(configs, "accelerate", "main_process_port")
+    )
+    port = _int(port_s.value) if port_s else None
+    if addr_s and ":" in addr_s.value and addr_s.value.count(":") == 1:
+        host, _, p = addr_s.value.partition(":")
+        port = port or _int(p)
+        addr_s = Setting(host, addr_s.source)
+    return addr_s, port
+
+
+def _tensor_parallel(
+    workload: Sequence[str], env: Mapping[str, str], configs: Mapping[str, Any]
+) -> Setting | None:
+    return (
+        _opt(workload, *TP_OPTIONS)
+        or _env(env, "PARALLELISM_CONFIG_TP_SIZE", "TP_SIZE", "TENSOR_PARALLEL_SIZE")
+        or _conf(configs, "accelerate", "parallelism_config", "parallelism_config_tp_size")
+        or _conf(configs, "accelerate", "parallelism_config_tp_size")
+        or _conf(configs, "accelerate", "tp_size")
+        or _conf(configs, "deepspeed", "tensor_parallel", "autotp_size")
+        or _conf(configs, "deepspeed", "tensor_parallel", "tp_size")
+        or _confs(configs, ("vllm", "sglang", "trtllm"), TP_KEYS)
     )
 
 

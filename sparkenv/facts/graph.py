@@ -9,7 +9,7 @@ further extras.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from packaging.requirements import Requirement
@@ -101,13 +101,6 @@ def chains(
     for n in nodes:
         found.setdefault(n, [n])
     return found
-
-
-def by_target(graph_edges: list[Edge]) -> Iterator[tuple[str, list[Edge]]]:
-    grouped: dict[str, list[Edge]] = {}
-    for e in graph_edges:
-        grouped.setdefault(e.target, []).append(e)
-    yield from sorted(grouped.items())
 
 
 _EXTRA_IN_MARKER = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")

@@ -86,6 +86,12 @@ class GateFacts:
         return str(value) if value else None
 
     @property
+    def compat_libcuda(self) -> str | None:
+        """The version of the forward-compatibility libcuda the gate found in the image (cuda-compat)."""
+        value = (self.section("driver") or {}).get("compat_libcuda")
+        return str(value) if value else None
+
+    @property
     def capability(self) -> tuple[int, int] | None:
         if self.device and self.device.get("capability"):
             major, minor = self.device["capability"][:2]

@@ -72,14 +72,6 @@ class Lock:
         """pylock.ngc-25-11.toml -> ngc-25-11."""
         return self.file.name.removeprefix("pylock.").removesuffix(".toml")
 
-    @property
-    def hash(self) -> str:
-        return f"sha256:{self.sha256}"
-
-    @property
-    def requirements_path(self) -> Path:
-        return self.file.parent / self.requirements
-
     def index_lines(self) -> list[str]:
         """The pip options every stage installs with: the indexes the lock was resolved against."""
         lines = [f"--index-url {self.index_url}"] if self.index_url else []

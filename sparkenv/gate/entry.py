@@ -8,9 +8,13 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sparkenv.errors import SparkenvError
 from sparkenv.render.options import ReportOptions
+
+if TYPE_CHECKING:
+    from sparkenv.gate.probes import Options
 
 POLICIES = ("strict", "warn", "off")
 TRUE = ("1", "true", "yes", "on", "y", "t")
@@ -123,6 +127,22 @@ def start_early(a: GateArgs) -> None:
         early.start(gpu=False, torch=early.torch_argv(judged_python(a)[0], a.bandwidth, a.import_unsloth))
 
 
+def _probe_options(a: GateArgs, python: str) -> Options:
+    from sparkenv.gate.probes import Options
+
+    return Options(
+        python=python,
+        workload=list(a.workload),
+        sample_s=a.sample,
+        bandwidth=a.bandwidth,
+        import_unsloth=a.import_unsloth,
+        deadline_s=a.deadline,
+        deep=a.deep,
+        link_test=a.link_test,
+        deep_cache=a.deep_cache,
+    )
+
+
 def run(a: GateArgs) -> int:
     """Returns the exit code; execs the workload instead of returning when it should start."""
     from sparkenv.report import Status
@@ -134,25 +154,15 @@ def run(a: GateArgs) -> int:
             start_workload(a)
         return 0
     from sparkenv.gate import orchestrate
-    from sparkenv.gate.probes import Options
     from sparkenv.gate.run import gate as run_gate
     from sparkenv.render.emit import emit, shown, write_atomic
 
     python, judged = judged_python(a)
-    options = Options(
-        python=python,
-        workload=list(a.workload),
-        sample_s=a.sample,
-        bandwidth=a.bandwidth,
-        import_unsloth=a.import_unsloth,
-        deadline_s=a.deadline,
-        deep=a.deep,
-        link_test=a.link_test,
-        deep_cache=a.deep_cache,
-    )
     restore = orchestrate.on_signals_kill_children()
     try:
-        result, raw = run_gate(options, facts_file=a.facts, need_gb=a.need_gb, strict=chosen == "strict")
+        result, raw = run_gate(
+            _probe_options(a, python), facts_file=a.facts, need_gb=a.need_gb, strict=chosen == "strict"
+        )
     except orchestrate.Interrupted as exc:
         from sparkenv import signals
 

@@ -117,6 +117,41 @@ def _agree(
     address = resolved.get(host) or host
     is_master = plan.node_rank == 0 if plan.node_rank is not None else is_local(address, link)
     mine = digest.own(env, settings, version)
+    cfg = _store_config(plan, env, address, is_master, mine, deadline, link_test)
+    from sparkenv.gate import orchestrate
+
+    started = time.monotonic()
+    try:
+        # The gate's own runner: its own session, killed at the deadline and on any signal the gate gets.
+        ran = orchestrate.bounded_run(
+            [python, "-X", "utf8", agent_path("store_agent.py"), json.dumps(cfg)], deadline - 0.3
+        )
+    except OSError as exc:
+        return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}
+    if ran["timed_out"]:
+        return {
+            "error": f"the store exchange at {address}:{cfg['port']} did not finish within the deadline",
+            "me": mine,
+        }
+    result = _last_json_line(ran["stdout"])
+    if not result:
+        tail = [ln for ln in ran["stderr"].splitlines() if ln.strip()][-1:] or [f"exit {ran['returncode']}"]
+        return {"error": f"the store agent gave no answer: {tail[0]}", "me": mine}
+    result["agent_s"] = round(time.monotonic() - started, 3)
+    result["nodes"] = plan.nodes
+    return result
+
+
+def _store_config(
+    plan: launch.Launch,
+    env: Mapping[str, str],
+    address: str,
+    is_master: bool,
+    mine: dict[str, Any],
+    deadline: float,
+    link_test: bool,
+) -> dict[str, Any]:
+    """What the store agent is told: where the store is, who hosts it, this node's digest, the link test."""
     cfg: dict[str, Any] = {
         "host": address,
         "port": store_port(plan, env),
@@ -137,32 +172,14 @@ def _agree(
             # auto: NCCL where CUDA is available, else gloo; `gloo` measures the socket path on GPU nodes
             "backend": env.get("SPARKENV_LINK_BACKEND") or None,
         }
-    from sparkenv.gate import orchestrate
+    return cfg
 
-    started = time.monotonic()
-    try:
-        # The gate's own runner: its own session, killed at the deadline and on any signal the gate gets.
-        ran = orchestrate.bounded_run(
-            [python, "-X", "utf8", agent_path("store_agent.py"), json.dumps(cfg)], deadline - 0.3
-        )
-    except OSError as exc:
-        return {"error": f"cannot run {python}: {exc.strerror}", "me": mine}
-    if ran["timed_out"]:
-        return {
-            "error": f"the store exchange at {address}:{cfg['port']} did not finish within the deadline",
-            "me": mine,
-        }
-    stdout, stderr = ran["stdout"], ran["stderr"]
-    result: dict[str, Any] = {}
+
+def _last_json_line(stdout: str) -> dict[str, Any]:
+    """The agent's answer: its last line that is JSON (whatever the workload's imports printed before)."""
     for line in reversed(stdout.splitlines()):
         try:
-            result = json.loads(line)
-            break
+            return json.loads(line)
         except ValueError:
             continue
-    if not result:
-        tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or [f"exit {ran['returncode']}"]
-        return {"error": f"the store agent gave no answer: {tail[0]}", "me": mine}
-    result["agent_s"] = round(time.monotonic() - started, 3)
-    result["nodes"] = plan.nodes
-    return result
+    return {}

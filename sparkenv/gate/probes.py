@@ -231,10 +231,15 @@ def probe_torch_static(python: str) -> dict[str, Any]:
 
 
 def probe_driver() -> dict[str, Any]:
-    """The kernel module's version: there even where libnvidia-ml is not mounted into the container."""
-    from sparkenv.environment import host_driver
+    """The kernel module's version: there even where libnvidia-ml is not mounted into the container; and
+    the image's forward-compatibility libcuda, if it carries one (G1 judges whether it can stand in)."""
+    from sparkenv.environment import forward_compat, host_driver
 
-    return host_driver.read()
+    found = host_driver.read()
+    compat = forward_compat.libcuda_version()
+    if compat:
+        found["compat_libcuda"] = compat
+    return found
 
 
 def probe_meminfo() -> dict[str, int]:

@@ -28,20 +28,7 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # ImportError with "libcudart.so.12: cannot open …", undefined symbol …
         emit("import_error", error=f"{exc.__class__.__name__}: {exc}".splitlines()[0])
         return 0
-    import_s = time.perf_counter() - started
-    cuda = torch.version.cuda
-    facts: dict[str, object] = {
-        "version": torch.__version__,
-        "cuda": cuda,
-        "git": getattr(torch.version, "git_version", None),
-        "import_s": round(import_s, 3),
-        "file": torch.__file__,
-    }
-    try:
-        facts["cudnn"] = torch.backends.cudnn.version()
-    except Exception as exc:  # cuDNN missing must not hide the rest
-        facts["cudnn_error"] = str(exc).splitlines()[0]
-    emit("imported", **facts)
+    emit("imported", **_imported(torch, time.perf_counter() - started))
     try:
         available = torch.cuda.is_available()
         count = torch.cuda.device_count()
@@ -51,15 +38,49 @@ def main(argv: list[str]) -> int:
     emit("devices", available=available, count=count)
     if not available or count == 0:
         return 0
+    device = _first_op(torch)
+    if device is None:
+        return 0
+    emit("first_op", **device)
+    if "--flash" in argv:
+        emit("flash", **_flash(torch))
+    if "--bandwidth" in argv:
+        emit("bandwidth", **_bandwidth(torch))
+    if importlib.util.find_spec("unsloth") is not None:
+        if "--import-unsloth" in argv:
+            _import_unsloth()
+        emit("sdpa_override", **_sdpa_status(argv))
+    emit("done", total_s=round(time.perf_counter() - started, 3))
+    return 0
+
+
+def _imported(torch, import_s: float) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """torch's version, CUDA build, commit and cuDNN, as the imported module says."""
+    facts: dict[str, object] = {
+        "version": torch.__version__,
+        "cuda": torch.version.cuda,
+        "git": getattr(torch.version, "git_version", None),
+        "import_s": round(import_s, 3),
+        "file": torch.__file__,
+    }
+    try:
+        facts["cudnn"] = torch.backends.cudnn.version()
+    except Exception as exc:  # cuDNN missing must not hide the rest
+        facts["cudnn_error"] = str(exc).splitlines()[0]
+    return facts
+
+
+def _first_op(torch) -> dict[str, object] | None:  # type: ignore[no-untyped-def]
+    """The first CUDA operation and the device it ran on; None (the error emitted) when it failed."""
     t0 = time.perf_counter()
     try:
-        x = torch.zeros(1, device="cuda")
+        torch.zeros(1, device="cuda")
         torch.cuda.synchronize()
     except Exception as exc:
         emit("first_op_error", error=f"{exc.__class__.__name__}: {exc}".splitlines()[0])
-        return 0
+        return None
     props = torch.cuda.get_device_properties(0)
-    device = {
+    device: dict[str, object] = {
         "first_op_s": round(time.perf_counter() - t0, 3),
         "name": torch.cuda.get_device_name(0),
         "capability": list(torch.cuda.get_device_capability(0)),
@@ -72,25 +93,18 @@ def main(argv: list[str]) -> int:
         device["mem_get_info"] = list(torch.cuda.mem_get_info())
     except Exception as exc:
         device["mem_get_info_error"] = str(exc).splitlines()[0]
-    emit("first_op", **device)
-    del x
-    if "--flash" in argv:
-        emit("flash", **_flash(torch))
-    if "--bandwidth" in argv:
-        emit("bandwidth", **_bandwidth(torch))
-    if importlib.util.find_spec("unsloth") is not None:
-        if "--import-unsloth" in argv:
-            # Slow (~25 s), so opt-in: with Unsloth loaded, status() reports what its dispatch picks.
-            t0 = time.perf_counter()
-            try:
-                import unsloth  # noqa: F401
-            except BaseException as exc:
-                emit("unsloth_import_error", error=f"{exc.__class__.__name__}: {exc}".splitlines()[0])
-            else:
-                emit("unsloth_imported", seconds=round(time.perf_counter() - t0, 1))
-        emit("sdpa_override", **_sdpa_status(argv))
-    emit("done", total_s=round(time.perf_counter() - started, 3))
-    return 0
+    return device
+
+
+def _import_unsloth() -> None:
+    """Slow (~25 s), so opt-in: with Unsloth loaded, status() reports what its dispatch picks."""
+    t0 = time.perf_counter()
+    try:
+        import unsloth  # noqa: F401
+    except BaseException as exc:
+        emit("unsloth_import_error", error=f"{exc.__class__.__name__}: {exc}".splitlines()[0])
+    else:
+        emit("unsloth_imported", seconds=round(time.perf_counter() - t0, 1))
 
 
 def _flash(torch) -> dict[str, object]:  # type: ignore[no-untyped-def]

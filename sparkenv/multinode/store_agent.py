@@ -162,29 +162,9 @@ def main() -> int:
     out["import_s"] = round(time.monotonic() - started, 3)
     digest = {**cfg["digest"], **torch_facts(torch)}
     nodes = int(cfg["nodes"])
-    if not cfg["is_master"] and not _reachable(cfg["host"], int(cfg["port"]), deadline - 0.3):
-        out["error"] = (
-            f"could not reach the store at {cfg['host']}:{cfg['port']} within "
-            f"{time.monotonic() - started:.1f} s: is node 0's gate running?"
-        )
-        out["me"] = {"ordinal": cfg.get("node_rank"), "name": socket.gethostname(), "digest": digest}
-        print(json.dumps(out))
-        return 0
-    try:
-        store = dist.TCPStore(
-            cfg["host"],
-            int(cfg["port"]),
-            None,
-            bool(cfg["is_master"]),
-            timedelta(seconds=max(0.5, deadline - time.monotonic())),
-            wait_for_workers=False,
-        )
-    except Exception as exc:
-        role = "host" if cfg["is_master"] else "reach"
-        out["error"] = (
-            f"could not {role} the store at {cfg['host']}:{cfg['port']}: "
-            f"{exc.__class__.__name__}: {_first(exc)}"
-        )
+    store, error = _open_store(dist, cfg, deadline, started)
+    if store is None:
+        out["error"] = error
         out["me"] = {"ordinal": cfg.get("node_rank"), "name": socket.gethostname(), "digest": digest}
         print(json.dumps(out))
         return 0
@@ -197,17 +177,7 @@ def main() -> int:
         "name": socket.gethostname(),
         "digest": digest,
     }
-    store.set(PREFIX + f"node/{rank}", json.dumps(me))
-    keys = [PREFIX + f"node/{i}" for i in range(nodes)]
-    with contextlib.suppress(Exception):  # who is missing is read below
-        store.wait(keys, timedelta(seconds=max(0.1, deadline - time.monotonic() - 0.3)))
-    peers: dict[str, Any] = {}
-    missing: list[int] = []
-    for i, key in enumerate(keys):
-        if store.check([key]):
-            peers[str(i)] = json.loads(store.get(key))
-        else:
-            missing.append(i)
+    peers, missing = _exchange(store, me, nodes, deadline)
     out.update(me=me, peers=peers, missing=missing, waited_s=round(time.monotonic() - started, 3))
     if cfg.get("link_test") and not missing:
         budget = min(float(cfg["link_test"]["budget_s"]), deadline - time.monotonic() - 0.5)
@@ -229,6 +199,47 @@ def main() -> int:
     out["seconds"] = round(time.monotonic() - started, 3)
     print(json.dumps(out))
     return 0
+
+
+def _open_store(dist: Any, cfg: dict[str, Any], deadline: float, started: float) -> tuple[Any, str]:
+    """(the job's TCPStore, hosted here on the master or reached from a peer, ""), or (None, why not)."""
+    if not cfg["is_master"] and not _reachable(cfg["host"], int(cfg["port"]), deadline - 0.3):
+        return None, (
+            f"could not reach the store at {cfg['host']}:{cfg['port']} within "
+            f"{time.monotonic() - started:.1f} s: is node 0's gate running?"
+        )
+    try:
+        store = dist.TCPStore(
+            cfg["host"],
+            int(cfg["port"]),
+            None,
+            bool(cfg["is_master"]),
+            timedelta(seconds=max(0.5, deadline - time.monotonic())),
+            wait_for_workers=False,
+        )
+    except Exception as exc:
+        role = "host" if cfg["is_master"] else "reach"
+        where = f"{cfg['host']}:{cfg['port']}"
+        return None, f"could not {role} the store at {where}: {exc.__class__.__name__}: {_first(exc)}"
+    return store, ""
+
+
+def _exchange(
+    store: Any, me: dict[str, Any], nodes: int, deadline: float
+) -> tuple[dict[str, Any], list[int]]:
+    """Publish this node's digest, wait (bounded) for every node's: (the peers seen, the ordinals missing)."""
+    store.set(PREFIX + f"node/{me['ordinal']}", json.dumps(me))
+    keys = [PREFIX + f"node/{i}" for i in range(nodes)]
+    with contextlib.suppress(Exception):  # who is missing is read below
+        store.wait(keys, timedelta(seconds=max(0.1, deadline - time.monotonic() - 0.3)))
+    peers: dict[str, Any] = {}
+    missing: list[int] = []
+    for i, key in enumerate(keys):
+        if store.check([key]):
+            peers[str(i)] = json.loads(store.get(key))
+        else:
+            missing.append(i)
+    return peers, missing
 
 
 def _reachable(host: str, port: int, until: float) -> bool:

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
-# uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project)
-RUST_LOG = "uv_resolver::resolver=debug"
 _SELECTING = re.compile(r"^DEBUG Selecting: ([^=\s]+)==(\S+) \[[^\]]*\] \(([^()\s]+)\)\s*$")
 WORKERS = 16
 NAMES = "early-names.json"  # in the metadata cache folder: file name -> sha256 of the files locks held

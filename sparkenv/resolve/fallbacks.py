@@ -105,6 +105,11 @@ def _fragment_sha256(href: str) -> str:
     return frag.removeprefix("sha256=") if frag.startswith("sha256=") else ""
 
 
+_Entry = tuple[
+    str, bool, str, dt.datetime | None, str, str
+]  # name, yanked, requires-python, upload, href, sha256
+
+
 def releases(
     index_url: str | None, key: str, timeout: float = 20.0, include: str = ""
 ) -> dict[Version, Release] | None:
@@ -122,28 +127,42 @@ def releases(
             ctype = resp.headers.get("Content-Type", "")
     except (OSError, ValueError):
         return None
-    entries: list[tuple[str, bool, str, dt.datetime | None, str, str]] = []
     if "json" in ctype:
-        try:
-            page = json.loads(body)
-            wanted = _newest_versions(page.get("versions"))
-            if wanted is not None and include:
-                wanted.append(include)
-            for f in page.get("files", []):
-                if wanted is not None and not any(v in f["filename"] for v in wanted):
-                    continue  # big projects list thousands of files: parse only the newest releases
-                yanked = bool(f.get("yanked"))
-                when = _when(f.get("upload-time"))
-                sha = (f.get("hashes") or {}).get("sha256", "")
-                entries.append(
-                    (f["filename"], yanked, f.get("requires-python") or "", when, f.get("url", ""), sha)
-                )
-        except (ValueError, KeyError, TypeError, AttributeError):
+        entries = _json_entries(body, include)
+        if entries is None:
             return None
     else:
         parser = _Links()
         parser.feed(body.decode("utf-8", errors="replace"))
         entries = [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
+    return _by_version(entries, url)
+
+
+def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
+    """The files of a PEP 691 page (of its newest releases only, and `include`); None when the page is
+    not one."""
+    entries: list[_Entry] = []
+    try:
+        page = json.loads(body)
+        wanted = _newest_versions(page.get("versions"))
+        if wanted is not None and include:
+            wanted.append(include)
+        for f in page.get("files", []):
+            if wanted is not None and not any(v in f["filename"] for v in wanted):
+                continue  # big projects list thousands of files: parse only the newest releases
+            yanked = bool(f.get("yanked"))
+            when = _when(f.get("upload-time"))
+            sha = (f.get("hashes") or {}).get("sha256", "")
+            entries.append(
+                (f["filename"], yanked, f.get("requires-python") or "", when, f.get("url", ""), sha)
+            )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return entries
+
+
+def _by_version(entries: list[_Entry], url: str) -> dict[Version, Release]:
+    """The page's files grouped into releases (yanked files and unparsable names left out)."""
     out: dict[Version, Release] = {}
     for name, yanked, rp, when, href, sha in entries:
         if yanked:
@@ -267,14 +286,31 @@ def gather(
     """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
     `versions`: every locked name -> version. Reads the index pages concurrently; digs for the reasons
     (a newer release's metadata) only where rules/g9.py would call it a fallback."""
-    from sparkenv.rules.g9 import is_fallback
-
     if not candidates:
         return []
-    versions = versions or {}
     url = index_url
-    prefetched = prefetched or {}
-    missing = [k for k in candidates if k not in prefetched]
+    pages = _pages(list(candidates), url, prefetched or {})
+    target = _target_tags(profile)
+    ctx = _Context(declared, graph_edges, chain, profile, target, versions or {}, url, fallback_days())
+    out: list[FallbackFacts] = []
+    for key, (version, uploaded) in sorted(candidates.items()):
+        page = pages.get(key)
+        try:
+            locked_v = Version(version)
+        except InvalidVersion:
+            continue
+        if page:
+            found = _fallback(key, locked_v, version, uploaded, page, ctx)
+            if found:
+                out.append(found)
+    return out
+
+
+def _pages(
+    keys: list[str], url: str | None, prefetched: dict[str, Future[dict[Version, Release] | None]]
+) -> dict[str, dict[Version, Release] | None]:
+    """Every candidate's index page: those started early (prefetch) waited for, the rest read now."""
+    missing = [k for k in keys if k not in prefetched]
     pages: dict[str, dict[Version, Release] | None] = {}
     if missing:
         with ThreadPoolExecutor(min(8, len(missing))) as pool:
@@ -284,44 +320,63 @@ def gather(
             pages[k] = fut.result(timeout=30)
         except Exception:  # an unreadable page only means no fallback verdict
             pages[k] = None
-    target = _target_tags(profile)
-    limit = fallback_days()
-    out: list[FallbackFacts] = []
-    for key, (version, uploaded) in sorted(candidates.items()):
-        page = pages.get(key)
-        try:
-            locked_v = Version(version)
-        except InvalidVersion:
-            continue
-        if not page:
-            continue
-        finals = [v for v in page if not v.is_prerelease and not v.is_devrelease]
-        newest = max(finals, default=None)
-        if newest is None or newest <= locked_v:
-            continue
-        chosen = page.get(locked_v)
-        then = _when(uploaded) or (chosen.uploaded if chosen else None)
-        now = page[newest].uploaded
-        gap = (now - then).days if now and then else None
-        newer_minor = (newest.major, newest.minor) > (locked_v.major, locked_v.minor)
-        spec = declared.get(key)
-        capped = spec is not None and bool(str(spec)) and not spec.contains(newest, prereleases=True)
-        caps = sorted(
-            {
-                " → ".join([*chain.get(e.source, [e.source]), f"{key}{e.req.specifier}"])
-                for e in graph_edges
-                if e.target == key and not e.req.specifier.contains(newest, prereleases=True)
-            }
-        )
-        reasons = []
-        if not caps and not capped and is_fallback(gap, newer_minor, limit):
-            for v in sorted((v for v in finals if v > locked_v), reverse=True)[:2]:
-                r = _fits(page[v], profile, target) or _unmet(page[v], profile, target, versions, url)
-                reasons.append(f"{v}: {r}")
-        out.append(
-            FallbackFacts(key, version, str(newest), gap, newer_minor, capped, tuple(caps), tuple(reasons))
-        )
-    return out
+    return pages
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every candidate is compared with: the user's own specifiers, the lock's edges and chains,
+    the target, every locked version and the index."""
+
+    declared: dict[str, SpecifierSet]
+    graph_edges: list[Edge]
+    chain: dict[str, list[str]]
+    profile: Profile
+    target: set[tags.Tag]
+    versions: dict[str, str]
+    url: str | None
+    limit: int  # days (data/packages.toml)
+
+
+def _fallback(
+    key: str, locked_v: Version, version: str, uploaded: object, page: dict[Version, Release], ctx: _Context
+) -> FallbackFacts | None:
+    """One locked package against its newest final release: how old, capped by whom, and (where the
+    rule would call it a fallback) why the two newer releases do not fit. None when it is the newest."""
+    from sparkenv.rules.g9 import is_fallback
+
+    finals = [v for v in page if not v.is_prerelease and not v.is_devrelease]
+    newest = max(finals, default=None)
+    if newest is None or newest <= locked_v:
+        return None
+    chosen = page.get(locked_v)
+    then = _when(uploaded) or (chosen.uploaded if chosen else None)
+    now = page[newest].uploaded
+    gap = (now - then).days if now and then else None
+    newer_minor = (newest.major, newest.minor) > (locked_v.major, locked_v.minor)
+    spec = ctx.declared.get(key)
+    capped = spec is not None and bool(str(spec)) and not spec.contains(newest, prereleases=True)
+    caps = _caps(key, newest, ctx)
+    reasons: list[str] = []
+    if not caps and not capped and is_fallback(gap, newer_minor, ctx.limit):
+        newer = sorted((v for v in finals if v > locked_v), reverse=True)[:2]
+        reasons = [f"{v}: {_why_not(page[v], ctx)}" for v in newer]
+    return FallbackFacts(key, version, str(newest), gap, newer_minor, capped, tuple(caps), tuple(reasons))
+
+
+def _caps(key: str, newest: Version, ctx: _Context) -> list[str]:
+    """The chains to every requirement of the lock that excludes the newest release."""
+    return sorted(
+        {
+            " → ".join([*ctx.chain.get(e.source, [e.source]), f"{key}{e.req.specifier}"])
+            for e in ctx.graph_edges
+            if e.target == key and not e.req.specifier.contains(newest, prereleases=True)
+        }
+    )
+
+
+def _why_not(rel: Release, ctx: _Context) -> str:
+    return _fits(rel, ctx.profile, ctx.target) or _unmet(rel, ctx.profile, ctx.target, ctx.versions, ctx.url)
 
 
 def declared_specifiers(requirements: list, env: dict[str, str]) -> dict[str, SpecifierSet]:  # type: ignore[type-arg]

@@ -144,6 +144,15 @@ def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, 
         raise SparkenvError(
             f"{_shown(bad.filename, path, arg)}:{bad.line_number}: {first}: {bad.line.strip()}"
         )
+    files = _options(parsed, path, arg, inputs)
+    no_deps_files = {f for f in files if NO_DEPS_DIRECTIVE.search(texts.get(f, ""))}
+    inputs.files.extend(sorted(files))
+    for req in parsed.requirements:
+        _parsed_requirement(req, path, arg, inputs, no_deps_files)
+
+
+def _options(parsed: Any, path: Path, arg: str, inputs: Inputs) -> set[Path]:
+    """The files' option lines (indexes, find-links) into `inputs`; every file read, includes too."""
     files = {path.resolve()}
     for opt in parsed.options:
         where = _where(_shown(opt.requirement_line.filename, path, arg), opt.requirement_line.line_number)
@@ -159,33 +168,32 @@ def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, 
                 files.update((base / v).resolve() for v in value)
             elif name in ("no_index",):
                 raise SparkenvError(f"{where}: --no-index is not supported; give --find-links or an index")
-    no_deps_files = set()
-    for f in files:
-        if NO_DEPS_DIRECTIVE.search(texts.get(f, "")):
-            no_deps_files.add(f)
-    inputs.files.extend(sorted(files))
-    for req in parsed.requirements:
-        filename = req.filename or str(path)
-        where = _where(_shown(filename, path, arg), req.line_number)
-        no_deps = Path(filename).resolve() in no_deps_files
-        base = Path(filename).parent
-        if req.is_editable or (req.name is None and req.link is not None):
-            target = _local(str(req.link.url if hasattr(req.link, "url") else req.link), base)
-            text = f"-e {target}" if req.is_editable else target
-            # `#egg=NAME` names it: judged by that name (the Unsloth family, CUDA-12 names …)
-            key = canonicalize_name(req.name) if req.name else None
-            inputs.requirements.append(
-                Declared(key, text, where, editable=req.is_editable, url=target, no_deps=no_deps)
-            )
-            continue
-        if req.req is None:
-            continue
-        r: Requirement = req.req
-        if r.marker is None and req.marker is not None:
-            r = Requirement(f"{r} ; {req.marker}")  # the parser keeps the marker beside the requirement
-        if r.url is None and req.link is not None:  # `git+https://…#egg=NAME`: the parser keeps the URL apart
-            r.url = str(req.link.url)
-        _add(inputs, r, where, base, no_deps, bool(req.is_constraint), bool(req.is_editable))
+    return files
+
+
+def _parsed_requirement(req: Any, path: Path, arg: str, inputs: Inputs, no_deps_files: set[Path]) -> None:
+    """One requirement line as the parser read it: an editable or a bare link, else a requirement."""
+    filename = req.filename or str(path)
+    where = _where(_shown(filename, path, arg), req.line_number)
+    no_deps = Path(filename).resolve() in no_deps_files
+    base = Path(filename).parent
+    if req.is_editable or (req.name is None and req.link is not None):
+        target = _local(str(req.link.url if hasattr(req.link, "url") else req.link), base)
+        text = f"-e {target}" if req.is_editable else target
+        # `#egg=NAME` names it: judged by that name (the Unsloth family, CUDA-12 names …)
+        key = canonicalize_name(req.name) if req.name else None
+        inputs.requirements.append(
+            Declared(key, text, where, editable=req.is_editable, url=target, no_deps=no_deps)
+        )
+        return
+    if req.req is None:
+        return
+    r: Requirement = req.req
+    if r.marker is None and req.marker is not None:
+        r = Requirement(f"{r} ; {req.marker}")  # the parser keeps the marker beside the requirement
+    if r.url is None and req.link is not None:  # `git+https://…#egg=NAME`: the parser keeps the URL apart
+        r.url = str(req.link.url)
+    _add(inputs, r, where, base, no_deps, bool(req.is_constraint), bool(req.is_editable))
 
 
 def _add(
@@ -235,6 +243,47 @@ def _local(value: str, base: Path) -> str:
         return value
     candidate = base / value
     return str(candidate.resolve()) if candidate.exists() or value.startswith(".") else value
+
+
+def _pyproject_groups(
+    data: dict[str, Any],
+    project: dict[str, Any],
+    settings: dict[str, Any],
+    extras: list[str],
+    wanted_groups: list[str],
+    arg: str,
+) -> list[tuple[str, list[Any]]]:
+    """The dependency lists asked for: the project's, each extra's, each dependency group's."""
+    groups: list[tuple[str, list[Any]]] = [("dependencies", project.get("dependencies", []) or [])]
+    optional = project.get("optional-dependencies", {}) or {}
+    for extra in [*extras, *settings.get("extras", [])]:
+        if extra not in optional:
+            raise SparkenvError(f"{arg}: no optional-dependencies group {extra!r}")
+        groups.append((f"optional-dependencies.{extra}", optional[extra]))
+    for name in [*wanted_groups, *settings.get("groups", [])]:
+        groups.append((f"dependency-groups.{name}", _dependency_group(data, name, arg)))
+    return groups
+
+
+def _pyproject_requirement(dep: Any, lines: list[str], arg: str, no_deps: set[str]) -> Declared:
+    """One requirement string of pyproject.toml, placed at the first line that quotes it."""
+    lineno = next((i for i, ln in enumerate(lines, 1) if f'"{dep}"' in ln or f"'{dep}'" in ln), None)
+    where = _where(arg, lineno)
+    try:
+        r = Requirement(str(dep))
+    except InvalidRequirement as exc:
+        raise SparkenvError(f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}") from None
+    key = canonicalize_name(r.name)
+    return Declared(
+        key,
+        str(r) if not r.url else str(dep),
+        where,
+        r.specifier,
+        r.marker,
+        frozenset(r.extras),
+        r.url,
+        no_deps=key in no_deps,
+    )
 
 
 def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str, ...] = ()) -> list[str]:
@@ -300,41 +349,14 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_g
         "project.",
     )
     inputs.settings.update(settings)
-    groups: list[tuple[str, list[Any]]] = [("dependencies", project.get("dependencies", []) or [])]
-    optional = project.get("optional-dependencies", {}) or {}
-    for extra in [*extras, *settings.get("extras", [])]:
-        if extra not in optional:
-            raise SparkenvError(f"{arg}: no optional-dependencies group {extra!r}")
-        groups.append((f"optional-dependencies.{extra}", optional[extra]))
-    for name in [*wanted_groups, *settings.get("groups", [])]:
-        groups.append((f"dependency-groups.{name}", _dependency_group(data, name, arg)))
+    groups = _pyproject_groups(data, project, settings, extras, wanted_groups, arg)
     no_deps = {canonicalize_name(n) for n in settings.get("no-deps", [])}
     lines = text.splitlines()
     for group, deps in groups:
         if not isinstance(deps, list):
             raise SparkenvError(f"{arg}: [project].{group} must be a list of requirement strings")
         for dep in deps:
-            lineno = next((i for i, ln in enumerate(lines, 1) if f'"{dep}"' in ln or f"'{dep}'" in ln), None)
-            where = _where(arg, lineno)
-            try:
-                r = Requirement(str(dep))
-            except InvalidRequirement as exc:
-                raise SparkenvError(
-                    f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}"
-                ) from None
-            key = canonicalize_name(r.name)
-            inputs.requirements.append(
-                Declared(
-                    key,
-                    str(r) if not r.url else str(dep),
-                    where,
-                    r.specifier,
-                    r.marker,
-                    frozenset(r.extras),
-                    r.url,
-                    no_deps=key in no_deps,
-                )
-            )
+            inputs.requirements.append(_pyproject_requirement(dep, lines, arg, no_deps))
     if settings.get("index-url"):
         inputs.index_url = str(settings["index-url"])
     for url in settings.get("extra-index-url", []) or []:

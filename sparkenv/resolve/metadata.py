@@ -44,7 +44,6 @@ class Metadata:
     requires: list[Requirement]
     via: str  # where it came from: cache, PEP 658, range requests, full download, sdist PKG-INFO
     invalid: list[str] = field(default_factory=list)  # Requires-Dist values packaging cannot parse
-    provides_extras: list[str] = field(default_factory=list)
 
 
 def cache_dir() -> Path:
@@ -103,8 +102,7 @@ def parse(text: str, via: str) -> Metadata:
             reqs.append(Requirement(value))
         except InvalidRequirement:
             invalid.append(value)
-    extras = [str(x) for x in msg.get_all("Provides-Extra") or []]
-    return Metadata(reqs, via, invalid, extras)
+    return Metadata(reqs, via, invalid)
 
 
 def read(

@@ -75,15 +75,10 @@ def _toml_str(value: str) -> str:
 
 def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str:
     """The profile's TOML text, commented: where each value came from, and what is UNVERIFIED."""
-    from packaging.utils import canonicalize_name
-    from packaging.version import InvalidVersion, Version
-
     from sparkenv import profiles
 
-    defaults = profiles.defaults()
     digest = facts.repo_digests[0] if facts.repo_digests else ""
     identity = f"{image}@{digest}" if digest else f"{image} (image id {facts.image_id}, not from a registry)"
-    platform = ARCH_TO_PLATFORM.get(facts.architecture, "")
     lines = [
         f"# {name}: written by `sparkenv profiles new {name} --from-image {image}` on {today.isoformat()},",
         "# from the image itself (its python3 and its configuration). Refresh with the same command.",
@@ -99,6 +94,22 @@ def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str
         lines.append("# UNVERIFIED: no registry digest (a local image); FROM uses the name")
     lines.append(f"digest = {_toml_str(digest)}")
     lines.append(f"python = {_toml_str(facts.python)}")
+    lines += _platform_lines(facts, profiles.defaults())
+    provided = _provided(facts)
+    where = ", ".join(facts.site) or "its site folders"
+    lines += ["", f"# Every distribution in {where} (pip, setuptools and wheel left out).", "[provides]"]
+    lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in provided.items()]
+    lines += ["", "[satisfies]"]
+    if "pytorch-triton" in provided:
+        lines.append('triton = "pytorch-triton"')
+    lines += ["", "# The image's environment that steers CUDA, pip and the frameworks.", "[env]"]
+    lines += _env_lines(facts)
+    return "\n".join(lines) + "\n"
+
+
+def _platform_lines(facts: BaseImage, defaults: dict[str, str]) -> list[str]:
+    """cuda, glibc, manylinux and platform: the image's, else the DGX Spark's marked UNVERIFIED."""
+    lines = []
     if facts.cuda:
         lines.append(f"# read from {facts.cuda_source}")
         lines.append(f"cuda = {_toml_str(facts.cuda)}")
@@ -113,10 +124,20 @@ def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str
         glibc = defaults["glibc"]
     lines.append(f"glibc = {_toml_str(glibc)}")
     lines.append(f"manylinux = {_toml_str('manylinux_' + glibc.replace('.', '_'))}")
+    platform = ARCH_TO_PLATFORM.get(facts.architecture, "")
     if not platform:
         lines.append(f"# UNVERIFIED: architecture {facts.architecture!r} is neither arm64 nor amd64")
         platform = defaults["platform"]
     lines.append(f"platform = {_toml_str(platform)}")
+    return lines
+
+
+def _provided(facts: BaseImage) -> dict[str, str]:
+    """Every distribution in the image by its canonical name (packaging tools left out), with its
+    version, or '' where the version is a legacy string resolution cannot compare."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
     provided: dict[str, str] = {}
     for raw, version in sorted(facts.dists.items(), key=lambda kv: canonicalize_name(kv[0])):
         key = canonicalize_name(raw)
@@ -127,23 +148,20 @@ def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str
         except InvalidVersion:
             version = ""  # a legacy version string resolution cannot compare: provided, version unknown
         provided[key] = version
-    where = ", ".join(facts.site) or "its site folders"
-    lines += ["", f"# Every distribution in {where} (pip, setuptools and wheel left out).", "[provides]"]
-    lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in provided.items()]
-    lines += ["", "[satisfies]"]
-    if "pytorch-triton" in provided:
-        lines.append('triton = "pytorch-triton"')
+    return provided
+
+
+def _env_lines(facts: BaseImage) -> list[str]:
+    """The image's variables that steer CUDA, pip and the frameworks; never one named like a secret."""
     env = {
         k: v for k, v in sorted(facts.env.items()) if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
     }
-    lines += ["", "# The image's environment that steers CUDA, pip and the frameworks.", "[env]"]
     # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@: nothing
     # sparkenv writes holds a credential
-    lines += [
+    return [
         f"{_toml_key(k)} = {_toml_str(' '.join(map(_without_credentials, v.split(' '))))}"
         for k, v in env.items()
     ]
-    return "\n".join(lines) + "\n"
 
 
 def write_profile(

@@ -70,35 +70,42 @@ def _opt_in(text: str, at: int) -> str:
 def classify(key: str, members: dict[str, str], names: list[str]) -> SdistBuild:
     """Facts of one sdist from its top-level build files (lower-cased base name -> text) and the names of
     all its files."""
-    evidence: list[str] = []
-    torch_ext = cuda = False
-    if "pyproject.toml" in members and _requires_torch(members["pyproject.toml"]):
-        evidence.append("pyproject.toml's build-system requires torch")
-        torch_ext = True
-    optional = ""
-    for fname in ("setup.py", "setup.cfg", "cmakelists.txt", "pyproject.toml"):
-        text = members.get(fname, "")
-        if m := _TORCH_EXT.search(text):
-            evidence.append(f"{fname} uses {m.group(0)}")
-            torch_ext = True
-            if fname == "setup.py":
-                optional = _opt_in(text, m.start())
-        if m := _CUDA.search(text):
-            evidence.append(f"{fname} names {m.group(0).strip()}")
-            cuda = True
+    evidence, compiles, optional = _build_files(members)
     # CUDA sources alone do not compile at install: a package may build them at run time (JIT) only
     # when asked; its build files decide, the sources are evidence beside them.
     cu_files = [n for n in names if n.lower().endswith(_CUDA_SOURCES)]
     if cu_files:
         evidence.append(f"it ships {len(cu_files)} CUDA source file(s) ({cu_files[0]})")
     native = [n for n in names if n.lower().endswith(_NATIVE_SOURCES)]
-    if native and not (torch_ext or cuda or cu_files):
+    if native and not (compiles or cu_files):
         evidence.append(f"it ships {len(native)} C/C++/Cython/Rust source file(s) ({native[0]})")
-    kind = "cuda" if (torch_ext or cuda) else ("native" if native or cu_files else "pure")
+    kind = "cuda" if compiles else ("native" if native or cu_files else "pure")
     if kind == "cuda" and optional:
         evidence.append(f"setup.py compiles it only on request ({optional})")
         kind = "optional"
     return SdistBuild(key, kind, tuple(evidence))
+
+
+def _build_files(members: dict[str, str]) -> tuple[list[str], bool, str]:
+    """(evidence, whether a build file compiles a torch extension or CUDA, the `if` in setup.py that
+    makes the torch extension opt-in or "")."""
+    evidence: list[str] = []
+    compiles = False
+    if "pyproject.toml" in members and _requires_torch(members["pyproject.toml"]):
+        evidence.append("pyproject.toml's build-system requires torch")
+        compiles = True
+    optional = ""
+    for fname in ("setup.py", "setup.cfg", "cmakelists.txt", "pyproject.toml"):
+        text = members.get(fname, "")
+        if m := _TORCH_EXT.search(text):
+            evidence.append(f"{fname} uses {m.group(0)}")
+            compiles = True
+            if fname == "setup.py":
+                optional = _opt_in(text, m.start())
+        if m := _CUDA.search(text):
+            evidence.append(f"{fname} names {m.group(0).strip()}")
+            compiles = True
+    return evidence, compiles, optional
 
 
 def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list[str]]:

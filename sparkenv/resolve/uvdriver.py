@@ -22,6 +22,9 @@ from sparkenv.profiles import Profile
 from sparkenv.resolve.uv_binary import uv_binary
 
 DEFAULT_TIMEOUT = 600.0
+# uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project),
+# which resolve/early.py reads as uv writes them
+RUST_LOG = "uv_resolver::resolver=debug"
 _UNREACHABLE = re.compile(
     r"(Failed to fetch|error sending request|Connection refused|dns error|tcp connect error|timed out|"
     r"operation timed out|Could not connect|Network is unreachable|client error \(Connect\))",
@@ -152,8 +155,6 @@ def run_all(
     those lines are kept out of the stderr that errors are read from."""
     env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
     if on_log is not None:
-        from sparkenv.resolve.early import RUST_LOG
-
         env["RUST_LOG"] = RUST_LOG
     started: list[subprocess.Popen[str]] = []
 

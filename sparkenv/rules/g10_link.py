@@ -68,7 +68,7 @@ def check(
     out: list[Finding] = []
     out += _rdma(link, spark)
     out += _transport(link, settings)
-    out += _hca(link, settings, spark)
+    out += _hca(link, settings)
     out += _gid(link, settings)
     out += _ifname(link, settings)
     out += _advertised(link, settings, plan, resolved or {})
@@ -190,7 +190,7 @@ def _twins_up(link: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(a, b) for a, b in _data().spark.twins if a in active and b in active]
 
 
-def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]], spark: bool) -> list[Finding]:
+def _hca(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> list[Finding]:
     if not link["rdma"]:
         return []
     hca = settings.get("NCCL_IB_HCA")
@@ -285,7 +285,11 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
                 subject="NCCL_IB_GID_INDEX",
             )
         ]
-    value, source = gid
+    return [_gid_set(*gid, link, used)]
+
+
+def _gid_set(value: str, source: str, link: Mapping[str, Any], used: list[str]) -> Finding:
+    """NCCL_IB_GID_INDEX as set: a GID at that index on every device used, and a RoCE v2 one."""
     bad, weak, good = [], [], []
     for dev, _, p in _ports(link):
         if dev not in used:
@@ -297,38 +301,22 @@ def _gid(link: Mapping[str, Any], settings: Mapping[str, tuple[str, str]]) -> li
             weak.append(f"{dev} ({entry.get('type')})")
         else:
             good.append(f"{dev} {entry.get('ipv4') or entry.get('gid')}")
-    evidence = (f"{value} from {source}",)
+    said = partial(_finding, subject="NCCL_IB_GID_INDEX", evidence=(f"{value} from {source}",))
     if bad:
-        return [
-            _finding(
-                status=Status.FAIL,
-                summary=f"NCCL_IB_GID_INDEX={value}: no GID at that index on {', '.join(bad)}: NCCL's "
-                "connections fail or hang",
-                subject="NCCL_IB_GID_INDEX",
-                evidence=evidence,
-                fix="pick the index of a RoCE v2 GID: grep . "
-                "/sys/class/infiniband/*/ports/1/gid_attrs/types/*",
-            )
-        ]
-    if weak:
-        return [
-            _finding(
-                status=Status.WARN,
-                summary=f"NCCL_IB_GID_INDEX={value} is not a RoCE v2 GID on {', '.join(weak)}: "
-                "not routable across subnets",
-                subject="NCCL_IB_GID_INDEX",
-                evidence=evidence,
-                fix="pick the index of a RoCE v2 GID (public Spark setups use 3)",
-            )
-        ]
-    return [
-        _finding(
-            status=Status.PASS,
-            summary=f"NCCL_IB_GID_INDEX={value} is RoCE v2 on {', '.join(good)}",
-            subject="NCCL_IB_GID_INDEX",
-            evidence=evidence,
+        return said(
+            status=Status.FAIL,
+            summary=f"NCCL_IB_GID_INDEX={value}: no GID at that index on {', '.join(bad)}: NCCL's "
+            "connections fail or hang",
+            fix="pick the index of a RoCE v2 GID: grep . /sys/class/infiniband/*/ports/1/gid_attrs/types/*",
         )
-    ]
+    if weak:
+        return said(
+            status=Status.WARN,
+            summary=f"NCCL_IB_GID_INDEX={value} is not a RoCE v2 GID on {', '.join(weak)}: "
+            "not routable across subnets",
+            fix="pick the index of a RoCE v2 GID (public Spark setups use 3)",
+        )
+    return said(status=Status.PASS, summary=f"NCCL_IB_GID_INDEX={value} is RoCE v2 on {', '.join(good)}")
 
 
 def _up(net: Mapping[str, Any], name: str) -> bool:

@@ -50,7 +50,10 @@ def _driver(f: GateFacts) -> list[Finding]:
         version, cuda = s.get("version"), s.get("cuda") if s.get("library") else None
     if not driver or not cuda:
         return []
-    return [judge_driver(driver, str(cuda), gpu_name=f.gpu_name, where=f"PyTorch {version}")]
+    where = f"PyTorch {version}"
+    return [
+        judge_driver(driver, str(cuda), compat_libcuda=f.compat_libcuda, gpu_name=f.gpu_name, where=where)
+    ]
 
 
 def _static(f: GateFacts) -> Finding:

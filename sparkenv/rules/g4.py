@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkenv.knowledge import gate
 from sparkenv.report import Finding, GotchaId, Status
@@ -49,28 +49,8 @@ def live(f: GateFacts) -> list[Finding]:
     limits = gate().power
     temp, power, cap = gpu.get("temperature.gpu"), gpu.get("power.draw"), gpu.get("enforced.power.limit")
     reading = f"{_fmt(temp, '°C')}, {_fmt(power, ' W')} drawn, limit {_fmt(cap, ' W')}"
-    evidence = [
-        f"{k}: {v}"
-        for k, v in gpu.items()
-        if k
-        in (
-            "temperature.gpu",
-            "power.draw",
-            "power.limit",
-            "enforced.power.limit",
-            "utilization.gpu",
-            "clocks_event_reasons.active",
-        )
-    ]
-    findings = []
-    active = _reasons(gpu.get("clocks_event_reasons.active"))
-    if active:
-        findings.append(f"throttling now: {', '.join(active)}")
-    if f.is_gb10 and isinstance(cap, (int, float)) and cap < limits.fault_cap_w:
-        findings.append(
-            f"power limit {cap:g} W is far below the ~{limits.normal_sustained_w:g} W a GB10 sustains "
-            "(power-controller fault?)"
-        )
+    evidence = [f"{k}: {v}" for k, v in gpu.items() if k in _EVIDENCE]
+    findings = _now(gpu, limits, f.is_gb10)
     samples = f.gpu_readings.get("samples") or []
     if samples:
         findings += _window(samples, limits, f.is_gb10)
@@ -94,6 +74,31 @@ def live(f: GateFacts) -> list[Finding]:
             evidence=tuple(evidence),
         )
     ]
+
+
+_EVIDENCE = (
+    "temperature.gpu",
+    "power.draw",
+    "power.limit",
+    "enforced.power.limit",
+    "utilization.gpu",
+    "clocks_event_reasons.active",
+)
+
+
+def _now(gpu: dict[str, Any], limits: Power, gb10: bool) -> list[str]:
+    """What one reading says: throttling now, or a GB10's power limit far below what it sustains."""
+    found = []
+    active = _reasons(gpu.get("clocks_event_reasons.active"))
+    if active:
+        found.append(f"throttling now: {', '.join(active)}")
+    cap = gpu.get("enforced.power.limit")
+    if gb10 and isinstance(cap, (int, float)) and cap < limits.fault_cap_w:
+        found.append(
+            f"power limit {cap:g} W is far below the ~{limits.normal_sustained_w:g} W a GB10 sustains "
+            "(power-controller fault?)"
+        )
+    return found
 
 
 def _window(samples: list[dict], limits: Power, gb10: bool) -> list[str]:

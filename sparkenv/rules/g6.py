@@ -207,45 +207,24 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
 def watch(s: Series) -> list[Finding]:
     """Every process NVML listed at some reading but not at the first, that is not the workload's; and
     every other process whose memory grew past the threshold since it was first seen."""
-    from sparkenv.facts.timeseries import clock
     from sparkenv.knowledge import watch as limits
 
     if not s.samples:
         return [_finding(status=Status.SKIP, summary="no readings", subject="gpu processes")]
     growth_warn = limits().processes.growth_warn_mib
+    first, peak = _first_seen(s)
     before = {a.pid for a in s.samples[0].apps}
-    first: dict[int, tuple[float, GpuProcess]] = {}
-    peak: dict[int, int] = {}
-    for smp in s.samples:
-        for a in smp.apps:
-            if a.own:
-                continue
-            first.setdefault(a.pid, (smp.t, a))
-            if a.used_mib is not None:
-                peak[a.pid] = max(peak.get(a.pid, 0), a.used_mib)
     new = [pid for pid in first if pid not in before]
     assumed = None
     if not s.pids_local and new:
         # NVML's PIDs are the host's here: the workload cannot be told apart, so the first process
         # to appear is taken for it.
         assumed, new = new[0], new[1:]
+    evidence = ("taken for the workload: the first process to appear (PIDs are the host's here)",)
     out = []
-    for pid in first:
-        t, a = first[pid]
-        start = a.used_mib or 0
-        grew = peak.get(pid, start) - start
-        who = f"{a.name} (pid {pid})" if a.name else f"pid {pid}"
-        notes = []
-        if pid in new:
-            notes.append(f"a new GPU process {who} appeared at {clock(t)} holding {_mib(a.used_mib)}")
-            server = identify(list(a.argv)) if a.argv else None
-            if server:
-                capped = _server(f"pid {pid}", server, list(a.argv), gate().servers, s.gb10)
-                notes.append(capped.summary)
-        if grew >= growth_warn:
-            notes.append(f"{who}'s GPU memory grew {grew} MiB since {clock(t)} (to {peak[pid]} MiB)")
+    for pid, seen in first.items():
+        notes = _process_notes(s, pid, seen, pid in new, peak.get(pid), growth_warn)
         if notes:
-            evidence = ("taken for the workload: the first process to appear (PIDs are the host's here)",)
             out.append(
                 _finding(
                     status=Status.WARN,
@@ -264,6 +243,42 @@ def watch(s: Series) -> list[Finding]:
             )
         )
     return out
+
+
+def _first_seen(s: Series) -> tuple[dict[int, tuple[float, GpuProcess]], dict[int, int]]:
+    """For every process not the workload's: when it was first seen (and as what), and its peak memory."""
+    first: dict[int, tuple[float, GpuProcess]] = {}
+    peak: dict[int, int] = {}
+    for smp in s.samples:
+        for a in smp.apps:
+            if a.own:
+                continue
+            first.setdefault(a.pid, (smp.t, a))
+            if a.used_mib is not None:
+                peak[a.pid] = max(peak.get(a.pid, 0), a.used_mib)
+    return first, peak
+
+
+def _process_notes(
+    s: Series, pid: int, seen: tuple[float, GpuProcess], new: bool, peak: int | None, growth_warn: int
+) -> list[str]:
+    """What one process did over the run: appeared (an inference server: is it capped), or grew."""
+    from sparkenv.facts.timeseries import clock
+
+    t, a = seen
+    start = a.used_mib or 0
+    grew = (start if peak is None else peak) - start
+    who = f"{a.name} (pid {pid})" if a.name else f"pid {pid}"
+    notes = []
+    if new:
+        notes.append(f"a new GPU process {who} appeared at {clock(t)} holding {_mib(a.used_mib)}")
+        server = identify(list(a.argv)) if a.argv else None
+        if server:
+            capped = _server(f"pid {pid}", server, list(a.argv), gate().servers, s.gb10)
+            notes.append(capped.summary)
+    if grew >= growth_warn:
+        notes.append(f"{who}'s GPU memory grew {grew} MiB since {clock(t)} (to {peak} MiB)")
+    return notes
 
 
 def _mib(value: int | None) -> str:

@@ -220,16 +220,21 @@ def _object_evidence(o: coverage.ObjectKernels) -> str:
     )
 
 
+def _ptxas_for(tools: toolchain.TritonTools, cap: coverage.Capability) -> tuple[str, str, str]:
+    """(the bundled tool, the variable that overrides it) Triton uses for this capability, and the other
+    variable (set, it is not the one read)."""
+    spec = toolchain_data().triton
+    blackwell = cap[0] >= spec.blackwell_from_major and spec.blackwell_tool in tools.bundled
+    if blackwell:
+        return spec.blackwell_tool, spec.blackwell_env, spec.default_env
+    return spec.default_tool, spec.default_env, spec.blackwell_env
+
+
 def judge_triton_ptxas(tools: toolchain.TritonTools, cap: coverage.Capability, live: bool) -> Finding:
     """G7: the ptxas Triton will run for this GPU accepts its arch-specific target. `live` (the gate):
     the environment is the workload's, so a ptxas that rejects the target is a FAIL; in the audit the
     variables may still be set at run time, so it is a WARN."""
-    spec = toolchain_data().triton
-    blackwell = cap[0] >= spec.blackwell_from_major and spec.blackwell_tool in tools.bundled
-    tool, var = (
-        (spec.blackwell_tool, spec.blackwell_env) if blackwell else (spec.default_tool, spec.default_env)
-    )
-    other = spec.default_env if blackwell else spec.blackwell_env
+    tool, var, other = _ptxas_for(tools, cap)
     need = toolchain.min_ptxas(cap)
     arch = f"sm_{cap[0]}{cap[1]}a"
     subject = "triton-ptxas"
@@ -352,67 +357,65 @@ def live(f: GateFacts) -> list[Finding]:
             ),
             *out,
         ]
-    arch = (f.device or {}).get("arch_list")
-    if arch is None:
-        out.append(
-            _finding(
-                status=Status.PASS,
-                summary=f"capability {cap}: a GB10 (torch arch list not read)",
-                subject="capability",
-            )
-        )
-    elif g7_coverage.judge(arch, cap).status is Status.PASS:  # the same judgement as every package's
-        out.append(
-            _finding(
-                status=Status.PASS,
-                summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
-                "SM121 (sm_120/compute_120)",
-                subject="capability",
-            )
-        )
-    elif g7_coverage.judge(arch, cap).status is Status.WARN:
-        out.append(
-            _finding(
-                status=Status.WARN,
-                summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)}: "
-                f"{g7_coverage.judge(arch, cap).reason}",
-                subject="capability",
-                evidence=tuple(arch),
-                fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
-            )
-        )
-    else:
-        out.append(
-            _finding(
-                status=Status.FAIL,
-                summary=f"capability {cap}: GB10, but torch was built for {', '.join(arch)}: "
-                "no sm_120/compute_120 code to run on SM121",
-                subject="capability",
-                evidence=tuple(arch),
-                fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
-            )
-        )
+    out.append(_torch_arch_list(cap, (f.device or {}).get("arch_list")))
     intent = nvfp4_intent(f.workload, f.env)
     if intent and f.section("kernels"):
         out.append(_kernels(intent, f.section("kernels") or {}))
     elif intent:
-        out.append(
-            _finding(
-                status=Status.WARN,
-                summary=f"NVFP4 is intended ({intent}): on SM121 it runs ~32% slower than FP8 unless the "
-                "kernels target sm_121a, and no installed NVFP4 kernel package was found to read "
-                + (
-                    "(none of gate.toml's nvfp4.kernel_packages)"
-                    if f.section("kernels") is not None
-                    else f"({f.probe_error('kernels') or 'kernels not in this snapshot'})"
-                ),
-                subject="nvfp4",
-                evidence=(intent,),
-                fix="stay on FP8 unless your kernels are built for sm_121a "
-                "(cuobjdump --list-elf on the kernel library shows sm_121a)",
-            )
-        )
+        out.append(_nvfp4_unread(f, intent))
     return out
+
+
+def _torch_arch_list(cap: tuple[int, int], arch: list[str] | None) -> Finding:
+    """On a GB10: does torch's arch list run on SM121, by the same judgement as every package's."""
+    if arch is None:
+        return _finding(
+            status=Status.PASS,
+            summary=f"capability {cap}: a GB10 (torch arch list not read)",
+            subject="capability",
+        )
+    verdict = g7_coverage.judge(arch, cap)
+    if verdict.status is Status.PASS:
+        return _finding(
+            status=Status.PASS,
+            summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)} runs on "
+            "SM121 (sm_120/compute_120)",
+            subject="capability",
+        )
+    if verdict.status is Status.WARN:
+        return _finding(
+            status=Status.WARN,
+            summary=f"capability {cap}: GB10; torch arch list {', '.join(arch)}: {verdict.reason}",
+            subject="capability",
+            evidence=tuple(arch),
+            fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
+        )
+    return _finding(
+        status=Status.FAIL,
+        summary=f"capability {cap}: GB10, but torch was built for {', '.join(arch)}: "
+        "no sm_120/compute_120 code to run on SM121",
+        subject="capability",
+        evidence=tuple(arch),
+        fix="use a CUDA 13 torch (cu130 index or NGC) built with sm_120",
+    )
+
+
+def _nvfp4_unread(f: GateFacts, intent: str) -> Finding:
+    """NVFP4 intended, and no kernel package's code read to tell whether it targets sm_121a."""
+    return _finding(
+        status=Status.WARN,
+        summary=f"NVFP4 is intended ({intent}): on SM121 it runs ~32% slower than FP8 unless the "
+        "kernels target sm_121a, and no installed NVFP4 kernel package was found to read "
+        + (
+            "(none of gate.toml's nvfp4.kernel_packages)"
+            if f.section("kernels") is not None
+            else f"({f.probe_error('kernels') or 'kernels not in this snapshot'})"
+        ),
+        subject="nvfp4",
+        evidence=(intent,),
+        fix="stay on FP8 unless your kernels are built for sm_121a "
+        "(cuobjdump --list-elf on the kernel library shows sm_121a)",
+    )
 
 
 def _live_coverage(f: GateFacts, cap: tuple[int, int]) -> list[Finding]:

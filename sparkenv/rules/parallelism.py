@@ -54,7 +54,8 @@ def judge(p: Parallelism) -> Finding:
             f"{sizes} needs {width} GPUs but {known} and the launch names {nodes} node"
             f"{'s' if nodes > 1 else ''}: the launcher waits for GPUs that are not there",
             "start the other Sparks (a Ray cluster: `ray start --head` on one, `ray start --address "
-            "HEAD:6379` on the others, then --distributed-executor-backend ray), or lower the sizes",
+            f"HEAD:{multinode().ray.default_gcs_port}` on the others, then --distributed-executor-backend "
+            "ray), or lower the sizes",
         )
     kind = "serving" if p.serving else "training"
     if p.tp <= per_node:

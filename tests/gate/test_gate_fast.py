@@ -504,3 +504,18 @@ def test_a_signal_inside_a_rules_crash_wrapper_still_stops_the_gate():
         restore()
         signals._received = None  # this test process goes on
     assert isinstance(caught.value, KeyboardInterrupt) and caught.value.signum == signal.SIGTERM
+
+
+def test_a_forward_compatibility_libcuda_in_the_image_is_judged(run, tmp_path):
+    """A CUDA 13 image on a 575 host, with cuda-compat's libcuda 580 in the image (the driver probe reads
+    it): it may stand in on a data-center GPU (a WARN); on a GB10 it does not load, so the FAIL stays."""
+    facts = gh.live()
+    facts["driver"] = {"proc_version": None, "version": "575.57.08", "compat_libcuda": "580.95.05"}
+    line = run("gate", "--facts", gh.write(tmp_path, facts)).line("G1", "driver")
+    assert line.startswith("G1 WARN: driver 575.57.08 is older than CUDA 13.0")
+    assert "forward-compatibility libcuda 580.95.05" in line
+    facts["torch"]["stages"]["first_op"]["name"] = "NVIDIA GB10"
+    r = run("gate", "--facts", gh.write(tmp_path, facts, "gb10.json"), "--json").json()
+    g1 = next(f for f in r["findings"] if f["id"] == "G1" and "driver" in f["summary"])
+    assert g1["status"] == "FAIL"
+    assert "forward-compatibility libcuda 580.95.05: not supported on NVIDIA GB10" in g1["evidence"]

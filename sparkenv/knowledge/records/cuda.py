@@ -27,7 +27,6 @@ class PathRule(NamedTuple):
 class Cuda(NamedTuple):
     reviewed: str
     target_major: int
-    ambiguous: tuple[str, ...]  # sonames the same in CUDA 12 and 13: never evidence on their own
     versioned_names: tuple[DistName, ...]  # their version's major IS the CUDA major
     sonames: tuple[Soname, ...]
     names: tuple[NameRule, ...]

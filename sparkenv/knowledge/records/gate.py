@@ -12,7 +12,6 @@ class Gb10(NamedTuple):
 
 class Memory(NamedTuple):
     page_cache_warn_fraction: float
-    need_gb_default: float
 
 
 class Power(NamedTuple):

@@ -6,7 +6,6 @@ from sparkenv.knowledge.schema import build
 
 
 class Spark(NamedTuple):
-    rdma_vendor_part: str
     twins: tuple[tuple[str, ...], ...]  # the two RDMA devices of each QSFP port
     port_rate_gbps: int
     mtu: int
