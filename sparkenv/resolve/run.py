@@ -394,22 +394,10 @@ def _head_start() -> None:
     threading.Thread(target=warm, name="sparkenv-head-start", daemon=True).start()
 
 
-def _resolved_findings(
-    inp: inputs_mod.Inputs,
-    profile: profiles.Profile,
-    locked: dict[str, Locked],
-    raw: dict[str, dict[str, Any]],
-    metas: dict[str, metadata.Metadata | str],
-    allowed: set[str],
-    index_url: str | None = None,
-    prefetched: dict[str, Any] | None = None,
-    failures: list[uvdriver.BuildFailed] | None = None,
-) -> list[Finding]:
-    from sparkenv.facts import graph
-    from sparkenv.resolve import wheel_elf, wheel_files
-    from sparkenv.rules import cuda_builds
-
-    env = profile.marker_env()
+def _requirements_of(
+    locked: dict[str, Locked], metas: dict[str, metadata.Metadata | str]
+) -> tuple[dict[str, Any], list[MetadataProblem]]:
+    """Each locked package's Requires-Dist (set on it too), and what could not be read or parsed."""
     problems: list[MetadataProblem] = []
     requires = {}
     for key, meta in sorted(metas.items()):
@@ -422,10 +410,63 @@ def _resolved_findings(
         requires[key] = meta.requires
         if meta.invalid:
             problems.append(MetadataProblem(key, pkg.version, fname, invalid=tuple(meta.invalid)))
-    failed, failed_refs = _failed(failures or [], index_url)
+    return requires, problems
+
+
+def _requirements_of_failed(
+    failures: list[uvdriver.BuildFailed], index_url: str | None, requires: dict[str, Any]
+) -> tuple[list[Any], list[metadata.FileRef]]:
+    """What uv could not build or fetch; the requirements of each still count (a torch pin, a base
+    conflict), added to `requires`."""
+    failed, failed_refs = _failed(failures, index_url)
     for key, meta in metadata.read(failed_refs, index_url=index_url).items():
-        if isinstance(meta, metadata.Metadata):  # its requirements still count (a torch pin, a base conflict)
+        if isinstance(meta, metadata.Metadata):
             requires[key] = meta.requires
+    return failed, failed_refs
+
+
+def _records_to_read(
+    raw: dict[str, dict[str, Any]], locked: dict[str, Locked], edges: list[Any], base_versions: dict[str, str]
+) -> dict[str, Any]:
+    """The RECORD of CUDA-capable members whose metadata shows no CUDA (only their wheels say)."""
+    from sparkenv.rules import cuda_builds
+
+    verdicts = cuda_builds.evidence({k: p.version for k, p in locked.items()}, edges, base_versions)
+    fams = cuda_builds.families()
+    unknown = [
+        r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
+    ]
+    return metadata.records(unknown)
+
+
+def _wheel_reads(
+    raw: dict[str, dict[str, Any]], locked: dict[str, Locked], edges: list[Any]
+) -> tuple[Any, Any]:
+    """Every binary wheel's file list, and the ELF of the GPU packages' shared objects."""
+    from sparkenv.resolve import wheel_elf, wheel_files
+
+    so_files = wheel_files.read(_refs(raw))
+    gpu_refs = [r for r in _refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
+    shared = {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}
+    return so_files, wheel_elf.read(gpu_refs, shared)
+
+
+def _resolved_findings(
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    locked: dict[str, Locked],
+    raw: dict[str, dict[str, Any]],
+    metas: dict[str, metadata.Metadata | str],
+    allowed: set[str],
+    index_url: str | None = None,
+    prefetched: dict[str, Any] | None = None,
+    failures: list[uvdriver.BuildFailed] | None = None,
+) -> list[Finding]:
+    from sparkenv.facts import graph
+
+    env = profile.marker_env()
+    requires, problems = _requirements_of(locked, metas)
+    failed, failed_refs = _requirements_of_failed(failures or [], index_url, requires)
     sdist_refs = [r for r in _refs(raw) if not r.is_wheel and not locked[r.key].wheels] + failed_refs
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
     root_extras = _root_extras(inp, env)
@@ -433,16 +474,7 @@ def _resolved_findings(
     chain = graph.chains(locked, edges, roots, root_extras)
     kept_out = [n for n in profile.excluded() if n not in allowed]
     base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
-    # whose RECORD to read: CUDA-capable members whose metadata shows no CUDA (only their wheels)
-    verdicts = cuda_builds.evidence({k: p.version for k, p in locked.items()}, edges, base_versions)
-    fams = cuda_builds.families()
-    unknown = [
-        r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
-    ]
-    records = metadata.records(unknown)
-    so_files = wheel_files.read(_refs(raw))
-    gpu_refs = [r for r in _refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
-    fallback_facts = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)
+    so_files, elves = _wheel_reads(raw, locked, edges)
     return policy.check_resolved(
         locked,
         roots,
@@ -451,14 +483,12 @@ def _resolved_findings(
         kept_out,
         edges=tuple(edges),
         allow_replace=frozenset(allowed),
-        records=records,
-        fallbacks=tuple(fallback_facts),
+        records=_records_to_read(raw, locked, edges, base_versions),
+        fallbacks=tuple(_fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)),
         metadata_problems=tuple(problems),
         sdist_builds=_sdist_builds(sdist_refs),
         wheel_files=so_files,
-        wheel_elves=wheel_elf.read(
-            gpu_refs, {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}
-        ),
+        wheel_elves=elves,
         build_failures=tuple(failed),
         root_extras=root_extras,
     )

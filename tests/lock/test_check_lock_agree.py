@@ -26,6 +26,9 @@ ROWS = {
     "base pin that replaces": "torch==2.9.1\n",
     "flash-attn": "flash-attn\n",
     "CUDA-12 name": "nvidia-cuda-runtime-cu12\n",
+    # the README's check examples that need no other index: a `+cu12x` and a `+cpu` label
+    "README: +cu12x label": "torch==2.9.1+cu128\n",
+    "README: +cpu label": "torchvision==0.24.1+cpu\n",
 }
 
 
