@@ -9,9 +9,12 @@ import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tarfile
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import artifacts
@@ -313,3 +316,20 @@ def write_lock(folder: Path, index_url: str, stages: dict[str, list[Path]], imag
     lock = read.from_text(text, pylock)
     (folder / "requirements.standin.txt").write_text(write.render_requirements(lock, ["test lock"]))
     return pylock
+
+
+def sigterm_when(proc: subprocess.Popen[str], ready: Callable[[], bool], wait_s: float) -> str:
+    """Wait, while `proc` runs, until ready() (at most wait_s), a second more, then send it SIGTERM; its
+    stderr. The process never outlives the call."""
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.5)
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        return proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -258,8 +258,6 @@ def _probes(ref: str) -> list[str]:
 def test_a_signal_while_the_base_is_read_removes_the_probe_container(engine, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A base whose python3 never answers: SIGTERM while build reads it ends sparkenv with 143 and the
     closing line, and the probe's container is removed (a real process, a real signal, a real engine)."""
-    import signal
-    import time
 
     import artifacts
     from docker.errors import ImageNotFound
@@ -285,18 +283,7 @@ def test_a_signal_while_the_base_is_read_removes_the_probe_container(engine, ind
         text=True,
         preexec_fn=artifacts.default_dispositions,
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not _probes(HANGING_TAG) and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.5)
-        assert _probes(HANGING_TAG), "the probe never started"
-        time.sleep(1)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    err = bh.sigterm_when(proc, lambda: bool(_probes(HANGING_TAG)), 120)  # once the probe runs
     assert proc.returncode == 143, err[-2000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("sparkenv: terminated (SIGTERM)") and "removed the probe container" in last, err

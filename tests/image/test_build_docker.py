@@ -447,24 +447,13 @@ def test_sigterm_during_the_image_audit_removes_its_container_and_moves_no_tag( 
         text=True,
         env={**os.environ, "PIP_CERT": "", "SSL_CERT_FILE": ""},
     )
-    try:
-        deadline = time.monotonic() + 600
-        # this build's verification container (others may run beside it on a shared engine): it carries
-        # the image's labels, the lock's hash among them
-        mine = [
-            "io.sparkenv.verify=1",
-            f"io.sparkenv.lock-hash=sha256:{hashlib.sha256(lock.read_bytes()).hexdigest()}",
-        ]
-        while not engine.api.containers(filters={"label": mine}):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
-            time.sleep(0.5)
-        time.sleep(1)
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # this build's verification container (others may run beside it on a shared engine): it carries
+    # the image's labels, the lock's hash among them
+    mine = [
+        "io.sparkenv.verify=1",
+        f"io.sparkenv.lock-hash=sha256:{hashlib.sha256(lock.read_bytes()).hexdigest()}",
+    ]
+    err = bh.sigterm_when(proc, lambda: bool(engine.api.containers(filters={"label": mine})), 600)
     assert proc.returncode == 143, err[-2000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("sparkenv: terminated (SIGTERM); "), err
