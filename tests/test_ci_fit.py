@@ -37,6 +37,19 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _runner_venv(tmp_path: Path) -> Path:
+    """A fresh venv with pip, as a runner's setup-python gives (the Action's steps install sparkenv in it)."""
+    import uv
+
+    venv = tmp_path / "runner"
+    subprocess.run(
+        [str(uv.find_uv_bin()), "venv", "-q", "--seed", "--python", sys.executable, str(venv)],
+        check=True,
+        timeout=300,
+    )
+    return venv
+
+
 def test_github_format_annotates_the_file_and_line(project: Path) -> None:
     proc = sparkenv("check", "requirements.txt", "--format", "github", cwd=project)
     assert proc.returncode == 1, proc.stderr
@@ -178,15 +191,8 @@ def _run_step(
 def test_the_composite_action_runs_as_a_script(tmp_path: Path) -> None:
     """The action's steps, run by bash as the runner would (act-free): a fresh venv is the runner's
     Python; the inputs are the action's defaults plus the project's."""
-    import uv
-
     action, steps = _action_steps()
-    venv = tmp_path / "runner"
-    subprocess.run(
-        [str(uv.find_uv_bin()), "venv", "-q", "--seed", "--python", sys.executable, str(venv)],
-        check=True,
-        timeout=300,
-    )
+    venv = _runner_venv(tmp_path)
     project = tmp_path / "project"
     project.mkdir()
     shutil.copytree(REPO / "lockfiles", project / "lockfiles")  # a project with a lock and its input
@@ -283,15 +289,8 @@ def test_the_readme_pins_a_real_commit_that_holds_the_hooks_and_the_action() -> 
 def test_the_action_runs_every_step_and_fails_at_the_end(tmp_path: Path) -> None:
     """A failing check no longer hides the lock check and the audit: every step reports, the last one
     fails the job; per-step arguments reach only their step; outputs and a job summary are written."""
-    import uv
-
     action, steps = _action_steps()
-    venv = tmp_path / "runner"
-    subprocess.run(
-        [str(uv.find_uv_bin()), "venv", "-q", "--seed", "--python", sys.executable, str(venv)],
-        check=True,
-        timeout=300,
-    )
+    venv = _runner_venv(tmp_path)
     project = tmp_path / "project"
     project.mkdir()
     shutil.copytree(REPO / "lockfiles", project / "lockfiles")
