@@ -409,3 +409,18 @@ def default_dispositions() -> None:
     inherited ignore on purpose (sparkenv/signals.py), so a test that sends SIGHUP must reset it."""
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+
+
+def stranger_project(root: Path, secret: str) -> Path:
+    """A stranger's project (pyproject.toml, lockfiles/ with the shipped lock and its input) at
+    root/work/proj, with `secret` written in root/secret.txt, outside it: for path-confinement tests."""
+    shipped = Path(__file__).resolve().parents[1] / "lockfiles"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "secret.txt").write_text(secret)
+    proj = root / "work" / "proj"
+    (proj / "lockfiles" / "inputs").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
+        shutil.copy(shipped / name, proj / "lockfiles" / name)
+    shutil.copy(shipped / "inputs" / "playbook-unsloth.txt", proj / "lockfiles" / "inputs")
+    return proj

@@ -82,15 +82,9 @@ def _dist(site: Path, name: str, metadata_lines: list[str]) -> None:
 
 def _project(root: Path) -> Path:
     """A stranger's project holding the shipped lock, with a secret file outside it."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "secret.txt").write_text(f"{SECRET}\n")
-    proj = root / "work" / "proj"
-    (proj / "lockfiles" / "inputs").mkdir(parents=True)
-    (proj / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
-        shutil.copy(SHIPPED / name, proj / "lockfiles" / name)
-    shutil.copy(SHIPPED / "inputs" / "playbook-unsloth.txt", proj / "lockfiles" / "inputs")
-    return proj
+    from artifacts import stranger_project
+
+    return stranger_project(root, f"{SECRET}\n")
 
 
 def catalogue(root: Path) -> list[Case]:

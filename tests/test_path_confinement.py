@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,14 +34,9 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A stranger's project: pyproject.toml, lockfiles/ with the shipped lock; a secret beside it."""
-    (tmp_path / "secret.txt").write_text(f"{SECRET}\npassword\n")
-    proj = tmp_path / "work" / "proj"
-    (proj / "lockfiles" / "inputs").mkdir(parents=True)
-    (proj / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
-        shutil.copy(SHIPPED / name, proj / "lockfiles" / name)
-    shutil.copy(SHIPPED / "inputs" / "playbook-unsloth.txt", proj / "lockfiles" / "inputs")
-    return proj
+    from artifacts import stranger_project
+
+    return stranger_project(tmp_path, f"{SECRET}\npassword\n")
 
 
 def rewrite(lock: Path, key: str, value: str) -> None:
