@@ -65,15 +65,25 @@ class RangeFile(io.RawIOBase):
             return b""
         data = self._cached(start, end)
         if data is None:
-            stop = min(self.size, max(end, start + _MIN_BLOCK))
-            status, block, _ = _get(self.url, self.timeout, f"bytes={start}-{stop - 1}")
-            self.requests += 1
-            if status != 206 or len(block) != stop - start:
-                raise Unreadable(f"the server stopped answering range requests at bytes {start}-{stop - 1}")
+            block = self.fetch(start, end)
             self._blocks.append((start, block))
             data = block[: end - start]
         self._pos = start + len(data)
         return data
+
+    def fetch(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) and on to at least a block's size, in one range request; the file's state
+        is left alone (threads may fetch ahead; `keep` files a block for reads)."""
+        stop = min(self.size, max(end, start + _MIN_BLOCK))
+        status, block, _ = _get(self.url, self.timeout, f"bytes={start}-{stop - 1}")
+        self.requests += 1
+        if status != 206 or len(block) != stop - start:
+            raise Unreadable(f"the server stopped answering range requests at bytes {start}-{stop - 1}")
+        return block
+
+    def keep(self, start: int, block: bytes) -> None:
+        """A block fetched ahead (by `fetch`), served to the reads that follow until `forget`."""
+        self._blocks.append((start, block))
 
     def prefetch(self, start: int, size: int) -> None:
         """Fetch [start, start + size) in one request, so a member inflated chunk by chunk costs one round

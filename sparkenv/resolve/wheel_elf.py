@@ -9,6 +9,14 @@ size is at most PER_OBJECT bytes, and all members together at most BUDGET compre
 (the budget is what crosses the network). It is inflated into a temporary file, not memory, and read
 there with pread as an installed file is. What is left unread is returned with the reason, and the rule
 says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256.
+
+The members of a wheel are fetched a few at a time (AHEAD range requests in flight) and read in order:
+which are read and what the budget is charged are decided in the order of `paths`, as with one request
+at a time. A read that starts while uv still resolves (`read_early`, from resolve/early.py, on a budget
+of its own) keeps a complete answer in memory only, with what each member cost; the lock's own read, in
+its order and on its budget, takes it only when every member fits what is left (exactly as it would
+have read it) and then files it on disk. What the lock could not have read whole is read again: the
+lock's findings do not depend on how early a read began.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import zipfile
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from sparkenv.cuda import coverage, elf
 from sparkenv.environment import kernels
@@ -31,6 +41,8 @@ PER_OBJECT = 24 * 1024**2  # one member
 BUDGET = 160 * 1024**2  # a lock
 MAX_INFLATED = 2 * 1024**3  # what one member may take on disk once inflated (a zip bomb stops here)
 MAX_OBJECTS = 64  # per wheel
+AHEAD = 4  # members fetched at once
+AHEAD_BYTES = 64 * 1024**2  # compressed bytes fetched ahead of the member being read, at most
 
 
 class Budget:
@@ -79,16 +91,60 @@ def _read_member(
     """One member inflated into a temporary file (removed on close), read as an installed file is. Its
     compressed bytes are fetched in one request (the local header's extra field may be longer than the
     central directory's: 64 KiB of slack) and dropped once read."""
-    raw = getattr(zf.fp, "raw", None)  # open_remote's BufferedReader over a RangeFile (or a local spool)
-    remote = raw if isinstance(raw, remote_zip.RangeFile) else None
+    remote = _remote(zf)
     if remote is not None:
-        header = 30 + len(info.orig_filename.encode()) + (1 << 16)
-        remote.prefetch(info.header_offset, header + info.compress_size)
+        start, end = _span(info)
+        remote.prefetch(start, end - start)
     try:
         return _inflate_and_read(zf, info, cap)
     finally:
         if remote is not None:
             remote.forget()
+
+
+def _remote(zf: zipfile.ZipFile) -> remote_zip.RangeFile | None:
+    raw = getattr(zf.fp, "raw", None)  # open_remote's BufferedReader over a RangeFile (or a local spool)
+    return raw if isinstance(raw, remote_zip.RangeFile) else None
+
+
+def _span(info: zipfile.ZipInfo) -> tuple[int, int]:
+    """The bytes of a member in the zip: its local header and compressed data."""
+    header = 30 + len(info.orig_filename.encode()) + (1 << 16)
+    return info.header_offset, info.header_offset + header + info.compress_size
+
+
+class _Ahead:
+    """Fetches the members the read will take, AHEAD at a time, in its order; `wait` hands one over."""
+
+    def __init__(self, remote: remote_zip.RangeFile, infos: list[zipfile.ZipInfo]) -> None:
+        self.remote = remote
+        self.todo = [_span(i) for i in infos]
+        self.futures: dict[tuple[int, int], Future[bytes]] = {}
+        self.pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="sparkenv-member")
+        self._fill()
+
+    def _fill(self) -> None:
+        queued = [span for span in self.todo if span in self.futures]
+        ahead = sum(end - start for start, end in queued)
+        for start, end in self.todo[len(queued) :]:
+            if len(self.futures) >= AHEAD or (self.futures and ahead + end - start > AHEAD_BYTES):
+                return
+            ahead += end - start
+            self.futures[(start, end)] = self.pool.submit(self.remote.fetch, start, end)
+
+    def wait(self, info: zipfile.ZipInfo) -> None:
+        """The member's bytes filed in the remote file (an error of its fetch is raised here); a
+        member not planned is left to be read as it comes."""
+        span = _span(info)
+        if not self.todo or self.todo[0] != span:
+            return
+        self.todo.pop(0)
+        future = self.futures.pop(span)
+        self._fill()
+        self.remote.keep(span[0], future.result())
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _inflate_and_read(
@@ -123,12 +179,68 @@ def read_one(
     cap = cap or coverage.gb10()
     if ref.sha256 and (hit := _cached(ref.sha256, cap)) is not None:
         return hit
+    early = _early_answer(ref.sha256, cap, paths, budget)
+    if early is not None:
+        _store(ref.sha256, cap, early)
+        return early
+    done, costs = _read(ref, paths, budget, timeout, cap)
+    if costs is not None and ref.sha256:
+        _store(ref.sha256, cap, done)
+    return done
+
+
+# (sha256, GPU) -> (paths, each one's compressed size, the answer): complete reads made while uv resolved
+_EARLY: dict[tuple[str, coverage.Capability], tuple[tuple[str, ...], tuple[int, ...], WheelElves]] = {}
+_early_lock = threading.Lock()
+
+
+def read_early(
+    ref: metadata.FileRef,
+    paths: tuple[str, ...],
+    budget: Budget,
+    timeout: float,
+    cap: coverage.Capability | None = None,
+) -> None:
+    """read_one's read made ahead of the lock, on a budget of its own; a complete answer is kept in
+    memory for the lock's read_one, which takes it only where it would have read it whole itself."""
+    cap = cap or coverage.gb10()
+    if not ref.sha256 or _cached(ref.sha256, cap) is not None:
+        return
+    done, costs = _read(ref, paths, budget, timeout, cap)
+    if costs is not None:
+        with _early_lock:
+            _EARLY[(ref.sha256, cap)] = (paths, costs, done)
+
+
+def _early_answer(
+    sha256: str, cap: coverage.Capability, paths: tuple[str, ...], budget: Budget
+) -> WheelElves | None:
+    """The early read's answer, when this read would have taken every member as it did: each one's
+    cost charged to `budget` in order; nothing charged when one does not fit."""
+    with _early_lock:
+        got = _EARLY.pop((sha256, cap), None)
+    if got is None or got[0] != paths:
+        return None
+    left = budget.left
+    if all(budget.take(cost) for cost in got[1]):
+        return got[2]
+    budget.left = left
+    return None
+
+
+def _read(
+    ref: metadata.FileRef, paths: tuple[str, ...], budget: Budget, timeout: float, cap: coverage.Capability
+) -> tuple[WheelElves, tuple[int, ...] | None]:
+    """The answer, and the compressed size of each member when every one was read (else None)."""
     out: list[tuple[str, elf.ElfInfo]] = []
     found: list[coverage.ObjectKernels] = []
     skipped: list[str] = []
+    costs: list[int] = []
+    ahead: _Ahead | None = None
     try:
         fh, _ = remote_zip.open_remote(ref.url, timeout)
         with fh, zipfile.ZipFile(fh) as zf:
+            ahead = _fetch_ahead(zf, paths, budget)
             for path in paths:
                 info = zf.getinfo(path)
                 if (
@@ -138,26 +250,47 @@ def read_one(
                 ):
                     skipped.append(f"{path} ({info.compress_size >> 20} MiB compressed)")
                     continue
+                costs.append(info.compress_size)
+                if ahead is not None:
+                    ahead.wait(info)
                 got, gpu = _read_member(zf, info, cap)
                 if isinstance(got, elf.ElfInfo):
                     out.append((path, got))
                     if gpu is not None:
                         found.append(gpu)
     except remote_zip.Unreadable as exc:
-        return WheelElves(tuple(out), str(exc), tuple(found))
+        return WheelElves(tuple(out), str(exc), tuple(found)), None
     except (zipfile.BadZipFile, KeyError, OSError, EOFError, ValueError) as exc:
-        return WheelElves(tuple(out), f"not a readable zip: {exc}", tuple(found))
+        return WheelElves(tuple(out), f"not a readable zip: {exc}", tuple(found)), None
+    finally:
+        if ahead is not None:
+            ahead.close()
     if skipped:
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
         why = (
             f"{skipped[0]}{more} past the read budget ({PER_OBJECT >> 20} MiB a file, {BUDGET >> 20} MiB "
             f"a lock, compressed; {MAX_OBJECTS} files a wheel)"
         )
-        return WheelElves(tuple(out), why, tuple(found))
-    done = WheelElves(tuple(out), kernels=tuple(found))
-    if ref.sha256:
-        _store(ref.sha256, cap, done)
-    return done
+        return WheelElves(tuple(out), why, tuple(found)), None
+    return WheelElves(tuple(out), kernels=tuple(found)), tuple(costs)
+
+
+def _fetch_ahead(zf: zipfile.ZipFile, paths: tuple[str, ...], budget: Budget) -> _Ahead | None:
+    """What the read loop will take, to be fetched ahead: its decisions made on a copy of the budget,
+    up to a name the zip lacks. Only for a wheel with at most MAX_OBJECTS of them (then the count leaves
+    none out, whatever parses), so nothing is fetched that the loop does not read."""
+    remote = _remote(zf)
+    if remote is None or len(paths) > MAX_OBJECTS:
+        return None
+    trial = Budget(budget.left)
+    infos = []
+    for path in paths:
+        info = zf.NameToInfo.get(path)
+        if info is None:
+            break
+        if info.file_size <= MAX_INFLATED and trial.take(info.compress_size):
+            infos.append(info)
+    return _Ahead(remote, infos) if len(infos) > 1 else None
 
 
 def read(
