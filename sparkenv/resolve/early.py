@@ -14,9 +14,18 @@ Only files with something to read are queued (binary wheels, sdists), and not th
 earlier lock left in the cache: `NAMES` maps each file name a lock held to its sha256. A name is only a
 hint (an index could serve other bytes under it): the readers after uv look up the sha256 uv wrote.
 
-Reads that need the whole resolution (which packages are GPU packages: ELF headers, fatbin headers) are
-not started here; one that is added goes through a job's `_read` and spends wheel_elf.Budget, the one
-limit of bytes per lock.
+The lock reads the file that sorts first among the wheels of a version its target takes (uv lists
+them by name), and uv may have picked another one (`manylinux_2_28` where a `manylinux2014` wheel sorts
+first): a binary wheel of the same version, interpreter and ABI, libc and architecture that sorts before
+the pick is read too, with its metadata when uv's cache lacks it.
+
+The ELF and fatbin headers of GPU packages (wheel_elf) are read here too, as soon as the file list
+says so: wheel_elf.is_gpu_wheel, the lock's own judgement, asked with "requires torch or a CUDA
+library" taken from the Requires-Dist the wheel declares, whatever their marker but an extra (the lock
+follows those that apply on the target, extras it was asked for included: the guess may be wrong both
+ways, and then costs only time). These reads spend a wheel_elf.Budget of their own and keep their
+answer in memory; the lock's read takes it only where its own budget, in its own order, would have read
+that wheel whole (wheel_elf.read_one), and reads anything else itself.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -49,6 +59,7 @@ class _Job:
     filename: str
     done: threading.Event = field(default_factory=threading.Event)
     dropped: bool = False
+    first: str = ""  # the wheel of that version that sorts first, when it is another one (read too)
 
 
 class EarlyReads:
@@ -63,6 +74,7 @@ class EarlyReads:
         self._lock = threading.Lock()
         self.names = _names()
         self.learned: dict[str, str] = {}  # file name -> sha256, of the picks read here
+        self.elf_budget: Any = None  # wheel_elf.Budget, made by the first ELF read
         # daemon threads: a lock stopped by a signal or an error does not wait for a read to time out
         for n in range(workers):
             threading.Thread(target=self._work, name=f"sparkenv-early-{n}", daemon=True).start()
@@ -113,33 +125,77 @@ class EarlyReads:
         rel = next((r for v, r in (page or {}).items() if str(v) == job.version), None)
         if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
             return
-        ref = metadata.FileRef(job.key, job.filename, rel.urls[job.filename], rel.sha256[job.filename])
+        first = _sorts_first(job.filename, [f for f in rel.urls if rel.sha256.get(f)])
+        refs = [
+            metadata.FileRef(job.key, f, rel.urls[f], rel.sha256[f])
+            for f in dict.fromkeys([first, job.filename])
+        ]
         with self._lock:  # a pick uv backtracks from is picked again next time: not read twice
-            self.learned[job.filename] = ref.sha256
-        if job.dropped:
+            job.first = first if first != job.filename else ""
+            for ref in refs:
+                self.learned[ref.filename] = ref.sha256
+        if len(refs) > 1 and refs[0].is_wheel:  # its metadata: uv read the pick's, not this one's
+            metadata.read(refs[:1], self.timeout, self.index_url)
+        for ref in refs:
+            if job.dropped:
+                return
+            if ref.is_wheel:
+                if wheel_files.is_binary(ref.filename):
+                    wheel_files.read_one(ref, self.timeout)
+            elif job.key not in packages().compiles_cuda:  # known answers need no download
+                sdist_scan.scan([ref], self.timeout)
+        if refs[0].is_wheel and wheel_files.is_binary(refs[0].filename) and not job.dropped:
+            self._read_elf(refs[0], job.version)
+
+    def _read_elf(self, ref: Any, version: str) -> None:
+        """The ELF of a wheel the lock will read it of (wheel_elf.is_gpu_wheel; its Requires-Dist
+        taken whatever their markers), into wheel_elf's memory, on this read's own budget."""
+        from sparkenv.resolve import wheel_elf, wheel_files
+
+        files = wheel_files.read_one(ref, self.timeout)[1]  # from the cache just filled
+        if not isinstance(files, tuple):
             return
-        if ref.is_wheel:
-            if wheel_files.is_binary(ref.filename):
-                wheel_files.read_one(ref, self.timeout)
-        elif job.key not in packages().compiles_cuda:  # known answers need no download (run._sdist_builds)
-            sdist_scan.scan([ref], self.timeout)
+        if wheel_elf.is_gpu_wheel(ref.key, version, files, lambda: self._needs_gpu(ref)):
+            with self._lock:
+                if self.elf_budget is None:
+                    self.elf_budget = wheel_elf.Budget()
+            wheel_elf.read_early(ref, wheel_files.shared_objects(files), self.elf_budget, self.timeout)
+
+    def _needs_gpu(self, ref: Any) -> bool:
+        """Whether a Requires-Dist of the wheel names torch or a CUDA library, whatever its marker but
+        an extra: from uv's cache, else the metadata the lock would read (read now, into its cache)."""
+        from sparkenv.resolve import metadata, uv_cache, wheel_elf
+        from sparkenv.resolve.default_index import is_installers_default
+
+        requires = uv_cache.requires(ref.filename, is_installers_default(self.index_url))
+        if requires is None:
+            got = metadata.read([ref], self.timeout, self.index_url).get(ref.key)
+            if not isinstance(got, metadata.Metadata):
+                return False
+            requires = got.requires
+        # one behind an extra is left out: an extra is seldom asked for, and a guess costs only time
+        return any(
+            wheel_elf.built_against(canonicalize_name(r.name))
+            for r in requires
+            if r.marker is None or "extra" not in str(r.marker)
+        )
 
     def settle(self, files: dict[str, str], timeout: float | None = None) -> None:
         """Wait for the reads of the files the lock holds (file name -> sha256), at most `timeout`
         seconds, except those whose answer is on disk already; drop the others."""
         with self._lock:
             _remember(self.names, {**self.learned, **files})
-        keys = {j.filename: j.key for j in self.jobs.values()}
-        filenames = {f for f, sha in files.items() if not _answered(sha, f, keys.get(f, ""))}
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         with self._lock:
             jobs = list(self.jobs.values())
+        # a job of a file the lock holds is waited for even when its file list is on disk already: it
+        # may be reading the ELF of that wheel
+        wanted = [j for j in jobs if j.filename in files or j.first in files]
         for job in jobs:
-            if job.filename not in filenames:
+            if job not in wanted:
                 job.dropped = True
-        for job in jobs:
-            if job.filename in filenames:
-                job.done.wait(max(0.0, deadline - time.monotonic()))
+        for job in wanted:
+            job.done.wait(max(0.0, deadline - time.monotonic()))
         self.close()
 
     def close(self) -> None:
@@ -149,6 +205,36 @@ class EarlyReads:
                 job.dropped = job.dropped or not job.done.is_set()
         for _ in range(self.workers):
             self._queue.put(None)
+
+
+_LIBC_ARCH = re.compile(r"^(manylinux|musllinux|linux)(?:_\d+_\d+|2014|2010|1)?_(.+)$")
+
+
+def _sorts_first(pick: str, names: list[str]) -> str:
+    """Of the version's files, the binary wheel the lock would read rather than uv's pick: the one that
+    sorts first among those sharing an interpreter and ABI, a libc and an architecture with the pick;
+    the pick itself when none sorts before it."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    from sparkenv.resolve import wheel_files
+
+    def kinds(name: str) -> tuple[set[tuple[str, str]], set[tuple[str, ...]]]:
+        try:
+            tags = parse_wheel_filename(name)[3]
+        except InvalidWheelFilename:
+            return set(), set()
+        return {(t.interpreter, t.abi) for t in tags}, {
+            m.groups() for t in tags if (m := _LIBC_ARCH.match(t.platform))
+        }
+
+    if not wheel_files.is_binary(pick):
+        return pick
+    pairs, platforms = kinds(pick)
+    for name in sorted(n for n in names if n.endswith(".whl") and n < pick and wheel_files.is_binary(n)):
+        theirs = kinds(name)
+        if pairs & theirs[0] and platforms & theirs[1]:
+            return name
+    return pick
 
 
 def _worth_reading(filename: str) -> bool:

@@ -495,25 +495,15 @@ def _resolved_findings(
 
 
 def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
-    """Whose shared objects' ELF to read: wheels with native code that require torch or a CUDA library
-    (extensions built against them), or that ship GPU code (CUDA sources, headers, cubins). Not the CUDA
-    libraries themselves (their name or version says their major), nor torch's family (its metadata
-    says whether it is a CUDA build)."""
-    from sparkenv.cuda import rules as cuda_rules
-    from sparkenv.resolve import wheel_files
-    from sparkenv.rules import cuda_builds, cuda_major, cuda_per_release
+    """Whose shared objects' ELF to read (resolve/wheel_elf.is_gpu_wheel)."""
+    from sparkenv.resolve import wheel_elf
 
-    fams = cuda_builds.families()
-    gpu = {e.source for e in edges if e.target == "torch" or cuda_rules.is_cuda_relevant(e.target)}
+    gpu = {e.source for e in edges if wheel_elf.built_against(e.target)}
     return {
         k
         for k in locked
         if isinstance(so_files.get(k), tuple)
-        and so_files[k]
-        and (k in gpu or cuda_rules.is_cuda_relevant(k) or wheel_files.ships_gpu_code(so_files[k]))
-        and not any(e.major for e in cuda_major.name_version_evidence(k, locked[k].version))
-        and k not in fams
-        and not cuda_per_release.libraries(so_files[k])  # judged by which one it carries
+        and wheel_elf.is_gpu_wheel(k, locked[k].version, so_files[k], lambda k=k: k in gpu)
     }
 
 

@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import threading
 import zipfile
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from sparkenv.cuda import coverage, elf
@@ -303,3 +304,30 @@ def read(
         if files.get(ref.key):
             out[ref.key] = read_one(ref, files[ref.key], budget, timeout)
     return out
+
+
+def built_against(requirement: str) -> bool:
+    """Whether a package that requires this one (a normalized name) may hold extensions built against a
+    GPU stack: torch, or a CUDA library."""
+    from sparkenv.cuda import rules as cuda_rules
+
+    return requirement == "torch" or cuda_rules.is_cuda_relevant(requirement)
+
+
+def is_gpu_wheel(key: str, version: str, files: tuple[str, ...], needs_gpu: Callable[[], bool]) -> bool:
+    """Whose shared objects' ELF a lock reads: wheels with native code (`files`, from wheel_files) that
+    require torch or a CUDA library (`needs_gpu`, asked last: extensions built against them), or that
+    ship GPU code (CUDA sources, headers, cubins). Not the CUDA libraries themselves (their name or
+    version says their major), nor torch's family (its metadata says whether it is a CUDA build), nor a
+    wheel that carries a per-release CUDA library (judged by which one it carries)."""
+    from sparkenv.cuda import rules as cuda_rules
+    from sparkenv.resolve import wheel_files
+    from sparkenv.rules import cuda_builds, cuda_major, cuda_per_release
+
+    return (
+        bool(files)
+        and not any(e.major for e in cuda_major.name_version_evidence(key, version))
+        and key not in cuda_builds.families()
+        and not cuda_per_release.libraries(files)
+        and (cuda_rules.is_cuda_relevant(key) or wheel_files.ships_gpu_code(files) or needs_gpu())
+    )
