@@ -74,3 +74,104 @@ def test_an_untrusted_certificate_is_refused(https):
     env = {k: v for k, v in os.environ.items() if k != "SSL_CERT_FILE"}
     got = _ask(url, env)
     assert got.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in got.stdout, got.stdout + got.stderr
+
+
+# --- connections kept open (HTTP/1.1 keep-alive) ---------------------------------------------------
+
+
+class _Counted(SimpleHTTPRequestHandler):
+    """Counts the connections it is given; HTTP/1.1, so a connection serves requests until closed."""
+
+    protocol_version = "HTTP/1.1"
+    connections: list[int]
+    drop_after_each = False  # close the connection after each answer without saying so (an idle drop)
+
+    def setup(self) -> None:
+        super().setup()
+        self.connections.append(1)
+
+    def log_message(self, *a):  # type: ignore[no-untyped-def]
+        pass
+
+    def do_GET(self) -> None:
+        super().do_GET()
+        if self.drop_after_each:
+            self.close_connection = True
+
+
+@pytest.fixture
+def plain_server(tmp_path):
+    from sparkenv import fetch
+
+    (tmp_path / "page").write_text("kept open")
+    (tmp_path / "big").write_bytes(bytes(range(256)) * 4096)
+    servers = []
+
+    def start(protocol: str = "HTTP/1.1", drop: bool = False) -> tuple[str, list[int]]:
+        counted: list[int] = []
+        handler = type(
+            "H", (_Counted,), {"connections": counted, "protocol_version": protocol, "drop_after_each": drop}
+        )
+        server = ThreadingHTTPServer(
+            ("127.0.0.1", 0),
+            lambda *a: handler(*a, directory=str(tmp_path)),  # type: ignore[misc]
+        )
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}", counted
+
+    yield start
+    fetch.close_idle()
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_requests_to_one_host_share_a_connection(plain_server):
+    from sparkenv import fetch
+
+    url, connections = plain_server()
+    got = [fetch.urlopen(f"{url}/page", 10).read() for _ in range(5)]
+    assert got == [b"kept open"] * 5
+    assert len(connections) == 1
+
+
+def test_a_server_that_closes_after_each_answer_is_served_on_new_connections(plain_server):
+    from sparkenv import fetch
+
+    url, connections = plain_server(protocol="HTTP/1.0")  # it says so: Connection: close
+    assert [fetch.urlopen(f"{url}/page", 10).read() for _ in range(3)] == [b"kept open"] * 3
+    assert len(connections) == 3
+
+
+def test_a_connection_the_server_dropped_while_idle_is_replaced_and_the_request_answered(plain_server):
+    from sparkenv import fetch
+
+    url, connections = plain_server(drop=True)  # drops it without a word: the client finds out on use
+    assert [fetch.urlopen(f"{url}/page", 10).read() for _ in range(3)] == [b"kept open"] * 3
+    assert len(connections) == 3
+
+
+def test_a_response_closed_before_its_end_does_not_leave_its_bytes_to_the_next_request(plain_server):
+    from sparkenv import fetch
+
+    url, connections = plain_server()
+    with fetch.urlopen(f"{url}/big", 10) as resp:
+        assert resp.read(10) == bytes(range(10))
+    with fetch.urlopen(f"{url}/page", 10) as resp:
+        assert resp.read() == b"kept open"  # not the rest of /big
+    with fetch.urlopen(f"{url}/page", 10) as resp:
+        assert resp.read() == b"kept open"
+    assert len(connections) == 2  # the cut one was closed; the whole one was kept
+
+
+def test_a_missing_file_is_an_http_error_and_the_connection_still_serves(plain_server):
+    import urllib.error
+
+    from sparkenv import fetch
+
+    url, _ = plain_server()
+    with pytest.raises(urllib.error.HTTPError) as err:
+        fetch.urlopen(f"{url}/absent", 10)
+    assert err.value.code == 404
+    assert fetch.urlopen(f"{url}/page", 10).read() == b"kept open"
