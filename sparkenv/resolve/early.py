@@ -188,9 +188,10 @@ class EarlyReads:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         with self._lock:
             jobs = list(self.jobs.values())
-        # a job of a file the lock holds is waited for even when its file list is on disk already: it
-        # may be reading the ELF of that wheel
-        wanted = [j for j in jobs if j.filename in files or j.first in files]
+        # a job of a version the lock holds is waited for even when its file list is on disk already: it
+        # may be reading the ELF of that wheel, or the wheel of that version the lock holds
+        held = {_version_of(f) for f in files}
+        wanted = [j for j in jobs if j.filename in files or (j.key, j.version) in held]
         for job in jobs:
             if job not in wanted:
                 job.dropped = True
@@ -205,6 +206,17 @@ class EarlyReads:
                 job.dropped = job.dropped or not job.done.is_set()
         for _ in range(self.workers):
             self._queue.put(None)
+
+
+def _version_of(filename: str) -> tuple[str, str] | None:
+    """(normalized name, version) a wheel's file name says; None for another file."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        name, version, _, _ = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return None
+    return name, str(version)
 
 
 _LIBC_ARCH = re.compile(r"^(manylinux|musllinux|linux)(?:_\d+_\d+|2014|2010|1)?_(.+)$")
