@@ -121,8 +121,7 @@ class EarlyReads:
         from sparkenv.knowledge import packages
         from sparkenv.resolve import fallbacks, metadata, sdist_scan, wheel_files
 
-        page = fallbacks.releases(self.index_url, job.key, include=job.version)
-        rel = next((r for v, r in (page or {}).items() if str(v) == job.version), None)
+        rel = fallbacks.release(self.index_url, job.key, job.version)
         if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
             return
         first = _sorts_first(job.filename, [f for f in rel.urls if rel.sha256.get(f)])

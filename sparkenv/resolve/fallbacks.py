@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import html.parser
 import json
+import re
 import threading
 import urllib.parse
 import urllib.request
@@ -116,6 +117,41 @@ def releases(
     """The project's releases on the index (yanked files left out); None when the page cannot be read.
     `index_url` None: the installers' own default index (resolve/default_index.py), None when they name none.
     `include`: a version to parse besides the newest ones (the one uv picked, for the early reads)."""
+    page = _page(index_url, key, timeout)
+    if page is None:
+        return None
+    url, body, ctype = page
+    if "json" in ctype:
+        entries = _json_entries(body, include)
+        if entries is None:
+            return None
+    else:
+        entries = _html_entries(body)
+    return _by_version(entries, url)
+
+
+def release(index_url: str | None, key: str, version: str, timeout: float = 20.0) -> Release | None:
+    """One release of the project (its files, their URLs and sha256), or None: what the early reads need
+    of a pick. On a PEP 691 page only the entries of that version's files are decoded (a big project's
+    page lists thousands of files, and decoding it all costs more CPU than the read it serves); a page
+    that does not look as expected is read whole, as releases() reads it."""
+    page = _page(index_url, key, timeout)
+    if page is None:
+        return None
+    url, body, ctype = page
+    if "json" in ctype:
+        entries = _json_entries_of(body, version)
+        if entries is None:
+            entries = _json_entries(body, version)
+        if entries is None:
+            return None
+    else:
+        entries = _html_entries(body)
+    return next((r for v, r in _by_version(entries, url).items() if str(v) == version), None)
+
+
+def _page(index_url: str | None, key: str, timeout: float) -> tuple[str, bytes, str] | None:
+    """(URL, body, content type) of the project's index page; None when it cannot be read."""
     index_url = index_url or installers_default()
     if index_url is None:
         return None
@@ -123,19 +159,62 @@ def releases(
     req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
         with fetch.urlopen(req, timeout) as resp:
-            body = resp.read()
-            ctype = resp.headers.get("Content-Type", "")
+            return url, resp.read(), resp.headers.get("Content-Type", "")
     except (OSError, ValueError):
         return None
-    if "json" in ctype:
-        entries = _json_entries(body, include)
-        if entries is None:
+
+
+def _html_entries(body: bytes) -> list[_Entry]:
+    parser = _Links()
+    parser.feed(body.decode("utf-8", errors="replace"))
+    return [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
+
+
+_FILENAME = re.compile(r'"filename"\s*:\s*"([^"\\]+)"')
+_DECODER = json.JSONDecoder()
+
+
+def _json_entries_of(body: bytes, version: str) -> list[_Entry] | None:
+    """The entries of the files whose name holds `version`, each file's object decoded alone (found by
+    its "filename" key; the object starts at the `{` after the `[` or `,` before it); None when one
+    cannot be found so, or the page is not JSON."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    entries: list[_Entry] = []
+    for m in _FILENAME.finditer(text):
+        name = m.group(1)
+        if version not in name:
+            continue
+        start = _object_start(text, m.start())
+        try:
+            f, _ = _DECODER.raw_decode(text, start) if start >= 0 else (None, 0)
+            if not isinstance(f, dict) or f.get("filename") != name:
+                return None
+            sha = (f.get("hashes") or {}).get("sha256", "")
+            entries.append(
+                (name, bool(f.get("yanked")), f.get("requires-python") or "", _when(f.get("upload-time")),
+                 f.get("url", ""), sha)
+            )  # fmt: skip
+        except (ValueError, TypeError, AttributeError):
             return None
-    else:
-        parser = _Links()
-        parser.feed(body.decode("utf-8", errors="replace"))
-        entries = [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
-    return _by_version(entries, url)
+    return entries
+
+
+def _object_start(text: str, at: int) -> int:
+    """Where the object holding position `at` starts, as an element of the files array: the last `{`
+    before `at` that follows `[` or `,` (a nested object follows `:`); -1 when there is none."""
+    i = at
+    while True:
+        i = text.rfind("{", 0, i)
+        if i < 0:
+            return -1
+        j = i - 1
+        while j >= 0 and text[j] in " \t\r\n":
+            j -= 1
+        if j >= 0 and text[j] in "[,":
+            return i
 
 
 def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
