@@ -119,21 +119,18 @@ class EarlyReads:
 
     def _read(self, job: _Job) -> None:
         from sparkenv.knowledge import packages
-        from sparkenv.resolve import fallbacks, metadata, sdist_scan, wheel_files
+        from sparkenv.resolve import metadata, sdist_scan, wheel_files
 
-        rel = fallbacks.release(self.index_url, job.key, job.version)
-        if rel is None or not rel.urls.get(job.filename) or not rel.sha256.get(job.filename):
+        urls, hashes = self._files_of(job)
+        if not urls.get(job.filename):
             return
-        first = _sorts_first(job.filename, [f for f in rel.urls if rel.sha256.get(f)])
-        refs = [
-            metadata.FileRef(job.key, f, rel.urls[f], rel.sha256[f])
-            for f in dict.fromkeys([first, job.filename])
-        ]
+        first = _sorts_first(job.filename, list(urls))
+        names = dict.fromkeys([first, job.filename])
+        refs = [metadata.FileRef(job.key, f, urls[f], hashes.get(f, "")) for f in names]
         with self._lock:  # a pick uv backtracks from is picked again next time: not read twice
             job.first = first if first != job.filename else ""
-            for ref in refs:
-                self.learned[ref.filename] = ref.sha256
-        if len(refs) > 1 and refs[0].is_wheel:  # its metadata: uv read the pick's, not this one's
+            self.learned.update({r.filename: r.sha256 for r in refs if r.sha256})
+        if len(refs) > 1 and refs[0].is_wheel and refs[0].sha256:  # uv read the pick's metadata
             metadata.read(refs[:1], self.timeout, self.index_url)
         for ref in refs:
             if job.dropped:
@@ -145,6 +142,25 @@ class EarlyReads:
                 sdist_scan.scan([ref], self.timeout)
         if refs[0].is_wheel and wheel_files.is_binary(refs[0].filename) and not job.dropped:
             self._read_elf(refs[0], job.version)
+
+    def _files_of(self, job: _Job) -> tuple[dict[str, str], dict[str, str]]:
+        """(file name -> URL, file name -> sha256) of the picked version's files. A wheel's: from the
+        page uv cached (uv_cache.file_urls: URLs only, read by URL), else from the index page, as an
+        sdist's always are (its scan is kept by the sha256)."""
+        from sparkenv.resolve import fallbacks, uv_cache
+        from sparkenv.resolve.default_index import is_installers_default
+
+        if job.filename.endswith(".whl"):
+            prefix = job.filename.split("-", 2)
+            urls = uv_cache.file_urls(
+                job.key, f"{prefix[0]}-{prefix[1]}-", is_installers_default(self.index_url)
+            )
+            if urls.get(job.filename):
+                return urls, {}
+        rel = fallbacks.release(self.index_url, job.key, job.version)
+        if rel is None or not rel.sha256.get(job.filename):
+            return {}, {}
+        return {f: u for f, u in rel.urls.items() if u and rel.sha256.get(f)}, rel.sha256
 
     def _read_elf(self, ref: Any, version: str) -> None:
         """The ELF of a wheel the lock will read it of (wheel_elf.is_gpu_wheel; its Requires-Dist
@@ -168,6 +184,8 @@ class EarlyReads:
 
         requires = uv_cache.requires(ref.filename, is_installers_default(self.index_url))
         if requires is None:
+            if not ref.sha256:  # the metadata cache is kept by the sha256: not read here without one
+                return False
             got = metadata.read([ref], self.timeout, self.index_url).get(ref.key)
             if not isinstance(got, metadata.Metadata):
                 return False

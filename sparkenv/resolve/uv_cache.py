@@ -149,3 +149,54 @@ def _by_tag_hash(folder: Path, version: str, filename: str) -> list[Path]:
     if len(names) != 1 or not _TAG_HASH.fullmatch(names[0][len(version) + 1 : -len(".msgpack")]):
         return []
     return [folder / names[0]]
+
+
+SIMPLE = "simple-v*"  # uv's cached index pages, one file per project (its own format)
+_URL_CHARS = re.compile(rb"https?://[\x21-\x7e]+")
+
+
+def file_urls(key: str, prefix: str, index_is_pypi: bool) -> dict[str, str]:
+    """file name -> URL of the files whose name starts with `prefix` (`<dist>-<version>-`) on the index
+    page uv cached for the project: a hint where the early reads find the files uv picks, without
+    reading the page again. uv's page files are in its own format, not a public one; what is taken from
+    one is only a URL spelled out whole in it (`http(s)://…/<file name>`). Nothing read there is
+    trusted: what is read at such a URL is kept by that URL, and used only when the lock names the same
+    URL (resolve/wheel_files.py, resolve/wheel_elf.py)."""
+    root = cache_dir()
+    if root is None or not prefix:
+        return {}
+    if index_is_pypi:
+        pages = list(root.glob(f"{SIMPLE}/pypi/{key}.rkyv"))
+    else:  # another index: only when exactly one index in the cache has a page of this project
+        pages = list(root.glob(f"{SIMPLE}/index/*/{key}.rkyv"))
+    if len(pages) != 1:
+        return {}
+    try:
+        data = pages[0].read_bytes()
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    name = re.compile(rb"/(" + re.escape(prefix.encode()) + rb"[A-Za-z0-9_.+!-]*?\.(?:whl|tar\.gz|zip))")
+    for m in name.finditer(data):
+        start = data.rfind(b"http", max(0, m.start() - 4096), m.start())
+        url = _URL_CHARS.match(data, start) if start >= 0 else None
+        if url is None or url.end() < m.end():
+            continue
+        found.setdefault(
+            m.group(1).decode("ascii"), _without_dot_segments(data[start : m.end()].decode("ascii"))
+        )
+    return found
+
+
+def _without_dot_segments(url: str) -> str:
+    """uv keeps a page's relative links joined as they are (`…/simple/x/../../files/f.whl`); the lock
+    names them resolved (RFC 3986's dot segments removed), as a read of the lock's URL will ask."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    if "/." not in parts.path:
+        return url
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
+    return urllib.parse.urljoin(
+        base, urllib.parse.urlunsplit(("", "", parts.path.lstrip("/"), parts.query, ""))
+    )

@@ -180,9 +180,10 @@ def read_one(
     cap = cap or coverage.gb10()
     if ref.sha256 and (hit := _cached(ref.sha256, cap)) is not None:
         return hit
-    early = _early_answer(ref.sha256, cap, paths, budget)
+    early = _early_answer(ref.url, cap, paths, budget)
     if early is not None:
-        _store(ref.sha256, cap, early)
+        if ref.sha256:
+            _store(ref.sha256, cap, early)
         return early
     done, costs = _read(ref, paths, budget, timeout, cap)
     if costs is not None and ref.sha256:
@@ -190,7 +191,8 @@ def read_one(
     return done
 
 
-# (sha256, GPU) -> (paths, each one's compressed size, the answer): complete reads made while uv resolved
+# (URL, GPU) -> (paths, each one's compressed size, the answer): complete reads made while uv resolved,
+# kept by the URL they read (the lock's read of the same URL takes them)
 _EARLY: dict[tuple[str, coverage.Capability], tuple[tuple[str, ...], tuple[int, ...], WheelElves]] = {}
 _early_lock = threading.Lock()
 
@@ -205,21 +207,21 @@ def read_early(
     """read_one's read made ahead of the lock, on a budget of its own; a complete answer is kept in
     memory for the lock's read_one, which takes it only where it would have read it whole itself."""
     cap = cap or coverage.gb10()
-    if not ref.sha256 or _cached(ref.sha256, cap) is not None:
+    if ref.sha256 and _cached(ref.sha256, cap) is not None:
         return
     done, costs = _read(ref, paths, budget, timeout, cap)
     if costs is not None:
         with _early_lock:
-            _EARLY[(ref.sha256, cap)] = (paths, costs, done)
+            _EARLY[(ref.url, cap)] = (paths, costs, done)
 
 
 def _early_answer(
-    sha256: str, cap: coverage.Capability, paths: tuple[str, ...], budget: Budget
+    url: str, cap: coverage.Capability, paths: tuple[str, ...], budget: Budget
 ) -> WheelElves | None:
     """The early read's answer, when this read would have taken every member as it did: each one's
     cost charged to `budget` in order; nothing charged when one does not fit."""
     with _early_lock:
-        got = _EARLY.pop((sha256, cap), None)
+        got = _EARLY.pop((url, cap), None)
     if got is None or got[0] != paths:
         return None
     left = budget.left

@@ -40,8 +40,14 @@ def ships_gpu_code(files: tuple[str, ...]) -> bool:
     return any(f.lower().endswith(GPU_SUFFIXES) for f in files)
 
 
+# URL -> native files, of wheels read before their sha256 was known (resolve/early.py, from uv's cached
+# page): taken by a read of the same URL, and filed then under the sha256 that read names
+_BY_URL: dict[str, tuple[str, ...]] = {}
+
+
 def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[str, ...] | str]:
-    """(key, its native files) of one binary wheel, or (key, the reason); cached by its sha256."""
+    """(key, its native files) of one binary wheel, or (key, the reason); cached by its sha256 (by its
+    URL for this process when no sha256 is given)."""
     cached = metadata.cache_dir() / f"{ref.sha256}.native-2"
     if ref.sha256:
         try:
@@ -49,6 +55,12 @@ def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[s
             return ref.key, tuple(ln for ln in text.splitlines() if ln)
         except (OSError, UnicodeDecodeError):
             pass
+        early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
+        if early is not None:
+            metadata.store(ref.sha256, "".join(f"{n}\n" for n in early), ".native-2")
+            return ref.key, early
+    elif (early := _BY_URL.get(ref.url)) is not None:
+        return ref.key, early
     try:
         fh, _ = remote_zip.open_remote(ref.url, timeout)
         with fh, zipfile.ZipFile(fh) as zf:
@@ -59,6 +71,8 @@ def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[s
         return ref.key, f"not a readable zip: {exc}"
     if ref.sha256:
         metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".native-2")
+    else:
+        _BY_URL[ref.url] = tuple(names)
     return ref.key, tuple(names)
 
 

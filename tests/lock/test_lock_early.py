@@ -77,7 +77,7 @@ def test_a_wrong_hint_only_costs_the_read_the_lock_makes_itself(tmp_path, monkey
         server.shutdown()
 
 
-def test_a_lock_reads_its_binary_wheels_while_uv_resolves(run, tmp_path):
+def test_a_lock_reads_its_binary_wheels_while_uv_resolves(run, tmp_path, monkeypatch):
     ix = Index(tmp_path / "ix")
     native = ix.wheel("native", "1.0", tag=ARM, files={"native/_ext.so": b"\x7fELF" + b"\0" * 64})
     ix.wheel("app", "1.0", requires=["native"])
@@ -94,6 +94,17 @@ def test_a_lock_reads_its_binary_wheels_while_uv_resolves(run, tmp_path):
     # uv's log named the pick; the early read filed its file list and the file's name for the next lock
     assert json.loads((cache / early.NAMES).read_text()) == {native: _sha(ix, native)}
     assert (cache / f"{_sha(ix, native)}.native-2").read_text() == "native/_ext.so\n"
+    # where the file is, the early read found on the page uv cached: the page was read once, by uv;
+    # the file once, early, and its answer taken by the lock's read of the URL the lock names
+    asked = [p for p, _ in server.requests]
+    assert asked.count("/simple/native/") == 1 and asked.count(f"/files/{native}") == 1, server.requests
+    pages = list((tmp_path / "uv").glob(f"{uv_cache.SIMPLE}/index/*/native.rkyv"))
+    assert len(pages) == 1
+    with monkeypatch.context() as m:
+        m.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+        assert uv_cache.file_urls("native", "native-1.0-", index_is_pypi=False) == {
+            native: file_url(ix.url, native)
+        }
 
 
 def test_a_multi_tag_wheels_metadata_is_read_from_uvs_cache_only_when_unambiguous(run, tmp_path, monkeypatch):
@@ -145,3 +156,27 @@ def test_a_pick_uv_backtracks_from_is_not_read(tmp_path, monkeypatch):
     assert wheels and all(p.endswith(f"/{new}") for p in wheels), wheels
     assert (metadata.cache_dir() / f"{_sha(ix, new)}.native-2").is_file()
     assert not (metadata.cache_dir() / f"{_sha(ix, old)}.native-2").exists()
+
+
+def test_a_file_read_by_url_before_its_hash_was_known_serves_only_a_read_of_that_url(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    ix = Index(tmp_path / "ix")
+    one = ix.wheel("native", "1.0", tag=ARM, files={"native/_one.so": b"\x7fELF" + b"\0" * 64})
+    two = ix.wheel("native", "2.0", tag=ARM, files={"native/_two.so": b"\x7fELF" + b"\0" * 64})
+    server = serve(ix, ranges=True)
+    try:
+        # read early from the URL uv's page gave, no sha256 known yet
+        guessed = metadata.FileRef("native", one, file_url(ix.url, one), "")
+        assert wheel_files.read_one(guessed) == ("native", ("native/_one.so",))
+        asked = len(server.requests)
+        # the lock names another URL: read there, the early answer not taken
+        locked = metadata.FileRef("native", two, file_url(ix.url, two), _sha(ix, two))
+        assert wheel_files.read_one(locked) == ("native", ("native/_two.so",))
+        assert len(server.requests) == asked + 1
+        # the lock names that URL: the early answer, filed under the lock's sha256, without a request
+        same = metadata.FileRef("native", one, file_url(ix.url, one), _sha(ix, one))
+        assert wheel_files.read_one(same) == ("native", ("native/_one.so",))
+        assert len(server.requests) == asked + 1
+    finally:
+        server.shutdown()
+    assert (metadata.cache_dir() / f"{_sha(ix, one)}.native-2").read_text() == "native/_one.so\n"
