@@ -17,6 +17,7 @@ import re
 import threading
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -140,9 +141,10 @@ def release(index_url: str | None, key: str, version: str, timeout: float = 20.0
         return None
     url, body, ctype = page
     if "json" in ctype:
-        entries = _json_entries_of(body, version)
+        text = _text(body)
+        entries = _json_entries_of(text, lambda name: version in name) if text is not None else None
         if entries is None:
-            entries = _json_entries(body, version)
+            entries = _json_entries_whole(body, version)
         if entries is None:
             return None
     else:
@@ -170,24 +172,45 @@ def _html_entries(body: bytes) -> list[_Entry]:
     return [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
 
 
-_FILENAME = re.compile(r'"filename"\s*:\s*"([^"\\]+)"')
+_FILENAME_KEY = re.compile(r'"filename"\s*:\s*')
+_PLAIN_STRING = re.compile(r'"([^"\\]+)"')  # a name with an escape in it: the whole page is decoded
 _DECODER = json.JSONDecoder()
 
 
-def _json_entries_of(body: bytes, version: str) -> list[_Entry] | None:
-    """The entries of the files whose name holds `version`, each file's object decoded alone (found by
-    its "filename" key; the object starts at the `{` after the `[` or `,` before it); None when one
-    cannot be found so, or the page is not JSON."""
+_VERSIONS = re.compile(r'"versions"\s*:\s*\[')
+
+
+def _text(body: bytes) -> str | None:
     try:
-        text = body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _versions(text: str) -> object:
+    """The page's PEP 700 `versions` list, decoded alone; None when it has none."""
+    m = _VERSIONS.search(text)
+    if m is None:
+        return None
+    try:
+        return _DECODER.raw_decode(text, m.end() - 1)[0]
+    except ValueError:
+        return None
+
+
+def _json_entries_of(text: str, wanted: Callable[[str], bool]) -> list[_Entry] | None:
+    """The entries of the files whose name is `wanted`, each file's object decoded alone (found by its
+    "filename" key; the object starts at the `{` after the `[` or `,` before it); None when one cannot
+    be found so (the caller decodes the whole page)."""
     entries: list[_Entry] = []
-    for m in _FILENAME.finditer(text):
+    for key in _FILENAME_KEY.finditer(text):
+        m = _PLAIN_STRING.match(text, key.end())
+        if m is None:
+            return None
         name = m.group(1)
-        if version not in name:
+        if not wanted(name):
             continue
-        start = _object_start(text, m.start())
+        start = _object_start(text, key.start())
         try:
             f, _ = _DECODER.raw_decode(text, start) if start >= 0 else (None, 0)
             if not isinstance(f, dict) or f.get("filename") != name:
@@ -219,7 +242,21 @@ def _object_start(text: str, at: int) -> int:
 
 def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
     """The files of a PEP 691 page (of its newest releases only, and `include`); None when the page is
-    not one."""
+    not one. Where the page lists its versions (PEP 700), only the objects of the wanted files are
+    decoded (`_json_entries_of`); the whole page otherwise, or when it does not look as expected."""
+    text = _text(body)
+    listed = _versions(text) if text is not None else None
+    wanted = _newest_versions(listed)
+    if text is not None and wanted is not None:
+        if include:
+            wanted.append(include)
+        quick = _json_entries_of(text, lambda name: any(v in name for v in wanted))
+        if quick is not None:
+            return quick
+    return _json_entries_whole(body, include)
+
+
+def _json_entries_whole(body: bytes, include: str = "") -> list[_Entry] | None:
     entries: list[_Entry] = []
     try:
         page = json.loads(body)

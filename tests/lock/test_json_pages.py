@@ -1,0 +1,124 @@
+"""PEP 691 JSON index pages read in part (resolve/fallbacks.py): only the objects of the wanted files are
+decoded, and what comes out is what decoding the whole page gives. A page served over loopback HTTP
+with the JSON content type, laid out as a large index lays its pages out (a nested object before each
+"filename", PEP 700 versions and upload times, a yanked file), and pages the partial reading must not
+trust."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from sparkenv import fetch
+from sparkenv.resolve import fallbacks
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+
+
+def _file(name: str, sha: str, uploaded: str, yanked: bool = False, rp: str = ">=3.9") -> dict:
+    return {
+        "core-metadata": {"sha256": "b" * 64},  # a nested object before the file's name
+        "data-dist-info-metadata": {"sha256": "b" * 64},
+        "filename": name,
+        "hashes": {"sha256": sha},
+        "requires-python": rp,
+        "size": 1234,
+        "upload-time": uploaded,
+        "url": f"../../files/{name}",
+        "yanked": yanked,
+    }
+
+
+def _page(extra: list[dict] | None = None) -> dict:
+    files = [
+        _file("demo-1.0-py3-none-any.whl", "1" * 64, "2024-01-01T00:00:00Z"),
+        _file("demo-1.0.tar.gz", "2" * 64, "2024-01-01T00:00:01Z"),
+        _file("demo-1.0.1-py3-none-any.whl", "3" * 64, "2024-02-01T00:00:00Z"),  # "1.0" is in its name too
+        _file("demo-2.0-cp312-cp312-manylinux_2_28_aarch64.whl", "4" * 64, "2025-01-01T00:00:00Z"),
+        _file(
+            "demo-2.0-cp312-cp312-manylinux2014_aarch64.whl", "5" * 64, "2025-01-01T00:00:00Z", yanked=True
+        ),
+        _file("demo-3.0-py3-none-any.whl", "6" * 64, "2026-01-01T00:00:00Z", rp=">=3.10"),
+        _file("demo-4.0rc1-py3-none-any.whl", "7" * 64, "2026-06-01T00:00:00Z"),
+        *(extra or []),
+    ]
+    return {
+        "meta": {"api-version": "1.1"},
+        "name": "demo",
+        "files": files,
+        "versions": ["1.0", "1.0.1", "2.0", "3.0", "4.0rc1"],
+    }
+
+
+@pytest.fixture
+def index():
+    pages: dict[str, bytes] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", JSON_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):  # type: ignore[no-untyped-def]
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def serve(page: dict, indent: int | None = None) -> str:
+        pages["/simple/demo/"] = json.dumps(page, indent=indent).encode()
+        return f"http://127.0.0.1:{server.server_address[1]}/simple/"
+
+    yield serve
+    fetch.close_idle()
+    server.shutdown()
+    server.server_close()
+
+
+def _whole(url: str) -> dict:
+    """What decoding the whole page gives (the reference)."""
+    got = fallbacks._page(url, "demo", 10)
+    assert got is not None
+    page_url, body, _ = got
+    entries = fallbacks._json_entries_whole(body)
+    assert entries is not None
+    return fallbacks._by_version(entries, page_url)
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+def test_a_page_read_in_part_gives_what_the_whole_page_gives(index, indent):
+    url = index(_page(), indent)
+    whole = _whole(url)
+    _, body, _ = fallbacks._page(url, "demo", 10) or ("", b"", "")
+    newest = ("-3.0", "-2.0", "-1.0.1")
+    quick = fallbacks._json_entries_of(body.decode(), lambda name: any(v in name for v in newest))
+    assert quick is not None and quick == fallbacks._json_entries_whole(body)  # read in part, not whole
+    assert fallbacks.releases(url, "demo") == whole
+    assert sorted(str(v) for v in whole) == ["1.0.1", "2.0", "3.0"]  # the newest finals, yanked left out
+    one = fallbacks.release(url, "demo", "1.0")
+    assert one is not None and one.files == ["demo-1.0-py3-none-any.whl", "demo-1.0.tar.gz"]
+    assert one.sha256 == {"demo-1.0-py3-none-any.whl": "1" * 64, "demo-1.0.tar.gz": "2" * 64}
+    assert (
+        one.urls["demo-1.0.tar.gz"].endswith("/files/demo-1.0.tar.gz")
+        and "/../" not in one.urls["demo-1.0.tar.gz"]
+    )
+    two = fallbacks.release(url, "demo", "2.0")
+    assert two is not None and two.files == ["demo-2.0-cp312-cp312-manylinux_2_28_aarch64.whl"]
+
+
+def test_a_name_the_partial_reading_cannot_take_as_it_is_makes_it_decode_the_whole_page(index):
+    odd = _file('demo-1.0-py3-none-"odd".whl', "8" * 64, "2024-01-01T00:00:00Z")  # an escaped quote
+    url = index(_page([odd]))
+    one = fallbacks.release(url, "demo", "1.0")
+    assert one is not None and 'demo-1.0-py3-none-"odd".whl' in one.files
+    assert fallbacks.releases(url, "demo") == _whole(url)
