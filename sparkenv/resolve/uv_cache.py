@@ -153,6 +153,7 @@ def _by_tag_hash(folder: Path, version: str, filename: str) -> list[Path]:
 
 SIMPLE = "simple-v*"  # uv's cached index pages, one file per project (its own format)
 _URL_CHARS = re.compile(rb"https?://[\x21-\x7e]+")
+_NAME_TAIL = re.compile(rb"[A-Za-z0-9_.+!-]*?\.(?:whl|tar\.gz|zip)")
 
 
 def file_urls(key: str, prefix: str, index_is_pypi: bool) -> dict[str, str]:
@@ -176,15 +177,16 @@ def file_urls(key: str, prefix: str, index_is_pypi: bool) -> dict[str, str]:
     except OSError:
         return {}
     found: dict[str, str] = {}
-    name = re.compile(rb"/(" + re.escape(prefix.encode()) + rb"[A-Za-z0-9_.+!-]*?\.(?:whl|tar\.gz|zip))")
-    for m in name.finditer(data):
-        start = data.rfind(b"http", max(0, m.start() - 4096), m.start())
-        url = _URL_CHARS.match(data, start) if start >= 0 else None
-        if url is None or url.end() < m.end():
-            continue
-        found.setdefault(
-            m.group(1).decode("ascii"), _without_dot_segments(data[start : m.end()].decode("ascii"))
-        )
+    needle = b"/" + prefix.encode()
+    at = data.find(needle)
+    while at >= 0:  # bytes.find, not a regular expression: a page of a big project is megabytes
+        tail = _NAME_TAIL.match(data, at + len(needle))
+        start = data.rfind(b"http", max(0, at - 4096), at)
+        url = _URL_CHARS.match(data, start) if start >= 0 and tail is not None else None
+        if tail is not None and url is not None and url.end() >= tail.end():
+            name = data[at + 1 : tail.end()].decode("ascii")
+            found.setdefault(name, _without_dot_segments(data[start : tail.end()].decode("ascii")))
+        at = data.find(needle, at + 1)
     return found
 
 
