@@ -130,7 +130,7 @@ class EarlyReads:
         with self._lock:  # a pick uv backtracks from is picked again next time: not read twice
             job.first = first if first != job.filename else ""
             self.learned.update({r.filename: r.sha256 for r in refs if r.sha256})
-        if len(refs) > 1 and refs[0].is_wheel and refs[0].sha256:  # uv read the pick's metadata
+        if len(refs) > 1 and refs[0].is_wheel:  # uv read the pick's metadata, not this one's
             metadata.read(refs[:1], self.timeout, self.index_url)
         for ref in refs:
             if job.dropped:
@@ -184,8 +184,6 @@ class EarlyReads:
 
         requires = uv_cache.requires(ref.filename, is_installers_default(self.index_url))
         if requires is None:
-            if not ref.sha256:  # the metadata cache is kept by the sha256: not read here without one
-                return False
             got = metadata.read([ref], self.timeout, self.index_url).get(ref.key)
             if not isinstance(got, metadata.Metadata):
                 return False

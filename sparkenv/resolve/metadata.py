@@ -71,12 +71,25 @@ def _pep658(ref: FileRef, timeout: float) -> str | None:
         return None
 
 
+# URL -> (text, how), of files read before their sha256 was known (resolve/early.py, from uv's cached
+# page): taken by a read of the same URL, and filed then under the sha256 that read names
+_BY_URL: dict[str, tuple[str, str]] = {}
+
+
 def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
-    """(metadata text, how it was read); raises remote_zip.Unreadable."""
-    try:
-        return (cache_dir() / f"{ref.sha256}.metadata").read_text(encoding="utf-8"), "cache"
-    except (OSError, UnicodeDecodeError):
-        pass
+    """(metadata text, how it was read); raises remote_zip.Unreadable. Cached by the file's sha256; by
+    its URL for this process when no sha256 is given."""
+    if ref.sha256:
+        try:
+            return (cache_dir() / f"{ref.sha256}.metadata").read_text(encoding="utf-8"), "cache"
+        except (OSError, UnicodeDecodeError):
+            pass
+        early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
+        if early is not None:
+            store(ref.sha256, early[0])
+            return early
+    elif (early := _BY_URL.get(ref.url)) is not None:
+        return early
     if ref.is_wheel:
         text = _pep658(ref, timeout)
         via = "PEP 658"
@@ -90,7 +103,10 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
             "utf-8", errors="replace"
         )
         via = "the sdist's PKG-INFO"
-    store(ref.sha256, text)
+    if ref.sha256:
+        store(ref.sha256, text)
+    else:
+        _BY_URL[ref.url] = (text, via)
     return text, via
 
 

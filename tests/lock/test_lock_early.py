@@ -177,6 +177,16 @@ def test_a_file_read_by_url_before_its_hash_was_known_serves_only_a_read_of_that
         same = metadata.FileRef("native", one, file_url(ix.url, one), _sha(ix, one))
         assert wheel_files.read_one(same) == ("native", ("native/_one.so",))
         assert len(server.requests) == asked + 1
+        # its metadata likewise: read by URL, taken by the lock's read of that URL, filed then
+        early_meta = metadata.read([guessed])["native"]
+        asked = len(server.requests)
+        metadata.read([locked])  # another URL: read there, the early answer not taken
+        assert len(server.requests) == asked + 1
+        got = metadata.read([same])["native"]
+        assert len(server.requests) == asked + 1
     finally:
         server.shutdown()
     assert (metadata.cache_dir() / f"{_sha(ix, one)}.native-2").read_text() == "native/_one.so\n"
+    assert isinstance(got, metadata.Metadata) and isinstance(early_meta, metadata.Metadata)
+    assert got.requires == early_meta.requires and got.via == early_meta.via == "PEP 658"
+    assert (metadata.cache_dir() / f"{_sha(ix, one)}.metadata").is_file()
