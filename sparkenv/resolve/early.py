@@ -141,7 +141,7 @@ class EarlyReads:
             elif job.key not in packages().compiles_cuda:  # known answers need no download
                 sdist_scan.scan([ref], self.timeout)
         if refs[0].is_wheel and wheel_files.is_binary(refs[0].filename) and not job.dropped:
-            self._read_elf(refs[0], job.version)
+            self._read_elf(refs[0], job)
 
     def _files_of(self, job: _Job) -> tuple[dict[str, str], dict[str, str]]:
         """(file name -> URL, file name -> sha256) of the picked version's files. A wheel's: from the
@@ -162,7 +162,7 @@ class EarlyReads:
             return {}, {}
         return {f: u for f, u in rel.urls.items() if u and rel.sha256.get(f)}, rel.sha256
 
-    def _read_elf(self, ref: Any, version: str) -> None:
+    def _read_elf(self, ref: Any, job: _Job) -> None:
         """The ELF of a wheel the lock will read it of (wheel_elf.is_gpu_wheel; its Requires-Dist
         taken whatever their markers), into wheel_elf's memory, on this read's own budget."""
         from sparkenv.resolve import wheel_elf, wheel_files
@@ -170,11 +170,12 @@ class EarlyReads:
         files = wheel_files.read_one(ref, self.timeout)[1]  # from the cache just filled
         if not isinstance(files, tuple):
             return
-        if wheel_elf.is_gpu_wheel(ref.key, version, files, lambda: self._needs_gpu(ref)):
+        if wheel_elf.is_gpu_wheel(ref.key, job.version, files, lambda: self._needs_gpu(ref)):
             with self._lock:
                 if self.elf_budget is None:
                     self.elf_budget = wheel_elf.Budget()
-            wheel_elf.read_early(ref, wheel_files.shared_objects(files), self.elf_budget, self.timeout)
+            paths = wheel_files.shared_objects(files)
+            wheel_elf.read_early(ref, paths, self.elf_budget, self.timeout, stop=lambda: job.dropped)
 
     def _needs_gpu(self, ref: Any) -> bool:
         """Whether a Requires-Dist of the wheel names torch or a CUDA library, whatever its marker but

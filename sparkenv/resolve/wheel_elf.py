@@ -28,7 +28,6 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from sparkenv.cuda import coverage, elf
 from sparkenv.environment import kernels
@@ -114,24 +113,47 @@ def _span(info: zipfile.ZipInfo) -> tuple[int, int]:
     return info.header_offset, info.header_offset + header + info.compress_size
 
 
+class _Fetch(threading.Thread):
+    """One member's bytes fetched in a daemon thread: a lock that ends (or is stopped) while one is in
+    flight does not wait for it."""
+
+    def __init__(self, remote: remote_zip.RangeFile, start: int, end: int) -> None:
+        super().__init__(name="sparkenv-member", daemon=True)
+        self.remote, self.span = remote, (start, end)
+        self.block = b""
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.block = self.remote.fetch(*self.span)
+        except BaseException as exc:  # handed to the reader, raised there
+            self.error = exc
+
+    def result(self) -> bytes:
+        self.join()  # each request has its timeout
+        if self.error is not None:
+            raise self.error
+        return self.block
+
+
 class _Ahead:
     """Fetches the members the read will take, AHEAD at a time, in its order; `wait` hands one over."""
 
     def __init__(self, remote: remote_zip.RangeFile, infos: list[zipfile.ZipInfo]) -> None:
         self.remote = remote
         self.todo = [_span(i) for i in infos]
-        self.futures: dict[tuple[int, int], Future[bytes]] = {}
-        self.pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="sparkenv-member")
+        self.fetches: dict[tuple[int, int], _Fetch] = {}
         self._fill()
 
     def _fill(self) -> None:
-        queued = [span for span in self.todo if span in self.futures]
+        queued = [span for span in self.todo if span in self.fetches]
         ahead = sum(end - start for start, end in queued)
         for start, end in self.todo[len(queued) :]:
-            if len(self.futures) >= AHEAD or (self.futures and ahead + end - start > AHEAD_BYTES):
+            if len(self.fetches) >= AHEAD or (self.fetches and ahead + end - start > AHEAD_BYTES):
                 return
             ahead += end - start
-            self.futures[(start, end)] = self.pool.submit(self.remote.fetch, start, end)
+            self.fetches[(start, end)] = _Fetch(self.remote, start, end)
 
     def wait(self, info: zipfile.ZipInfo) -> None:
         """The member's bytes filed in the remote file (an error of its fetch is raised here); a
@@ -140,12 +162,13 @@ class _Ahead:
         if not self.todo or self.todo[0] != span:
             return
         self.todo.pop(0)
-        future = self.futures.pop(span)
+        fetch = self.fetches.pop(span)
         self._fill()
-        self.remote.keep(span[0], future.result())
+        self.remote.keep(span[0], fetch.result())
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing more is started; fetches under way end on their own (their bytes are dropped)."""
+        self.todo.clear()
 
 
 def _inflate_and_read(
@@ -203,13 +226,15 @@ def read_early(
     budget: Budget,
     timeout: float,
     cap: coverage.Capability | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
     """read_one's read made ahead of the lock, on a budget of its own; a complete answer is kept in
-    memory for the lock's read_one, which takes it only where it would have read it whole itself."""
+    memory for the lock's read_one, which takes it only where it would have read it whole itself.
+    `stop`: asked before each member (the lock no longer wants it: it ends there, keeping nothing)."""
     cap = cap or coverage.gb10()
     if ref.sha256 and _cached(ref.sha256, cap) is not None:
         return
-    done, costs = _read(ref, paths, budget, timeout, cap)
+    done, costs = _read(ref, paths, budget, timeout, cap, stop)
     if costs is not None:
         with _early_lock:
             _EARLY[(ref.url, cap)] = (paths, costs, done)
@@ -232,7 +257,12 @@ def _early_answer(
 
 
 def _read(
-    ref: metadata.FileRef, paths: tuple[str, ...], budget: Budget, timeout: float, cap: coverage.Capability
+    ref: metadata.FileRef,
+    paths: tuple[str, ...],
+    budget: Budget,
+    timeout: float,
+    cap: coverage.Capability,
+    stop: Callable[[], bool] = lambda: False,
 ) -> tuple[WheelElves, tuple[int, ...] | None]:
     """The answer, and the compressed size of each member when every one was read (else None)."""
     out: list[tuple[str, elf.ElfInfo]] = []
@@ -245,6 +275,8 @@ def _read(
         with fh, zipfile.ZipFile(fh) as zf:
             ahead = _fetch_ahead(zf, paths, budget)
             for path in paths:
+                if stop():
+                    return WheelElves(tuple(out), "stopped", tuple(found)), None
                 info = zf.getinfo(path)
                 if (
                     len(out) >= MAX_OBJECTS
