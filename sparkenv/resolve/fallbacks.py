@@ -17,7 +17,6 @@ import re
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -142,7 +141,7 @@ def release(index_url: str | None, key: str, version: str, timeout: float = 20.0
     url, body, ctype = page
     if "json" in ctype:
         text = _text(body)
-        entries = _json_entries_of(text, lambda name: version in name) if text is not None else None
+        entries = _json_entries_of(text, [version]) if text is not None else None
         if entries is None:
             entries = _json_entries_whole(body, version)
         if entries is None:
@@ -172,8 +171,7 @@ def _html_entries(body: bytes) -> list[_Entry]:
     return [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
 
 
-_FILENAME_KEY = re.compile(r'"filename"\s*:\s*')
-_PLAIN_STRING = re.compile(r'"([^"\\]+)"')  # a name with an escape in it: the whole page is decoded
+_PLAIN_NAME = re.compile(r'"filename"\s*:\s*"[^"\\]*"')  # a name with an escape: the whole page is decoded
 _DECODER = json.JSONDecoder()
 
 
@@ -198,19 +196,23 @@ def _versions(text: str) -> object:
         return None
 
 
-def _json_entries_of(text: str, wanted: Callable[[str], bool]) -> list[_Entry] | None:
-    """The entries of the files whose name is `wanted`, each file's object decoded alone (found by its
-    "filename" key; the object starts at the `{` after the `[` or `,` before it); None when one cannot
-    be found so (the caller decodes the whole page)."""
+def _json_entries_of(text: str, versions: list[str]) -> list[_Entry] | None:
+    """The entries of the files whose name holds one of `versions`, each file's object decoded alone:
+    found by its "filename" key with a regular expression (the page is scanned in C, not file by file
+    in Python), the object starting at the `{` after the `[` or `,` before it. None when a name is not
+    a plain string (an escape in it) or an object cannot be found so: the caller decodes the whole
+    page."""
+    if not versions:
+        return []
+    plain = re.compile(
+        r'"filename"\s*:\s*"([^"\\]*(?:' + "|".join(re.escape(v) for v in versions) + r')[^"\\]*)"'
+    )
+    if text.count('"filename"') != len(_PLAIN_NAME.findall(text)):
+        return None
     entries: list[_Entry] = []
-    for key in _FILENAME_KEY.finditer(text):
-        m = _PLAIN_STRING.match(text, key.end())
-        if m is None:
-            return None
+    for m in plain.finditer(text):
         name = m.group(1)
-        if not wanted(name):
-            continue
-        start = _object_start(text, key.start())
+        start = _object_start(text, m.start())
         try:
             f, _ = _DECODER.raw_decode(text, start) if start >= 0 else (None, 0)
             if not isinstance(f, dict) or f.get("filename") != name:
@@ -250,7 +252,7 @@ def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
     if text is not None and wanted is not None:
         if include:
             wanted.append(include)
-        quick = _json_entries_of(text, lambda name: any(v in name for v in wanted))
+        quick = _json_entries_of(text, wanted)
         if quick is not None:
             return quick
     return _json_entries_whole(body, include)
