@@ -373,21 +373,31 @@ def _unmet(
     return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
 
 
+PAGE_READERS = 8  # pages read at once: each one more at a time costs a connection (TLS handshake)
+
+
 def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Version, Release] | None]]:
     """Start reading these index pages now (while uv resolves): the declared names are known before.
-    Daemon threads: a lock stopped by a signal or an error does not wait for them to time out."""
-    out: dict[str, Future[dict[Version, Release] | None]] = {}
-    for key in keys:
-        fut: Future[dict[Version, Release] | None] = Future()
+    PAGE_READERS at a time, so the connections are reused (sparkenv/fetch.py) rather than one opened
+    per page all at once. Daemon threads: a lock stopped by a signal or an error does not wait for them
+    to time out."""
+    out: dict[str, Future[dict[Version, Release] | None]] = {key: Future() for key in keys}
+    todo = list(out.items())
+    lock = threading.Lock()
 
-        def work(k: str = key, f: Future[dict[Version, Release] | None] = fut) -> None:
+    def work() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                k, f = todo.pop(0)
             try:
                 f.set_result(releases(index_url, k))
             except Exception as exc:  # handed to whoever reads the result
                 f.set_exception(exc)
 
-        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-{key}").start()
-        out[key] = fut
+    for n in range(min(PAGE_READERS, len(keys))):
+        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-{n}").start()
     return out
 
 
