@@ -44,6 +44,19 @@ def _costs(ix: Index, fname: str) -> list[int]:
         return [zf.getinfo(p).compress_size for p in _paths(ix, fname)]
 
 
+def _picked(ix: Index, fname: str, locked: dict[str, str]):  # type: ignore[no-untyped-def]
+    """uv's log names `fname` as its pick of ops 1.0; the lock then holds `locked` (name -> sha256).
+    Returns the (stopped) server, its requests listed."""
+    server = serve(ix, ranges=True)
+    try:
+        reads = early.EarlyReads(ix.url)
+        reads.line(f"DEBUG Selecting: ops==1.0 [compatible] ({fname})")
+        reads.settle(locked)
+    finally:
+        server.shutdown()
+    return server
+
+
 @pytest.fixture
 def caches(tmp_path, monkeypatch):
     """An empty uv cache (the metadata comes from the index) and a sparkenv cache; `fresh` switches to
@@ -84,16 +97,9 @@ def test_a_gpu_wheels_elf_is_read_while_uv_resolves_and_the_lock_takes_it_withou
 
 def test_a_wheel_that_needs_no_gpu_is_not_read_early(tmp_path, elves, caches):
     ix = Index(tmp_path / "ix")
-    fname = _ops(
-        ix, elves, count=2, requires=("numpy", 'torch; extra == "gpu"')
-    )  # torch only behind an extra
-    server = serve(ix, ranges=True)
-    try:
-        reads = early.EarlyReads(ix.url)
-        reads.line(f"DEBUG Selecting: ops==1.0 [compatible] ({fname})")
-        reads.settle({fname: _sha(ix, fname)})
-    finally:
-        server.shutdown()
+    # torch only behind an extra: seldom asked for
+    fname = _ops(ix, elves, count=2, requires=("numpy", 'torch; extra == "gpu"'))
+    server = _picked(ix, fname, {fname: _sha(ix, fname)})
     ranges = [r for p, r in server.requests if p.endswith(fname) and r and not r.startswith("bytes=-")]
     assert ranges == []  # the central directory (a tail range) only: no member fetched
     assert (metadata.cache_dir() / f"{_sha(ix, fname)}.native-2").is_file()
@@ -157,13 +163,7 @@ def test_when_uv_picks_a_wheel_another_sorts_before_that_one_is_read_too(tmp_pat
     other_python = _ops(ix, elves, count=1, tag="cp311-cp311-manylinux2014_aarch64")  # sorts first, not ours
     other_arch = _ops(ix, elves, count=1, tag="cp312-cp312-manylinux2014_x86_64")  # not ours either
     assert max(first, other_python, other_arch) < pick  # all three sort before uv's pick
-    server = serve(ix, ranges=True)
-    try:
-        reads = early.EarlyReads(ix.url)
-        reads.line(f"DEBUG Selecting: ops==1.0 [compatible] ({pick})")
-        reads.settle({first: _sha(ix, first)})
-    finally:
-        server.shutdown()
+    server = _picked(ix, pick, {first: _sha(ix, first)})
     cache = metadata.cache_dir()
     assert (cache / f"{_sha(ix, first)}.native-2").read_text() == "ops/_k0.so\n"
     assert (cache / f"{_sha(ix, first)}.metadata").is_file()  # uv read the pick's metadata, not this one's
