@@ -76,8 +76,7 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
     assert resolve_stage is not None, "nothing to resolve"
     jobs = uvdriver.prepare(work, prof, run._index(inp, None, []), [resolve_stage], None, AS_OF)
     bare = [cmd for _, cmd, _ in jobs]  # exactly the uv command sparkenv runs
-    sparkenv = [sys.executable, "-m", "sparkenv", "lock", path, "--output-dir", str(work / "out"),
-                "--exclude-newer", AS_OF, "-q"]  # fmt: skip
+    sparkenv = [sys.executable, "-m", "sparkenv", "lock", path, "--exclude-newer", AS_OF, "-q"]
     warm = {"UV_CACHE_DIR": str(work / "uv"), "SPARKENV_CACHE_DIR": str(work / "sp")}
     warm_before = {"UV_CACHE_DIR": str(work / "uv"), "SPARKENV_CACHE_DIR": str(work / "sp-before")}
 
@@ -88,8 +87,10 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             cpu += CPU[0]
         return wall, cpu
 
-    def lock_run(env: dict[str, str]) -> tuple[float, float]:
-        return _time(sparkenv, env), CPU[0]
+    def lock_run(env: dict[str, str], extra: tuple[str, ...] = ()) -> tuple[float, float]:
+        # the sparkenv of --before writes its own folder: the two locks are compared once (below)
+        out = ["--output-dir", str(work / ("out-before" if "PYTHONPATH" in env else "out"))]
+        return _time([*sparkenv, *out, *extra], env), CPU[0]
 
     def fresh(keep_uv: bool = False) -> dict[str, str]:
         d = Path(tempfile.mkdtemp(prefix="cold-", dir=work))
@@ -100,9 +101,10 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
 
     print(f"inputs: {path} ({len(inp.requirements)} requirements), profile {prof.name}, {args.runs} runs")
     print(f"bare command: {' '.join(bare[0][1:3])} … ({len(bare)} uv process)")
-    lock_run(warm)  # fill the warm caches
+    lock_run(warm, ("--report", str(work / "report.json")))  # fill the warm caches
     if before:
-        lock_run({**warm_before, **before})
+        lock_run({**warm_before, **before}, ("--report", str(work / "report-before.json")))
+        print(f"same lock files and findings as before: {_same_output(work)}")
     bare_run(warm)
     for case in args.cases.split(","):
         rows: dict[str, list[tuple[float, float]]] = {"bare uv pip compile": [], "sparkenv lock": []}
@@ -140,6 +142,28 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _same_output(work: Path) -> str:
+    """Whether this sparkenv and the one of --before wrote the same lock files, byte for byte, and
+    reported the same findings (their run times aside): a speed change must change neither."""
+    import json
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted(folder.glob("*"))}
+
+    def findings(report: Path) -> object:
+        return json.loads(report.read_text())["findings"]
+
+    differ = [
+        what
+        for what, same in (
+            ("lock files", files(work / "out") == files(work / "out-before")),
+            ("findings", findings(work / "report.json") == findings(work / "report-before.json")),
+        )
+        if not same
+    ]
+    return "yes" if not differ else "NO: " + ", ".join(differ) + " differ"
 
 
 def _check_case(args: argparse.Namespace, before: dict[str, str] | None) -> None:

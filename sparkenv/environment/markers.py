@@ -53,7 +53,7 @@ def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str]
         return True
     from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
 
-    text = str(marker)
+    text = _text(marker)
     base = tuple(sorted((k, v) for k, v in env.items() if k != "extra"))
     for extra in extras:
         key = (text, base, extra)
@@ -67,3 +67,15 @@ def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str]
         if found:
             return True
     return False
+
+
+# id(marker) -> (the marker, its text): packaging writes a marker's text anew on every str() (a tree
+# walk); the marker is kept so that its id is not reused for another within the process
+_TEXTS: dict[int, tuple[Marker, str]] = {}
+
+
+def _text(marker: Marker) -> str:
+    found = _TEXTS.get(id(marker))
+    if found is None or found[0] is not marker:
+        found = _TEXTS[id(marker)] = (marker, str(marker))
+    return found[1]

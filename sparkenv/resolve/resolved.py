@@ -112,7 +112,8 @@ def _wheel_reads(
     from sparkenv.resolve import wheel_elf, wheel_files
 
     so_files = wheel_files.read(refs(raw))
-    gpu_refs = [r for r in refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
+    gpu = _gpu_packages(locked, edges, so_files)
+    gpu_refs = [r for r in refs(raw) if r.key in gpu]
     shared = {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}
     return so_files, wheel_elf.read(gpu_refs, shared)
 
