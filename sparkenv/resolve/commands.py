@@ -63,7 +63,8 @@ def lock(
     on them must accept the base's exact version (else G9 FAIL with the chain). The Unsloth family is
     resolved with its own requirements (the lock is closed) and installs in its own --no-deps stage.
     Nothing is written when a FAIL or an unreadable file's metadata remains in the report as shown (a FAIL
-    you --ignore or --waive does not withhold the lock: `verdict: ready` means it was written). On a
+    you --ignore or --waive does not withhold the lock: `verdict: ready` means it was written). A re-lock
+    keeps the versions of the lock it replaces where the inputs allow (--upgrade, --upgrade-package). On a
     terminal, one line per phase goes to stderr (not under -q, --json or when stderr is not a terminal).
 
     Examples:
@@ -75,6 +76,8 @@ def lock(
       sparkenv lock --check                               # is every shipped lock current?
 
       sparkenv lock req.txt --exclude-newer 2026-11-30    # reproducible: as the index was that day
+
+      sparkenv lock req.txt -P transformers              # let one package move, keep the rest
 
       sparkenv lock vllm.txt --allow-replace torch        # replace the image's torch, on purpose
     """

@@ -30,6 +30,8 @@ class LockArgs(NamedTuple):
     allow_replace: list[str] | None
     exclude_newer: str | None
     timeout: float
+    upgrade: bool
+    upgrade_package: list[str] | None
     reporting: reporting.ReportOptions
 
     @classmethod
@@ -70,6 +72,7 @@ def run(args: LockArgs) -> int:
     from pathlib import Path
 
     from sparkenv.resolve import outputs as outputs_mod
+    from sparkenv.resolve.preferences import Upgrade
 
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
     pending: dict[Path, str] = {}
@@ -89,6 +92,7 @@ def run(args: LockArgs) -> int:
         progress=progress,
         outputs=pending,
         binding=lambda found: _shown(found, options),
+        upgrade=Upgrade.of(args.upgrade, args.upgrade_package),
     )
     from sparkenv.render.emit import emit, files, shown
 

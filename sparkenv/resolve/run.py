@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv import credentials, profiles, project, signals
 from sparkenv.errors import SparkenvError
+from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import policy, uvdriver
 from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
 from sparkenv.resolve.check import profile_for as _profile
+from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 if TYPE_CHECKING:  # what judges uv's answer is imported once uv has started (resolve/resolved.py)
@@ -144,12 +146,14 @@ def lock(
     progress: bool = False,
     outputs: dict[Path, str] | None = None,
     binding: Callable[[list[Finding]], list[Finding]] | None = None,
+    upgrade: Upgrade = KEEP,
 ) -> Report:
     """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
     are put there instead of written, so the caller can write them together with its reports (all or
     nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
     write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
-    ignored or waived does not withhold it.
+    ignored or waived does not withhold it. A lock already at the output path gives uv its versions as
+    preferences (resolve/preferences.py) unless `upgrade` says otherwise.
 
     uv starts as soon as its command is known (inputs, profile, stages, what is kept out); the judgement
     of the declared requirements and everything else that does not shape uv's command run while it
@@ -168,9 +172,13 @@ def lock(
     lockable = any(d.key or d.url for d in inp.requirements if not d.constraint)
     resolve_stage, stages = _stages(inp, profile) if lockable else (None, [])
     excluded = _excluded(profile, allowed)
+    pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
     bind = binding or (lambda found: found)
     with signals.raising():  # the CLI's handlers already raise; a library caller's may not
-        uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer) if resolve_stage else None
+        uv = None
+        if resolve_stage is not None:
+            prefer = _previous(pylock_path, upgrade)
+            uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
         try:
             if uv is not None:
                 uv.start(timeout)
@@ -189,7 +197,7 @@ def lock(
                 uv.close()
     return _judged(
         started, paths, inp, profile, index, stages, excluded, allowed, exclude_newer, declared, resolution,
-        withheld, output_dir, progress, outputs, bind,
+        withheld, (pylock_path, req_path), progress, outputs, bind,
     )  # fmt: skip
 
 
@@ -206,7 +214,7 @@ def _judged(
     declared: list[Finding],
     resolution: _Resolution,
     withheld: bool,
-    output_dir: str | None,
+    lock_paths: tuple[Path, Path],
     progress: bool,
     outputs: dict[Path, str] | None,
     bind: Callable[[list[Finding]], list[Finding]],
@@ -214,10 +222,9 @@ def _judged(
     """uv's answer judged with the declared findings; the lock's files rendered when nothing fails.
     `withheld`: a declared FAIL stopped the lock before uv's answer (nothing resolved, nothing written)."""
     from sparkenv.facts import lockfile as lockstatus
-    from sparkenv.lock import write as lockwrite
 
     target = f"{' '.join(paths)} → {profile.python_platform}"
-    pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
+    pylock_path, req_path = lock_paths
     shown = (project.from_here(pylock_path), project.from_here(req_path))
     if withheld:
         outcome = lockstatus.Outcome(*shown, inputs_fail=True)
@@ -311,8 +318,10 @@ class _Resolving:
         stage: Stage,
         excluded: list[str],
         exclude_newer: str | None,
+        prefer: tuple[Path | None, Upgrade, str] = (None, KEEP, ""),
     ) -> None:
         self.profile, self.index, self.stage, self.exclude_newer = profile, index, stage, exclude_newer
+        self.previous, self.upgrade, self.keeping = prefer
         self.skip = list(excluded)
         self.work = Path(tempfile.mkdtemp(prefix="sparkenv-lock-"))
         self.out = _Resolution()
@@ -325,8 +334,10 @@ class _Resolving:
         self._spawn()
 
     def _spawn(self) -> None:
-        stages = [self.stage]
-        jobs = uvdriver.prepare(self.work, self.profile, self.index, stages, self.skip, self.exclude_newer)
+        jobs = uvdriver.prepare(
+            self.work, self.profile, self.index, [self.stage], self.skip, self.exclude_newer,
+            self.previous, self.upgrade,
+        )  # fmt: skip
         self.running = uvdriver.start(jobs[0], self.timeout, self.auth, log=True)
         if self.out.early is not None:
             self.running.read_log(self.out.early.line)
@@ -344,6 +355,8 @@ class _Resolving:
         _head_start()
 
     def finish(self, progress: bool) -> _Resolution:
+        if self.keeping:
+            _say(progress, self.keeping)
         _say(
             progress,
             f"resolving {len(self.stage.lines)} requirement(s) with uv for {self.profile.describe()} …",
@@ -378,6 +391,21 @@ class _Resolving:
         if not self.done and self.out.early is not None:
             self.out.early.close()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _previous(pylock_path: Path, upgrade: Upgrade) -> tuple[Path | None, Upgrade, str]:
+    """The lock this one replaces, whose versions are kept where the inputs allow; the progress line."""
+    if not pylock_path.is_file():
+        return None, upgrade, ""
+    if upgrade.all:
+        return None, upgrade, f"--upgrade: the versions of {project.from_here(pylock_path)} are not kept"
+    moving = f" (except {', '.join(upgrade.packages)})" if upgrade.packages else ""
+    return (
+        pylock_path,
+        upgrade,
+        f"keeping the versions of {project.from_here(pylock_path)}{moving} where the inputs allow "
+        "(--upgrade: resolve afresh)",
+    )
 
 
 def _locked(
@@ -444,7 +472,6 @@ def lock_check(
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.lock import profile as lockprofile
     from sparkenv.lock import read as lockread
-    from sparkenv.lock import write as lockwrite
     from sparkenv.resolve.lock_files import relative
 
     out_dir = project.lock_folder(output_dir)
