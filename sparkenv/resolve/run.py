@@ -451,7 +451,7 @@ def _head_start() -> None:
             for name in (
                 "sparkenv.facts.graph", "sparkenv.lock.from_uv", "sparkenv.lock.read", "sparkenv.lock.write",
                 "sparkenv.resolve.lock_files", "sparkenv.resolve.wheel_files", "sparkenv.resolve.wheel_elf",
-                "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "tomllib",
+                "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock", "tomllib",
             ):  # fmt: skip
                 importlib.import_module(name)
             for load in (knowledge.cuda, knowledge.drivers, knowledge.hosts, knowledge.packages):
