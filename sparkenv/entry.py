@@ -86,4 +86,6 @@ def _lean(module_name: str, argv: list[str]) -> None:
         process_exit.stopped(signals.received())
     except Exception as exc:
         process_exit.internal_error(exc)
+    if getattr(module, "SKIP_TEARDOWN", False):
+        process_exit.leave(code)
     sys.exit(code)

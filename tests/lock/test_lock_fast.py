@@ -68,12 +68,37 @@ def test_help_and_errors_are_the_typer_commands_words(tmp_path, argv):
     assert "Traceback" not in lean.stderr
 
 
-def test_uv_starts_before_what_only_judges_its_answer(tmp_path):
-    """At the moment uv is spawned, the lock has loaded neither typer nor the renderer, the declared
-    rules, nor what judges the resolved set; and none of typer, click or pydantic by the end."""
-    ix = Index(tmp_path / "ix")
+@pytest.fixture(scope="module")
+def solo(tmp_path_factory: pytest.TempPathFactory):
+    ix = Index(tmp_path_factory.mktemp("solo-index"))
     ix.wheel("solo", "1.0")
     server = serve(ix)
+    yield ix
+    server.shutdown()
+
+
+def test_output_that_cannot_be_written_is_one_line_and_exit_3(solo, tmp_path):
+    """The lock's process ends without the interpreter's teardown (process_exit.leave): its last output
+    is still flushed there, and a stdout that cannot take it is said as at any other exit."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("solo\n")
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
+    args = ("lock", str(req), "--index-url", solo.url, "--output-dir", str(tmp_path / "out"))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-c", LEAN, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+            timeout=120, env={**os.environ, **env}, cwd=tmp_path,
+        )  # fmt: skip
+    assert proc.returncode == 3
+    assert proc.stderr == "sparkenv: error: stdout cannot be written: No space left on device\n"
+    ok = _python(LEAN, *args, env=env, cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.endswith("verdict: ready\n"), ok.stderr
+
+
+def test_uv_starts_before_what_only_judges_its_answer(solo, tmp_path):
+    """At the moment uv is spawned, the lock has loaded neither typer nor the renderer, the declared
+    rules, nor what judges the resolved set; and none of typer, click or pydantic by the end."""
+    ix = solo
     req = tmp_path / "requirements.txt"
     req.write_text("solo\n")
     code = (
@@ -89,11 +114,8 @@ def test_uv_starts_before_what_only_judges_its_answer(tmp_path):
         "from sparkenv.entry import main; main()\n"
     )
     env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
-    try:
-        args = ("lock", str(req), "--index-url", ix.url, "--output-dir", str(tmp_path / "out"), "-q")
-        proc = _python(code, *args, env=env, cwd=tmp_path)
-    finally:
-        server.shutdown()
+    args = ("lock", str(req), "--index-url", ix.url, "--output-dir", str(tmp_path / "out"), "-q")
+    proc = _python(code, *args, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "solo==1.0" in (tmp_path / "out" / "requirements.ngc-25-11.txt").read_text()
 
