@@ -13,7 +13,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -239,44 +238,6 @@ def start(
     """Start one stage's uv and return at once. `log`: uv writes its resolver's decisions (RUST_LOG) for
     Running.read_log."""
     return Running(job, timeout, _env(extra_env, log), log)
-
-
-def run_all(
-    jobs: list[tuple[Stage, list[str], Path]],
-    timeout: float = DEFAULT_TIMEOUT,
-    extra_env: dict[str, str] | None = None,
-    on_log: Callable[[str], None] | None = None,
-    first: Running | None = None,
-) -> dict[str, str]:
-    """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote. Stopped by a
-    signal (Ctrl-C, SIGTERM, SIGHUP), every uv group is killed before the stop goes on, and the closing
-    line names them. `on_log`: given each line of uv's resolver log as uv writes it (resolve/early.py);
-    those lines are kept out of the stderr that errors are read from. `first`: the first job, already
-    started (`start`)."""
-    env = _env(extra_env, on_log is not None)
-    started: list[Running] = [first] if first is not None else []
-
-    def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:
-        if first is not None and job is jobs[0]:
-            running = first
-        else:
-            running = Running(job, timeout, env, on_log is not None)
-            started.append(running)
-            if on_log is not None:
-                running.read_log(on_log)
-        return running.stage.name, running.result()
-
-    pool = ThreadPoolExecutor(len(jobs)) if len(jobs) > 1 else None
-    try:
-        if pool is None:
-            return dict([one(jobs[0])])
-        return dict(pool.map(one, jobs))
-    except KeyboardInterrupt:  # signals.Terminated too: the pool's threads would wait on uv otherwise
-        stopped(started)
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
 
 
 def stopped(runs: list[Running]) -> None:
