@@ -176,11 +176,10 @@ def lock(
     bind = binding or (lambda found: found)
     with signals.raising():  # the CLI's handlers already raise; a library caller's may not
         uv = None
-        if resolve_stage is not None:
-            prefer = _previous(pylock_path, upgrade)
-            uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
         try:
-            if uv is not None:
+            if resolve_stage is not None:
+                prefer = _previous(pylock_path, upgrade)
+                uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
                 uv.start(timeout)
                 uv.read_beside(inp)
             declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
