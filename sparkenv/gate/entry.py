@@ -109,8 +109,9 @@ def _check_watch(a: GateArgs) -> None:
 
 
 def start_early(a: GateArgs) -> None:
-    """The fast path's early start (gate/early.py): NVML and the --deep torch process, only for arguments
-    the run will accept, so a bad argument never leaves a process behind."""
+    """The fast path's early start (gate/early.py): NVML, the reading of the workload's interpreter and
+    the --deep torch process, only for arguments the run will accept, so a bad argument never leaves a
+    process behind."""
     from sparkenv.gate import early
 
     try:
@@ -123,8 +124,11 @@ def start_early(a: GateArgs) -> None:
     # --sample watches the GPU for a window: the probe itself does it, under the deadline
     early.start(gpu=not a.sample, torch=None)
     deep = a.deep or a.bandwidth or a.import_unsloth
+    python = judged_python(a)[0]
+    early.start_interpreter(python, read_kernels=deep)  # forked before any thread starts (the torch's)
+    early.start_host()
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
-        early.start(gpu=False, torch=early.torch_argv(judged_python(a)[0], a.bandwidth, a.import_unsloth))
+        early.start(gpu=False, torch=early.torch_argv(python, a.bandwidth, a.import_unsloth))
 
 
 def _probe_options(a: GateArgs, python: str) -> Options:
@@ -155,7 +159,6 @@ def run(a: GateArgs) -> int:
         return 0
     from sparkenv.gate import orchestrate
     from sparkenv.gate.run import gate as run_gate
-    from sparkenv.render.emit import emit, shown, write_atomic
 
     python, judged = judged_python(a)
     restore = orchestrate.on_signals_kill_children()
@@ -172,6 +175,8 @@ def run(a: GateArgs) -> int:
         return code
     finally:
         restore()
+    from sparkenv.render.emit import emit, shown, write_atomic  # imported while the probes ran
+
     if a.dump_facts:
         import json
 
