@@ -27,7 +27,6 @@ class _Thread:
         self.done = threading.Event()
         self.value: Any = None
         self.error: Exception | None = None
-        self.pid = None
         threading.Thread(target=self._run, args=(fn,), name="sparkenv-probe-early", daemon=True).start()
 
     def _run(self, fn: Callable[[], Any]) -> None:
@@ -45,20 +44,25 @@ class _Thread:
         return self.value
 
 
+_pids: set[int] = set()  # every child forked here
+
+
 def _started(fn: Callable[[], Any]) -> Any:
     """fn running beside the gate: in a forked child (gate/forked.py), else in a thread."""
     from sparkenv.gate import forked
 
     try:
-        return forked.Forked(fn)
+        child = forked.Forked(fn)
     except (OSError, RuntimeError):
         return _Thread(fn)
+    _pids.add(child.pid)
+    return child
 
 
 def _gpu_probe() -> Any:
     from sparkenv.gate import nvml
 
-    return nvml.probe()
+    return nvml.probe(shutdown=False)  # the child's exit closes NVML, after it has answered
 
 
 _gpu: Any = None  # forked.Forked or _Thread
@@ -109,7 +113,7 @@ def start_host() -> None:
 
 def child_pids() -> set[int]:
     """The gate's own forked probes: not servers the processes probe should report."""
-    return {p.pid for p in (_gpu, *_reads.values()) if p is not None and p.pid is not None}
+    return set(_pids)
 
 
 def gpu(deadline: float) -> Any:

@@ -217,7 +217,9 @@ def exec_workload(cmd: list[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     from sparkenv import children
+    from sparkenv.gate import forked
 
+    forked.reap_all()
     children.before_exec()
     try:
         os.execvp(cmd[0], cmd)

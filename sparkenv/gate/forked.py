@@ -84,7 +84,12 @@ class Forked:
         finally:
             os.close(fd)
             self._fd = None
-        self.stop()  # it has answered and is exiting: reaped now, never left to the workload
+        # It has answered and is exiting (closing NVML, say): reaped now if it is gone, else by
+        # reap_all before the workload starts, never left to it.
+        children.forget(self)  # type: ignore[arg-type]  # nothing left to kill: the end of the
+        # gate's probing (children.kill_all) does not wait for its exit
+        if not self._reaped(0.0):
+            _exiting.append(self)
         if not chunks:
             raise Failed(f"the probe's process ended without an answer ({self._how_it_ended()})")
         answer: tuple[Any, ...] = pickle.loads(b"".join(chunks))
@@ -134,6 +139,16 @@ class Forked:
         children.forget(self)  # type: ignore[arg-type]
 
 
+_exiting: list[Forked] = []  # answered, not yet reaped
+
+
+def reap_all() -> None:
+    """Before the gate execs the workload: every forked probe reaped (killed first if it still runs),
+    so the workload inherits no child of the gate's."""
+    while _exiting:
+        _exiting.pop().stop()
+
+
 def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:
     """In the child: default signal dispositions (the parent's handlers raise into the gate's own code),
     a process group of its own, then fn's value or its error, pickled, to the pipe."""
@@ -150,6 +165,7 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:
     view = memoryview(payload)
     while view:
         view = view[os.write(write_end, view) :]
+    os.close(write_end)  # the answer is complete: the parent reads on while this process exits
 
 
 def caught(fn: Callable[[], Any]) -> tuple[Any, ...]:
