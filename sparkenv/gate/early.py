@@ -85,30 +85,17 @@ def start(gpu: bool, torch: list[str] | None) -> None:
             _torch = None  # the probe tries again and reports why it cannot run
 
 
-def start_interpreter(python: str, read_kernels: bool) -> None:
-    """Start reading what the workload's interpreter holds (probes.interpreter_facts) beside the gate."""
-
-    def read() -> Any:
-        from sparkenv.gate.probes import interpreter_facts
-
-        return interpreter_facts(python, read_kernels)
-
-    _reads[("interpreter", python, read_kernels)] = _started(read)
+def interpreter_key(python: str, read_kernels: bool) -> tuple[Any, ...]:
+    """The group of probes that read the workload's interpreter (probes.interpreter_facts)."""
+    return ("interpreter", python, read_kernels)
 
 
-def start_host() -> None:
-    """Start reading the machine (probes.host_facts: driver, memory, processes, container, loader)
-    beside the gate; the processes probe leaves out the gate, its parent and its other children."""
-    import os
+HOST = ("host",)  # the group that reads the machine (probes.host_facts)
 
-    gate = {os.getpid(), os.getppid(), *child_pids()}
 
-    def read() -> Any:
-        from sparkenv.gate.probes import host_facts
-
-        return host_facts(gate)
-
-    _reads[("host",)] = _started(read)
+def start_group(key: tuple[Any, ...], read: Callable[[], dict[str, Any]]) -> None:
+    """Start a group of probes beside the gate: `read` gives each probe's outcome (forked.caught's)."""
+    _reads[key] = _started(read)
 
 
 def child_pids() -> set[int]:
@@ -125,19 +112,9 @@ def gpu(deadline: float) -> Any:
     return started.result(deadline)
 
 
-def interpreter(python: str, read_kernels: bool, deadline: float) -> dict[str, Any] | None:
-    """probes.interpreter_facts for exactly this interpreter and mode from the early start, else None."""
-    return _read(("interpreter", python, read_kernels), deadline)
-
-
-def host(deadline: float) -> dict[str, Any] | None:
-    """probes.host_facts from the early start, else None."""
-    return _read(("host",), deadline)
-
-
-def _read(key: tuple[Any, ...], deadline: float) -> dict[str, Any] | None:
-    """A group's outcomes (waiting for them until `deadline`), None when it was not started or is late;
-    every probe of the group that asks gets the same answer."""
+def group(key: tuple[Any, ...], deadline: float) -> dict[str, Any] | None:
+    """A group's outcomes from the early start, waiting for them until `deadline`; None when it was not
+    started or is late. Every probe of the group that asks gets the same answer."""
     started = _reads.get(key)
     found: dict[str, Any] | None = None if started is None else started.result(deadline)
     return found

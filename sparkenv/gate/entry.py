@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkenv.errors import SparkenvError
 from sparkenv.render.options import ReportOptions
@@ -125,10 +125,24 @@ def start_early(a: GateArgs) -> None:
     early.start(gpu=not a.sample, torch=None)
     deep = a.deep or a.bandwidth or a.import_unsloth
     python = judged_python(a)[0]
-    early.start_interpreter(python, read_kernels=deep)  # forked before any thread starts (the torch's)
-    early.start_host()
+    # forked before any thread starts (the torch process's readers)
+    early.start_group(early.interpreter_key(python, deep), lambda: _interpreter_facts(python, deep))
+    gate = {os.getpid(), os.getppid(), *early.child_pids()}  # left out of the processes probe
+    early.start_group(early.HOST, lambda: _host_facts(gate))
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
         early.start(gpu=False, torch=early.torch_argv(python, a.bandwidth, a.import_unsloth))
+
+
+def _interpreter_facts(python: str, read_kernels: bool) -> dict[str, Any]:
+    from sparkenv.gate.probes import interpreter_facts  # in the forked child
+
+    return interpreter_facts(python, read_kernels)
+
+
+def _host_facts(gate: set[int]) -> dict[str, Any]:
+    from sparkenv.gate.probes import host_facts  # in the forked child
+
+    return host_facts(gate)
 
 
 def _probe_options(a: GateArgs, python: str) -> Options:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sparkenv import children
+from sparkenv import children, signals
 
 _CHILD_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -91,6 +91,7 @@ class Forked:
         if not self._reaped(0.0):
             _exiting.append(self)
         if not chunks:
+            self.stop()  # reaped, to say how it ended
             raise Failed(f"the probe's process ended without an answer ({self._how_it_ended()})")
         answer: tuple[Any, ...] = pickle.loads(b"".join(chunks))
         return answer
@@ -152,8 +153,7 @@ def reap_all() -> None:
 def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:
     """In the child: default signal dispositions (the parent's handlers raise into the gate's own code),
     a process group of its own, then fn's value or its error, pickled, to the pipe."""
-    for sig in _CHILD_SIGNALS:
-        signal.signal(sig, signal.SIG_DFL)
+    signals.install_handler(signal.SIG_DFL, _CHILD_SIGNALS)  # type: ignore[arg-type]
     os.close(read_end)
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)

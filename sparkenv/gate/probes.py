@@ -92,8 +92,8 @@ def gather(opts: Options, meanwhile: Callable[[], None] | None = None) -> dict[s
     installed = _Once(lambda: installed_dists(opts.python))  # one listing for the probes that need it
     # What the workload's interpreter holds and what the machine shows, read by children forked at the
     # start (gate/early.py) when there are some for this interpreter and mode, else here.
-    interpreter = _early(lambda: early.interpreter(opts.python, deep, deadline))
-    host = _early(lambda: early.host(deadline))
+    interpreter = _early(lambda: early.group(early.interpreter_key(opts.python, deep), deadline))
+    host = _early(lambda: early.group(early.HOST, deadline))
     probes: dict[str, Callable[[], Any]] = {
         "gpu": lambda: early.gpu(deadline) or _nvml(opts.sample_s, deadline),
         "driver": host("driver", probe_driver),

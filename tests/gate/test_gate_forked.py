@@ -99,9 +99,13 @@ def test_the_workload_inherits_no_child_of_the_gate(run, tmp_path):
     report = tmp_path / "children.json"
     code = textwrap.dedent(f"""
         import json, os
-        me = str(os.getpid())
-        kids = [p for p in os.listdir("/proc") if p.isdigit() and
-                open(f"/proc/{{p}}/stat").read().rsplit(")", 1)[1].split()[1] == me]
+        me, kids = str(os.getpid()), []
+        for p in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if open(f"/proc/{{p}}/stat").read().rsplit(")", 1)[1].split()[1] == me:
+                    kids.append(p)
+            except OSError:
+                pass  # a process that ended meanwhile
         json.dump(kids, open({str(report)!r}, "w"))
     """)
     r = run("gate", "-q", "--", sys.executable, "-c", code, env={"SPARKENV_CACHE_DIR": str(tmp_path)})
@@ -116,8 +120,9 @@ import json, sys
 from sparkenv.gate import early, probes
 opts = probes.Options(python=sys.argv[1], workload=[sys.argv[1], "-c", "pass"])
 here = probes.gather(opts)
-early.start_interpreter(opts.python, read_kernels=False)
-early.start_host()
+key = early.interpreter_key(opts.python, False)
+early.start_group(key, lambda: probes.interpreter_facts(opts.python, False))
+early.start_group(early.HOST, lambda: probes.host_facts(set()))
 pids = early.child_pids()
 there = probes.gather(opts)
 print(json.dumps({"here": here, "there": there, "pids": sorted(pids)}, default=str))
