@@ -86,6 +86,14 @@ def spawn(
     return proc
 
 
+def adopt(proc: Any) -> None:
+    """Register a child started another way (the gate's forked probes, sparkenv/gate/forked.py): it
+    offers `pid`, `kill()` and `wait(timeout)` as Popen does, leads its own process group, and is
+    killed with every other child."""
+    with _lock:
+        _children.add(proc)
+
+
 def kill(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the child's whole process group (and the child, should it have left the group)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
