@@ -1,14 +1,16 @@
 """Reads that start while uv resolves: each file uv picks is read as soon as uv says it picked it.
 
 uv names its picks on stderr (`DEBUG Selecting: name==version [why] (file name)`, shown under
-RUST_LOG=uv_resolver::resolver=debug). For each, a worker reads the project's index page (the file's URL
-and sha256) and then what sparkenv will need of that file: the native file list of a binary wheel
-(wheel_files), what an sdist builds (sdist_scan); and the Requires-Dist uv cached of a wheel it picked
-is parsed then (uv_cache keeps it for the process). Every answer goes to the caches those readers keep by
-the file's sha256, and nothing else: after uv returns, `settle` waits for the reads of the files the lock
-holds, drops the rest (picks uv backtracked from), and the readers run as before and find their answers
-on disk. A line read wrong, a page that cannot be read, a read that fails: the reader does it again
-after uv, as without this module. uv's log lines are a hint, never a source of a fact.
+RUST_LOG=uv_resolver::resolver=debug). For each, a worker finds the file's URL, in the index page uv
+cached (uv_cache.file_urls) or else the project's index page (URL and sha256), and reads what sparkenv
+will need of that file: the native file list of a binary wheel (wheel_files), what an sdist builds
+(sdist_scan); and the Requires-Dist uv cached of a wheel it picked is parsed then (uv_cache keeps it for
+the process). An answer read where the index page gave the sha256 goes to the caches those readers keep
+by it; one read at a URL from uv's page is kept by that URL for this process, and taken only by a read
+of the same URL after uv (then filed under the sha256 the lock names). After uv returns, `settle` waits
+for the reads of the lock's versions, drops the rest (picks uv backtracked from), and the readers run as
+before and find their answers. A line read wrong, a page that cannot be read, a read that fails: the
+reader does it again after uv, as without this module. uv's log and cache are hints, never a fact.
 
 Only files with something to read are queued (binary wheels, sdists), and not those whose answer an
 earlier lock left in the cache: `NAMES` maps each file name a lock held to its sha256. A name is only a
@@ -164,7 +166,7 @@ class EarlyReads:
 
     def _read_elf(self, ref: Any, job: _Job) -> None:
         """The ELF of a wheel the lock will read it of (wheel_elf.is_gpu_wheel; its Requires-Dist
-        taken whatever their markers), into wheel_elf's memory, on this read's own budget."""
+        taken whatever their markers but an extra), into wheel_elf's memory, on a budget of its own."""
         from sparkenv.resolve import wheel_elf, wheel_files
 
         files = wheel_files.read_one(ref, self.timeout)[1]  # from the cache just filled
@@ -197,8 +199,8 @@ class EarlyReads:
         )
 
     def settle(self, files: dict[str, str], timeout: float | None = None) -> None:
-        """Wait for the reads of the files the lock holds (file name -> sha256), at most `timeout`
-        seconds, except those whose answer is on disk already; drop the others."""
+        """Wait for the reads of the versions the lock holds (`files`: file name -> sha256), at most
+        `timeout` seconds; drop the others."""
         with self._lock:
             _remember(self.names, {**self.learned, **files})
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
