@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sparkenv.cuda import elf
+from sparkenv.cuda.targets import KernelTarget
 from sparkenv.knowledge import kernels
 
 if TYPE_CHECKING:
@@ -37,17 +38,6 @@ _ENTRY = struct.Struct(
 )  # kind, ?, header size, payload size, csize, ?, minor, major, arch, …, flags
 _ARCH_SPECIFIC, _FAMILY = 0x100000, 0x200000
 _KINDS = {1: "compute", 2: "sm", 8: "lto"}
-
-
-@dataclass(frozen=True, order=True)
-class KernelTarget:
-    kind: str  # "sm" (a cubin: machine code), "compute" (PTX, compiled by the driver at load), "lto"
-    arch: int  # 90, 120, 121 …
-    variant: str  # "", "a" (arch-specific) or "f" (family)
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind}_{self.arch}{self.variant}"
 
 
 @dataclass
