@@ -54,11 +54,11 @@ def from_option(text: str) -> Waiver:
 
 def read_file(path: Path, required: bool) -> list[Waiver]:
     """The waivers of a file; a missing default file is no waivers, a named one must exist."""
+    from sparkenv import safe_read
+    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+
     if not path.exists() and not required:
         return []
-    from sparkenv import safe_read
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml  # the parser only for a file to parse
-
     try:
         text = safe_read.read_text(path, what="a waivers file", limit=1 << 20)
     except safe_read.UnreadableFile as exc:

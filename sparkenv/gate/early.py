@@ -98,39 +98,6 @@ def start_group(key: tuple[Any, ...], read: Callable[[], dict[str, Any]]) -> Non
     _reads[key] = _started(read)
 
 
-DATA_WAIT_S = 2.0  # a dozen small files: later than this, something is wrong and the gate parses them
-
-
-def start_data() -> Any:
-    """The knowledge files (sparkenv/data) parsed by a forked child while the gate imports its checks:
-    the parser's import and the parsing leave the gate's own path. Forked last of the children (those
-    forked after would inherit the answer's pipe); `use_data` hands the answer to datafiles.load. None
-    where no child can be forked: the gate then parses them itself, as before."""
-    from sparkenv.gate import forked
-
-    try:
-        child = forked.Forked(_parse_data)
-    except (OSError, RuntimeError):
-        return None
-    _pids.add(child.pid)
-    return child
-
-
-def use_data(child: Any) -> None:
-    """datafiles.load takes each file from the child's answer (waiting for it up to DATA_WAIT_S); a file
-    it lacks, or a child that failed or is late, is parsed in the gate."""
-    from sparkenv import datafiles
-
-    if child is not None:
-        datafiles.parsed_elsewhere(lambda: child.result(time.monotonic() + DATA_WAIT_S))
-
-
-def _parse_data() -> dict[str, dict[str, Any]]:
-    from sparkenv import datafiles, knowledge  # in the forked child
-
-    return {name: datafiles.parse(name) for name in knowledge.FILES}
-
-
 def child_pids() -> set[int]:
     """The gate's own forked probes: not servers the processes probe should report."""
     return set(_pids)

@@ -127,10 +127,8 @@ def start_early(a: GateArgs) -> None:
     python = judged_python(a)[0]
     # forked before any thread starts (the torch process's readers)
     early.start_group(early.interpreter_key(python, deep), lambda: _interpreter_facts(python, deep))
-    data = early.start_data()
     gate = {os.getpid(), os.getppid(), *early.child_pids()}  # left out of the processes probe
     early.start_group(early.HOST, lambda: _host_facts(gate))
-    early.use_data(data)  # after the last fork: no child inherits the answer's pipe
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
         early.start(gpu=False, torch=early.torch_argv(python, a.bandwidth, a.import_unsloth))
 
