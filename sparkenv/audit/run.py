@@ -98,7 +98,13 @@ def _judged(
     from sparkenv.cuda import coverage
     from sparkenv.rules import requirements
 
-    facts = scan.gather(resolved, locked, root, gpu, memo=memo, markers=markers)
+    def check_requirements(dists: dict[str, Any]) -> object:
+        # while workers read shared objects; the G9 rule and the context below get this answer back
+        return requirements.check(resolved, {k: df.dist for k, df in dists.items()})
+
+    facts = scan.gather(
+        resolved, locked, root, gpu, memo=memo, markers=markers, while_reading=check_requirements
+    )
     facts.lock_profile = profile
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
