@@ -62,6 +62,9 @@ def _gather(
     dists: dict[str, DistFacts] = {}
     shadowed: list[Distribution] = []
     problems: list[MetadataProblem] = []
+    # the data the readers need, loaded before the workers start (each would load its own copy)
+    cache = kernels.ScanCache.default() if gpu is not None else None
+    cuda_rules.layout_paths()
     pth_name = packages().sdpa_override_pth
     sdpa: str | None = None
     for site in target.site_dirs:
@@ -71,8 +74,12 @@ def _gather(
         if isinstance(names, MetadataProblem):
             problems.append(names)
             continue
+        if ahead is not None and memo is not None:
+            for name in names:
+                if not memo.knows(str(site / name)):
+                    ahead.submit(_meta_task(site, name))
         for name in names:
-            item = _distribution(site, name, memo)
+            item = _distribution(site, name, memo, ahead)
             if isinstance(item, MetadataProblem):
                 problems.append(item)
             elif item.key in dists:
@@ -87,7 +94,6 @@ def _gather(
     if while_reading is not None:
         while_reading(dists)
     count = 0
-    cache = kernels.ScanCache.default() if gpu is not None else None
     for facts in dists.values():
         count += _scan_files(facts, gpu, cache, memo, ahead)
     if cache is not None:
@@ -109,17 +115,22 @@ def _gather(
 
 
 def _queue(ahead: readahead.Readahead, site: str, so_paths: list[str], memo: Memo | None) -> None:
-    """Hand the shared objects this audit will read to the workers; one the memo has is not read."""
+    """Hand the shared objects this audit will read to the workers; one the memo knows (most likely
+    unchanged) is left to the audit's process."""
     for rel in so_paths:
         path = os.path.join(site, rel)
-        if memo is None or memo.elf_info(path, stat_key(path)) is None:
+        if memo is None or not memo.knows(path):
             ahead.submit(path)
 
 
-def read_ahead(path: str, cap: coverage.Capability | None) -> tuple[Any, Any, Any] | None:
-    """In a worker (audit/readahead.py): what _elf and the fatbin reader would read of `path`, as plain
-    data: (stat key taken before the reads, the ELF answer as the memo keeps it, the fatbin scans as
-    kernels.json keeps them). None when the ELF reader raised: the audit's process reads it and reports."""
+def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
+    """In a worker (audit/readahead.py), a metadata task (_meta_task: _read_dist) or a shared object's
+    path: what _elf and the fatbin reader would read of it, as plain data: (stat key taken before the
+    reads, the ELF answer as the memo keeps it, the fatbin scans as kernels.json keeps them). None when
+    the ELF reader raised: the audit's process reads it and reports."""
+    if "\0" in task:
+        return _read_dist(*task.split("\0"))
+    path = task
     key = stat_key(path)
     try:
         info = elf.read_file(path, cap is not None)
@@ -133,45 +144,81 @@ def read_ahead(path: str, cap: coverage.Capability | None) -> tuple[Any, Any, An
     return key, _elf_entry(info), scans
 
 
-def _distribution(site: Path, name: str, memo: Memo | None) -> Distribution | MetadataProblem:
+def _distribution(
+    site: Path, name: str, memo: Memo | None, ahead: readahead.Readahead | None = None
+) -> Distribution | MetadataProblem:
     if memo is None:
         return read_one(site, name)
     meta = str(site / name)
     key = memo_mod.meta_key(meta)
-    hit = memo.dist(meta, key)
-    if hit is not None:
-        try:
-            return Distribution(
-                str(hit["name"]),
-                str(hit["key_name"]),
-                str(hit["version"]),
-                Path(meta),
-                site,
-                tuple(str(r) for r in hit["requires"]),
-                None if hit["record"] is None else str(hit["record"]),
-                tuple(str(n) for n in hit["notes"]),
-            )
-        except (KeyError, TypeError):
-            pass  # not the shape this reader writes: read the files
+    for entry in (memo.dist(meta, key), _dist_answer(ahead, site, name, key)):
+        if entry is not None:
+            found = _dist_from(entry, meta, site)
+            if found is not None:
+                memo.put_dist(meta, key, entry)
+                return found
     item = read_one(site, name)
     if isinstance(item, Distribution):
-        kept = item.reduced(needle for needle, _ in cuda_rules.layout_paths())
-        memo.put_dist(
-            meta,
-            key,
-            {
-                "name": kept.name,
-                "key_name": kept.key,
-                "version": kept.version,
-                "requires": list(kept.requires),
-                "record": kept.record,
-                "notes": list(kept.notes),
-            },
-        )
+        kept = _kept(item)
+        memo.put_dist(meta, key, _dist_entry(kept))
         # What a later audit gets back from the memo, now: the readers and rules then search a RECORD
         # of the rows they read (shared objects, CUDA layout paths), not one of tens of thousands.
         return kept
     return item
+
+
+def _kept(dist: Distribution) -> Distribution:
+    return dist.reduced(needle for needle, _ in cuda_rules.layout_paths())
+
+
+def _dist_entry(kept: Distribution) -> dict[str, Any]:
+    """What the memo keeps of a distribution (and a worker sends): the metadata with its reduced RECORD."""
+    return {
+        "name": kept.name,
+        "key_name": kept.key,
+        "version": kept.version,
+        "requires": list(kept.requires),
+        "record": kept.record,
+        "notes": list(kept.notes),
+    }
+
+
+def _dist_from(entry: Any, meta: str, site: Path) -> Distribution | None:
+    """The distribution back from _dist_entry's data; None for anything else (a damaged memo)."""
+    try:
+        return Distribution(
+            str(entry["name"]),
+            str(entry["key_name"]),
+            str(entry["version"]),
+            Path(meta),
+            site,
+            tuple(str(r) for r in entry["requires"]),
+            None if entry["record"] is None else str(entry["record"]),
+            tuple(str(n) for n in entry["notes"]),
+        )
+    except (KeyError, TypeError):
+        return None  # not the shape this reader writes: read the files
+
+
+def _meta_task(site: Path, name: str) -> str:
+    return f"{site}\0{name}"  # a NUL, which no path holds, marks a metadata task
+
+
+def _dist_answer(ahead: readahead.Readahead | None, site: Path, name: str, key: Any) -> Any:
+    """A worker's reading of this .dist-info, when it read the very folder this audit sees (same key)."""
+    if ahead is None or key is None:
+        return None
+    read = ahead.answer(_meta_task(site, name))
+    return read[1] if isinstance(read, tuple) and read[0] == key else None
+
+
+def _read_dist(site: str, name: str) -> tuple[Any, Any] | None:
+    """In a worker: (the folder's memo key taken before the read, _dist_entry of what was read); None
+    for a folder the reader finds a problem in (the audit's process reads it and says so)."""
+    meta = str(Path(site) / name)
+    key = memo_mod.meta_key(meta)
+    item = read_one(Path(site), name)
+    return (key, _dist_entry(_kept(item))) if isinstance(item, Distribution) else None
 
 
 def _triton(
