@@ -78,7 +78,7 @@ class Readahead:
         if self.failed or (self._tasks_w == -1 and not self._start()):
             return
         data = os.fsencode(path)
-        if len(data) >= _RECORD or b"\0" in data or path in self._queued or self._tasks_w < 0:
+        if len(data) >= _RECORD or data.endswith(b"\0") or path in self._queued or self._tasks_w < 0:
             return
         self._queued.add(path)
         self._backlog.append(data.ljust(_RECORD, b"\0"))

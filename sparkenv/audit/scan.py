@@ -150,13 +150,19 @@ def _distribution(
     if memo is None:
         return read_one(site, name)
     meta = str(site / name)
+    answer = ahead.answer(_meta_task(site, name)) if ahead is not None else None
+    if isinstance(answer, tuple):
+        # a worker's reading, with the key it took before reading, as this process would have
+        found = _dist_from(answer[1], meta, site)
+        if found is not None and answer[0] is not None:
+            memo.dist(meta, answer[0])  # the key the facts were read under (for the report's fingerprint)
+            memo.put_dist(meta, answer[0], answer[1])
+            return found
     key = memo_mod.meta_key(meta)
-    for entry in (memo.dist(meta, key), _dist_answer(ahead, site, name, key)):
-        if entry is not None:
-            found = _dist_from(entry, meta, site)
-            if found is not None:
-                memo.put_dist(meta, key, entry)
-                return found
+    hit = memo.dist(meta, key)
+    found = _dist_from(hit, meta, site) if hit is not None else None
+    if found is not None:
+        return found
     item = read_one(site, name)
     if isinstance(item, Distribution):
         kept = _kept(item)
@@ -204,14 +210,6 @@ def _meta_task(site: Path, name: str) -> str:
     return f"{site}\0{name}"  # a NUL, which no path holds, marks a metadata task
 
 
-def _dist_answer(ahead: readahead.Readahead | None, site: Path, name: str, key: Any) -> Any:
-    """A worker's reading of this .dist-info, when it read the very folder this audit sees (same key)."""
-    if ahead is None or key is None:
-        return None
-    read = ahead.answer(_meta_task(site, name))
-    return read[1] if isinstance(read, tuple) and read[0] == key else None
-
-
 def _read_dist(site: str, name: str) -> tuple[Any, Any] | None:
     """In a worker: (the folder's memo key taken before the read, _dist_entry of what was read); None
     for a folder the reader finds a problem in (the audit's process reads it and says so)."""
@@ -253,22 +251,25 @@ def ptxas_paths(facts: AuditFacts) -> list[str]:
 def _elf(
     path: str, memo: Memo | None, hint: bool = False, ahead: readahead.Readahead | None = None
 ) -> elf.ElfInfo | elf.ElfDefect | None:
-    """The ELF reader's answer, from the memo when the file's stat is the one it was read under, or
-    from a worker that read the very same file (same stat)."""
+    """The ELF reader's answer: a worker's reading of it this run (audit/readahead.py), else the memo's
+    when the file's stat is the one it was read under, else read here."""
     if memo is None and ahead is None:
         return elf.read_file(path, hint)
-    key = stat_key(path)
-    if memo is not None:
-        hit = memo.elf_info(path, key)
-        if hit is not None:
-            found = _elf_from(hit)
-            if found is not _UNKNOWN:
-                return found  # type: ignore[no-any-return]
     info: Any = _UNKNOWN
     read = ahead.answer(path) if ahead is not None else None
-    if read is not None and read[0] == key and key is not None:
+    if isinstance(read, tuple) and read[0] is not None:
+        key = read[0]  # taken by the worker before it read, as this process takes it
         info = _elf_from(read[1])
+        if memo is not None:
+            memo.elf_info(path, key)  # the key the facts were read under (for the report's fingerprint)
     if info is _UNKNOWN:
+        key = stat_key(path)
+        if memo is not None:
+            hit = memo.elf_info(path, key)
+            if hit is not None:
+                info = _elf_from(hit)
+                if info is not _UNKNOWN:
+                    return info  # type: ignore[no-any-return]
         info = elf.read_file(path, hint)  # raises OSError for a missing or unreadable file: never remembered
     if memo is not None:
         memo.put_elf(path, key, _elf_entry(info))
