@@ -57,8 +57,9 @@ def default_workers() -> int:
 class Readahead:
     """Paths read by `read(path)` in forked workers; `answer(path)` waits for a path's answer."""
 
-    def __init__(self, read: Callable[[str], Any], workers: int, timeout_s: float = TIMEOUT_S) -> None:
-        self._read, self._wanted, self._timeout_s = read, workers, timeout_s
+    def __init__(self, read: Callable[[str], Any], workers: int, timeout_s: float | None = None) -> None:
+        self._read, self._wanted = read, workers
+        self._timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
         self._tasks_r = self._tasks_w = -1
         self._backlog: list[bytes] = []  # records the full task pipe did not take yet
         self._closing = False
