@@ -116,13 +116,14 @@ def fork(work: Callable[[], object]) -> int:
     """Fork a worker that runs `work()` and exits (0, or 1 when it raised), registered so that
     `kill_all` and `reap` kill it. The worker never returns into the caller's code: no `finally`, atexit
     handler or buffered output of the parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright
-    (the parent's Python handlers would raise inside it). OSError when the fork fails."""
+    (signals.defaults_in_worker). OSError when the fork fails."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
         code = 1
         try:
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, signal.SIG_DFL)
+            from sparkenv import signals
+
+            signals.defaults_in_worker()
             work()
             code = 0
         finally:
