@@ -98,13 +98,15 @@ def _judged(
     from sparkenv.cuda import coverage
     from sparkenv.rules import requirements
 
-    def check_requirements(dists: dict[str, Any]) -> object:
-        # while workers read shared objects; the G9 rule and the context below get this answer back
-        return requirements.check(resolved, {k: df.dist for k, df in dists.items()})
+    def while_reading(dists: dict[str, Any]) -> None:
+        # while workers read shared objects: the requirement check (the G9 rule and the context below
+        # get its answer back) and the rules' imports
+        from sparkenv import rules
 
-    facts = scan.gather(
-        resolved, locked, root, gpu, memo=memo, markers=markers, while_reading=check_requirements
-    )
+        requirements.check(resolved, {k: df.dist for k, df in dists.items()})
+        rules.rules_for(rules.Stage.INSTALLED)
+
+    facts = scan.gather(resolved, locked, root, gpu, memo=memo, markers=markers, while_reading=while_reading)
     facts.lock_profile = profile
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
