@@ -32,6 +32,7 @@ FATBIN_MAGIC = 0xBA55ED50
 _MAGIC = struct.pack("<I", FATBIN_MAGIC)
 _WELL_FORMED = struct.pack("<IHH", FATBIN_MAGIC, 1, 16)  # magic, version 1, a 16-byte header
 _HEADER_LEN = 16
+_HEAD = struct.Struct("<IHHQ")  # magic, version, header size, size of what follows
 _ENTRY = struct.Struct(
     "<HHIQIIHHIIIQ"
 )  # kind, ?, header size, payload size, csize, ?, minor, major, arch, …, flags
@@ -282,11 +283,12 @@ def _walk(
     tally: dict[tuple[int, int, int], int],
 ) -> str | None:
     pos, end = start, start + size
+    view, unpack_from = read.view, _HEAD.unpack_from
     while pos + 16 <= end:
-        head = read(pos, 16)
-        if len(head) < 16:
+        data, rel = view(pos, 16)  # unpacked where it lies in the window: no copy, one call
+        if len(data) - rel < 16:
             return "truncated fatbin"
-        magic, version, header_size, fat_size = struct.unpack("<IHHQ", head)
+        magic, version, header_size, fat_size = unpack_from(data, rel)
         if magic != FATBIN_MAGIC or (align == 1 and (version, header_size) != (1, 16)):
             # padding or other data: skip it at C speed. Off nvcc's 8-byte grid (data sections) only a
             # well-formed header (version 1, 16 bytes) counts, so four stray bytes are not a fatbin.
