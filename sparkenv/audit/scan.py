@@ -139,7 +139,8 @@ def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
     scans = None
     if cap is not None and isinstance(info, elf.ElfInfo) and info.nv_fatbin is not False:
         kept = kernels.Recorder()
-        kernels.read_object(path, path, cap, kept)
+        # mapped: a file cut short meanwhile kills this worker (SIGBUS), and the audit reads it itself
+        kernels.read_object(path, path, cap, kept, mapped=True)
         scans = kept.entries.get(path)
     return key, _elf_entry(info), scans
 

@@ -15,12 +15,13 @@ one says so (`complete=False`). Never raises on damaged input: a defect comes ba
 from __future__ import annotations
 
 import array
+import mmap
 import os
 import struct
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkenv.cuda import elf
 from sparkenv.knowledge import kernels
@@ -85,24 +86,44 @@ def parse_targets(read: elf.Reader) -> list[KernelTarget] | str:
     return sorted(found.targets)
 
 
-def scan(path: str, deep: bool = False, limits: Limits | None = None) -> KernelScan:
-    """Read `path`'s fatbins: .nv_fatbin, and with `deep` the data sections too."""
+def scan(path: str, deep: bool = False, limits: Limits | None = None, mapped: bool = False) -> KernelScan:
+    """Read `path`'s fatbins: .nv_fatbin, and with `deep` the data sections too. `mapped`: through an
+    mmap of the file, nothing copied (cuFFT's deep read copied 249 MB through pread). Only for a process
+    that may die: a file cut short while it is mapped kills the reader with SIGBUS (the audit's workers,
+    whose objects the audit then reads itself, by pread)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         return KernelScan(complete=False, problem=f"unreadable: {exc.strerror}")
+    whole = _map(fd) if mapped else None
     try:
-        found = scan_reader(lambda offset, size: os.pread(fd, size, offset), deep, limits)
+        if whole is not None:
+            found = scan_reader(lambda offset, size: whole[offset : offset + size], deep, limits, whole)
+        else:
+            found = scan_reader(lambda offset, size: os.pread(fd, size, offset), deep, limits)
         if deep and found.complete:
             sparse_fatbins(found, os.fstat(fd).st_size)
         return found
     except OSError as exc:
         return KernelScan(complete=False, problem=f"unreadable: {exc.strerror}")
     finally:
+        if whole is not None:
+            whole.close()
         os.close(fd)
 
 
-def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = None) -> KernelScan:
+def _map(fd: int) -> mmap.mmap | None:
+    """The file mapped for reading; None where it cannot be (empty, not a regular file): read by pread."""
+    try:
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
+def scan_reader(
+    read: elf.Reader, deep: bool = False, limits: Limits | None = None, whole: mmap.mmap | None = None
+) -> KernelScan:
+    """`whole`: the file's bytes as one buffer (what `read` reads from), searched in place."""
     limits = limits or kernels().limits
     out = KernelScan()
     sections = elf.list_sections(read)
@@ -115,7 +136,7 @@ def scan_reader(read: elf.Reader, deep: bool = False, limits: Limits | None = No
         names = kernels().sections.data
         wanted += [s for s in sections if s.name in names and s.type == elf.SHT_PROGBITS]
     budget = _Budget(limits)
-    window = _Window(read)
+    window = _Window(read) if whole is None else _Whole(read, whole)
     for section in wanted:
         before = out.headers
         align = 8 if section.name == ".nv_fatbin" else 1
@@ -202,7 +223,7 @@ class _Window:
             if align == 8:
                 offset += (base - offset) % 8
             data, rel = self.ahead(offset, end)
-            avail = min(len(data) - rel, end - offset)
+            avail = min(len(data) - rel, end - offset, self.FAR)
             if avail < _HEADER_LEN:
                 return end
             if align == 8:
@@ -257,6 +278,25 @@ class _Window:
     def __call__(self, offset: int, n: int) -> bytes:
         data, rel = self.view(offset, n)
         return data[rel : rel + n]
+
+
+class _Whole(_Window):
+    """The whole file as the window (a mapped file): every view and search in place, nothing copied;
+    past its end, what `read` gives (short, as pread's)."""
+
+    def __init__(self, read: elf.Reader, whole: mmap.mmap) -> None:
+        super().__init__(read)
+        self._start, self._whole = 0, whole
+
+    def ahead(self, offset: int, end: int) -> tuple[Any, int]:
+        if offset >= 0 and len(self._whole) - offset >= _HEADER_LEN:
+            return self._whole, offset
+        return self._read(offset, min(self._size, end - offset)), 0
+
+    def view(self, offset: int, n: int) -> tuple[Any, int]:
+        if offset >= 0 and offset + n <= len(self._whole):
+            return self._whole, offset
+        return self._read(offset, n), 0
 
 
 def _entries(

@@ -57,7 +57,12 @@ def _reader_key() -> str:
 
 
 def _scan(
-    path: str, deep: bool, key: list[int] | None, cache: ScanCache | None, scans: Scans | None = None
+    path: str,
+    deep: bool,
+    key: list[int] | None,
+    cache: ScanCache | None,
+    scans: Scans | None = None,
+    mapped: bool = False,
 ) -> dict[str, Any]:
     slot = "deep" if deep else "shallow"
     if cache is not None:
@@ -69,7 +74,7 @@ def _scan(
         if cache is not None:
             cache.put(path, key, slot, found)
         return found  # type: ignore[no-any-return]
-    scan = fatbin.scan(path, deep=deep)
+    scan = fatbin.scan(path, deep=deep, mapped=mapped)
     found = {
         "targets": sorted(t.name for t in scan.targets),
         "complete": scan.complete,
@@ -105,16 +110,18 @@ def read_object(
     cap: coverage.Capability,
     cache: ScanCache | None = None,
     scans: Scans | None = None,
+    mapped: bool = False,
 ) -> coverage.ObjectKernels | None:
     """Kernels of one shared object; None when it carries no GPU code (most objects of a venv).
     `scans`: what another process read of this path (a Recorder's entry), used where its stat key is
-    this file's; anything it lacks is read here."""
+    this file's; anything it lacks is read here. `mapped`: read through mmap (fatbin.scan: only in a
+    process that may die of SIGBUS, the audit's workers)."""
     key = stat_key(path)
-    scan = _scan(path, False, key, cache, scans)
+    scan = _scan(path, False, key, cache, scans, mapped)
     if not scan["nv_fatbin"]:
         return None  # not built by nvcc; a damaged or unreadable file is the ELF reader's to report
     if not coverage.native(scan["targets"], cap):  # no machine code for it in .nv_fatbin: read deeper
-        scan = _scan(path, True, key, cache, scans)
+        scan = _scan(path, True, key, cache, scans, mapped)
     return coverage.ObjectKernels(
         shown,
         tuple(scan["targets"]),

@@ -19,6 +19,7 @@ import pytest
 
 from sparkenv.audit import readahead, scan
 from sparkenv.audit import run as audit_run
+from sparkenv.cuda import fatbin
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,6 +141,31 @@ def test_a_worker_that_fails_leaves_its_objects_to_the_audit(venv, tmp_path, mon
     # the objects the faulty workers never answered are judged all the same: G7 names them
     g7 = " ".join(" ".join(map(str, f)) for f in alone[0] if f[0].value == "G7")
     assert "libtorch_cuda.so" in g7
+    assert not _workers_alive()
+
+
+def test_a_file_cut_short_under_a_workers_mmap_is_read_by_the_audit(venv, kernels, tmp_path, monkeypatch):
+    """Workers read GPU code through mmap; a file cut short while mapped kills the worker with a real
+    SIGBUS. The audit then reads that object itself and says what an audit in one process says of the
+    file as it is now. (The cut is made by the test inside the worker, right after the mapping: the
+    moment a real truncation would have to hit.)"""
+    victim = venv.site / "ext_cufft_layout" / "_C.abi3.so"
+    mapped = fatbin._map
+
+    def map_then_cut(fd: int):  # type: ignore[no-untyped-def]
+        whole = mapped(fd)
+        if os.readlink(f"/proc/self/fd/{fd}") == str(victim):
+            os.truncate(victim, 4096)
+        return whole
+
+    monkeypatch.setattr(fatbin, "_map", map_then_cut)
+    answered = _answers(monkeypatch)
+    with_workers = _report(venv.prefix, "default", 2, tmp_path, monkeypatch)
+    assert victim.stat().st_size == 4096  # the cut happened, under a worker's mapping
+    assert not any(task == str(victim) for task in answered)  # that worker died: no answer
+    assert any("\0" in task for task in answered)  # the other workers answered
+    assert with_workers == _report(venv.prefix, "default", 0, tmp_path, monkeypatch)
+    assert str(victim.relative_to(venv.site)) in " ".join(" ".join(map(str, f)) for f in with_workers[0])
     assert not _workers_alive()
 
 

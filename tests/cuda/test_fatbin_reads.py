@@ -5,6 +5,7 @@ sharing no code with sparkenv/cuda/fatbin.py or elf.py's section listing."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
@@ -183,3 +184,21 @@ def test_section_names_come_from_one_read(objects):
     assert not isinstance(listed, str)
     assert [(s.name, s.type, s.offset, s.size) for s in listed] == sections_of(data)
     assert len(reads) == 3  # ELF header, section header table, section names
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_mapped_read_finds_what_a_pread_read_finds(objects, kernels, tmp_path, deep):
+    """The audit's workers read through mmap (no copies): the same scan, field for field, on every object
+    above, a header flood, a damaged file, an empty file and a FIFO (these two cannot be mapped: read
+    by pread, as before)."""
+    flood = kernels.with_section(kernels.plain(), ".ldata", kernels.header_flood(3000), "mflood")
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(objects["fatbins 5 KiB apart"].read_bytes()[:20000])
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(fifo)
+    paths = [*objects.values(), flood, cut, empty, fifo]
+    for path in paths:
+        assert fatbin.scan(str(path), deep, mapped=True) == fatbin.scan(str(path), deep), path.name
+    assert fatbin.scan(str(flood), deep, mapped=True).headers >= (3000 if deep else 0)
