@@ -236,14 +236,15 @@ class _Window:
                 self._search = self._size
                 if (at - rel) % 8 == 0:
                     return offset + at - rel
-                words = array.array("I")  # a hit off the grid: every grid word of the window at once
-                words.frombytes(data[rel : rel + usable])
+                span = min(usable, self._size)  # a hit off the grid: every grid word of a window at once
+                words = array.array("I")
+                words.frombytes(data[rel : rel + span])
                 if sys.byteorder != "little":
                     words.byteswap()
                 try:
                     return offset + 8 * words[0::2].index(FATBIN_MAGIC)
                 except ValueError:
-                    offset += usable
+                    offset += span
             else:
                 at = data.find(_WELL_FORMED, rel, rel + avail)
                 if at >= 0:
