@@ -202,3 +202,20 @@ def test_a_mapped_read_finds_what_a_pread_read_finds(objects, kernels, tmp_path,
     for path in paths:
         assert fatbin.scan(str(path), deep, mapped=True) == fatbin.scan(str(path), deep), path.name
     assert fatbin.scan(str(flood), deep, mapped=True).headers >= (3000 if deep else 0)
+
+
+@pytest.mark.parametrize("caps", [(5, 10_000), (10_000, 7), (2999, 10_000)])
+def test_a_mapped_read_stops_where_a_pread_read_stops(objects, kernels, caps):
+    """The caps on headers and entries cut both readers at the same header, with the same reason."""
+    from sparkenv.knowledge.records.kernels import Limits
+
+    limits = Limits(caps[0], caps[1], 60.0)
+    flood = kernels.with_section(kernels.plain(), ".ldata", kernels.header_flood(3000), "mflood")
+    for path in [*objects.values(), flood]:
+        for deep in (False, True):
+            mapped = fatbin.scan(str(path), deep, limits, mapped=True)
+            assert mapped == fatbin.scan(str(path), deep, limits), path.name
+    stopped = fatbin.scan(str(flood), True, limits, mapped=True)
+    assert stopped.complete is (caps[0] >= 3000)  # the flood's 3,000 headers, no entries
+    many = fatbin.scan(str(objects["large cubins"]), False, limits, mapped=True)
+    assert many.complete is (many.entries <= caps[1] and many.headers <= caps[0])
