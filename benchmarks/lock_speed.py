@@ -10,6 +10,9 @@ under sparkenv included) are both printed, with their ratios:
 - warm: uv's cache and sparkenv's metadata cache filled by an earlier run;
 - cold: a fresh, empty UV_CACHE_DIR (and SPARKENV_CACHE_DIR) for every single command;
 - uv warm, sparkenv cold: the case where sparkenv used to download again what uv had just fetched.
+- first: cold caches and no earlier lock, for both (every other case re-locks: bare uv re-reads the
+  output file it wrote last time and prefers its versions, and sparkenv hands uv the lock it replaces
+  the same way, resolve/preferences.py — each command keeps its own output between its runs).
 Inputs: the shipped playbook input and benchmarks/inputs/large-project.txt (a vLLM-sized project) unless
 --input names others. --before DIR: also time the sparkenv of another checkout (PYTHONPATH=DIR), in the
 same rounds: before and after from one run. Needs the package index (PyPI by default).
@@ -76,20 +79,29 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
     assert resolve_stage is not None, "nothing to resolve"
     jobs = uvdriver.prepare(work, prof, run._index(inp, None, []), [resolve_stage], None, AS_OF)
     bare = [cmd for _, cmd, _ in jobs]  # exactly the uv command sparkenv runs
-    sparkenv = [sys.executable, "-m", "sparkenv", "lock", path, "--output-dir", str(work / "out"),
+
+    def sparkenv_cmd(out: str) -> list[str]:
+        return [sys.executable, "-m", "sparkenv", "lock", path, "--output-dir", str(work / out),
                 "--exclude-newer", AS_OF, "-q"]  # fmt: skip
+
+    outputs = [Path(c[c.index("--output-file") + 1]) for c in bare]  # what bare uv re-reads next time
     warm = {"UV_CACHE_DIR": str(work / "uv"), "SPARKENV_CACHE_DIR": str(work / "sp")}
     warm_before = {"UV_CACHE_DIR": str(work / "uv"), "SPARKENV_CACHE_DIR": str(work / "sp-before")}
 
     def bare_run(env: dict[str, str]) -> tuple[float, float]:
+        if first:
+            for out in outputs:
+                out.unlink(missing_ok=True)
         wall = cpu = 0.0
         for c in bare:
             wall += _time(c, env)
             cpu += CPU[0]
         return wall, cpu
 
-    def lock_run(env: dict[str, str]) -> tuple[float, float]:
-        return _time(sparkenv, env), CPU[0]
+    def lock_run(env: dict[str, str], out: str = "out") -> tuple[float, float]:
+        if first:
+            shutil.rmtree(work / out, ignore_errors=True)
+        return _time(sparkenv_cmd(out), env), CPU[0]
 
     def fresh(keep_uv: bool = False) -> dict[str, str]:
         d = Path(tempfile.mkdtemp(prefix="cold-", dir=work))
@@ -100,18 +112,20 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
 
     print(f"inputs: {path} ({len(inp.requirements)} requirements), profile {prof.name}, {args.runs} runs")
     print(f"bare command: {' '.join(bare[0][1:3])} … ({len(bare)} uv process)")
+    first = False
     lock_run(warm)  # fill the warm caches
     if before:
-        lock_run({**warm_before, **before})
+        lock_run({**warm_before, **before}, "out-before")
     bare_run(warm)
     for case in args.cases.split(","):
+        first = case == "first"
         rows: dict[str, list[tuple[float, float]]] = {"bare uv pip compile": [], "sparkenv lock": []}
         if before:
             rows["sparkenv lock (before)"] = []
         for round_no in range(args.runs):
             if case == "warm":
                 envs = (warm, warm, warm_before)
-            elif case == "cold":
+            elif case in ("cold", "first"):
                 envs = (fresh(), fresh(), fresh())
             else:  # uv-warm
                 envs = (warm, fresh(keep_uv=True), fresh(keep_uv=True))
@@ -120,7 +134,9 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
                 ("sparkenv lock", lambda e=envs[1]: lock_run(e)),
             ]
             if before:
-                runs.append(("sparkenv lock (before)", lambda e=envs[2]: lock_run({**e, **before})))
+                runs.append(
+                    ("sparkenv lock (before)", lambda e=envs[2]: lock_run({**e, **before}, "out-before"))
+                )
             shift = round_no % len(runs)  # each command goes first in turn: no order favoured
             for name, go in runs[shift:] + runs[:shift]:
                 rows[name].append(go())
@@ -196,7 +212,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--input", action="append", help="inputs to lock (repeatable); default: see above")
-    ap.add_argument("--cases", default="warm,cold,uv-warm", help="comma-separated: warm, cold, uv-warm")
+    ap.add_argument(
+        "--cases", default="warm,cold,uv-warm,first", help="comma-separated: warm, cold, uv-warm, first"
+    )
     ap.add_argument("--before", metavar="DIR", help="a checkout whose sparkenv runs beside this one")
     ap.add_argument("--only", choices=("lock", "check"), help="only the lock cases, or only check")
     args = ap.parse_args()

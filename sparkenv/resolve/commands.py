@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from sparkenv import cli_options as opts
-from sparkenv.resolve.options import CHECK, EXTRA, GROUP, PLATFORM, PROFILE
+from sparkenv.resolve.options import CHECK, EXTRA, GROUP, PLATFORM, PROFILE, UPGRADE, UPGRADE_PACKAGE
 
 _INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
 
@@ -112,6 +112,8 @@ def lock(
             callback=opts.positive_seconds,
         ),
     ] = 600.0,
+    upgrade: Annotated[bool, opts.typer_option(UPGRADE)] = False,
+    upgrade_package: Annotated[Optional[list[str]], opts.typer_option(UPGRADE_PACKAGE)] = None,  # noqa: UP045
     *,
     reporting: opts.ReportOptions,
 ) -> None:
@@ -121,7 +123,8 @@ def lock(
     on them must accept the base's exact version (else G9 FAIL with the chain). The Unsloth family is
     resolved with its own requirements (the lock is closed) and installs in its own --no-deps stage.
     Nothing is written when a FAIL or an unreadable file's metadata remains in the report as shown (a FAIL
-    you --ignore or --waive does not withhold the lock: `verdict: ready` means it was written). On a
+    you --ignore or --waive does not withhold the lock: `verdict: ready` means it was written). A re-lock
+    keeps the versions of the lock it replaces where the inputs allow (--upgrade, --upgrade-package). On a
     terminal, one line per phase goes to stderr (not under -q, --json or when stderr is not a terminal).
 
     Examples:
@@ -133,6 +136,8 @@ def lock(
       sparkenv lock --check                               # is every shipped lock current?
 
       sparkenv lock req.txt --exclude-newer 2026-11-30    # reproducible: as the index was that day
+
+      sparkenv lock req.txt -P transformers              # let one package move, keep the rest
 
       sparkenv lock vllm.txt --allow-replace torch        # replace the image's torch, on purpose
     """
@@ -151,6 +156,7 @@ def lock(
         from sparkenv.render.emit import files, shown
         from sparkenv.report import Report
         from sparkenv.resolve import outputs as outputs_mod
+        from sparkenv.resolve.preferences import Upgrade
 
         progress = not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty()
         pending: dict[Path, str] = {}
@@ -170,6 +176,7 @@ def lock(
             progress=progress,
             outputs=pending,
             binding=lambda found: shown(Report("lock", "", found), reporting).report.findings,
+            upgrade=Upgrade.of(upgrade, upgrade_package),
         )
         # The lock and the report's files together: validated first, all written or none replaced.
         view = shown(result, reporting)

@@ -49,4 +49,20 @@ PIP = Option(
     "family with its dependencies (FAIL on a base with torch), drift-prone packages unpinned (WARN).",
 )
 
+UPGRADE = Option(
+    "upgrade",
+    ("--upgrade", "-U"),
+    bool,
+    default=False,
+    help="Resolve afresh. Without it, a re-lock keeps the versions of the lock it replaces wherever the "
+    "inputs still allow them, as `uv pip compile -o` does with its output file.",
+)
+UPGRADE_PACKAGE = Option(
+    "upgrade_package",
+    ("--upgrade-package", "-P"),
+    many=True,
+    metavar="NAME",
+    help="Let NAME move to the newest version the inputs allow; the other versions are kept. Repeatable.",
+)
+
 CHECK = (PROFILE, PLATFORM, EXTRA, GROUP, LOCK_INPUT, PIP)  # in --help's order

@@ -30,6 +30,7 @@ from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import metadata, policy, uvdriver
 from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
 from sparkenv.resolve.check import profile_for as _profile
+from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 STAGE_MAIN = "1-packages"
@@ -208,12 +209,14 @@ def lock(
     progress: bool = False,
     outputs: dict[Path, str] | None = None,
     binding: Callable[[list[Finding]], list[Finding]] | None = None,
+    upgrade: Upgrade = KEEP,
 ) -> Report:
     """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
     are put there instead of written, so the caller can write them together with its reports (all or
     nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
     write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
-    ignored or waived does not withhold it."""
+    ignored or waived does not withhold it. A lock already at the output path gives uv its versions as
+    preferences (resolve/preferences.py) unless `upgrade` says otherwise."""
 
     started = time.perf_counter()
     from sparkenv import outputs as output_files
@@ -240,7 +243,11 @@ def lock(
     excluded = _excluded(profile, allowed)
     resolution = _Resolution()
     if resolve_stage is not None:
-        resolution = _resolve(inp, profile, index, resolve_stage, excluded, exclude_newer, timeout, progress)
+        previous = _previous(pylock_path, upgrade, progress)
+        prefer = (previous, upgrade)
+        resolution = _resolve(
+            inp, profile, index, resolve_stage, excluded, exclude_newer, timeout, progress, prefer
+        )
     locked, raw = _locked(resolution.text, inp, stages)
     t_resolved = time.perf_counter()
     _say(
@@ -314,6 +321,7 @@ def _resolve(
     exclude_newer: str | None,
     timeout: float,
     progress: bool,
+    prefer: tuple[Path | None, Upgrade] = (None, KEEP),
 ) -> _Resolution:
     """uv's resolution, with sparkenv's reads started beside it; the work folder is removed on every exit."""
     from sparkenv.resolve import early, fallbacks
@@ -331,7 +339,7 @@ def _resolve(
             out.text = redact(
                 _resolve_around_failures(
                     Path(work), profile, index, stage, excluded, exclude_newer, timeout, out.failures,
-                    out.early.line,
+                    out.early.line, prefer,
                 )
             )  # fmt: skip
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
@@ -346,6 +354,22 @@ def _resolve(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def _previous(pylock_path: Path, upgrade: Upgrade, progress: bool) -> Path | None:
+    """The lock this one replaces, whose versions are kept where the inputs allow."""
+    if not pylock_path.is_file():
+        return None
+    if upgrade.all:
+        _say(progress, f"--upgrade: the versions of {project.from_here(pylock_path)} are not kept")
+        return None
+    moving = f" (except {', '.join(upgrade.packages)})" if upgrade.packages else ""
+    _say(
+        progress,
+        f"keeping the versions of {project.from_here(pylock_path)}{moving} where the inputs allow "
+        "(--upgrade: resolve afresh)",
+    )
+    return pylock_path
 
 
 def _locked(
@@ -565,6 +589,7 @@ def _resolve_around_failures(
     timeout: float,
     failures: list[uvdriver.BuildFailed],
     on_log: Callable[[str], None] | None = None,
+    prefer: tuple[Path | None, Upgrade] = (None, KEEP),
 ) -> str:
     """uv stops at the first package it cannot build; that package is kept out and the rest resolved
     again (up to MAX_BUILD_FAILURES times), so that every other finding can still be made. uv's own
@@ -572,7 +597,7 @@ def _resolve_around_failures(
     skip = list(excluded)
     auth = uvdriver.netrc_env(work, index)  # a credential only pip's variables hold, for uv
     while True:
-        jobs = uvdriver.prepare(work, profile, index, [stage], skip, exclude_newer)
+        jobs = uvdriver.prepare(work, profile, index, [stage], skip, exclude_newer, *prefer)
         try:
             return uvdriver.run_all(jobs, timeout, auth, on_log)[stage.name]
         except uvdriver.BuildFailed as bf:

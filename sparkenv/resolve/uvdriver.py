@@ -19,6 +19,8 @@ from pathlib import Path
 from sparkenv import children, signals
 from sparkenv.errors import ServiceMissing, SparkenvError
 from sparkenv.profiles import Profile
+from sparkenv.resolve import preferences
+from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uv_binary import uv_binary
 
 DEFAULT_TIMEOUT = 600.0
@@ -56,6 +58,7 @@ def command(
     excludes: Path | None,
     stage: Stage,
     exclude_newer: str | None = None,
+    upgrade_packages: tuple[str, ...] = (),
 ) -> list[str]:
     """The exact `uv pip compile` command of a stage (the benchmark runs the same one bare)."""
     cmd = [
@@ -82,6 +85,8 @@ def command(
         cmd.append("--no-deps")
     if exclude_newer:
         cmd += ["--exclude-newer", exclude_newer]
+    for name in upgrade_packages:
+        cmd += ["--upgrade-package", name]
     if index.index_url:
         cmd += ["--index-url", index.index_url]
     for url in index.extra_index_urls:
@@ -98,8 +103,11 @@ def prepare(
     stages: list[Stage],
     excluded: list[str] | None = None,
     exclude_newer: str | None = None,
+    previous: Path | None = None,
+    upgrade: Upgrade = KEEP,
 ) -> list[tuple[Stage, list[str], Path]]:
-    """`excluded`: names kept out of resolution (default: all the base provides)."""
+    """`excluded`: names kept out of resolution (default: all the base provides). `previous`: the lock
+    about to be replaced, whose versions uv prefers (resolve/preferences.py) unless `upgrade` says."""
     uv = uv_binary()
     excludes = None
     names = profile.excluded() if excluded is None else excluded
@@ -116,7 +124,8 @@ def prepare(
             body.insert(0, f"-c {cons}")
         stage_in.write_text("\n".join(body) + "\n")
         out = work / f"pylock.{stage.name}.toml"
-        cmd = command(uv, stage_in, out, profile, index, excludes, stage, exclude_newer)
+        preferences.seed(previous, out, upgrade)  # uv reads its output file's versions as preferences
+        cmd = command(uv, stage_in, out, profile, index, excludes, stage, exclude_newer, upgrade.packages)
         jobs.append((stage, cmd, out))
     return jobs
 
