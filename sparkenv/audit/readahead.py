@@ -28,6 +28,7 @@ import os
 import select
 import signal
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -153,6 +154,9 @@ class Readahead:
         others = list(self._pipes)
 
         def work() -> None:
+            handler = sys.modules.get("faulthandler")
+            if handler is not None:  # a worker killed by SIGBUS (a file cut under its mmap) is expected:
+                handler.disable()  # the audit reads that file itself, no "Fatal Python error" to show
             os.close(tasks_w)  # the queue ends when the audit's process closes its end
             os.close(answers_r)
             for fd in others:
