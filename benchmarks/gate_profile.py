@@ -6,8 +6,10 @@ whole in-process run.
   python benchmarks/gate_profile.py                       # this interpreter
   python benchmarks/gate_profile.py --python /opt/torch/.venv/bin/python --repeat 5
 
-Standard library only; sparkenv must be importable by --python (PYTHONPATH works). Figures, not
-targets: benchmarks/gate_start.py judges the targets.
+It calls probes.gather itself, without the entrypoint's early start, so every probe runs in a thread
+of this process (the typer command's way); the entrypoint's own timeline, with its forked probes
+(gate/forked.py), is `benchmarks/gate_start.py --breakdown`. Standard library only; sparkenv must be
+importable by --python (PYTHONPATH works). Figures, not targets: gate_start.py judges the targets.
 """
 
 from __future__ import annotations

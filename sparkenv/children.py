@@ -88,6 +88,14 @@ def spawn(
     return proc
 
 
+def adopt(proc: Any) -> None:
+    """Register a child started another way (the gate's forked probes, sparkenv/gate/forked.py): it
+    offers `pid`, `kill()` and `wait(timeout)` as Popen does, leads its own process group, and is
+    killed with every other child."""
+    with _lock:
+        _children.add(proc)
+
+
 def kill(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the child's whole process group (and the child, should it have left the group)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -116,14 +124,15 @@ def fork(work: Callable[[], object]) -> int:
     """Fork a worker that runs `work()` and exits (0, or 1 when it raised), registered so that
     `kill_all` and `reap` kill it. The worker never returns into the caller's code: no `finally`, atexit
     handler or buffered output of the parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright
-    (signals.defaults_in_worker). OSError when the fork fails."""
+    (as the gate's forked probes). OSError when the fork fails."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
         code = 1
         try:
             from sparkenv import signals
 
-            signals.defaults_in_worker()
+            # the parent's handlers would raise into its own code here; a signal it ignores stays so
+            signals.install_handler(signal.SIG_DFL, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # type: ignore[arg-type]
             work()
             code = 0
         finally:
@@ -133,12 +142,17 @@ def fork(work: Callable[[], object]) -> int:
     return pid
 
 
-def reap(pid: int) -> None:
-    """SIGKILL a forked worker (finished or not) and collect its exit status: none is left behind."""
+def reap(pid: int, wait_s: float = 1.0) -> None:
+    """SIGKILL a forked worker (finished or not) and collect its exit status: none is left behind. One
+    stuck in the kernel (a hung file system) past `wait_s` after SIGKILL is left unreaped."""
+    import time
+
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
+    stop = time.monotonic() + wait_s
     with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, 0)
+        while not os.waitpid(pid, os.WNOHANG)[0] and time.monotonic() < stop:
+            time.sleep(0.0005)  # a worker that just answered is exiting: a millisecond or so
     with _lock:
         _forked.discard(pid)
 

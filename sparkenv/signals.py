@@ -64,15 +64,6 @@ def install_handler(
     return restore
 
 
-def defaults_in_worker() -> None:
-    """In a process forked to work for this one (sparkenv/children.py `fork`): SIGINT, SIGTERM and SIGHUP
-    kill it outright, as they would any program (the parent's handlers would raise inside it, and the
-    parent kills its workers itself). A signal the parent ignores (nohup's SIGHUP) stays ignored."""
-    for sig in (signal.SIGINT, *_HANDLED):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, signal.SIG_DFL)
-
-
 def install() -> None:
     """SIGTERM and SIGHUP raise Terminated for the rest of the run (the CLI's start)."""
     install_handler(_handler)

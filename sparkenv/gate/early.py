@@ -1,49 +1,81 @@
-"""The gate's two slowest probes, started as soon as the arguments are parsed, before the rest of the gate
-is imported: NVML (pynvml's import, then driver calls that wait on the kernel module) in a daemon thread,
-and under --deep the isolated torch process (seconds: import torch, the first CUDA operation). Both
-overlap with everything the gate does after; probes.gather collects them under its one deadline, and
-runs them itself where they were not started here (the typer command, --facts, --sample, policy off).
+"""The gate's slowest probes, started as soon as the arguments are parsed, before the rest of the gate is
+imported: NVML (pynvml's import, then driver calls that wait on the kernel module) and the reading of the
+workload's interpreter (its packages, torch's files, Triton's ptxas), each in a child forked from the
+gate (gate/forked.py: on another core, so their CPU no longer takes turns with the gate's own under the
+GIL; a thread where no child can be forked), and under --deep the isolated torch process (seconds:
+import torch, the first CUDA operation). All overlap with everything the gate does after;
+probes.gather collects them under its one deadline, and runs them itself where they were not started
+here (the typer command, --facts, --sample, policy off).
 
 Only the fast path (sparkenv/entry.py, through gate/entry.start_early) starts them, after the same
-validation the run does, so a bad argument never leaves a process behind; the torch process is
-registered with orchestrate like every child, so signals and the deadline kill it."""
+validation the run does, so a bad argument never leaves a process behind; every child is registered
+with sparkenv/children.py, so signals and the deadline kill it."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
-class _Gpu:
-    def __init__(self) -> None:
+class _Thread:
+    """The fallback where no child can be forked: the probe in a daemon thread of the gate."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
         self.done = threading.Event()
         self.value: Any = None
         self.error: Exception | None = None
+        threading.Thread(target=self._run, args=(fn,), name="sparkenv-probe-early", daemon=True).start()
 
-    def run(self) -> None:
-        from sparkenv.gate import nvml
-
+    def _run(self, fn: Callable[[], Any]) -> None:
         try:
-            self.value = nvml.probe()
-        except Exception as exc:  # reported by the gpu probe as its own error
+            self.value = fn()
+        except Exception as exc:  # reported by the probe that asks, as its own error
             self.error = exc
         finally:
             self.done.set()
 
+    def result(self, deadline: float) -> Any:
+        self.done.wait(max(0.0, deadline - time.monotonic()))
+        if self.error is not None:
+            raise self.error
+        return self.value
 
-_gpu: _Gpu | None = None
+
+_pids: set[int] = set()  # every child forked here
+
+
+def _started(fn: Callable[[], Any]) -> Any:
+    """fn running beside the gate: in a forked child (gate/forked.py), else in a thread."""
+    from sparkenv.gate import forked
+
+    try:
+        child = forked.Forked(fn)
+    except (OSError, RuntimeError):
+        return _Thread(fn)
+    _pids.add(child.pid)
+    return child
+
+
+def _gpu_probe() -> Any:
+    from sparkenv.gate import nvml
+
+    return nvml.probe(shutdown=False)  # the child's exit closes NVML, after it has answered
+
+
+_gpu: Any = None  # forked.Forked or _Thread
+_reads: dict[tuple[Any, ...], Any] = {}  # the same, per group of probes (probes.interpreter_facts …)
 _torch: Any = None  # orchestrate.Bounded, or None
 
 
 def start(gpu: bool, torch: list[str] | None) -> None:
-    """Start NVML's probe in a daemon thread (`gpu`) and the torch process for `torch` (its command line,
+    """Start NVML's probe beside the gate (`gpu`) and the torch process for `torch` (its command line,
     torch_argv's), for arguments already validated (gate/entry.py's start_early decides which)."""
     global _gpu, _torch
     if gpu:
-        _gpu = _Gpu()
-        threading.Thread(target=_gpu.run, name="sparkenv-probe-gpu-early", daemon=True).start()
+        _gpu = _started(_gpu_probe)
     if torch is not None:
         from sparkenv.gate import orchestrate
 
@@ -53,16 +85,39 @@ def start(gpu: bool, torch: list[str] | None) -> None:
             _torch = None  # the probe tries again and reports why it cannot run
 
 
+def interpreter_key(python: str, read_kernels: bool) -> tuple[Any, ...]:
+    """The group of probes that read the workload's interpreter (probes.interpreter_facts)."""
+    return ("interpreter", python, read_kernels)
+
+
+HOST = ("host",)  # the group that reads the machine (probes.host_facts)
+
+
+def start_group(key: tuple[Any, ...], read: Callable[[], dict[str, Any]]) -> None:
+    """Start a group of probes beside the gate: `read` gives each probe's outcome (forked.caught's)."""
+    _reads[key] = _started(read)
+
+
+def child_pids() -> set[int]:
+    """The gate's own forked probes: not servers the processes probe should report."""
+    return set(_pids)
+
+
 def gpu(deadline: float) -> Any:
     """NVML's section from the early start (waiting for it until `deadline`), else None."""
     global _gpu
     started, _gpu = _gpu, None
     if started is None:
         return None
-    started.done.wait(max(0.0, deadline - time.monotonic()))
-    if started.error is not None:
-        raise started.error
-    return started.value
+    return started.result(deadline)
+
+
+def group(key: tuple[Any, ...], deadline: float) -> dict[str, Any] | None:
+    """A group's outcomes from the early start, waiting for them until `deadline`; None when it was not
+    started or is late. Every probe of the group that asks gets the same answer."""
+    started = _reads.get(key)
+    found: dict[str, Any] | None = None if started is None else started.result(deadline)
+    return found
 
 
 def torch(argv: list[str]) -> Any:

@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkenv.errors import SparkenvError
 from sparkenv.render.options import ReportOptions
@@ -109,8 +109,9 @@ def _check_watch(a: GateArgs) -> None:
 
 
 def start_early(a: GateArgs) -> None:
-    """The fast path's early start (gate/early.py): NVML and the --deep torch process, only for arguments
-    the run will accept, so a bad argument never leaves a process behind."""
+    """The fast path's early start (gate/early.py): NVML, the reading of the workload's interpreter and
+    the --deep torch process, only for arguments the run will accept, so a bad argument never leaves a
+    process behind."""
     from sparkenv.gate import early
 
     try:
@@ -123,8 +124,25 @@ def start_early(a: GateArgs) -> None:
     # --sample watches the GPU for a window: the probe itself does it, under the deadline
     early.start(gpu=not a.sample, torch=None)
     deep = a.deep or a.bandwidth or a.import_unsloth
+    python = judged_python(a)[0]
+    # forked before any thread starts (the torch process's readers)
+    early.start_group(early.interpreter_key(python, deep), lambda: _interpreter_facts(python, deep))
+    gate = {os.getpid(), os.getppid(), *early.child_pids()}  # left out of the processes probe
+    early.start_group(early.HOST, lambda: _host_facts(gate))
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
-        early.start(gpu=False, torch=early.torch_argv(judged_python(a)[0], a.bandwidth, a.import_unsloth))
+        early.start(gpu=False, torch=early.torch_argv(python, a.bandwidth, a.import_unsloth))
+
+
+def _interpreter_facts(python: str, read_kernels: bool) -> dict[str, Any]:
+    from sparkenv.gate.probes import interpreter_facts  # in the forked child
+
+    return interpreter_facts(python, read_kernels)
+
+
+def _host_facts(gate: set[int]) -> dict[str, Any]:
+    from sparkenv.gate.probes import host_facts  # in the forked child
+
+    return host_facts(gate)
 
 
 def _probe_options(a: GateArgs, python: str) -> Options:
@@ -155,7 +173,6 @@ def run(a: GateArgs) -> int:
         return 0
     from sparkenv.gate import orchestrate
     from sparkenv.gate.run import gate as run_gate
-    from sparkenv.render.emit import emit, shown, write_atomic
 
     python, judged = judged_python(a)
     restore = orchestrate.on_signals_kill_children()
@@ -172,6 +189,8 @@ def run(a: GateArgs) -> int:
         return code
     finally:
         restore()
+    from sparkenv.render.emit import emit, shown, write_atomic  # imported while the probes ran
+
     if a.dump_facts:
         import json
 
@@ -212,7 +231,9 @@ def exec_workload(cmd: list[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     from sparkenv import children
+    from sparkenv.gate import forked
 
+    forked.reap_all()
     children.before_exec()
     try:
         os.execvp(cmd[0], cmd)

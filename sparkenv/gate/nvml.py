@@ -34,7 +34,9 @@ def library_path() -> str | None:
     return found
 
 
-def probe(sample_s: float = 0.0, deadline: float | None = None) -> dict[str, Any]:
+def probe(sample_s: float = 0.0, deadline: float | None = None, shutdown: bool = True) -> dict[str, Any]:
+    """The GPU section of the facts. Without `shutdown` NVML stays open: for a process that exits right
+    after (the gate's forked probe, whose exit closes NVML sooner than the call, off the gate's path)."""
     if library_path() is None:
         return {
             "available": False,
@@ -57,8 +59,9 @@ def probe(sample_s: float = 0.0, deadline: float | None = None) -> dict[str, Any
     try:
         return _read(pynvml, sample_s, deadline)
     finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
+        if shutdown:
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlShutdown()
 
 
 def _init_error(pynvml: Any, exc: Exception) -> str:

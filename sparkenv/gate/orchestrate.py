@@ -88,8 +88,11 @@ def _drain(pipe: Any, into: list[bytes], cap: int = 4 << 20) -> None:
         pass
 
 
-def run_all(probes: dict[str, Callable[[], Any]], deadline: float) -> tuple[dict[str, Any], dict[str, str]]:
-    """Results and errors of every probe; one not back by `deadline` is an error, its thread abandoned."""
+def run_all(
+    probes: dict[str, Callable[[], Any]], deadline: float, meanwhile: Callable[[], None] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Results and errors of every probe; one not back by `deadline` is an error, its thread abandoned.
+    `meanwhile` runs in this thread once the probes are started, before waiting for them."""
     results: dict[str, Any] = {}
     errors: dict[str, str] = {}
     done = threading.Condition()
@@ -112,6 +115,8 @@ def run_all(probes: dict[str, Callable[[], Any]], deadline: float) -> tuple[dict
 
     for name, fn in probes.items():
         threading.Thread(target=runner, args=(name, fn), name=f"sparkenv-probe-{name}", daemon=True).start()
+    if meanwhile is not None:
+        meanwhile()
     with done:
         while pending:
             left = deadline - time.monotonic()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import signal
 import sys
 import threading
@@ -19,10 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkenv import children
-from sparkenv.environment import container, parsers
+from sparkenv.environment import parsers
 from sparkenv.environment.intent import nvfp4_intent
-from sparkenv.environment.servers import identify, prefilter_words
-from sparkenv.gate import early, ldcache, nvml, orchestrate, static_torch
+from sparkenv.gate import early, forked, orchestrate
 from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.knowledge import gate
@@ -85,22 +83,27 @@ class Options:
     deep_cache: str | None = None  # folder of passed deep probes, per (image, driver, GPU)
 
 
-def gather(opts: Options) -> dict[str, Any]:
-    """Run every probe concurrently; whatever is not back by the deadline becomes an error entry."""
+def gather(opts: Options, meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run every probe concurrently; whatever is not back by the deadline becomes an error entry.
+    `meanwhile` runs in this thread while the probes do (orchestrate.run_all)."""
     started = time.monotonic()
     deadline = started + opts.deadline_s
     deep = opts.deep or opts.bandwidth or opts.import_unsloth
     installed = _Once(lambda: installed_dists(opts.python))  # one listing for the probes that need it
+    # What the workload's interpreter holds and what the machine shows, read by children forked at the
+    # start (gate/early.py) when there are some for this interpreter and mode, else here.
+    interpreter = _early(lambda: early.group(early.interpreter_key(opts.python, deep), deadline))
+    host = _early(lambda: early.group(early.HOST, deadline))
     probes: dict[str, Callable[[], Any]] = {
-        "gpu": lambda: early.gpu(deadline) or nvml.probe(opts.sample_s, deadline),
-        "driver": probe_driver,
-        "meminfo": probe_meminfo,
-        "processes": probe_processes,
-        "container": probe_container,
-        "loader": probe_loader,
-        "dists": lambda: {name: version for name, (version, _site) in installed().items()},
+        "gpu": lambda: early.gpu(deadline) or _nvml(opts.sample_s, deadline),
+        "driver": host("driver", probe_driver),
+        "meminfo": host("meminfo", probe_meminfo),
+        "processes": host("processes", lambda: probe_processes(early.child_pids())),
+        "container": host("container", probe_container),
+        "loader": host("loader", probe_loader),
+        "dists": interpreter("dists", lambda: _versions(installed())),
         "configs": lambda: probe_configs(opts.workload),
-        "torch_static": lambda: probe_torch_static(opts.python),
+        "torch_static": interpreter("torch_static", lambda: probe_torch_static(opts.python)),
         "multinode": lambda: probe_multinode(opts, deadline),
     }
     # The cache is keyed by what the other probes find, so with one they run first; a bandwidth or
@@ -112,17 +115,20 @@ def gather(opts: Options) -> dict[str, Any]:
         probes["kernels"] = lambda: probe_kernels(opts.python)
     # Every package's fatbin headers take 0.6 s on a real CUDA 13 venv, twice the default gate's whole
     # budget (benchmarks/gate_start.py): read under --deep; audit and build judge them with the same rule.
-    probes["kernel_coverage"] = lambda: probe_kernel_coverage(opts.python, installed, read_kernels=deep)
+    probes["kernel_coverage"] = interpreter(
+        "kernel_coverage", lambda: probe_kernel_coverage(opts.python, installed, read_kernels=deep)
+    )
     facts: dict[str, Any] = {
         "schema": FACTS_SCHEMA,
         "mode": "deep" if deep else "static",
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),  # datetime's isoformat, UTC
-        "host": {"machine": platform.machine(), "kernel": platform.release(), "python": opts.python},
+        # what platform.machine() and platform.release() say, without importing platform
+        "host": {"machine": os.uname().machine, "kernel": os.uname().release, "python": opts.python},
         "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
         "workload": list(opts.workload),
     }
     # The deadline of the probes leaves a margin for the checks, the report and exec.
-    results, errors = orchestrate.run_all(probes, deadline)
+    results, errors = orchestrate.run_all(probes, deadline, meanwhile)
     facts.update(results)
     if cached:
         more, late = _deep_through_cache(opts, facts, deadline)
@@ -135,6 +141,51 @@ def gather(opts: Options) -> dict[str, Any]:
     children.kill_all()
     facts["gather_s"] = round(time.monotonic() - started, 3)
     return facts
+
+
+def interpreter_facts(python: str, read_kernels: bool) -> dict[str, tuple[Any, ...]]:
+    """The probes that read the workload's interpreter (dists, torch_static, kernel_coverage), each's
+    outcome as ("ok", value) or ("error", exception class name, message): run at once in a child
+    forked at the gate's start (gate/early.py), every probe's failure kept for that probe alone."""
+    installed = _Once(lambda: installed_dists(python))
+    reads: dict[str, Callable[[], Any]] = {
+        "dists": lambda: _versions(installed()),
+        "torch_static": lambda: probe_torch_static(python),
+        "kernel_coverage": lambda: probe_kernel_coverage(python, installed, read_kernels=read_kernels),
+    }
+    return {name: forked.caught(read) for name, read in reads.items()}
+
+
+def host_facts(gate: set[int]) -> dict[str, tuple[Any, ...]]:
+    """The probes that read the machine (driver, meminfo, processes, container, loader), as
+    interpreter_facts gives its outcomes; `gate`: the gate's process, its parent and its children."""
+    reads: dict[str, Callable[[], Any]] = {
+        "driver": probe_driver,
+        "meminfo": probe_meminfo,
+        "processes": lambda: probe_processes(gate),
+        "container": probe_container,
+        "loader": probe_loader,
+    }
+    return {name: forked.caught(read) for name, read in reads.items()}
+
+
+def _early(outcomes: Callable[[], dict[str, tuple[Any, ...]] | None]) -> Callable[..., Callable[[], Any]]:
+    """probe(name, here): the probe's outcome from a group started early (`outcomes`, asked once for
+    the whole group), else `here()` run in the probe's own thread."""
+    once = _Once(outcomes)
+
+    def probe(name: str, here: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            found = once()
+            return forked.unwrap(found[name]) if found is not None else here()
+
+        return run
+
+    return probe
+
+
+def _versions(installed: dict[str, tuple[str, str]]) -> dict[str, str]:
+    return {name: version for name, (version, _site) in installed.items()}
 
 
 class _Once:
@@ -218,10 +269,17 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
     return result
 
 
+def _nvml(sample_s: float, deadline: float) -> dict[str, Any]:
+    from sparkenv.gate import nvml  # here only where no child read it (gate/early.py)
+
+    return nvml.probe(sample_s, deadline)
+
+
 def probe_torch_static(python: str) -> dict[str, Any]:
     """torch as the workload's `import torch` will find it: $PYTHONPATH first (the gate itself may run
     isolated, -I, but the workload does not), then the interpreter's own path."""
     from sparkenv.environment.target import host_machine, resolve
+    from sparkenv.gate import static_torch
 
     first = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if python == sys.executable:
@@ -246,11 +304,14 @@ def probe_meminfo() -> dict[str, int]:
     return parsers.parse_meminfo(read_text("/proc/meminfo", what="/proc/meminfo", limit=1 << 20))
 
 
-def probe_processes() -> dict[str, Any]:
+def probe_processes(gate: set[int]) -> dict[str, Any]:
     """Command lines of processes that look like inference servers or use the GPU; unreadable entries
-    (other users' processes, races with exiting ones) are counted, not fatal."""
+    (other users' processes, races with exiting ones) are counted, not fatal. Not this process, its
+    parent, nor `gate` (the gate's own processes, which carry its command line and the workload's)."""
+    from sparkenv.environment.servers import identify, prefilter_words
+
     patterns = prefilter_words()
-    me = {os.getpid(), os.getppid()}
+    me = {os.getpid(), os.getppid(), *gate}
     found: list[dict[str, Any]] = []
     unreadable = 0
     for entry in os.scandir("/proc"):
@@ -270,6 +331,8 @@ def probe_processes() -> dict[str, Any]:
 
 
 def probe_container() -> dict[str, Any]:
+    from sparkenv.environment import container
+
     facts = container.detect()
     # NGC's second marker (the variable is in the env snapshot). Only its presence: parsing its pins
     # would import packaging.requirements at every start, and the gate judges torch, not the pins.
@@ -284,6 +347,8 @@ def probe_container() -> dict[str, Any]:
 
 def probe_loader() -> dict[str, Any]:
     """Where a leftover CUDA 12 runtime could be picked up by the dynamic loader."""
+    from sparkenv.gate import ldcache
+
     hits: list[str] = []
     for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
         if d and os.path.isdir(d):

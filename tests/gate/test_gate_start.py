@@ -127,7 +127,7 @@ def _imported(*args: str, env: dict[str, str]) -> set[str]:
 
 
 def test_the_default_start_does_without_these_modules(tmp_path):
-    """The image entrypoint's start stays lean: no process machinery (it starts none), no
+    """The image entrypoint's start stays lean: no subprocess machinery (its probes' children are forked), no
     importlib.resources with its zipfile and tempfile, no packaging.tags with sysconfig and logging,
     no sockets (single node). What the interpreter's own start imports (site's .pth files: a CA bundle
     hook imports certifi → importlib.resources on some machines) is not the gate's and is left out."""
