@@ -98,10 +98,10 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             cpu += CPU[0]
         return wall, cpu
 
-    def lock_run(env: dict[str, str], out: str = "out") -> tuple[float, float]:
+    def lock_run(env: dict[str, str], out: str = "out", extra: tuple[str, ...] = ()) -> tuple[float, float]:
         if first:
             shutil.rmtree(work / out, ignore_errors=True)
-        return _time(sparkenv_cmd(out), env), CPU[0]
+        return _time([*sparkenv_cmd(out), *extra], env), CPU[0]
 
     def fresh(keep_uv: bool = False) -> dict[str, str]:
         d = Path(tempfile.mkdtemp(prefix="cold-", dir=work))
@@ -113,9 +113,10 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
     print(f"inputs: {path} ({len(inp.requirements)} requirements), profile {prof.name}, {args.runs} runs")
     print(f"bare command: {' '.join(bare[0][1:3])} … ({len(bare)} uv process)")
     first = False
-    lock_run(warm)  # fill the warm caches
+    lock_run(warm, "out", ("--report", str(work / "report.json")))  # fill the warm caches
     if before:
-        lock_run({**warm_before, **before}, "out-before")
+        lock_run({**warm_before, **before}, "out-before", ("--report", str(work / "report-before.json")))
+        print(f"same lock files and findings as before: {_same_output(work)}")
     bare_run(warm)
     for case in args.cases.split(","):
         first = case == "first"
@@ -156,6 +157,28 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _same_output(work: Path) -> str:
+    """Whether this sparkenv and the one of --before wrote the same lock files, byte for byte, and
+    reported the same findings (their run times aside): a speed change must change neither."""
+    import json
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted(folder.glob("*"))}
+
+    def findings(report: Path) -> object:  # the two output folders' names aside
+        return json.loads(report.read_text().replace("out-before", "out"))["findings"]
+
+    differ = [
+        what
+        for what, same in (
+            ("lock files", files(work / "out") == files(work / "out-before")),
+            ("findings", findings(work / "report.json") == findings(work / "report-before.json")),
+        )
+        if not same
+    ]
+    return "yes" if not differ else "NO: " + ", ".join(differ) + " differ"
 
 
 def _check_case(args: argparse.Namespace, before: dict[str, str] | None) -> None:

@@ -88,16 +88,3 @@ def reporting(*, gate: bool = False, options: Sequence[Option] = ()) -> Callable
         return command  # type: ignore[return-value]
 
     return decorate
-
-
-def positive_seconds(param: typer.CallbackParam, value: float | None) -> float | None:
-    """A duration option: finite, above zero and within sparkenv.bounds (`nan`, `inf`, 0, negatives and
-    1e10 are usage errors, exit 2)."""
-    from sparkenv.bounds import seconds_problem
-
-    problem = None if value is None else seconds_problem(value, zero_ok=False)
-    if problem:  # one line, exit 2 (a click usage error prints four)
-        from sparkenv.errors import SparkenvError
-
-        raise SparkenvError(f"{'/'.join(param.opts) or param.name}: {problem}")
-    return value

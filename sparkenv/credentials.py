@@ -13,10 +13,13 @@ import base64
 import os
 import threading
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sparkenv.redact import redact
+
+if TYPE_CHECKING:  # imported where a request is made: `sparkenv lock` starts uv before any (20 ms)
+    import urllib.request
 
 Realm = tuple[str, str, int | None]
 
@@ -166,6 +169,8 @@ def lookup(url: str, netrc: bool = True) -> tuple[str, str] | None:
 def request(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:
     """A request for `url` without its user-info (urllib cannot send it), with the realm's credentials as
     basic auth. The header is not carried over a redirect to another host (add_unredirected_header)."""
+    import urllib.request
+
     found = lookup(url)
     req = urllib.request.Request(redact(url), headers=headers or {})
     if found:

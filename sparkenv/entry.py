@@ -1,5 +1,6 @@
-"""The `sparkenv` command's first stop: `sparkenv gate`, `check` and `audit` take a fast path that never
-imports typer (the gate runs before every workload, check on every commit; see sparkenv/fastargs.py);
+"""The `sparkenv` command's first stop: `sparkenv gate`, `check`, `lock` and `audit` take a fast path that
+never imports typer (the gate runs before every workload, check on every commit, lock beside a uv that
+takes under a second warm; see sparkenv/fastargs.py);
 every other command goes to the typer app in sparkenv.cli. All end the same way
 (sparkenv/process_exit.py)."""
 
@@ -54,7 +55,11 @@ def _gate(argv: list[str]) -> None:
 
 
 # Commands with a parser of their own (sparkenv/fastargs.py): module with parse(argv) and run(args)
-LEAN = {"check": "sparkenv.resolve.check_args", "audit": "sparkenv.audit.audit_args"}
+LEAN = {
+    "check": "sparkenv.resolve.check_args",
+    "lock": "sparkenv.resolve.lock_args",
+    "audit": "sparkenv.audit.audit_args",
+}
 
 
 def _lean(module_name: str, argv: list[str]) -> None:
@@ -81,4 +86,6 @@ def _lean(module_name: str, argv: list[str]) -> None:
         process_exit.stopped(signals.received())
     except Exception as exc:
         process_exit.internal_error(exc)
+    if getattr(module, "SKIP_TEARDOWN", False):
+        process_exit.leave(code)
     sys.exit(code)

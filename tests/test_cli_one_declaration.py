@@ -1,4 +1,4 @@
-"""Each option of the commands with a lean parser (gate, check, audit) is declared once
+"""Each option of the commands with a lean parser (gate, check, lock, audit) is declared once
 (sparkenv/optionspec.py) and both parsers read that declaration: for every declared option, given alone,
 the typer command and the lean parser hand the command the same values. A new option is one Option in
 one tuple, and this test covers it with no edit."""
@@ -15,7 +15,7 @@ from sparkenv.gate import fastpath
 from sparkenv.gate.entry import GateArgs
 from sparkenv.gate.options import GATE
 from sparkenv.render import options as reporting
-from sparkenv.resolve import check_args
+from sparkenv.resolve import check_args, lock_args
 
 ENV = ("SPARKENV_GATE", "SPARKENV_GATE_DEEP", "SPARKENV_GATE_DEEP_CACHE", "SPARKENV_GATE_WATCH")
 ENV += ("SPARKENV_WATCH_DIR",)
@@ -52,6 +52,17 @@ def test_check_reads_each_declared_option_as_typer_does(option, spelling):
     assert typed != check_args.parse(["requirements.txt"])  # the option did change something
 
 
+@pytest.mark.parametrize(("option", "spelling"), _cases(lock_args.OPTIONS))
+def test_lock_reads_each_declared_option_as_typer_does(option, spelling):
+    argv = [*_argv(option, spelling), "requirements.txt"]
+    params = _typer_params("lock", argv)
+    typed = lock_args.LockArgs.of(
+        params["inputs"], optionspec.values(lock_args.LOCK, params), reporting.bundle(params)
+    )
+    assert lock_args.parse(argv) == typed
+    assert typed != lock_args.parse(["requirements.txt"])
+
+
 @pytest.mark.parametrize(("option", "spelling"), _cases(audit_args.OPTIONS))
 def test_audit_reads_each_declared_option_as_typer_does(option, spelling):
     argv = [*_argv(option, spelling), "venv"]
@@ -79,7 +90,9 @@ def test_the_gate_reads_each_declared_option_as_typer_does(option, spelling, mon
 
 
 @pytest.mark.parametrize(
-    "options", [check_args.OPTIONS, audit_args.OPTIONS, fastpath.OPTIONS], ids=["check", "audit", "gate"]
+    "options",
+    [check_args.OPTIONS, lock_args.OPTIONS, audit_args.OPTIONS, fastpath.OPTIONS],
+    ids=["check", "lock", "audit", "gate"],
 )
 def test_no_spelling_is_declared_twice(options):
     flags = [f for o in options for f in o.flags]

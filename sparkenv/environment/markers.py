@@ -3,7 +3,7 @@ the code (the profile's, the audited environment's, the image's), never for the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -51,10 +51,31 @@ def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str]
     """
     if marker is None:
         return True
+    return _holds(marker, env, _base(env), extras)
+
+
+def evaluator(env: Mapping[str, str]) -> Callable[[Marker | None, Iterable[str]], bool]:
+    """`applies` for one target, its environment read once: for a caller that asks thousands of times
+    (the lock's graph). The environment is copied: a later change to the caller's dict does not count."""
+    env = dict(env)
+    base = _base(env)
+
+    def holds(marker: Marker | None, extras: Iterable[str] = ("",)) -> bool:
+        return True if marker is None else _holds(marker, env, base, extras)
+
+    return holds
+
+
+def _base(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k != "extra"))
+
+
+def _holds(
+    marker: Marker, env: Mapping[str, str], base: tuple[tuple[str, str], ...], extras: Iterable[str]
+) -> bool:
     from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
 
-    text = str(marker)
-    base = tuple(sorted((k, v) for k, v in env.items() if k != "extra"))
+    text = _text(marker)
     for extra in extras:
         key = (text, base, extra)
         found = _HOLDS.get(key)
@@ -67,3 +88,15 @@ def applies(marker: Marker | None, env: Mapping[str, str], extras: Iterable[str]
         if found:
             return True
     return False
+
+
+# id(marker) -> (the marker, its text): packaging writes a marker's text anew on every str() (a tree
+# walk); the marker is kept so that its id is not reused for another within the process
+_TEXTS: dict[int, tuple[Marker, str]] = {}
+
+
+def _text(marker: Marker) -> str:
+    found = _TEXTS.get(id(marker))
+    if found is None or found[0] is not marker:
+        found = _TEXTS[id(marker)] = (marker, str(marker))
+    return found[1]

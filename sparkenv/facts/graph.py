@@ -8,6 +8,7 @@ further extras.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv.environment.markers import applies
+from sparkenv.environment.markers import applies, evaluator
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,9 @@ class Edge:
     req: Requirement
     extra: str = ""  # the source's extra this requirement applies under ("" when it applies without one)
 
-    @property
+    @functools.cached_property  # asked tens of thousands of times by a large lock's rules
     def target(self) -> str:
         return canonicalize_name(self.req.name)
-
-
-def _applies_under(req: Requirement, env: dict[str, str], extras: set[str]) -> str | None:
-    """ "" when the requirement applies with no extra, the first extra it applies under, else None."""
-    return next((e for e in ("", *sorted(extras)) if applies(req.marker, env, (e,))), None)
 
 
 def edges(
@@ -40,20 +36,31 @@ def edges(
     root_extras: dict[str, set[str]] | None = None,
 ) -> list[Edge]:
     """Every requirement that applies on the target; `requires` maps a package to its Requires-Dist."""
+    holds = evaluator(env)
     extras: dict[str, set[str]] = {k: set(v) for k, v in (root_extras or {}).items()}
+    # each package's edges and the extras they were found under: found again only when those grew
+    found: dict[str, tuple[frozenset[str], list[Edge]]] = {}
     while True:
-        out = [
-            Edge(src, req, under)
-            for src, reqs in requires.items()
-            for req in reqs
-            if (under := _applies_under(req, env, extras.get(src, set()))) is not None
-        ]
+        out = []
+        for src, reqs in requires.items():
+            have = frozenset(extras.get(src, ()))
+            known = found.get(src)
+            if known is None or known[0] != have:
+                ordered = ("", *sorted(have))
+                mine = []
+                for req in reqs:
+                    # "" when it applies with no extra, else the first extra it applies under
+                    under = next((e for e in ordered if holds(req.marker, (e,))), None)
+                    if under is not None:
+                        mine.append(Edge(src, req, under))
+                known = found[src] = (have, mine)
+            out += known[1]
         grown = False
         for e in out:
             wanted = {canonicalize_name(x) for x in e.req.extras}
-            have = extras.setdefault(e.target, set())
-            if not wanted <= have:
-                have |= wanted
+            have_ = extras.setdefault(e.target, set())
+            if not wanted <= have_:
+                have_ |= wanted
                 grown = True
         if not grown:
             return out

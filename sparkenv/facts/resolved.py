@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 
 from sparkenv.cuda.coverage import ObjectKernels
 from sparkenv.cuda.elf import ElfInfo
-from sparkenv.environment.markers import applies
+from sparkenv.environment.markers import evaluator
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
 from sparkenv.profiles import Profile
+
+if TYPE_CHECKING:
+    from packaging.markers import Marker
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,11 @@ class ResolvedFacts:
         pkg = self.locked[key]
         return (*(x for x in (*pkg.wheels, pkg.sdist) if x), f"via {self.chain(key)}")
 
+    @functools.cached_property
+    def _holds(self) -> Callable[[Marker | None], bool]:
+        return evaluator(self.env)  # the rules ask it of every Requires-Dist, some twice
+
     def applicable_requires(self, key: str) -> list[Requirement]:
         """Requires-Dist of `key` whose markers hold on the target."""
-        return [r for r in self.locked[key].requires or [] if applies(r.marker, self.env)]
+        holds = self._holds
+        return [r for r in self.locked[key].requires or [] if holds(r.marker)]

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from sparkenv import cli_options as opts
-from sparkenv.resolve.options import CHECK, EXTRA, GROUP, PLATFORM, PROFILE, UPGRADE, UPGRADE_PACKAGE
+from sparkenv.resolve.options import CHECK, LOCK
 
 _INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
 
@@ -47,74 +47,14 @@ def check(
     raise typer.Exit(check_args.run(check_args.CheckArgs.of(inputs, values, reporting)))
 
 
-@opts.reporting()
+@opts.reporting(options=LOCK)
 def lock(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
     ] = None,
-    profile: Annotated[Optional[str], opts.typer_option(PROFILE)] = None,  # noqa: UP045
-    platform: Annotated[Optional[str], opts.typer_option(PLATFORM)] = None,  # noqa: UP045
-    output_dir: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--output-dir",
-            metavar="DIR",
-            help="Where pylock.<profile>.toml goes (default: lockfiles/ at the project root, found as uv "
-            "finds it: the nearest pyproject.toml, else the git root).",
-        ),
-    ] = None,
-    check_only: Annotated[
-        bool,
-        typer.Option(
-            "--check",
-            help="Write nothing; exit 1 when the lock is stale against its inputs. Without INPUT, re-check "
-            "every lock in the output folder against the inputs recorded in it.",
-        ),
-    ] = False,
-    index_url: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--index-url", metavar="URL", help="The package index (default: the inputs', else PyPI)."
-        ),
-    ] = None,
-    extra_index_url: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--extra-index-url", metavar="URL", help="A further index; repeatable."),
-    ] = None,
-    extra: Annotated[Optional[list[str]], opts.typer_option(EXTRA)] = None,  # noqa: UP045
-    group: Annotated[Optional[list[str]], opts.typer_option(GROUP)] = None,  # noqa: UP045
-    allow_replace: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--allow-replace",
-            metavar="NAME",
-            help="Replace the base's NAME on purpose (e.g. torch): it is resolved like any package instead "
-            "of being kept out, requirements on it are no longer held to the base's version, and the lock "
-            "records it. Repeatable.",
-        ),
-    ] = None,
-    exclude_newer: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--exclude-newer",
-            metavar="DATE",
-            help="Ignore files uploaded after DATE (RFC 3339 timestamp or YYYY-MM-DD), passed to uv: a "
-            "re-lock gives the same versions later. Recorded in the lock.",
-        ),
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            help="Give up on the resolver after this long (a positive number).",
-            callback=opts.positive_seconds,
-        ),
-    ] = 600.0,
-    upgrade: Annotated[bool, opts.typer_option(UPGRADE)] = False,
-    upgrade_package: Annotated[Optional[list[str]], opts.typer_option(UPGRADE_PACKAGE)] = None,  # noqa: UP045
     *,
+    values: dict[str, Any],
     reporting: opts.ReportOptions,
 ) -> None:
     """Resolve for the target with uv, check the resolved set, write a PEP 751 lock + hashed requirements.
@@ -141,48 +81,9 @@ def lock(
 
       sparkenv lock vllm.txt --allow-replace torch        # replace the image's torch, on purpose
     """
-    from sparkenv.errors import SparkenvError
-    from sparkenv.render.emit import emit
-    from sparkenv.resolve import run
+    from sparkenv.resolve import lock_args
 
-    if check_only:
-        result = run.lock_check(inputs or [], profile, platform, output_dir, extra)
-    else:
-        if not inputs:
-            raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
-        import sys
-        from pathlib import Path
-
-        from sparkenv.render.emit import files, shown
-        from sparkenv.report import Report
-        from sparkenv.resolve import outputs as outputs_mod
-        from sparkenv.resolve.preferences import Upgrade
-
-        progress = not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty()
-        pending: dict[Path, str] = {}
-        outputs_mod.check_writable(list(reporting.files))
-        result = run.lock(
-            inputs,
-            profile,
-            platform,
-            output_dir,
-            index_url,
-            extra_index_url,
-            extra,
-            timeout,
-            allow_replace=allow_replace,
-            exclude_newer=exclude_newer,
-            groups=group,
-            progress=progress,
-            outputs=pending,
-            binding=lambda found: shown(Report("lock", "", found), reporting).report.findings,
-            upgrade=Upgrade.of(upgrade, upgrade_package),
-        )
-        # The lock and the report's files together: validated first, all written or none replaced.
-        view = shown(result, reporting)
-        outputs_mod.write_all(pending, files(view, reporting))
-        raise typer.Exit(emit(view, reporting._replace(report=None, junit=None, sarif=None)))
-    raise typer.Exit(emit(result, reporting))
+    raise typer.Exit(lock_args.run(lock_args.LockArgs.of(inputs or [], values, reporting)))
 
 
 def _profiles_app() -> typer.Typer:

@@ -1,5 +1,6 @@
 """The options of the resolve stage's commands, declared once (sparkenv/optionspec.py): `check`'s typer
-command and its lean parser (resolve/check_args.py) read CHECK; `lock` reuses the target's options."""
+command and its lean parser (resolve/check_args.py) read CHECK; `lock`'s (resolve/lock_args.py) read LOCK,
+which shares the target's options with CHECK."""
 
 from __future__ import annotations
 
@@ -66,3 +67,65 @@ UPGRADE_PACKAGE = Option(
 )
 
 CHECK = (PROFILE, PLATFORM, EXTRA, GROUP, LOCK_INPUT, PIP)  # in --help's order
+
+OUTPUT_DIR = Option(
+    "output_dir",
+    ("--output-dir",),
+    metavar="DIR",
+    help="Where pylock.<profile>.toml goes (default: lockfiles/ at the project root, found as uv finds it: "
+    "the nearest pyproject.toml, else the git root).",
+)
+CHECK_ONLY = Option(
+    "check_only",
+    ("--check",),
+    bool,
+    default=False,
+    help="Write nothing; exit 1 when the lock is stale against its inputs. Without INPUT, re-check every "
+    "lock in the output folder against the inputs recorded in it.",
+)
+INDEX_URL = Option(
+    "index_url", ("--index-url",), metavar="URL", help="The package index (default: the inputs', else PyPI)."
+)
+EXTRA_INDEX_URL = Option(
+    "extra_index_url", ("--extra-index-url",), many=True, metavar="URL", help="A further index; repeatable."
+)
+ALLOW_REPLACE = Option(
+    "allow_replace",
+    ("--allow-replace",),
+    many=True,
+    metavar="NAME",
+    help="Replace the base's NAME on purpose (e.g. torch): it is resolved like any package instead of being "
+    "kept out, requirements on it are no longer held to the base's version, and the lock records it. "
+    "Repeatable.",
+)
+EXCLUDE_NEWER = Option(
+    "exclude_newer",
+    ("--exclude-newer",),
+    metavar="DATE",
+    help="Ignore files uploaded after DATE (RFC 3339 timestamp or YYYY-MM-DD), passed to uv: a re-lock gives "
+    "the same versions later. Recorded in the lock.",
+)
+TIMEOUT = Option(
+    "timeout",
+    ("--timeout",),
+    float,
+    default=600.0,
+    metavar="SECONDS",
+    help="Give up on the resolver after this long (a positive number).",
+)
+
+LOCK = (
+    PROFILE,
+    PLATFORM,
+    OUTPUT_DIR,
+    CHECK_ONLY,
+    INDEX_URL,
+    EXTRA_INDEX_URL,
+    EXTRA,
+    GROUP,
+    ALLOW_REPLACE,
+    EXCLUDE_NEWER,
+    TIMEOUT,
+    UPGRADE,
+    UPGRADE_PACKAGE,
+)  # in --help's order

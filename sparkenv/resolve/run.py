@@ -10,28 +10,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
-from sparkenv import confine, credentials, profiles, project, signals
+from sparkenv import credentials, profiles, project, signals
 from sparkenv.errors import SparkenvError
-from sparkenv.facts import lockfile as lockstatus
-from sparkenv.facts.lock import FORMAT
-from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
-from sparkenv.lock import from_uv
-from sparkenv.lock import profile as lockprofile
-from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import metadata, policy, uvdriver
+from sparkenv.resolve import policy, uvdriver
 from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
 from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
+
+if TYPE_CHECKING:  # what judges uv's answer is imported once uv has started (resolve/resolved.py)
+    from sparkenv.facts import lockfile as lockstatus
+    from sparkenv.facts.resolved import Locked
 
 STAGE_MAIN = "1-packages"
 STAGE_UNSLOTH = "2-unsloth"
@@ -111,18 +106,9 @@ def _late_keys(inp: inputs_mod.Inputs) -> set[str]:
     return {d.key for d in inp.requirements if d.key and not d.constraint and (d.key in fam or d.no_deps)}
 
 
-def _refs(raw: dict[str, dict[str, Any]]) -> list[metadata.FileRef]:
-    """The file whose metadata stands for each package: its first wheel, else its sdist."""
-    out = []
-    for key, entry in raw.items():
-        files = entry.get("wheels") or ([entry["sdist"]] if "sdist" in entry else [])
-        if files:
-            f = files[0]
-            out.append(metadata.FileRef(key, f["url"].rsplit("/", 1)[-1], f["url"], f["hashes"]["sha256"]))
-    return out
-
-
 def _allowed(names: list[str] | None, profile: profiles.Profile) -> set[str]:
+    from packaging.utils import canonicalize_name
+
     out = set()
     for name in names or []:
         key = canonicalize_name(name)
@@ -138,55 +124,6 @@ def _allowed(names: list[str] | None, profile: profiles.Profile) -> set[str]:
 
 def _excluded(profile: profiles.Profile, allowed: set[str]) -> list[str]:
     return [n for n in profile.excluded() if n not in allowed]
-
-
-def _root_extras(inp: inputs_mod.Inputs, env: dict[str, str]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for d in inp.requirements:
-        if d.key and not d.constraint and d.applies(env):
-            try:
-                extras = Requirement(d.text).extras
-            except InvalidRequirement:
-                extras = set()
-            out.setdefault(d.key, set()).update(canonicalize_name(x) for x in extras)
-    return out
-
-
-def _fallbacks(
-    inp: inputs_mod.Inputs,
-    profile: profiles.Profile,
-    locked: dict[str, Locked],
-    raw: dict[str, dict[str, Any]],
-    edges: list,  # type: ignore[type-arg]
-    chain: dict[str, list[str]],
-    index_url: str | None,
-    prefetched: dict[str, Any] | None = None,
-) -> list:  # type: ignore[type-arg]
-    """Declared requirements not pinned exactly, and sdist-only picks: what the index says of them."""
-    from sparkenv.resolve import fallbacks
-
-    env = profile.marker_env()
-    keys = _fallback_roots(inp, profile) | {k for k, p in locked.items() if p.sdist and not p.wheels}
-    candidates = {}
-    for key in sorted(keys & set(locked)):
-        files = raw[key].get("wheels") or ([raw[key]["sdist"]] if "sdist" in raw[key] else [])
-        candidates[key] = (locked[key].version, files[0].get("upload-time") if files else None)
-    declared = fallbacks.declared_specifiers(inp.requirements, env)
-    versions = {k: p.version for k, p in locked.items()}
-    pre = {k: f for k, f in (prefetched or {}).items() if k in candidates}
-    return fallbacks.gather(candidates, declared, edges, chain, profile, index_url, versions, pre)
-
-
-def _fallback_roots(inp: inputs_mod.Inputs, profile: profiles.Profile) -> set[str]:
-    """Declared requirements not pinned exactly: the names whose locked version may be a fallback."""
-    env = profile.marker_env()
-    exact = {d.key for d in inp.requirements if d.key and d.exact}
-    # what the base provides is not resolved: no fallback to look for
-    return {
-        d.key
-        for d in inp.requirements
-        if d.key and not d.constraint and d.applies(env) and profile.provider(d.key) is None
-    } - exact
 
 
 def _say(progress: bool, line: str) -> None:
@@ -216,7 +153,11 @@ def lock(
     nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
     write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
     ignored or waived does not withhold it. A lock already at the output path gives uv its versions as
-    preferences (resolve/preferences.py) unless `upgrade` says otherwise."""
+    preferences (resolve/preferences.py) unless `upgrade` says otherwise.
+
+    uv starts as soon as its command is known (inputs, profile, stages, what is kept out); the judgement
+    of the declared requirements and everything else that does not shape uv's command run while it
+    resolves. A declared FAIL then stops uv and ends the lock as it would have before uv started."""
 
     started = time.perf_counter()
     from sparkenv import outputs as output_files
@@ -228,26 +169,68 @@ def lock(
     profile = _profile(profile_arg, platform, inp)
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
-    declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
-    target = f"{' '.join(paths)} → {profile.python_platform}"
+    lockable = any(d.key or d.url for d in inp.requirements if not d.constraint)
+    resolve_stage, stages = _stages(inp, profile) if lockable else (None, [])
+    excluded = _excluded(profile, allowed)
     pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
-    shown = (project.from_here(pylock_path), project.from_here(req_path))
     bind = binding or (lambda found: found)
-    if any(f.status is Status.FAIL for f in bind(declared)):
+    with signals.raising():  # the CLI's handlers already raise; a library caller's may not
+        uv = None
+        try:
+            if resolve_stage is not None:
+                prefer = _previous(pylock_path, upgrade)
+                uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
+                uv.start(timeout)
+                uv.read_beside(inp)
+            declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
+            withheld = any(f.status is Status.FAIL for f in bind(declared))
+            if not withheld and not lockable:
+                raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
+            resolution = uv.finish(progress) if uv is not None and not withheld else _Resolution()
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
+            if uv is not None:
+                uv.interrupted()
+            raise
+        finally:
+            if uv is not None:
+                uv.close()
+    return _judged(
+        started, paths, inp, profile, index, stages, excluded, allowed, exclude_newer, declared, resolution,
+        withheld, (pylock_path, req_path), progress, outputs, bind,
+    )  # fmt: skip
+
+
+def _judged(
+    started: float,
+    paths: list[str],
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    stages: list[Stage],
+    excluded: list[str],
+    allowed: set[str],
+    exclude_newer: str | None,
+    declared: list[Finding],
+    resolution: _Resolution,
+    withheld: bool,
+    lock_paths: tuple[Path, Path],
+    progress: bool,
+    outputs: dict[Path, str] | None,
+    bind: Callable[[list[Finding]], list[Finding]],
+) -> Report:
+    """uv's answer judged with the declared findings; the lock's files rendered when nothing fails.
+    `withheld`: a declared FAIL stopped the lock before uv's answer (nothing resolved, nothing written)."""
+    from sparkenv.facts import lockfile as lockstatus
+
+    target = f"{' '.join(paths)} → {profile.python_platform}"
+    pylock_path, req_path = lock_paths
+    shown = (project.from_here(pylock_path), project.from_here(req_path))
+    if withheld:
         outcome = lockstatus.Outcome(*shown, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
-    if not any(d.key or d.url for d in inp.requirements if not d.constraint):
-        raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
-    resolve_stage, stages = _stages(inp, profile)
-    excluded = _excluded(profile, allowed)
-    resolution = _Resolution()
-    if resolve_stage is not None:
-        previous = _previous(pylock_path, upgrade, progress)
-        prefer = (previous, upgrade)
-        resolution = _resolve(
-            inp, profile, index, resolve_stage, excluded, exclude_newer, timeout, progress, prefer
-        )
+    from sparkenv.resolve import lock_files, metadata, resolved
+
     locked, raw = _locked(resolution.text, inp, stages)
     t_resolved = time.perf_counter()
     _say(
@@ -255,11 +238,14 @@ def lock(
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
     resolution.settle(raw)
-    metas = metadata.read(_refs(raw), index_url=_reads_from(index))
-    resolved = _resolved_findings(
-        inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages, resolution.failures
-    )
-    findings = [*declared, *resolved]
+    metas = metadata.read(resolved.refs(raw), index_url=_reads_from(index))
+    findings = [
+        *declared,
+        *resolved.findings(
+            inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages,
+            resolution.failures,
+        ),
+    ]  # fmt: skip
     _say(
         progress,
         f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
@@ -276,7 +262,7 @@ def lock(
     )
     verdict = policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))
     if all(f.status is Status.PASS for f in verdict):  # the registry's go-ahead: write it
-        files = _render(
+        files = lock_files.render(
             pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded,
             _tool_extra(allowed, exclude_newer),
         )  # fmt: skip
@@ -309,67 +295,116 @@ class _Resolution:
     def settle(self, raw: dict[str, dict[str, Any]]) -> None:
         """Wait for the early reads of the files the lock holds; their answers are in the caches now."""
         if self.early is not None:
-            self.early.settle({r.filename: r.sha256 for r in _refs(raw)})
+            from sparkenv.resolve.resolved import refs
+
+            self.early.settle({r.filename: r.sha256 for r in refs(raw)})
 
 
-def _resolve(
-    inp: inputs_mod.Inputs,
-    profile: profiles.Profile,
-    index: IndexOptions,
-    stage: Stage,
-    excluded: list[str],
-    exclude_newer: str | None,
-    timeout: float,
-    progress: bool,
-    prefer: tuple[Path | None, Upgrade] = (None, KEEP),
-) -> _Resolution:
-    """uv's resolution, with sparkenv's reads started beside it; the work folder is removed on every exit."""
-    from sparkenv.resolve import early, fallbacks
+MAX_BUILD_FAILURES = 5
 
-    _say(progress, f"resolving {len(stage.lines)} requirement(s) with uv for {profile.describe()} …")
-    work = tempfile.mkdtemp(prefix="sparkenv-lock-")
-    out = _Resolution()
-    # index pages of the declared names (for old fallbacks) are read while uv resolves
-    out.pages = fallbacks.prefetch(_reads_from(index), sorted(_fallback_roots(inp, profile)))
-    out.early = early.EarlyReads(_reads_from(index))
-    _head_start()
-    try:
-        with signals.raising():  # the CLI's handlers already raise; a library caller's may not
-            # uv may copy an index's user-info into file URLs: the lock keeps none
-            out.text = redact(
-                _resolve_around_failures(
-                    Path(work), profile, index, stage, excluded, exclude_newer, timeout, out.failures,
-                    out.early.line, prefer,
-                )
-            )  # fmt: skip
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
-        out.early.close()
-        shutil.rmtree(work, ignore_errors=True)
-        signals.cleaned(f"removed {work}")
+
+class _Resolving:
+    """uv's resolution under way, in a work folder of its own, with sparkenv's reads beside it. `start`
+    spawns uv; `finish` waits for its answer, resolving again around each package uv cannot build (up to
+    MAX_BUILD_FAILURES times, so that every other finding can still be made); `close`, on every way out,
+    kills a uv still running and removes the work folder. uv's own words go to stderr only under
+    SPARKENV_DEBUG=1."""
+
+    def __init__(
+        self,
+        profile: profiles.Profile,
+        index: IndexOptions,
+        stage: Stage,
+        excluded: list[str],
+        exclude_newer: str | None,
+        prefer: tuple[Path | None, Upgrade, str] = (None, KEEP, ""),
+    ) -> None:
+        self.profile, self.index, self.stage, self.exclude_newer = profile, index, stage, exclude_newer
+        self.previous, self.upgrade, self.keeping = prefer
+        self.skip = list(excluded)
+        self.work = Path(tempfile.mkdtemp(prefix="sparkenv-lock-"))
+        self.out = _Resolution()
+        self.running: uvdriver.Running | None = None
+        self.done = False
+
+    def start(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.auth = uvdriver.netrc_env(self.work, self.index)  # a credential only pip's variables hold
+        self._spawn()
+
+    def _spawn(self) -> None:
+        jobs = uvdriver.prepare(
+            self.work, self.profile, self.index, [self.stage], self.skip, self.exclude_newer,
+            self.previous, self.upgrade,
+        )  # fmt: skip
+        self.running = uvdriver.start(jobs[0], self.timeout, self.auth, log=True)
+        if self.out.early is not None:
+            self.running.read_log(self.out.early.line)
+
+    def read_beside(self, inp: inputs_mod.Inputs) -> None:
+        """What runs while uv resolves: the early reads of its picks (fed by its log), the index pages of
+        the declared names (for old fallbacks), the imports and data files that judge its answer."""
+        from sparkenv.resolve import early, fallbacks, resolved
+
+        self.out.early = early.EarlyReads(_reads_from(self.index))
+        assert self.running is not None
+        self.running.read_log(self.out.early.line)
+        roots = sorted(resolved.fallback_roots(inp, self.profile))
+        self.out.pages = fallbacks.prefetch(_reads_from(self.index), roots)
+        _head_start()
+
+    def finish(self, progress: bool) -> _Resolution:
+        if self.keeping:
+            _say(progress, self.keeping)
+        _say(
+            progress,
+            f"resolving {len(self.stage.lines)} requirement(s) with uv for {self.profile.describe()} …",
+        )
+        while True:
+            assert self.running is not None
+            try:
+                # uv may copy an index's user-info into file URLs: the lock keeps none
+                self.out.text = redact(self.running.result())
+                self.done = True
+                return self.out
+            except uvdriver.BuildFailed as bf:
+                if os.environ.get("SPARKENV_DEBUG"):
+                    print(redact(bf.raw), file=sys.stderr, flush=True)
+                if bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES:
+                    raise
+                self.out.failures.append(bf)
+                self.skip.append(bf.key)
+                self._spawn()
+
+    def interrupted(self) -> None:
+        """Stopped by Ctrl-C or a signal: uv killed, the folder removed, and the closing line says so."""
+        if self.running is not None:
+            uvdriver.stopped([self.running])
+        self.close()
+        signals.cleaned(f"removed {self.work}")
         signals.cleaned("no lock written")
-        raise
-    except BaseException:
-        out.early.close()
-        raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return out
+
+    def close(self) -> None:
+        if self.running is not None:
+            self.running.stop()
+        if not self.done and self.out.early is not None:
+            self.out.early.close()
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
-def _previous(pylock_path: Path, upgrade: Upgrade, progress: bool) -> Path | None:
-    """The lock this one replaces, whose versions are kept where the inputs allow."""
+def _previous(pylock_path: Path, upgrade: Upgrade) -> tuple[Path | None, Upgrade, str]:
+    """The lock this one replaces, whose versions are kept where the inputs allow; the progress line."""
     if not pylock_path.is_file():
-        return None
+        return None, upgrade, ""
     if upgrade.all:
-        _say(progress, f"--upgrade: the versions of {project.from_here(pylock_path)} are not kept")
-        return None
+        return None, upgrade, f"--upgrade: the versions of {project.from_here(pylock_path)} are not kept"
     moving = f" (except {', '.join(upgrade.packages)})" if upgrade.packages else ""
-    _say(
-        progress,
+    return (
+        pylock_path,
+        upgrade,
         f"keeping the versions of {project.from_here(pylock_path)}{moving} where the inputs allow "
         "(--upgrade: resolve afresh)",
     )
-    return pylock_path
 
 
 def _locked(
@@ -377,6 +412,8 @@ def _locked(
 ) -> tuple[dict[str, Locked], dict[str, dict[str, Any]]]:
     """uv's answer as the lock's packages, each in its install stage (a --no-deps stage added when a
     dependency brought a late member in)."""
+    from sparkenv.lock import from_uv
+
     late = _late_keys(inp)
     locked, raw = from_uv.packages(text, late | _family(), STAGE_MAIN, STAGE_UNSLOTH) if text else ({}, {})
     if any(p.stage == STAGE_UNSLOTH for p in locked.values()) and all(
@@ -410,259 +447,16 @@ def _head_start() -> None:
 
             for gid in sorted(rules.HAS_STAGE[rules.Stage.RESOLVED] | rules.HAS_STAGE[rules.Stage.LOCKFILE]):
                 rules.module(gid)
-            for name in ("sparkenv.facts.graph", "sparkenv.lock.read", "sparkenv.lock.write", "tomllib"):
+            for name in (
+                "sparkenv.facts.graph", "sparkenv.lock.from_uv", "sparkenv.lock.read", "sparkenv.lock.write",
+                "sparkenv.resolve.lock_files", "sparkenv.resolve.wheel_files", "sparkenv.resolve.wheel_elf",
+                "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock", "tomllib",
+            ):  # fmt: skip
                 importlib.import_module(name)
             for load in (knowledge.cuda, knowledge.drivers, knowledge.hosts, knowledge.packages):
                 load()
 
     threading.Thread(target=warm, name="sparkenv-head-start", daemon=True).start()
-
-
-def _requirements_of(
-    locked: dict[str, Locked], metas: dict[str, metadata.Metadata | str]
-) -> tuple[dict[str, Any], list[MetadataProblem]]:
-    """Each locked package's Requires-Dist (set on it too), and what could not be read or parsed."""
-    problems: list[MetadataProblem] = []
-    requires = {}
-    for key, meta in sorted(metas.items()):
-        pkg = locked[key]
-        fname = (pkg.wheels or [pkg.sdist or key])[0]
-        if isinstance(meta, str):
-            problems.append(MetadataProblem(key, pkg.version, fname, reason=meta))
-            continue
-        pkg.requires = meta.requires
-        requires[key] = meta.requires
-        if meta.invalid:
-            problems.append(MetadataProblem(key, pkg.version, fname, invalid=tuple(meta.invalid)))
-    return requires, problems
-
-
-def _requirements_of_failed(
-    failures: list[uvdriver.BuildFailed], index_url: str | None, requires: dict[str, Any]
-) -> tuple[list[Any], list[metadata.FileRef]]:
-    """What uv could not build or fetch; the requirements of each still count (a torch pin, a base
-    conflict), added to `requires`."""
-    failed, failed_refs = _failed(failures, index_url)
-    for key, meta in metadata.read(failed_refs, index_url=index_url).items():
-        if isinstance(meta, metadata.Metadata):
-            requires[key] = meta.requires
-    return failed, failed_refs
-
-
-def _records_to_read(
-    raw: dict[str, dict[str, Any]], locked: dict[str, Locked], edges: list[Any], base_versions: dict[str, str]
-) -> dict[str, Any]:
-    """The RECORD of CUDA-capable members whose metadata shows no CUDA (only their wheels say)."""
-    from sparkenv.rules import cuda_builds
-
-    verdicts = cuda_builds.evidence({k: p.version for k, p in locked.items()}, edges, base_versions)
-    fams = cuda_builds.families()
-    unknown = [
-        r for r in _refs(raw) if verdicts.get(r.key, "") is None and r.is_wheel and fams[r.key].conclusive
-    ]
-    return metadata.records(unknown)
-
-
-def _wheel_reads(
-    raw: dict[str, dict[str, Any]], locked: dict[str, Locked], edges: list[Any]
-) -> tuple[Any, Any]:
-    """Every binary wheel's file list, and the ELF of the GPU packages' shared objects."""
-    from sparkenv.resolve import wheel_elf, wheel_files
-
-    so_files = wheel_files.read(_refs(raw))
-    gpu_refs = [r for r in _refs(raw) if r.key in _gpu_packages(locked, edges, so_files)]
-    shared = {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}
-    return so_files, wheel_elf.read(gpu_refs, shared)
-
-
-def _resolved_findings(
-    inp: inputs_mod.Inputs,
-    profile: profiles.Profile,
-    locked: dict[str, Locked],
-    raw: dict[str, dict[str, Any]],
-    metas: dict[str, metadata.Metadata | str],
-    allowed: set[str],
-    index_url: str | None = None,
-    prefetched: dict[str, Any] | None = None,
-    failures: list[uvdriver.BuildFailed] | None = None,
-) -> list[Finding]:
-    from sparkenv.facts import graph
-
-    env = profile.marker_env()
-    requires, problems = _requirements_of(locked, metas)
-    failed, failed_refs = _requirements_of_failed(failures or [], index_url, requires)
-    sdist_refs = [r for r in _refs(raw) if not r.is_wheel and not locked[r.key].wheels] + failed_refs
-    roots = [d.key for d in inp.requirements if d.key and not d.constraint]
-    root_extras = _root_extras(inp, env)
-    edges = graph.edges(requires, env, root_extras)
-    chain = graph.chains(locked, edges, roots, root_extras)
-    kept_out = [n for n in profile.excluded() if n not in allowed]
-    base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
-    so_files, elves = _wheel_reads(raw, locked, edges)
-    return policy.check_resolved(
-        locked,
-        roots,
-        profile,
-        None,
-        kept_out,
-        edges=tuple(edges),
-        allow_replace=frozenset(allowed),
-        records=_records_to_read(raw, locked, edges, base_versions),
-        fallbacks=tuple(_fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)),
-        metadata_problems=tuple(problems),
-        sdist_builds=_sdist_builds(sdist_refs),
-        wheel_files=so_files,
-        wheel_elves=elves,
-        build_failures=tuple(failed),
-        root_extras=root_extras,
-    )
-
-
-def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
-    """Whose shared objects' ELF to read: wheels with native code that require torch or a CUDA library
-    (extensions built against them), or that ship GPU code (CUDA sources, headers, cubins). Not the CUDA
-    libraries themselves (their name or version says their major), nor torch's family (its metadata
-    says whether it is a CUDA build)."""
-    from sparkenv.cuda import rules as cuda_rules
-    from sparkenv.resolve import wheel_files
-    from sparkenv.rules import cuda_builds, cuda_major, cuda_per_release
-
-    fams = cuda_builds.families()
-    gpu = {e.source for e in edges if e.target == "torch" or cuda_rules.is_cuda_relevant(e.target)}
-    return {
-        k
-        for k in locked
-        if isinstance(so_files.get(k), tuple)
-        and so_files[k]
-        and (k in gpu or cuda_rules.is_cuda_relevant(k) or wheel_files.ships_gpu_code(so_files[k]))
-        and not any(e.major for e in cuda_major.name_version_evidence(k, locked[k].version))
-        and k not in fams
-        and not cuda_per_release.libraries(so_files[k])  # judged by which one it carries
-    }
-
-
-def _sdist_builds(refs: list[metadata.FileRef]) -> dict[str, SdistBuild]:
-    """What each sdist compiles, read from the sdist; packages.toml's known answers (rules/g2.sdist_build)
-    need no download."""
-    from sparkenv.knowledge import packages
-    from sparkenv.resolve import sdist_scan
-
-    known = packages().compiles_cuda
-    return sdist_scan.scan([r for r in refs if r.key not in known])
-
-
-def _failed(
-    failures: list[uvdriver.BuildFailed], index_url: str | None
-) -> tuple[list[BuildFailure], list[metadata.FileRef]]:
-    """Each package uv could not build, with its sdist on the index (to read what it builds and needs)."""
-    from packaging.version import InvalidVersion, Version
-
-    from sparkenv.resolve import fallbacks
-
-    out, refs = [], []
-    for bf in failures:
-        sdist = None
-        releases = fallbacks.releases(index_url, bf.key) if bf.version else None
-        try:
-            rel = (releases or {}).get(Version(bf.version)) if bf.version else None
-        except InvalidVersion:
-            rel = None
-        for name in rel.files if rel else []:
-            if not name.endswith(".whl") and rel is not None and rel.urls.get(name):
-                sdist = name
-                refs.append(metadata.FileRef(bf.key, name, rel.urls[name], ""))
-                break
-        out.append(BuildFailure(bf.key, bf.version, bf.action, bf.cause, sdist, bf.index))
-    return out, refs
-
-
-MAX_BUILD_FAILURES = 5
-
-
-def _resolve_around_failures(
-    work: Path,
-    profile: profiles.Profile,
-    index: IndexOptions,
-    stage: Stage,
-    excluded: list[str],
-    exclude_newer: str | None,
-    timeout: float,
-    failures: list[uvdriver.BuildFailed],
-    on_log: Callable[[str], None] | None = None,
-    prefer: tuple[Path | None, Upgrade] = (None, KEEP),
-) -> str:
-    """uv stops at the first package it cannot build; that package is kept out and the rest resolved
-    again (up to MAX_BUILD_FAILURES times), so that every other finding can still be made. uv's own
-    words go to stderr only under SPARKENV_DEBUG=1."""
-    skip = list(excluded)
-    auth = uvdriver.netrc_env(work, index)  # a credential only pip's variables hold, for uv
-    while True:
-        jobs = uvdriver.prepare(work, profile, index, [stage], skip, exclude_newer, *prefer)
-        try:
-            return uvdriver.run_all(jobs, timeout, auth, on_log)[stage.name]
-        except uvdriver.BuildFailed as bf:
-            if os.environ.get("SPARKENV_DEBUG"):
-                print(redact(bf.raw), file=sys.stderr, flush=True)
-            if bf.key in skip or len(failures) >= MAX_BUILD_FAILURES:
-                raise
-            failures.append(bf)
-            skip.append(bf.key)
-
-
-def _rel(path: Path, out_dir: Path) -> str:
-    return os.path.relpath(path.resolve(), out_dir.resolve())
-
-
-def _render(
-    pylock_path: Path,
-    req_path: Path,
-    profile: profiles.Profile,
-    inp: inputs_mod.Inputs,
-    index: IndexOptions,
-    stages: list[Stage],
-    raw: dict[str, dict[str, Any]],
-    paths: list[str],
-    excluded: list[str],
-    extra_tool: dict[str, Any],
-) -> dict[Path, str]:
-    out_dir = pylock_path.parent
-    order = {s.name: i for i, s in enumerate(stages)}
-    packages = sorted(raw.values(), key=lambda p: (order[p["tool"]["sparkenv"]["stage"]], p["name"]))
-    tool: dict[str, Any] = {
-        "format": FORMAT,
-        **lockprofile.recorded(profile, out_dir),
-        "image": profile.image,
-        "digest": profile.digest,
-        "platform": profile.platform,
-        "python-platform": profile.python_platform,
-        "inputs": [_rel(Path(p), out_dir) for p in paths],
-        "input-hash": inp.digest(),
-        "excluded": excluded,
-        **extra_tool,
-        "stages": [s.name for s in stages],
-        "no-deps-stages": [s.name for s in stages if s.no_deps],
-        "requirements": req_path.name,
-    }
-    # recorded without user-info: an install finds the credential where pip and uv read it (netrc, env)
-    if index.index_url:
-        tool["index-url"] = redact(index.index_url)
-    if index.extra_index_urls:
-        tool["extra-index-urls"] = [redact(u) for u in index.extra_index_urls]
-    env = f"sys_platform == 'linux' and platform_machine == '{profile.machine}'"
-    text = lockwrite.render_pylock(packages, tool, f"=={profile.python_minor}.*", env)
-    written = lockread.from_text(text, pylock_path)  # read back as every reader will: the requirements follow
-    base = f"{profile.image}@{profile.digest}" if profile.digest else (profile.image or "no base image")
-    header = [
-        f"Written by `sparkenv lock` for profile {profile.name} ({base}), {profile.python_platform}, "
-        f"Python {profile.python_minor}.",
-        f"input-hash: {tool['input-hash']}  inputs: {', '.join(tool['inputs'])}",
-        "Every dependency is pinned here; what the base provides is left alone: "
-        + (", ".join(excluded) or "nothing"),
-        f"Install: pip install --no-deps --require-hashes -r {req_path.name}",
-        "(or one stage at a time, in order, each with --no-deps)",
-    ]
-    req_text = lockwrite.render_requirements(written, header)
-    return {pylock_path: text, req_path: req_text}
 
 
 def lock_check(
@@ -673,6 +467,12 @@ def lock_check(
     extras: list[str] | None = None,
 ) -> Report:
     """Is each lock current with its inputs? Offline: compares the recorded input and profile hashes."""
+    from sparkenv import confine
+    from sparkenv.facts import lockfile as lockstatus
+    from sparkenv.lock import profile as lockprofile
+    from sparkenv.lock import read as lockread
+    from sparkenv.resolve.lock_files import relative
+
     out_dir = project.lock_folder(output_dir)
     checked: list[lockstatus.Currency] = []
     profile_name = None
@@ -681,7 +481,9 @@ def lock_check(
         profile = _profile(profile_arg, platform, inp)
         profile_name = profile.name
         pylock_path, _ = lockwrite.paths_for(out_dir, profile)
-        checked.append(_currency(pylock_path, inp.digest(), profile, [_rel(Path(p), out_dir) for p in paths]))
+        checked.append(
+            _currency(pylock_path, inp.digest(), profile, [relative(Path(p), out_dir) for p in paths])
+        )
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks and output_dir is None:  # the project's own lockfiles/: none yet is no failure
@@ -720,6 +522,10 @@ def _currency(
 ) -> lockstatus.Currency:
     """A written lock's recorded hashes against the inputs and profile as they are now: facts only. The
     command that re-locks is given as typed from the working folder, whatever folder the lock is in."""
+    from sparkenv.facts import lockfile as lockstatus
+    from sparkenv.lock import profile as lockprofile
+    from sparkenv.lock import read as lockread
+
     folder = pylock_path.parent
     here = lockstatus.Currency(
         project.from_here(pylock_path),

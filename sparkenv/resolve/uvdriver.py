@@ -11,8 +11,8 @@ import os
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,6 +134,8 @@ def netrc_env(work: Path, index: IndexOptions) -> dict[str, str]:
     """uv reads an index's credential from the URL or netrc, not from pip's variables (PIP_INDEX_URL): a
     credential only pip's variables hold is handed to uv through a netrc in the work folder (mode 0600,
     removed with the folder), the user's own netrc copied in first. Empty when uv needs nothing more."""
+    if not (index.index_url or index.extra_index_urls):
+        return {}  # nothing to look up: uv starts sooner
     from sparkenv import credentials
 
     urls = [u for u in (index.index_url, *index.extra_index_urls) if u and not credentials.in_url(u)]
@@ -152,82 +154,98 @@ def netrc_env(work: Path, index: IndexOptions) -> dict[str, str]:
     return {"NETRC": str(path)}
 
 
-def run_all(
-    jobs: list[tuple[Stage, list[str], Path]],
-    timeout: float = DEFAULT_TIMEOUT,
-    extra_env: dict[str, str] | None = None,
-    on_log: Callable[[str], None] | None = None,
-) -> dict[str, str]:
-    """Run the stages side by side; returns stage name -> the pylock.toml text uv wrote. Stopped by a
-    signal (Ctrl-C, SIGTERM, SIGHUP), every uv group is killed before the stop goes on, and the closing
-    line names them. `on_log`: given each line of uv's resolver log as uv writes it (resolve/early.py);
-    those lines are kept out of the stderr that errors are read from."""
+def _env(extra_env: dict[str, str] | None, log: bool) -> dict[str, str]:
     env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
-    if on_log is not None:
+    if log:
         env["RUST_LOG"] = RUST_LOG
-    started: list[subprocess.Popen[str]] = []
+    return env
 
-    def finish(proc: subprocess.Popen[str]) -> str:
-        """uv's stderr once it exits; its log lines go to on_log while it runs."""
-        if on_log is None:
-            return proc.communicate(timeout=timeout)[1]
-        kept: list[str] = []
+
+class Running:
+    """One `uv pip compile` started (`start`): `result()` waits for the pylock text it wrote, `stop()` kills
+    it. The caller may work while uv resolves (`sparkenv lock` judges the declared requirements then);
+    every way out — result(), stop(), an error, a signal — kills uv's whole group and reaps it."""
+
+    def __init__(
+        self, job: tuple[Stage, list[str], Path], timeout: float, env: dict[str, str], log: bool
+    ) -> None:
+        self.stage, cmd, self.out = job
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self._kept: list[str] = []
+        self._reader: threading.Thread | None = None
+        self._killed: bool | None = None  # set by the first stop()
+        try:
+            # its own session: killpg reaches everything uv started (sparkenv/children.py)
+            quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
+            self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
+        except OSError as exc:
+            raise ServiceMissing(f"cannot run uv: {exc}") from None
+
+    def read_log(self, on_log: Callable[[str], None]) -> None:
+        """Hand each line of uv's resolver log to `on_log` as uv writes it (started with log=True); the
+        other lines are kept for the error. Called once, right after the start: the pipe holds what uv
+        wrote meanwhile."""
 
         def drain() -> None:
-            assert proc.stderr is not None
-            for line in proc.stderr:
+            assert self.proc.stderr is not None
+            for line in self.proc.stderr:
                 if line.startswith("DEBUG "):
                     # a hint's reader failing never stops the lock
                     with contextlib.suppress(Exception):
                         on_log(line.rstrip("\n"))
                 else:
-                    kept.append(line)
+                    self._kept.append(line)
 
-        reader = threading.Thread(target=drain, name="sparkenv-uv-log", daemon=True)
-        reader.start()
-        proc.wait(timeout=timeout)
-        reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild holding it: not waited on)
-        return "".join(kept)
+        self._reader = threading.Thread(target=drain, name="sparkenv-uv-log", daemon=True)
+        self._reader.start()
 
-    def one(job: tuple[Stage, list[str], Path]) -> tuple[str, str]:
-        stage, cmd, out = job
+    def result(self) -> str:
+        """The pylock text uv wrote; BuildFailed, SparkenvError or ServiceMissing (a timeout) otherwise."""
+        proc = self.proc
         try:
-            # its own session: killpg reaches everything uv started (sparkenv/children.py)
-            quiet_out = subprocess.DEVNULL if on_log is not None else None  # uv writes the lock to a file
-            proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
-        except OSError as exc:
-            raise ServiceMissing(f"cannot run uv: {exc}") from None
-        started.append(proc)
-        try:
-            stderr = finish(proc)
+            if self._reader is None:
+                stderr = proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))[1]
+            else:
+                proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+                self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
+                stderr = "".join(self._kept)
         except subprocess.TimeoutExpired:
             raise ServiceMissing(
-                f"uv pip compile ({stage.name}) did not finish in {timeout:.0f} s: is the index reachable?"
+                f"uv pip compile ({self.stage.name}) did not finish in {self.timeout:.0f} s: is the index "
+                "reachable?"
             ) from None
         finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
-            if proc.returncode is None:
-                children.kill(proc)
-            children.stop(proc)
+            self.stop()
         if proc.returncode != 0:
-            raise _error(stage, stderr)
-        return stage.name, out.read_text(encoding="utf-8")
+            raise _error(self.stage, stderr)
+        return self.out.read_text(encoding="utf-8")
 
-    pool = ThreadPoolExecutor(len(jobs)) if len(jobs) > 1 else None
-    try:
-        if pool is None:
-            return dict([one(jobs[0])])
-        return dict(pool.map(one, jobs))
-    except KeyboardInterrupt:  # signals.Terminated too: the pool's threads would wait on uv otherwise
-        killed = [p for p in started if p.returncode is None or p.returncode < 0]
-        for proc in started:
-            children.stop(proc)
-        if killed:
-            groups = ", ".join(str(p.pid) for p in killed)
-            signals.cleaned(f"killed uv (process group {groups})")
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
+    def stop(self) -> bool:
+        """Kill uv's group and reap it (once); whether uv was still running then, or killed by a signal."""
+        if self._killed is None:
+            self._killed = self.proc.returncode is None or self.proc.returncode < 0
+            children.stop(self.proc)
+        return self._killed
+
+
+def start(
+    job: tuple[Stage, list[str], Path],
+    timeout: float = DEFAULT_TIMEOUT,
+    extra_env: dict[str, str] | None = None,
+    log: bool = False,
+) -> Running:
+    """Start one stage's uv and return at once. `log`: uv writes its resolver's decisions (RUST_LOG) for
+    Running.read_log."""
+    return Running(job, timeout, _env(extra_env, log), log)
+
+
+def stopped(runs: list[Running]) -> None:
+    """Kill every started uv (Ctrl-C, a signal) and say so in the closing line."""
+    killed = [r.proc for r in runs if r.stop()]
+    if killed:
+        groups = ", ".join(str(p.pid) for p in killed)
+        signals.cleaned(f"killed uv (process group {groups})")
 
 
 class BuildFailed(SparkenvError):

@@ -46,8 +46,10 @@ def _versions(pylock: Path) -> dict[str, str]:
     return {p["name"]: p["version"] for p in parse_toml(pylock.read_text())["packages"]}
 
 
-def test_a_release_moves_nothing_until_asked(relock, index: Index):
+def test_a_release_moves_nothing_until_asked(relock, index: Index, tmp_path: Path):
     assert relock() == {"app": "1.0", "dep": "1.0", "other": "1.0"}
+    # what uv is handed is what the lock says, read the quick way as a TOML parser reads it
+    assert preferences.kept(tmp_path / "out" / "pylock.ngc-25-11.toml") == relock()
     index.wheel("dep", "2.0")
     index.wheel("other", "2.0")
     assert relock() == {"app": "1.0", "dep": "1.0", "other": "1.0"}  # kept: the lock it replaces said so
@@ -96,6 +98,18 @@ def test_only_names_and_versions_reach_uv(tmp_path: Path):
     }
     assert preferences.seed(old, tmp_path / "none.toml", preferences.Upgrade(all=True)) == 0
     assert not (tmp_path / "none.toml").exists()
+
+
+def test_any_pylock_layout_is_read(tmp_path: Path):
+    inline = tmp_path / "inline.toml"
+    inline.write_text(
+        'lock-version = "1.0"\n'
+        'packages = [{ name = "dep", version = "1.0" }, { version = "2", name = "b" }]\n'
+    )
+    assert preferences.kept(inline) == {"dep": "1.0", "b": "2"}
+    reordered = tmp_path / "reordered.toml"
+    reordered.write_text('[[packages]]\nversion = "3.0"\nname = "dep"\n')
+    assert preferences.kept(reordered) == {"dep": "3.0"}
 
 
 def test_upgrade_package_names_are_checked(run, tmp_path: Path):

@@ -1,0 +1,114 @@
+"""`sparkenv lock …` read without typer (sparkenv/fastargs.py): typer's import (click, pydantic) cost more
+than a fifth of a second before uv could start, a third of what a warm `uv pip compile` takes. Its options
+are declared once (resolve/options.py LOCK, render/options.py REPORTING), for this parser and the typer
+command alike; anything else (--help, a typo, a missing or non-numeric value) returns None
+and the typer command answers with its usual words. Both parsers end in `run`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from sparkenv import fastargs, optionspec
+from sparkenv.errors import SparkenvError
+from sparkenv.render import options as reporting
+from sparkenv.resolve.options import LOCK
+
+OPTIONS = (*LOCK, *reporting.REPORTING)
+# the lock has loaded several hundred modules: its process ends without freeing them one by one
+# (sparkenv/process_exit.py leave), ~30 ms after the report is out
+SKIP_TEARDOWN = True
+
+
+class LockArgs(NamedTuple):
+    inputs: list[str]
+    profile: str | None
+    platform: str | None
+    output_dir: str | None
+    check_only: bool
+    index_url: str | None
+    extra_index_url: list[str] | None
+    extra: list[str] | None
+    group: list[str] | None
+    allow_replace: list[str] | None
+    exclude_newer: str | None
+    timeout: float
+    upgrade: bool
+    upgrade_package: list[str] | None
+    reporting: reporting.ReportOptions
+
+    @classmethod
+    def of(cls, inputs: list[str], values: Mapping[str, Any], report: reporting.ReportOptions) -> LockArgs:
+        """From either parser: the positional INPUTs, LOCK's values (optionspec.values), the bundle."""
+        return cls(inputs=inputs, reporting=report, **values)
+
+
+def parse(argv: list[str]) -> LockArgs | None:
+    """argv after `lock`; None where typer should answer."""
+    try:
+        parsed = fastargs.parse(argv, OPTIONS)
+    except SparkenvError:  # a value that is not a number: typer's usage error
+        return None
+    if parsed is None:
+        return None
+    given, inputs = parsed
+    return LockArgs.of(inputs, optionspec.values(LOCK, given), reporting.bundle(given))
+
+
+def run(args: LockArgs) -> int:
+    """The lock (or, under --check, whether the written locks are current), reported; the exit code."""
+    from sparkenv.bounds import seconds_problem
+    from sparkenv.resolve import run as stage
+
+    problem = seconds_problem(args.timeout, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
+    if problem:
+        raise SparkenvError(f"--timeout: {problem}")
+    options = args.reporting.check()
+    if args.check_only:
+        from sparkenv.render.emit import emit
+
+        result = stage.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
+        return emit(result, options)
+    if not args.inputs:
+        raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
+    import sys
+    from pathlib import Path
+
+    from sparkenv.resolve import outputs as outputs_mod
+    from sparkenv.resolve.preferences import Upgrade
+
+    progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
+    pending: dict[Path, str] = {}
+    outputs_mod.check_writable(list(options.files))
+    result = stage.lock(
+        args.inputs,
+        args.profile,
+        args.platform,
+        args.output_dir,
+        args.index_url,
+        args.extra_index_url,
+        args.extra,
+        args.timeout,
+        allow_replace=args.allow_replace,
+        exclude_newer=args.exclude_newer,
+        groups=args.group,
+        progress=progress,
+        outputs=pending,
+        binding=lambda found: _shown(found, options),
+        upgrade=Upgrade.of(args.upgrade, args.upgrade_package),
+    )
+    from sparkenv.render.emit import emit, files, shown
+
+    # The lock and the report's files together: validated first, all written or none replaced.
+    view = shown(result, options)
+    outputs_mod.write_all(pending, files(view, options))
+    return emit(view, options._replace(report=None, junit=None, sarif=None))
+
+
+def _shown(found: list[Any], options: reporting.ReportOptions) -> list[Any]:
+    """The findings as the user will see them (--select, --ignore, waivers): what withholds the lock.
+    The renderer is imported here, when the declared findings are judged, while uv resolves."""
+    from sparkenv.render.emit import shown
+    from sparkenv.report import Report
+
+    return shown(Report("lock", "", found), options).report.findings
