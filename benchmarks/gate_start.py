@@ -61,6 +61,7 @@ assert cu.cuMemAlloc_v2(ctypes.byref(ptr), 1 << 20) == 0
 assert cu.cuCtxSynchronize() == 0
 """
 BARE = "python -I -c pass"
+CWD: list[str | None] = [None]  # where every timed command runs (main sets it)
 
 # NVML's phases, in a fresh process: what the gate's GPU probe costs by itself.
 NVML_PHASES = r"""
@@ -171,7 +172,11 @@ def timed(env: dict[str, str], argv: list[str]) -> tuple[float, float, int, str]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        argv, capture_output=True, timeout=600, env={**os.environ, **env, "SPARKENV_CACHE_DIR": cache}
+        argv,
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, **env, "SPARKENV_CACHE_DIR": cache},
+        cwd=CWD[0],
     )
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -216,7 +221,7 @@ def breakdown(args: argparse.Namespace, med: dict[str, float]) -> dict[str, Any]
     nv = []
     for _ in range(args.breakdown_runs):
         p = subprocess.run(
-            [args.python, "-c", NVML_PHASES], capture_output=True, text=True, timeout=60, env=env0
+            [args.python, "-c", NVML_PHASES], capture_output=True, text=True, timeout=60, env=env0, cwd=CWD[0]
         )
         if p.returncode == 0:
             nv.append(json.loads(p.stdout.strip().splitlines()[-1]))
@@ -238,6 +243,7 @@ def breakdown(args: argparse.Namespace, med: dict[str, float]) -> dict[str, Any]
                 text=True,
                 timeout=60,
                 env={**env, "SPARKENV_CACHE_DIR": cache},
+                cwd=CWD[0],
             )
             shutil.rmtree(cache, ignore_errors=True)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
@@ -299,7 +305,12 @@ def main() -> int:
     args.trees = [tuple(t.split("=", 1)) for t in args.tree] or [("this", "")]
     if any(len(t) != 2 or not os.path.isdir(t[1]) for t in args.trees if t[1]):
         parser.error("--tree takes NAME=DIR, DIR a sparkenv checkout")
+    args.trees = [(name, os.path.abspath(path) if path else "") for name, path in args.trees]
     work = tempfile.mkdtemp(prefix="gate-start-")
+    if any(path for _name, path in args.trees):
+        # `python -m` and `-c` put the current folder first on sys.path: run from one without a sparkenv
+        # of its own, so that each tree's PYTHONPATH decides which sparkenv runs
+        CWD[0] = tempfile.mkdtemp(prefix="gate-start-cwd-")  # empty; left for the OS's /tmp cleaning
     light = os.path.join(work, "light_workload.py")
     with open(light, "w") as fh:
         fh.write(LIGHT)

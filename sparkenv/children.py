@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import subprocess
 
 _children: set[subprocess.Popen[Any]] = set()
+_forked: set[int] = set()  # worker processes forked by this one (sparkenv/audit/readahead.py)
 _lock = threading.Lock()
 _PR_SET_CHILD_SUBREAPER = 36
 # set in every child's environment: an orphan re-parented to sparkenv is killed only when it carries
@@ -118,12 +120,53 @@ def stop(proc: subprocess.Popen[Any], reap_s: float = 5.0) -> None:
     forget(proc)
 
 
+def fork(work: Callable[[], object]) -> int:
+    """Fork a worker that runs `work()` and exits (0, or 1 when it raised), registered so that
+    `kill_all` and `reap` kill it. The worker never returns into the caller's code: no `finally`, atexit
+    handler or buffered output of the parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright
+    (as the gate's forked probes). OSError when the fork fails."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
+        code = 1
+        try:
+            from sparkenv import signals
+
+            # the parent's handlers would raise into its own code here; a signal it ignores stays so
+            signals.install_handler(signal.SIG_DFL, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # type: ignore[arg-type]
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+    with _lock:
+        _forked.add(pid)
+    return pid
+
+
+def reap(pid: int, wait_s: float = 1.0) -> None:
+    """SIGKILL a forked worker (finished or not) and collect its exit status: none is left behind. One
+    stuck in the kernel (a hung file system) past `wait_s` after SIGKILL is left unreaped."""
+    import time
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    stop = time.monotonic() + wait_s
+    with contextlib.suppress(ChildProcessError, OSError):
+        while not os.waitpid(pid, os.WNOHANG)[0] and time.monotonic() < stop:
+            time.sleep(0.0005)  # a worker that just answered is exiting: a millisecond or so
+    with _lock:
+        _forked.discard(pid)
+
+
 def kill_all() -> int:
     """Kill every registered child's process group, reaping what can be reaped without waiting, then
-    the orphans re-parented to sparkenv; how many registered children there were."""
+    the orphans re-parented to sparkenv, and every forked worker; how many registered children there
+    were."""
     with _lock:
         procs = list(_children)
         _children.clear()
+        workers = list(_forked)
+    for pid in workers:
+        reap(pid)
     if not procs:
         _kill_orphans()
         return 0

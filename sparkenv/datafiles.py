@@ -7,13 +7,18 @@ import os
 import sys
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
-
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def _tomllib() -> Any:
+    """The parser, imported where a file is parsed: its import (regular expressions compiled at import,
+    about as long as parsing every file the gate reads) then comes after the gate forked its probes,
+    not before, and not at all in a process that parses nothing."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib
 
 
 @functools.cache
@@ -28,11 +33,11 @@ def load(name: str) -> dict[str, Any]:
         from importlib import resources
 
         text = resources.files("sparkenv").joinpath("data", f"{name}.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return parse_toml(text)
 
 
 def parse_toml(text: str) -> dict[str, Any]:
-    return tomllib.loads(text)
+    return _tomllib().loads(text)  # type: ignore[no-any-return]
 
 
 def read_user_toml(path: str | os.PathLike[str], what: str, limit: int = 16 << 20) -> dict[str, Any]:
@@ -41,12 +46,17 @@ def read_user_toml(path: str | os.PathLike[str], what: str, limit: int = 16 << 2
     from sparkenv.safe_read import UnreadableFile, read_text
 
     text = read_text(path, what=what, limit=limit)
+    tomllib = _tomllib()
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text)  # type: ignore[no-any-return]
     except tomllib.TOMLDecodeError as exc:
         raise UnreadableFile(path, f"not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nesting level: 'a = [[[[…' thousands deep
         raise UnreadableFile(path, "not valid TOML: arrays or tables nested too deeply") from None
 
 
-TOMLDecodeError = tomllib.TOMLDecodeError
+def __getattr__(name: str) -> Any:
+    """`datafiles.TOMLDecodeError`, the parser imported only when a caller asks for it."""
+    if name == "TOMLDecodeError":
+        return _tomllib().TOMLDecodeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

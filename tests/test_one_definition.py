@@ -131,9 +131,13 @@ def _terminated_class(node: ast.AST) -> bool:
 
 
 def _child_process(node: ast.AST) -> bool:
-    """A child started outside the registry: subprocess's starters, or a session of its own."""
+    """A child started outside the registry: subprocess's starters, a session of its own, or a fork."""
     own_session = isinstance(node, ast.keyword) and node.arg in ("start_new_session", "process_group")
-    return own_session or _call(node, "subprocess", {"Popen", "run", "call", "check_call", "check_output"})
+    return (
+        own_session
+        or _call(node, "subprocess", {"Popen", "run", "call", "check_call", "check_output"})
+        or _call(node, "os", {"fork", "forkpty"})
+    )
 
 
 def _one_shot_container(node: ast.AST) -> bool:
@@ -320,7 +324,9 @@ GUARDS = [
     ),
     Guard(
         "the child-process registry (own session, killed with its group)",
-        ("children.py",),
+        # forks: children.fork (the audit's readers) and the gate's forked probes, which register
+        # with children.py themselves (children.adopt)
+        ("children.py", "gate/forked.py"),
         _child_process,
         "import subprocess\nproc = subprocess.run(['uv', 'pip', 'compile'], timeout=60)\n",
     ),

@@ -218,6 +218,11 @@ class Memo:
 
     # -- per distribution and per shared object ---------------------------------------------------------
 
+    def knows(self, path: str) -> bool:
+        """Whether an entry for `path` (a metadata folder or a shared object) is kept, of any stat: one
+        without is surely read this run (the audit hands it to its workers)."""
+        return path in self._load_facts() or path in self._elf
+
     def dist(self, meta_dir: str, key: list[Any] | None) -> dict[str, Any] | None:
         self.taken[meta_dir] = key
         entry = self._load_facts().get(meta_dir)

@@ -96,9 +96,17 @@ def _judged(
 ) -> tuple[Report, AuditFacts]:
     from sparkenv.audit import scan
     from sparkenv.cuda import coverage
-    from sparkenv.rules import requirements
 
-    facts = scan.gather(resolved, locked, root, gpu, memo=memo, markers=markers)
+    def while_reading(dists: dict[str, Any]) -> None:
+        # while workers read shared objects: the requirement check (the G9 rule and the context below
+        # get its answer back) and the rules' imports (packaging's too: not before the workers start)
+        from sparkenv import rules
+        from sparkenv.rules import requirements
+
+        requirements.check(resolved, {k: df.dist for k, df in dists.items()})
+        rules.rules_for(rules.Stage.INSTALLED)
+
+    facts = scan.gather(resolved, locked, root, gpu, memo=memo, markers=markers, while_reading=while_reading)
     facts.lock_profile = profile
     report = Report("audit", resolved.description, evaluate(facts))
     report.context = {
@@ -110,10 +118,16 @@ def _judged(
         "distributions": len(facts.dists),
         "shared_objects": facts.shared_object_count,
         # what pip check reports, machine-readable: one entry per unmet requirement (G9 names each)
-        "broken_requirements": [b.as_dict() for b in requirements.find(facts)[0]],
+        "broken_requirements": [b.as_dict() for b in _requirements().find(facts)[0]],
         "gpu": coverage.cap_text(gpu) if isinstance(gpu, tuple) else None,
     }
     return report, facts
+
+
+def _requirements() -> Any:
+    from sparkenv.rules import requirements
+
+    return requirements
 
 
 def _remember(memo: memo_mod.Memo, resolved: target.Target, facts: AuditFacts, report: Report) -> None:

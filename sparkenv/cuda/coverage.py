@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sparkenv.cuda.fatbin import KernelTarget
+from sparkenv.cuda.targets import KernelTarget
 from sparkenv.knowledge import gate, kernels
 
 Capability = tuple[int, int]

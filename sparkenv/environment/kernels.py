@@ -35,19 +35,46 @@ class ScanCache(StatCache):
         return cls.in_cache_folder("kernels.json", _reader_key())
 
 
+class Recorder(ScanCache):
+    """Keeps the scans made through it in memory only: a worker process's reads, sent as they are to the
+    audit's process (sparkenv/audit/readahead.py), which uses them as it would use kernels.json."""
+
+    def __init__(self) -> None:
+        super().__init__(None, READER)
+
+    def put(self, path: str, key: list[int] | None, slot: str, value: Any) -> None:
+        if key is not None:
+            self.entries.setdefault(path, {"key": key})[slot] = value
+
+
+Scans = dict[str, Any]  # a kernels.json entry: {"key": stat key, "shallow": scan, "deep": scan}
+
+
 def _reader_key() -> str:
     data = kernels()
     parts = [part._asdict() for part in (data.sections, data.limits, data.sparse)]
     return f"{READER} {json.dumps(parts, sort_keys=True)}"
 
 
-def _scan(path: str, deep: bool, key: list[int] | None, cache: ScanCache | None) -> dict[str, Any]:
+def _scan(
+    path: str,
+    deep: bool,
+    key: list[int] | None,
+    cache: ScanCache | None,
+    scans: Scans | None = None,
+    mapped: bool = False,
+) -> dict[str, Any]:
     slot = "deep" if deep else "shallow"
     if cache is not None:
         hit = cache.get(path, key, slot)
         if _well_formed(hit):  # a damaged or hand-edited entry is read again, never fatal
             return hit
-    scan = fatbin.scan(path, deep=deep)
+    if scans is not None and key is not None and scans.get("key") == key and _well_formed(scans.get(slot)):
+        found = scans[slot]  # read by another process from this very file (same stat key)
+        if cache is not None:
+            cache.put(path, key, slot, found)
+        return found  # type: ignore[no-any-return]
+    scan = fatbin.scan(path, deep=deep, mapped=mapped)
     found = {
         "targets": sorted(t.name for t in scan.targets),
         "complete": scan.complete,
@@ -78,15 +105,23 @@ def _well_formed(hit: Any) -> bool:
 
 
 def read_object(
-    path: str, shown: str, cap: coverage.Capability, cache: ScanCache | None = None
+    path: str,
+    shown: str,
+    cap: coverage.Capability,
+    cache: ScanCache | None = None,
+    scans: Scans | None = None,
+    mapped: bool = False,
 ) -> coverage.ObjectKernels | None:
-    """Kernels of one shared object; None when it carries no GPU code (most objects of a venv)."""
+    """Kernels of one shared object; None when it carries no GPU code (most objects of a venv).
+    `scans`: what another process read of this path (a Recorder's entry), used where its stat key is
+    this file's; anything it lacks is read here. `mapped`: read through mmap (fatbin.scan: only in a
+    process that may die of SIGBUS, the audit's workers)."""
     key = stat_key(path)
-    scan = _scan(path, False, key, cache)
+    scan = _scan(path, False, key, cache, scans, mapped)
     if not scan["nv_fatbin"]:
         return None  # not built by nvcc; a damaged or unreadable file is the ELF reader's to report
     if not coverage.native(scan["targets"], cap):  # no machine code for it in .nv_fatbin: read deeper
-        scan = _scan(path, True, key, cache)
+        scan = _scan(path, True, key, cache, scans, mapped)
     return coverage.ObjectKernels(
         shown,
         tuple(scan["targets"]),

@@ -132,10 +132,11 @@ class ReportOptions(NamedTuple):
     def check(self) -> ReportOptions:
         """The usage errors of the options themselves (a bad --select, --format or --json/--format
         clash), raised before any work starts: exit 2 at once, not after a resolution or a build."""
-        from sparkenv.report import parse_ids
+        if self.select or self.ignore:  # sparkenv.report reads the gotcha catalogue: the gate's early
+            from sparkenv.report import parse_ids  # start checks this before forking its probes
 
-        parse_ids(self.select, "--select")
-        parse_ids(self.ignore, "--ignore")
+            parse_ids(self.select, "--select")
+            parse_ids(self.ignore, "--ignore")
         output_format(self)
         return self
 

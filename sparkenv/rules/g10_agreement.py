@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparkenv.environment import digest
 from sparkenv.knowledge import gate, multinode
 from sparkenv.report import Finding, GotchaId, Status
+
+if TYPE_CHECKING:
+    from sparkenv.environment import digest
 
 G = GotchaId.G10
 SUBJECT = "agreement"
@@ -94,6 +96,8 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
     unjudged = _not_judged(agreement, nodes)
     if unjudged:
         return [unjudged]
+    from sparkenv.environment import digest  # only with peers: not on every gate's start
+
     peers: Mapping[str, Any] = agreement.get("peers") or {}
     diffs = digest.compare(peers)
     ref = peers[min(peers, key=int)] if peers else {}
@@ -161,6 +165,8 @@ def _missing(agreement: Mapping[str, Any]) -> list[str]:
 
 def _disagreements(diffs: list[digest.Difference], ref: Mapping[str, Any]) -> list[Finding]:
     """One FAIL per field the nodes disagree on, naming every node that differs from the reference."""
+    from sparkenv.environment import digest
+
     by_field: dict[str, list[digest.Difference]] = {}
     for d in diffs:
         by_field.setdefault(d.field, []).append(d)

@@ -17,6 +17,7 @@ a base provides under another name reads as missing. Each finding names both sid
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -147,10 +148,32 @@ class _Markers:
         return hit
 
 
-def find(facts: AuditFacts) -> tuple[list[Broken], list[Unparsed], int]:
+Found = tuple[list[Broken], list[Unparsed], int]
+# The last check's input and answer: the audit checks while its workers still read shared objects
+# (audit/scan.py), then the G9 rule and the report's context ask again for the same facts. The input is
+# compared by identity (a Target and Distributions are frozen), so a different environment is checked.
+_last: list[tuple[Target, tuple[Distribution, ...], Found]] = []
+
+
+def find(facts: AuditFacts) -> Found:
     """(broken requirements, unparseable Requires-Dist values, requirements checked)."""
-    env = _Markers(marker_env(facts.target))
-    dists: dict[str, Distribution] = {k: df.dist for k, df in facts.dists.items()}
+    return check(facts.target, {k: df.dist for k, df in facts.dists.items()})
+
+
+def check(target: Target, dists: dict[str, Distribution]) -> Found:
+    """find() for the distributions by normalized name (the first on the path of each)."""
+    seen = tuple(dists.values())
+    if _last:
+        was_target, was_dists, found = _last[0]
+        if was_target is target and len(was_dists) == len(seen) and all(map(operator.is_, was_dists, seen)):
+            return found
+    found = _check(target, dists)
+    _last[:] = [(target, seen, found)]
+    return found
+
+
+def _check(target: Target, dists: dict[str, Distribution]) -> Found:
+    env = _Markers(marker_env(target))
     broken: list[Broken] = []
     unparsed: list[Unparsed] = []
     checked = 0

@@ -5,6 +5,7 @@ sharing no code with sparkenv/cuda/fatbin.py or elf.py's section listing."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
@@ -183,3 +184,38 @@ def test_section_names_come_from_one_read(objects):
     assert not isinstance(listed, str)
     assert [(s.name, s.type, s.offset, s.size) for s in listed] == sections_of(data)
     assert len(reads) == 3  # ELF header, section header table, section names
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_mapped_read_finds_what_a_pread_read_finds(objects, kernels, tmp_path, deep):
+    """The audit's workers read through mmap (no copies): the same scan, field for field, on every object
+    above, a header flood, a damaged file, an empty file and a FIFO (these two cannot be mapped: read
+    by pread, as before)."""
+    flood = kernels.with_section(kernels.plain(), ".ldata", kernels.header_flood(3000), "mflood")
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(objects["fatbins 5 KiB apart"].read_bytes()[:20000])
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(fifo)
+    paths = [*objects.values(), flood, cut, empty, fifo]
+    for path in paths:
+        assert fatbin.scan(str(path), deep, mapped=True) == fatbin.scan(str(path), deep), path.name
+    assert fatbin.scan(str(flood), deep, mapped=True).headers >= (3000 if deep else 0)
+
+
+@pytest.mark.parametrize("caps", [(5, 10_000), (10_000, 7), (2999, 10_000)])
+def test_a_mapped_read_stops_where_a_pread_read_stops(objects, kernels, caps):
+    """The caps on headers and entries cut both readers at the same header, with the same reason."""
+    from sparkenv.knowledge.records.kernels import Limits
+
+    limits = Limits(caps[0], caps[1], 60.0)
+    flood = kernels.with_section(kernels.plain(), ".ldata", kernels.header_flood(3000), "mflood")
+    for path in [*objects.values(), flood]:
+        for deep in (False, True):
+            mapped = fatbin.scan(str(path), deep, limits, mapped=True)
+            assert mapped == fatbin.scan(str(path), deep, limits), path.name
+    stopped = fatbin.scan(str(flood), True, limits, mapped=True)
+    assert stopped.complete is (caps[0] >= 3000)  # the flood's 3,000 headers, no entries
+    many = fatbin.scan(str(objects["large cubins"]), False, limits, mapped=True)
+    assert many.complete is (many.entries <= caps[1] and many.headers <= caps[0])
