@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from artifacts import default_dispositions
 
 from sparkenv.audit import readahead, scan
 from sparkenv.audit import run as audit_run
@@ -233,6 +234,8 @@ def test_a_signal_to_the_audit_kills_every_worker(venv, tmp_path, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a background CI job hands SIGINT down ignored, and an ignored SIGINT stays so
+        preexec_fn=default_dispositions,
     )
     try:
         workers: list[int] = []
