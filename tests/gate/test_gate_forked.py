@@ -148,28 +148,10 @@ def test_the_forked_probes_read_what_the_gate_reads_itself(tmp_path):
     assert not there["probe_errors"] and not here["probe_errors"]
 
 
-@pytest.fixture
-def fake_server(tmp_path):
-    """A real process started the way vLLM's server is."""
-    mod = tmp_path / "srv" / "vllm" / "entrypoints" / "openai"
-    mod.mkdir(parents=True)
-    for d in (mod, mod.parent, mod.parent.parent):
-        (d / "__init__.py").write_text("")
-    (mod / "api_server.py").write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "m"],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(tmp_path / "srv")},
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-    yield proc
-    proc.kill()
-    proc.wait(timeout=10)
-
-
-def test_the_processes_probe_leaves_out_the_gates_own_processes(fake_server):
+def test_the_processes_probe_leaves_out_the_gates_own_processes(fake_vllm_server):
     """The host probe runs in a child: it is told the gate's processes (the gate, its parent, its other
     children), which carry the gate's command line and its workload's."""
+    fake_server = fake_vllm_server("0.9")
     seen = {s["pid"] for s in probes.probe_processes(set())["servers"]}
     assert fake_server.pid in seen
     assert fake_server.pid not in {s["pid"] for s in probes.probe_processes({fake_server.pid})["servers"]}
