@@ -120,11 +120,12 @@ def stop(proc: subprocess.Popen[Any], reap_s: float = 5.0) -> None:
     forget(proc)
 
 
-def fork(work: Callable[[], object]) -> int:
+def fork(work: Callable[[], object], register: bool = True, own_group: bool = False) -> int:
     """Fork a worker that runs `work()` and exits (0, or 1 when it raised), registered so that
-    `kill_all` and `reap` kill it. The worker never returns into the caller's code: no `finally`, atexit
-    handler or buffered output of the parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright
-    (as the gate's forked probes). OSError when the fork fails."""
+    `kill_all` and `reap` kill it (`register=False`: the caller registers it itself, with `adopt`). The
+    worker never returns into the caller's code: no `finally`, atexit handler or buffered output of the
+    parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright. `own_group`: it leads a process group
+    of its own (what it starts is killed with it). OSError when the fork fails."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
         code = 1
@@ -133,12 +134,19 @@ def fork(work: Callable[[], object]) -> int:
 
             # the parent's handlers would raise into its own code here; a signal it ignores stays so
             signals.install_handler(signal.SIG_DFL, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # type: ignore[arg-type]
+            if own_group:
+                with contextlib.suppress(OSError):
+                    os.setpgid(0, 0)
             work()
             code = 0
         finally:
             os._exit(code)
-    with _lock:
-        _forked.add(pid)
+    if own_group:
+        with contextlib.suppress(OSError):  # the worker does the same; whichever runs first wins
+            os.setpgid(pid, pid)
+    if register:
+        with _lock:
+            _forked.add(pid)
     return pid
 
 

@@ -324,9 +324,8 @@ GUARDS = [
     ),
     Guard(
         "the child-process registry (own session, killed with its group)",
-        # forks: children.fork (the audit's readers) and the gate's forked probes, which register
-        # with children.py themselves (children.adopt)
-        ("children.py", "gate/forked.py"),
+        # forks too: children.fork (the audit's readers, the gate's forked probes)
+        ("children.py",),
         _child_process,
         "import subprocess\nproc = subprocess.run(['uv', 'pip', 'compile'], timeout=60)\n",
     ),

@@ -21,9 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sparkenv import children, signals
-
-_CHILD_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+from sparkenv import children
 
 
 class Failed(Exception):
@@ -38,15 +36,9 @@ class Forked:
         if threading.active_count() > 1:
             raise RuntimeError("the gate already runs threads: not forked")
         read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            try:
-                _child(fn, read_end, write_end)
-            finally:
-                os._exit(0)
+        # registered below, as a child with a Popen's kill/wait (children.adopt), not as a bare pid
+        pid = children.fork(lambda: _child(fn, read_end, write_end), register=False, own_group=True)
         os.close(write_end)
-        with contextlib.suppress(OSError):  # the child does the same; whichever runs first wins
-            os.setpgid(pid, pid)
         self.pid = pid
         self.returncode: int | None = None
         self._fd: int | None = read_end
@@ -151,12 +143,9 @@ def reap_all() -> None:
 
 
 def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:
-    """In the child: default signal dispositions (the parent's handlers raise into the gate's own code),
-    a process group of its own, then fn's value or its error, pickled, to the pipe."""
-    signals.install_handler(signal.SIG_DFL, _CHILD_SIGNALS)  # type: ignore[arg-type]
+    """In the child (default signal dispositions and a process group of its own: children.fork): fn's
+    value or its error, pickled, to the pipe."""
     os.close(read_end)
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)
     answer = caught(fn)
     try:
         payload = pickle.dumps(answer)
