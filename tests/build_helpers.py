@@ -333,3 +333,14 @@ def sigterm_when(proc: subprocess.Popen[str], ready: Callable[[], bool], wait_s:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def probe_containers(ref: str) -> list[str]:
+    """The base-probe containers (label io.sparkenv.probe) of image `ref` still on the engine."""
+    done = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=io.sparkenv.probe", "--filter", f"ancestor={ref}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.split()

@@ -41,37 +41,26 @@ def _typer_params(name: str, argv: list[str]) -> dict:  # type: ignore[type-arg]
     return _command(name).make_context(name, list(argv)).params
 
 
-@pytest.mark.parametrize(("option", "spelling"), _cases(check_args.OPTIONS))
-def test_check_reads_each_declared_option_as_typer_does(option, spelling):
-    argv = [*_argv(option, spelling), "requirements.txt"]
-    params = _typer_params("check", argv)
-    typed = check_args.CheckArgs.of(
-        params["inputs"], optionspec.values(check_args.CHECK, params), reporting.bundle(params)
-    )
-    assert check_args.parse(argv) == typed
-    assert typed != check_args.parse(["requirements.txt"])  # the option did change something
+# command, its lean parser's module, the typed arguments' class, its declared options, the positional
+# parameter's name and a value for it
+LEAN = {
+    "check": (check_args, check_args.CheckArgs, check_args.CHECK, "inputs", "requirements.txt"),
+    "lock": (lock_args, lock_args.LockArgs, lock_args.LOCK, "inputs", "requirements.txt"),
+    "audit": (audit_args, audit_args.AuditArgs, audit_args.AUDIT, "target", "venv"),
+}
 
 
-@pytest.mark.parametrize(("option", "spelling"), _cases(lock_args.OPTIONS))
-def test_lock_reads_each_declared_option_as_typer_does(option, spelling):
-    argv = [*_argv(option, spelling), "requirements.txt"]
-    params = _typer_params("lock", argv)
-    typed = lock_args.LockArgs.of(
-        params["inputs"], optionspec.values(lock_args.LOCK, params), reporting.bundle(params)
-    )
-    assert lock_args.parse(argv) == typed
-    assert typed != lock_args.parse(["requirements.txt"])
-
-
-@pytest.mark.parametrize(("option", "spelling"), _cases(audit_args.OPTIONS))
-def test_audit_reads_each_declared_option_as_typer_does(option, spelling):
-    argv = [*_argv(option, spelling), "venv"]
-    params = _typer_params("audit", argv)
-    typed = audit_args.AuditArgs.of(
-        params["target"], optionspec.values(audit_args.AUDIT, params), reporting.bundle(params)
-    )
-    assert audit_args.parse(argv) == typed
-    assert typed != audit_args.parse(["venv"])
+@pytest.mark.parametrize(
+    ("command", "option", "spelling"),
+    [pytest.param(c, *p.values, id=f"{c} {p.id}") for c, row in LEAN.items() for p in _cases(row[0].OPTIONS)],
+)
+def test_each_lean_parser_reads_each_declared_option_as_typer_does(command, option, spelling):
+    module, typed_args, declared, positional, value = LEAN[command]
+    argv = [*_argv(option, spelling), value]
+    params = _typer_params(command, argv)
+    typed = typed_args.of(params[positional], optionspec.values(declared, params), reporting.bundle(params))
+    assert module.parse(argv) == typed
+    assert typed != module.parse([value])  # the option did change something
 
 
 @pytest.mark.parametrize(("option", "spelling"), _cases(fastpath.OPTIONS))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from build_helpers import probe_containers
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "lockfiles"
@@ -685,7 +686,7 @@ def test_profiles_new_from_a_hostile_image(hostile_images, tmp_path, image, code
     assert r.code == code and says in r.err, r.err
     assert len(r.err.strip().splitlines()) == 1 and "went away" not in r.err, r.err
     assert not (tmp_path / "p.toml").exists()
-    assert not _probe_containers(hostile_images[image]), "the probe container was left behind"
+    assert not probe_containers(hostile_images[image]), "the probe container was left behind"
 
 
 @pytest.mark.docker
@@ -715,7 +716,7 @@ def test_profiles_new_probe_that_never_answers_is_stopped_at_its_timeout(hostile
     message = str(raised.value)
     assert "ran over 3 s" in message and "went away" not in message and "\n" not in message, message
     assert took < 60, took  # not the 300 s the stand-in sleeps
-    assert not _probe_containers(hostile_images["hang"]), "the probe container was left behind"
+    assert not probe_containers(hostile_images["hang"]), "the probe container was left behind"
 
 
 def test_patch_sdpa_install_check_stops_a_hanging_interpreter_with_its_group(tmp_path, monkeypatch):
@@ -735,13 +736,3 @@ def test_patch_sdpa_install_check_stops_a_hanging_interpreter_with_its_group(tmp
     while _leftovers(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _leftovers(marker) == []
-
-
-def _probe_containers(ref: str) -> list[str]:
-    done = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", "label=io.sparkenv.probe", "--filter", f"ancestor={ref}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout.split()

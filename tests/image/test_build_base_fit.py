@@ -107,23 +107,20 @@ def _sparkenv(
     )
 
 
+def _lock(tool: Path, project: Path, profile: str, index: Index, cache: Path) -> None:
+    """`sparkenv lock requirements.txt --profile PROFILE` from the project, against the loopback index."""
+    locked = _sparkenv(
+        tool, project, "lock", "requirements.txt", "--profile", profile, "--index-url", index.url, cache=cache
+    )
+    assert locked.returncode == 0, locked.stdout + locked.stderr
+
+
 def test_a_base_with_another_python_stops_the_build_before_any_step_and_its_printed_fix_builds_there(
     engine, tool, index, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     project = _project(tmp_path / "project")
     cache = tmp_path / "cache"  # sparkenv's cache empty: the runtime wheels are resolved and fetched here
-    locked = _sparkenv(
-        tool,
-        project,
-        "lock",
-        "requirements.txt",
-        "--profile",
-        "standin.toml",
-        "--index-url",
-        index.url,
-        cache=cache,
-    )
-    assert locked.returncode == 0, locked.stdout + locked.stderr
+    _lock(tool, project, "standin.toml", index, cache)
 
     # the lock is for the stand-in (Python 3.11, torch provided); the base has Python 3.13 and no torch
     refused = _sparkenv(
@@ -220,18 +217,7 @@ def test_dry_run_under_uv_tool_takes_the_runtime_for_the_profiles_python(tool, i
         profile.replace('name = "standin"', 'name = "py313"').replace("manylinux_2_36", "manylinux_2_41")
     )
     cache = tmp_path / "cache"
-    locked = _sparkenv(
-        tool,
-        project,
-        "lock",
-        "requirements.txt",
-        "--profile",
-        "py313.toml",
-        "--index-url",
-        index.url,
-        cache=cache,
-    )
-    assert locked.returncode == 0, locked.stdout + locked.stderr
+    _lock(tool, project, "py313.toml", index, cache)
     dry = _sparkenv(
         tool, project, "build", "--dry-run", "--lock", "lockfiles/pylock.py313.toml", cache=cache, timeout=600
     )
@@ -243,16 +229,6 @@ def test_dry_run_under_uv_tool_takes_the_runtime_for_the_profiles_python(tool, i
 
 
 HANGING_TAG = "sparkenv-test/standin-python-hangs:2"
-
-
-def _probes(ref: str) -> list[str]:
-    done = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", "label=io.sparkenv.probe", "--filter", f"ancestor={ref}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout.split()
 
 
 def test_a_signal_while_the_base_is_read_removes_the_probe_container(engine, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -283,9 +259,9 @@ def test_a_signal_while_the_base_is_read_removes_the_probe_container(engine, ind
         text=True,
         preexec_fn=artifacts.default_dispositions,
     )
-    err = bh.sigterm_when(proc, lambda: bool(_probes(HANGING_TAG)), 120)  # once the probe runs
+    err = bh.sigterm_when(proc, lambda: bool(bh.probe_containers(HANGING_TAG)), 120)  # once the probe runs
     assert proc.returncode == 143, err[-2000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("sparkenv: terminated (SIGTERM)") and "removed the probe container" in last, err
     assert "Traceback" not in err and "step 1/" not in err
-    assert _probes(HANGING_TAG) == []
+    assert bh.probe_containers(HANGING_TAG) == []
