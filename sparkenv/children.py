@@ -15,7 +15,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,13 +165,14 @@ def reap(pid: int, wait_s: float = 1.0) -> None:
         _forked.discard(pid)
 
 
-def kill_all() -> int:
+def kill_all(spare: Collection[Any] = ()) -> int:
     """Kill every registered child's process group, reaping what can be reaped without waiting, then
     the orphans re-parented to sparkenv, and every forked worker; how many registered children there
-    were."""
+    were. `spare`: registered children left running and registered (the gate's check workers, which
+    still wait for the facts when its probes are done: sparkenv/gate/run.py)."""
     with _lock:
-        procs = list(_children)
-        _children.clear()
+        procs = [p for p in _children if p not in spare]
+        _children.difference_update(procs)
         workers = list(_forked)
     for pid in workers:
         reap(pid)

@@ -85,6 +85,80 @@ def start(gpu: bool, torch: list[str] | None) -> None:
             _torch = None  # the probe tries again and reports why it cannot run
 
 
+# The live checks, by G-number, in groups of about even import cost (rule modules and the data they
+# load: 8-16 ms a group on the H200 machine, 66 ms for all in one process; benchmarks/gate_exec.py).
+# Each group's modules are imported by a worker forked at the start, while the probes run; it judges
+# the facts once they are in (gate/run.py). A G-number in no group is judged by the gate itself.
+CHECK_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("G8",),
+    ("G1",),
+    ("G2", "G7"),
+    ("G3", "G4", "G5", "G6", "G9", "G10"),
+)
+MIN_CPUS = 4  # fewer: the workers would take turns with the probes and the gate on the same cores
+_checkers: dict[tuple[str, ...], Any] = {}  # group -> forked.Forked (fed the facts)
+
+
+def workers_wanted() -> bool:
+    """$SPARKENV_GATE_WORKERS: 1 always, 0 never (the gate judges every check itself), unset: where the
+    machine has MIN_CPUS cores or more. SparkenvError (exit 2) for another value (gate/entry.py's
+    validate asks first)."""
+    import os
+
+    from sparkenv.gate.entry import env_flag
+
+    if os.environ.get("SPARKENV_GATE_WORKERS", "").strip():
+        return env_flag("SPARKENV_GATE_WORKERS")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= MIN_CPUS
+
+
+def start_checks(deadline_s: float) -> None:
+    """Fork the check workers (CHECK_GROUPS) where workers_wanted(). Each leaves by SIGALRM past the
+    gate's deadline, whatever it does, and as soon as the gate ends without sending it the facts."""
+    from sparkenv.gate import forked
+
+    if not workers_wanted():
+        return
+    alarm = max(1, int(deadline_s) + 2)
+    for group in CHECK_GROUPS:
+        try:
+            child = forked.Forked(lambda receive, g=group: _check_group(g, receive, alarm), feed=True)
+        except (OSError, RuntimeError):
+            return  # the gate judges the rest itself
+        _checkers[group] = child
+        _pids.add(child.pid)
+
+
+def _check_group(group: tuple[str, ...], receive: Callable[[], Any], alarm: int) -> Any:
+    import signal
+
+    from sparkenv.gate import run  # in the worker: the checks' imports happen here, not in the gate
+
+    signal.alarm(alarm)
+    return run.check_group(group, receive)
+
+
+def checkers() -> dict[tuple[str, ...], Any]:
+    """The check workers started early, by group (taken: each is fed and asked once)."""
+    found = dict(_checkers)
+    _checkers.clear()
+    return found
+
+
+def pending_checkers() -> list[Any]:
+    """The check workers not yet taken: spared when the probes' children are killed."""
+    return list(_checkers.values())
+
+
+def pending_groups() -> list[tuple[str, ...]]:
+    """The groups of checks the workers not yet taken will judge."""
+    return list(_checkers)
+
+
 def interpreter_key(python: str, read_kernels: bool) -> tuple[Any, ...]:
     """The group of probes that read the workload's interpreter (probes.interpreter_facts)."""
     return ("interpreter", python, read_kernels)

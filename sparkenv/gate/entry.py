@@ -73,6 +73,9 @@ def validate(a: GateArgs) -> str:
     _seconds("--sample", a.sample, zero_ok=True)
     if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
         raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
+    from sparkenv.gate.early import workers_wanted
+
+    workers_wanted()  # a bad $SPARKENV_GATE_WORKERS: exit 2 before any probe
     if a.python is not None and not os.path.isfile(a.python):
         raise SparkenvError(f"--python {a.python}: no such interpreter")
     if a.watch:
@@ -127,6 +130,7 @@ def start_early(a: GateArgs) -> None:
     python = judged_python(a)[0]
     # forked before any thread starts (the torch process's readers)
     early.start_group(early.interpreter_key(python, deep), lambda: _interpreter_facts(python, deep))
+    early.start_checks(a.deadline)  # before the processes probe's start: it leaves them out too
     gate = {os.getpid(), os.getppid(), *early.child_pids()}  # left out of the processes probe
     early.start_group(early.HOST, lambda: _host_facts(gate))
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
@@ -233,6 +237,7 @@ def exec_workload(cmd: list[str]) -> None:
     from sparkenv import children
     from sparkenv.gate import forked
 
+    children.kill_all()  # check workers never fed (the gate ended before judging): none survives
     forked.reap_all()
     children.before_exec()
     try:

@@ -30,22 +30,65 @@ class Failed(Exception):
 
 class Forked:
     """`fn()` computed in a forked child; `result(deadline)` waits for it. OSError when the fork fails,
-    RuntimeError when the gate already has threads (then the caller runs `fn` itself)."""
+    RuntimeError when the gate already has threads (then the caller runs `fn` itself).
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    With `feed=True` the child computes `fn(receive)`: `receive()` returns the one value the gate sends
+    it later with `send` (the live facts, for a group of checks prepared meanwhile: gate/run.py), and
+    leaves the child through os._exit when none comes (the gate ended or gave up on it)."""
+
+    def __init__(self, fn: Callable[..., Any], feed: bool = False) -> None:
         if threading.active_count() > 1:
             raise RuntimeError("the gate already runs threads: not forked")
         read_end, write_end = os.pipe()
+        feed_read, feed_write = os.pipe() if feed else (-1, -1)
         # registered below, as a child with a Popen's kill/wait (children.adopt), not as a bare pid
-        pid = children.fork(lambda: _child(fn, read_end, write_end), register=False, own_group=True)
+        try:
+            pid = children.fork(
+                lambda: _child(fn, read_end, write_end, feed_read, feed_write), register=False, own_group=True
+            )
+        except OSError:
+            for fd in (read_end, write_end, feed_read, feed_write):
+                if fd >= 0:
+                    os.close(fd)
+            raise
         os.close(write_end)
+        if feed:
+            os.close(feed_read)
         self.pid = pid
         self.returncode: int | None = None
         self._fd: int | None = read_end
+        self._feed: int | None = feed_write if feed else None
+        _held.update(fd for fd in (read_end, self._feed) if fd is not None)
         self._lock = threading.Lock()
         self._answer: Any = None
         self._got = False
         children.adopt(self)
+
+    def send(self, value: Any, deadline: float) -> bool:
+        """Hand the child of `feed=True` its value (pickled, length first), by the monotonic `deadline`;
+        False when it cannot take it (it died, or does not read in time): then it is stopped."""
+        import select
+
+        fd, self._feed = self._feed, None
+        if fd is None:
+            return False
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(len(payload).to_bytes(8, "little") + payload)
+        try:
+            os.set_blocking(fd, False)  # a child that stopped reading never blocks the gate
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([], [fd], [], left)[1]:
+                    break
+                view = view[os.write(fd, view) :]
+        except OSError:  # EPIPE: the child is gone
+            pass
+        finally:
+            _close(fd)
+        if view:
+            self.stop()
+            return False
+        return True
 
     def result(self, deadline: float) -> Any:
         """The child's answer (fn's value; its exception raised again, under its class's name), or
@@ -74,7 +117,7 @@ class Forked:
                     break
                 chunks.append(chunk)
         finally:
-            os.close(fd)
+            _close(fd)
             self._fd = None
         # It has answered and is exiting (closing NVML, say): reaped now if it is gone, else by
         # reap_all before the workload starts, never left to it.
@@ -126,6 +169,9 @@ class Forked:
     def stop(self) -> None:
         """Reap the child (killed first unless it exits within 50 ms); a child stuck in the kernel (a
         wedged driver call) for more than 0.5 s after SIGKILL is left unreaped."""
+        if self._feed is not None:  # never fed: it waits for nothing more
+            _close(self._feed)
+            self._feed = None
         if not self._reaped(0.05):
             children.kill(self)  # type: ignore[arg-type]  # its group, as every child's
             self._reaped(0.5)
@@ -133,6 +179,15 @@ class Forked:
 
 
 _exiting: list[Forked] = []  # answered, not yet reaped
+# The gate's ends of its children's pipes: a child forked later closes them all at once, so that a
+# child's pipe ends at the gate alone (its EOF says the gate has gone) and no sibling holds it open.
+_held: set[int] = set()
+
+
+def _close(fd: int) -> None:
+    _held.discard(fd)
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def reap_all() -> None:
@@ -142,11 +197,17 @@ def reap_all() -> None:
         _exiting.pop().stop()
 
 
-def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:
+def _child(fn: Callable[..., Any], read_end: int, write_end: int, feed: int = -1, feeder: int = -1) -> None:
     """In the child (default signal dispositions and a process group of its own: children.fork): fn's
-    value or its error, pickled, to the pipe."""
-    os.close(read_end)
-    answer = caught(fn)
+    value or its error, pickled, to the pipe (`feed` >= 0: fn(receive), receive reading that pipe,
+    whose other end, `feeder`, only the gate holds)."""
+    for fd in (read_end, feeder, *_held):
+        if fd < 0:
+            continue
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+    answer = caught(fn if feed < 0 else lambda: fn(lambda: _receive(feed)))
     try:
         payload = pickle.dumps(answer)
     except Exception as exc:  # a value pickle cannot carry: an error of the probe
@@ -155,6 +216,26 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:
     while view:
         view = view[os.write(write_end, view) :]
     os.close(write_end)  # the answer is complete: the parent reads on while this process exits
+
+
+def _receive(fd: int) -> Any:
+    """In a fed child: the value the gate sends (gate/forked.py's send); when the pipe ends before it is
+    whole (the gate ended or gave up), the child leaves at once, answering nothing."""
+
+    def exactly(n: int) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            chunk = os.read(fd, min(n - got, 1 << 20))
+            if not chunk:
+                os._exit(0)
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    size = int.from_bytes(exactly(8), "little")
+    value = pickle.loads(exactly(size))
+    os.close(fd)
+    return value
 
 
 def caught(fn: Callable[[], Any]) -> tuple[Any, ...]:

@@ -138,7 +138,7 @@ def gather(opts: Options, meanwhile: Callable[[], None] | None = None) -> dict[s
         name: err or f"did not answer within the {opts.deadline_s:g} s deadline"
         for name, err in errors.items()
     }
-    children.kill_all()
+    children.kill_all(spare=early.pending_checkers())  # the check workers wait for these facts
     facts["gather_s"] = round(time.monotonic() - started, 3)
     return facts
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sparkenv import rules
@@ -20,29 +21,82 @@ def load_facts(path: str) -> dict[str, Any]:
 LIVE_DATA = ("cuda", "drivers", "hosts", "packages", "playbook_issues")
 
 
-def prepare_checks() -> None:
+def prepare_checks(gotchas: tuple[rules.GotchaId, ...] = rules.GOTCHAS, report: bool = True) -> None:
     """While the probes run (the gate waits for NVML and its other forked probes): import the live
-    checks' modules and the report's, and load their data files, so that the checks start at once when
-    the facts are in. Any failure is left for the checks themselves to meet and report."""
+    checks' modules of `gotchas` and (`report`) the report's, and load their data files, so that the
+    checks start at once when the facts are in. Any failure is left for the checks themselves to meet
+    and report."""
     import importlib
 
     from sparkenv import knowledge
 
     try:
-        for _gid, rule in rules.rules_for(rules.Stage.LIVE):
+        for _gid, rule in rules.rules_for(rules.Stage.LIVE, gotchas):
             importlib.import_module(rule.check.__module__)
-        importlib.import_module("sparkenv.render.emit")
-        for name in LIVE_DATA:
+        if report:
+            importlib.import_module("sparkenv.render.emit")
+        for name in LIVE_DATA if gotchas else ():
             getattr(knowledge, name)()
     except Exception:  # met again, and reported, where the checks run
         pass
 
 
+def _in_workers() -> tuple[rules.GotchaId, ...]:
+    """The G-numbers the check workers started early (gate/early.py) will judge."""
+    from sparkenv.gate import early
+
+    return tuple(rules.GotchaId(g) for group in early.pending_groups() for g in group)
+
+
+def prepare_meanwhile() -> None:
+    """The gate's own preparation while the probes run: the report's modules, and the checks that no
+    worker judges (all of them where none was started)."""
+    left = set(_in_workers())
+    prepare_checks(tuple(g for g in rules.GOTCHAS if g not in left))
+
+
+def _judged(gids: tuple[rules.GotchaId, ...], facts: GateFacts) -> dict[str, list[Finding]]:
+    """Each G-number's findings, rule by rule in the registry's order, not yet merged by subject: the
+    one judgement (rules.run_rule) wherever it runs."""
+    out: dict[str, list[Finding]] = {g.value: [] for g in gids}
+    for gid, rule in rules.rules_for(rules.Stage.LIVE, gids):
+        out[gid.value] += rules.run_rule(gid, rule, facts)
+    return out
+
+
+def check_group(group: tuple[str, ...], receive: Any) -> dict[str, list[Finding]]:
+    """In a check worker (gate/early.py): import the group's checks and load the data files while the
+    probes run, then judge the facts the gate sends (raw, need_gb, strict)."""
+    gids = tuple(rules.GotchaId(g) for g in group)
+    prepare_checks(gids, report=False)
+    raw, need_gb, strict = receive()
+    return _judged(gids, GateFacts(raw, need_gb, strict))
+
+
 def evaluate(
-    raw: dict[str, Any], need_gb: float = 0.0, strict: bool = False
+    raw: dict[str, Any], need_gb: float = 0.0, strict: bool = False, deadline: float | None = None
 ) -> tuple[list[Finding], GateFacts]:
+    """Every live check over the facts, each G-number's findings in G order, merged by subject: the
+    groups the check workers took judged there (fed the facts at once, answering in parallel), the rest
+    here, and here too every group whose worker did not answer by `deadline` (died, killed, late)."""
+    from sparkenv.gate import early
+
     facts = GateFacts(raw, need_gb, strict)
-    return rules.evaluate(rules.Stage.LIVE, facts), facts
+    workers = early.checkers()
+    end = deadline if deadline is not None else time.monotonic() + 10.0
+    fed = {group: w for group, w in workers.items() if w.send((raw, need_gb, strict), end)}
+    judged: dict[str, list[Finding]] = {}
+    for group, w in fed.items():
+        try:
+            answer = w.result(end)
+        except Exception:  # the worker failed (forked.Failed) or its checks' imports did: judged here
+            continue
+        if isinstance(answer, dict) and set(answer) == set(group):
+            judged.update(answer)
+    left = tuple(g for g in rules.GOTCHAS if g.value not in judged)
+    judged.update(_judged(left, facts))
+    findings = [f for g in rules.GOTCHAS for f in judged[g.value]]
+    return rules.merge_by_subject(findings), facts
 
 
 def gate(
@@ -54,9 +108,10 @@ def gate(
             raw["workload"] = list(opts.workload)
         source = f"replayed from {facts_file}"
     else:
-        raw = gather(opts, meanwhile=prepare_checks)
+        raw = gather(opts, meanwhile=prepare_meanwhile)
         source = "live"
-    findings, facts = evaluate(raw, need_gb, strict)
+    # the check workers answer within the gate's deadline, or their groups are judged here
+    findings, facts = evaluate(raw, need_gb, strict, time.monotonic() + opts.deadline_s)
     report = Report("gate", facts.gpu_name or facts.platform, findings)
     report.context = {
         "platform": facts.platform,
