@@ -27,14 +27,28 @@ HARNESS = textwrap.dedent(
 )
 
 
-def test_the_gate_process_imports_none_of_the_readers_its_children_use(tmp_path):
+def _imported(tmp_path, workers: str) -> set[str]:
     listing = tmp_path / "imported.json"
-    env = {**os.environ, "SPARKENV_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "SPARKENV_GATE_WORKERS": workers}
     proc = subprocess.run(
         [sys.executable, "-c", HARNESS, str(listing)], cwd=tmp_path, env=env, capture_output=True, timeout=60
     )
     assert listing.exists(), proc.stderr.decode()[-2000:]
-    imported = set(json.loads(listing.read_text()))
+    return set(json.loads(listing.read_text()))
+
+
+CHILDREN_ONLY = {"sparkenv.cuda.elf", "sparkenv.cuda.fatbin", "mmap", "pynvml"}
+
+
+def test_the_gate_process_imports_none_of_the_readers_its_children_use(tmp_path):
+    imported = _imported(tmp_path, "0")  # no check workers: the gate judges every check itself
     assert {"sparkenv.rules.g7", "sparkenv.rules.g7_coverage", "sparkenv.render.emit"} <= imported  # judged
-    children_only = {"sparkenv.cuda.elf", "sparkenv.cuda.fatbin", "mmap", "pynvml"}
-    assert not imported & children_only, sorted(imported & children_only)
+    assert not imported & CHILDREN_ONLY, sorted(imported & CHILDREN_ONLY)
+
+
+def test_with_check_workers_the_gate_imports_the_report_not_the_checks(tmp_path):
+    """The workers (gate/early.py CHECK_GROUPS) import and run the checks; the gate only reports."""
+    imported = _imported(tmp_path, "1")
+    assert "sparkenv.render.emit" in imported
+    assert not imported & {"sparkenv.rules.g7_coverage", "sparkenv.rules.g8", "sparkenv.rules.g1_live"}
+    assert not imported & CHILDREN_ONLY, sorted(imported & CHILDREN_ONLY)
