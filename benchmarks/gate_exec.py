@@ -11,9 +11,10 @@ Rows, interleaved in rotating order after one warm-up round, each gate run with 
 the light workload alone; per tree `gate -q -- light` and `gate -q` alone (the gate run through a small
 driver that patches os.execvp, forked.reap_all and entry.finish to stamp the time, nothing else); with
 `--variants TREE`, that tree's `gate -- light` also with the forked probes left unreaped (a diagnosis
-only: the workload would inherit them), with a sleep of 150 ms before the exec, and with NVML shut down
-before its child answers, and with no NVML session at all (timing only). The workload writes what it inherited (environment names, signal masks and
-dispositions, descriptors, CPU affinity, rlimits, nice, children) once per row, so rows can be compared.
+only: the workload would inherit them), with a sleep of 150 ms before the exec, with NVML shut down
+before its child answers, and with no NVML session at all (timing only). The workload writes what it
+inherited (environment names, signal masks and dispositions, descriptors, CPU affinity, rlimits, nice,
+children) once per row, so rows can be compared.
 
 Standard library only; each tree's sparkenv must import with --python.
 """
@@ -21,6 +22,7 @@ Standard library only; each tree's sparkenv must import with --python.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -78,7 +80,7 @@ if os.environ.get("GATE_EXEC_STATE"):
         "fds": fds,
         "affinity": len(os.sched_getaffinity(0)),
         "nice": os.nice(0),
-        "rlimits": {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")},
+        "rlimits": {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n[:7] == "RLIMIT_"},
         "children": kids,
         "cwd": os.getcwd(),
     }
@@ -245,7 +247,7 @@ def phases(r: dict[str, Any]) -> dict[str, float]:
             t.append((f"workload {k}", w[k]))
     t.append(("harness back", r["return"]))
     out = {}
-    for (_a, ta), (b, tb) in zip(t, t[1:], strict=False):
+    for (_a, ta), (b, tb) in itertools.pairwise(t):
         out[b] = tb - ta
     out["total"] = r["return"] - r["spawn"]
     first = g.get("gate first line")

@@ -64,16 +64,16 @@ class Forked:
         self._got = False
         children.adopt(self)
 
-    def send(self, value: Any, deadline: float) -> bool:
-        """Hand the child of `feed=True` its value (pickled, length first), by the monotonic `deadline`;
-        False when it cannot take it (it died, or does not read in time): then it is stopped."""
+    def send(self, payload: bytes, deadline: float) -> bool:
+        """Hand the child of `feed=True` its value, `payload` as `packed` gives it, by the monotonic
+        `deadline`; False when it cannot take it (it died, or does not read in time): then it is
+        stopped."""
         import select
 
         fd, self._feed = self._feed, None
         if fd is None:
             return False
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(len(payload).to_bytes(8, "little") + payload)
+        view = memoryview(payload)
         try:
             os.set_blocking(fd, False)  # a child that stopped reading never blocks the gate
             while view:
@@ -176,6 +176,12 @@ class Forked:
             children.kill(self)  # type: ignore[arg-type]  # its group, as every child's
             self._reaped(0.5)
         children.forget(self)  # type: ignore[arg-type]
+
+
+def packed(value: Any) -> bytes:
+    """`value` as Forked.send sends it (pickled once for every child it goes to), length first."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(payload).to_bytes(8, "little") + payload
 
 
 _exiting: list[Forked] = []  # answered, not yet reaped

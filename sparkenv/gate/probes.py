@@ -70,6 +70,25 @@ ENV_KEYS = (
 )
 
 
+# Every section a probe can add to the facts (gather's probes, the --deep torch process, the NVFP4
+# kernels): the check workers warm their checks up on facts with each of them empty (gate/run.py).
+SECTIONS = (
+    "gpu",
+    "driver",
+    "meminfo",
+    "processes",
+    "container",
+    "loader",
+    "dists",
+    "configs",
+    "torch_static",
+    "multinode",
+    "torch",
+    "kernels",
+    "kernel_coverage",
+)
+
+
 @dataclass
 class Options:
     python: str = sys.executable

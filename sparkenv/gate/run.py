@@ -8,7 +8,7 @@ from typing import Any
 from sparkenv import rules
 from sparkenv.facts.live import GateFacts
 from sparkenv.gate import facts_file
-from sparkenv.gate.probes import Options, gather
+from sparkenv.gate.probes import SECTIONS, Options, gather
 from sparkenv.report import Finding, Report
 
 
@@ -64,11 +64,24 @@ def _judged(gids: tuple[rules.GotchaId, ...], facts: GateFacts) -> dict[str, lis
     return out
 
 
+def _warm_up(gids: tuple[rules.GotchaId, ...], sections: tuple[str, ...]) -> None:
+    """While the probes run: the group's checks once over facts where every probe answered nothing
+    (each section empty), their findings thrown away, so that what a check imports or loads only when
+    called (a data file, a helper module) is in place when the facts come. Any failure is the real
+    run's to meet."""
+    import contextlib
+
+    empty = GateFacts({name: {} for name in sections})
+    with contextlib.suppress(Exception):  # the checks run again, isolated per rule, on the real facts
+        _judged(gids, empty)
+
+
 def check_group(group: tuple[str, ...], receive: Any) -> dict[str, list[Finding]]:
     """In a check worker (gate/early.py): import the group's checks and load the data files while the
     probes run, then judge the facts the gate sends (raw, need_gb, strict)."""
     gids = tuple(rules.GotchaId(g) for g in group)
     prepare_checks(gids, report=False)
+    _warm_up(gids, SECTIONS)
     raw, need_gb, strict = receive()
     return _judged(gids, GateFacts(raw, need_gb, strict))
 
@@ -79,12 +92,13 @@ def evaluate(
     """Every live check over the facts, each G-number's findings in G order, merged by subject: the
     groups the check workers took judged there (fed the facts at once, answering in parallel), the rest
     here, and here too every group whose worker did not answer by `deadline` (died, killed, late)."""
-    from sparkenv.gate import early
+    from sparkenv.gate import early, forked
 
     facts = GateFacts(raw, need_gb, strict)
     workers = early.checkers()
     end = deadline if deadline is not None else time.monotonic() + 10.0
-    fed = {group: w for group, w in workers.items() if w.send((raw, need_gb, strict), end)}
+    payload = forked.packed((raw, need_gb, strict)) if workers else b""
+    fed = {group: w for group, w in workers.items() if w.send(payload, end)}
     judged: dict[str, list[Finding]] = {}
     for group, w in fed.items():
         try:

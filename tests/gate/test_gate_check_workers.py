@@ -148,3 +148,12 @@ def test_a_bad_workers_setting_is_one_line_and_exit_2(run):
     assert r.err.strip().splitlines() == [
         "sparkenv: error: $SPARKENV_GATE_WORKERS: 'lots' is not a boolean (use 1 or 0)"
     ]
+
+
+def test_the_warm_up_knows_every_section_the_probes_give(tmp_path):
+    """The workers warm their checks up on every probe's section (probes.SECTIONS): a real gather's."""
+    from sparkenv.gate import probes
+
+    facts = probes.gather(probes.Options(workload=[sys.executable, "-c", "pass"]))
+    given = set(facts) - {"schema", "mode", "taken_at", "host", "env", "workload", "probe_errors", "gather_s"}
+    assert given <= set(probes.SECTIONS)
