@@ -138,7 +138,7 @@ def start_early(a):
     stamp("early started")
 gate_entry.start_early = start_early
 real_started = early._started
-ORDER = ["gpu", "interpreter", "host"]  # the order gate/entry.py's start_early forks them in
+ORDER = ["gpu", "interpreter torch", "interpreter packages", "host"]  # start_early's order (gate/entry.py)
 def _started(fn):  # each forked probe stamps its own start and end, in a file of its own
     name = ORDER.pop(0) if ORDER else "probe"
     def timed():

@@ -162,9 +162,19 @@ def pending_groups() -> list[tuple[str, ...]]:
     return list(_checkers)
 
 
-def interpreter_key(python: str, read_kernels: bool) -> tuple[Any, ...]:
-    """The group of probes that read the workload's interpreter (probes.interpreter_facts)."""
-    return ("interpreter", python, read_kernels)
+def interpreter_key(python: str, read_kernels: bool, part: str = "") -> tuple[Any, ...]:
+    """The group of probes that read the workload's interpreter (probes.interpreter_facts): all of
+    them, or one `part` of INTERPRETER_PARTS."""
+    return ("interpreter", python, read_kernels, part)
+
+
+# The interpreter's probes in two children, side by side: torch's files, and the distributions (the
+# listing that dists and kernel_coverage share). In one child they took ~0.05 s on the H200 machine's
+# torch venv, the last of the probes to answer.
+INTERPRETER_PARTS: dict[str, tuple[str, ...]] = {
+    "torch": ("torch_static",),
+    "packages": ("dists", "kernel_coverage"),
+}
 
 
 HOST = ("host",)  # the group that reads the machine (probes.host_facts)

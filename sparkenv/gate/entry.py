@@ -129,7 +129,10 @@ def start_early(a: GateArgs) -> None:
     deep = a.deep or a.bandwidth or a.import_unsloth
     python = judged_python(a)[0]
     # forked before any thread starts (the torch process's readers)
-    early.start_group(early.interpreter_key(python, deep), lambda: _interpreter_facts(python, deep))
+    for part in early.INTERPRETER_PARTS:  # side by side: torch's files, the distributions
+        early.start_group(
+            early.interpreter_key(python, deep, part), lambda p=part: _interpreter_facts(python, deep, p)
+        )
     early.start_checks(a.deadline)  # before the processes probe's start: it leaves them out too
     gate = {os.getpid(), os.getppid(), *early.child_pids()}  # left out of the processes probe
     early.start_group(early.HOST, lambda: _host_facts(gate))
@@ -137,10 +140,10 @@ def start_early(a: GateArgs) -> None:
         early.start(gpu=False, torch=early.torch_argv(python, a.bandwidth, a.import_unsloth))
 
 
-def _interpreter_facts(python: str, read_kernels: bool) -> dict[str, Any]:
+def _interpreter_facts(python: str, read_kernels: bool, part: str) -> dict[str, Any]:
     from sparkenv.gate.probes import interpreter_facts  # in the forked child
 
-    return interpreter_facts(python, read_kernels)
+    return interpreter_facts(python, read_kernels, part)
 
 
 def _host_facts(gate: set[int]) -> dict[str, Any]:

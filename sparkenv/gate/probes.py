@@ -111,8 +111,16 @@ def gather(opts: Options, meanwhile: Callable[[], None] | None = None) -> dict[s
     installed = _Once(lambda: installed_dists(opts.python))  # one listing for the probes that need it
     # What the workload's interpreter holds and what the machine shows, read by children forked at the
     # start (gate/early.py) when there are some for this interpreter and mode, else here.
-    interpreter = _early(lambda: early.group(early.interpreter_key(opts.python, deep), deadline))
+    parts = {
+        part: _early(lambda part=part: _interpreter_part(opts.python, deep, part, deadline))
+        for part in early.INTERPRETER_PARTS
+    }
     host = _early(lambda: early.group(early.HOST, deadline))
+
+    def interpreter(name: str, here: Callable[[], Any]) -> Callable[[], Any]:
+        part = next(p for p, names in early.INTERPRETER_PARTS.items() if name in names)
+        return parts[part](name, here)
+
     probes: dict[str, Callable[[], Any]] = {
         "gpu": lambda: early.gpu(deadline) or _nvml(opts.sample_s, deadline),
         "driver": host("driver", probe_driver),
@@ -162,17 +170,26 @@ def gather(opts: Options, meanwhile: Callable[[], None] | None = None) -> dict[s
     return facts
 
 
-def interpreter_facts(python: str, read_kernels: bool) -> dict[str, tuple[Any, ...]]:
-    """The probes that read the workload's interpreter (dists, torch_static, kernel_coverage), each's
-    outcome as ("ok", value) or ("error", exception class name, message): run at once in a child
-    forked at the gate's start (gate/early.py), every probe's failure kept for that probe alone."""
+def _interpreter_part(python: str, deep: bool, part: str, deadline: float) -> dict[str, Any] | None:
+    """The outcomes of the child that read this part of the interpreter's probes, else those of one
+    that read them all (started so by a caller of early.start_group), else None: read here."""
+    found = early.group(early.interpreter_key(python, deep, part), deadline)
+    return found if found is not None else early.group(early.interpreter_key(python, deep), deadline)
+
+
+def interpreter_facts(python: str, read_kernels: bool, part: str = "") -> dict[str, tuple[Any, ...]]:
+    """The probes that read the workload's interpreter (dists, torch_static, kernel_coverage; or those
+    of one `part` of early.INTERPRETER_PARTS), each's outcome as ("ok", value) or ("error", exception
+    class name, message): run at once in a child forked at the gate's start (gate/early.py), every
+    probe's failure kept for that probe alone."""
     installed = _Once(lambda: installed_dists(python))
     reads: dict[str, Callable[[], Any]] = {
         "dists": lambda: _versions(installed()),
         "torch_static": lambda: probe_torch_static(python),
         "kernel_coverage": lambda: probe_kernel_coverage(python, installed, read_kernels=read_kernels),
     }
-    return {name: forked.caught(read) for name, read in reads.items()}
+    wanted = early.INTERPRETER_PARTS.get(part, tuple(reads))
+    return {name: forked.caught(read) for name, read in reads.items() if name in wanted}
 
 
 def host_facts(gate: set[int]) -> dict[str, tuple[Any, ...]]:

@@ -65,15 +65,22 @@ def _judged(gids: tuple[rules.GotchaId, ...], facts: GateFacts) -> dict[str, lis
 
 
 def _warm_up(gids: tuple[rules.GotchaId, ...], sections: tuple[str, ...]) -> None:
-    """While the probes run: the group's checks once over facts where every probe answered nothing
-    (each section empty), their findings thrown away, so that what a check imports or loads only when
-    called (a data file, a helper module) is in place when the facts come. Any failure is the real
-    run's to meet."""
+    """While the probes run: the group's checks over facts where every probe answered nothing (each
+    section empty), then where a GPU did, their findings thrown away, so that what a check imports or
+    loads only when called (a data file, a helper module) is in place when the facts come. Any failure
+    is the real run's to meet."""
     import contextlib
 
-    empty = GateFacts({name: {} for name in sections})
-    with contextlib.suppress(Exception):  # the checks run again, isolated per rule, on the real facts
-        _judged(gids, empty)
+    from sparkenv import knowledge
+
+    empty: dict[str, Any] = {name: {} for name in sections}
+    passes = [empty]
+    with contextlib.suppress(Exception):  # and with a GPU, a GB10 (the most checks apply to it)
+        major, minor = knowledge.gate().gb10.capability
+        passes.append({**empty, "gpu": {"gpus": [{"compute_cap": f"{major}.{minor}"}]}})
+    for facts in passes:
+        with contextlib.suppress(Exception):  # the checks run again, isolated per rule, on the real facts
+            _judged(gids, GateFacts(facts))
 
 
 def check_group(group: tuple[str, ...], receive: Any) -> dict[str, list[Finding]]:

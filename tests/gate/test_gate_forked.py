@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sparkenv import children
-from sparkenv.gate import forked, probes
+from sparkenv.gate import early, forked, probes
 
 
 def _gone(pid: int) -> bool:
@@ -120,8 +120,10 @@ import json, sys
 from sparkenv.gate import early, probes
 opts = probes.Options(python=sys.argv[1], workload=[sys.argv[1], "-c", "pass"])
 here = probes.gather(opts)
-key = early.interpreter_key(opts.python, False)
-early.start_group(key, lambda: probes.interpreter_facts(opts.python, False))
+parts = [""] if sys.argv[2] == "one" else list(early.INTERPRETER_PARTS)  # one child, or one a part
+for part in parts:
+    key = early.interpreter_key(opts.python, False, part)
+    early.start_group(key, lambda part=part: probes.interpreter_facts(opts.python, False, part))
 early.start_group(early.HOST, lambda: probes.host_facts(set()))
 pids = early.child_pids()
 there = probes.gather(opts)
@@ -129,10 +131,13 @@ print(json.dumps({"here": here, "there": there, "pids": sorted(pids)}, default=s
 """
 
 
-def test_the_forked_probes_read_what_the_gate_reads_itself(tmp_path):
+@pytest.mark.parametrize("children", ["one", "parts"])
+def test_the_forked_probes_read_what_the_gate_reads_itself(tmp_path, children):
+    """The interpreter's probes in one child, or in one child a part (as the gate's start forks them:
+    gate/early.py INTERPRETER_PARTS), read what the same probes read in the gate's own threads."""
     python = os.environ.get("SPARKENV_TEST_TORCH_PYTHON") or sys.executable
     proc = subprocess.run(
-        [sys.executable, "-c", SAME_FACTS, python],
+        [sys.executable, "-c", SAME_FACTS, python, children],
         capture_output=True,
         text=True,
         timeout=120,
@@ -141,7 +146,7 @@ def test_the_forked_probes_read_what_the_gate_reads_itself(tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     here, there = got["here"], got["there"]
-    assert len(got["pids"]) == 2  # both groups did run in children
+    assert len(got["pids"]) == (2 if children == "one" else 1 + len(early.INTERPRETER_PARTS))  # all forked
     for section in ("dists", "torch_static", "kernel_coverage", "driver", "container", "loader"):
         assert there[section] == here[section], section
     assert there["processes"]["servers"] == here["processes"]["servers"]
