@@ -151,6 +151,23 @@ def _started(fn):  # each forked probe stamps its own start and end, in a file o
                 json.dump({"name": name, "start": s, "end": e}, fh)
     return real_started(timed)
 early._started = _started
+real_check_group = early._check_group
+def _check_group(group, receive, alarm):  # each check worker stamps its start, ready, facts, answer
+    s = time.clock_gettime(time.CLOCK_MONOTONIC)
+    got = {}
+    def timed_receive():
+        got["ready"] = time.clock_gettime(time.CLOCK_MONOTONIC)
+        value = receive()
+        got["facts"] = time.clock_gettime(time.CLOCK_MONOTONIC)
+        return value
+    try:
+        return real_check_group(group, timed_receive, alarm)
+    finally:
+        e = time.clock_gettime(time.CLOCK_MONOTONIC)
+        with open(f"{OUT}.child.{os.getpid()}", "w") as fh:
+            json.dump({"name": "checks " + "+".join(group), "start": s, "end": e, **got}, fh)
+if hasattr(early, "_check_group"):
+    early._check_group = _check_group
 from sparkenv.gate import orchestrate
 real_run_all = orchestrate.run_all
 def run_all(probes, deadline, meanwhile=None):
@@ -253,6 +270,10 @@ def phases(r: dict[str, Any]) -> dict[str, float]:
     first = g.get("gate first line")
     for end, name in ends:  # each forked probe's work ends, from the gate's first line
         out[f"(forked {name} done, from the gate's first line)"] = end - first
+    for c in r.get("children", []):
+        if "ready" in c:  # a check worker: ready for the facts, given them, from the gate's first line
+            out[f"(forked {c['name']} ready)"] = c["ready"] - first
+            out[f"(forked {c['name']} given the facts)"] = c.get("facts", float("nan")) - first
     if "main cpu when prepared" in g:
         out["(main thread CPU until prepared)"] = g["main cpu when prepared"]
         out["(main thread CPU until the report)"] = g.get("main cpu at report done", float("nan"))
