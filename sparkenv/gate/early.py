@@ -102,47 +102,20 @@ MIN_CPUS = 4  # fewer: the workers would take turns with the probes and the gate
 _checkers: dict[tuple[str, ...], Any] = {}  # group -> forked.Forked (fed the facts)
 
 
-def workers_wanted() -> bool:
-    """$SPARKENV_GATE_WORKERS: 1 always, 0 never (the gate judges every check itself), unset: where the
-    machine has MIN_CPUS cores or more. SparkenvError (exit 2) for another value (gate/entry.py's
-    validate asks first)."""
-    import os
-
-    from sparkenv.gate.entry import env_flag
-
-    if os.environ.get("SPARKENV_GATE_WORKERS", "").strip():
-        return env_flag("SPARKENV_GATE_WORKERS")
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return cpus >= MIN_CPUS
-
-
-def start_checks(deadline_s: float) -> None:
-    """Fork the check workers (CHECK_GROUPS) where workers_wanted(). Each leaves by SIGALRM past the
-    gate's deadline, whatever it does, and as soon as the gate ends without sending it the facts."""
+def start_checks(deadline_s: float, judge: Callable[[tuple[str, ...], Callable[[], Any], int], Any]) -> None:
+    """Fork the check workers, one a group of CHECK_GROUPS: each computes `judge(group, receive, alarm)`
+    (gate/entry.py's, which imports the checks in the worker), leaving by SIGALRM after `alarm` seconds,
+    past the gate's deadline, whatever it does, and as soon as the gate ends without sending the facts."""
     from sparkenv.gate import forked
 
-    if not workers_wanted():
-        return
     alarm = max(1, int(deadline_s) + 2)
     for group in CHECK_GROUPS:
         try:
-            child = forked.Forked(lambda receive, g=group: _check_group(g, receive, alarm), feed=True)
+            child = forked.Forked(lambda receive, g=group: judge(g, receive, alarm), feed=True)
         except (OSError, RuntimeError):
             return  # the gate judges the rest itself
         _checkers[group] = child
         _pids.add(child.pid)
-
-
-def _check_group(group: tuple[str, ...], receive: Callable[[], Any], alarm: int) -> Any:
-    import signal
-
-    from sparkenv.gate import run  # in the worker: the checks' imports happen here, not in the gate
-
-    signal.alarm(alarm)
-    return run.check_group(group, receive)
 
 
 def checkers() -> dict[tuple[str, ...], Any]:

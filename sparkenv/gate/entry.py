@@ -73,8 +73,6 @@ def validate(a: GateArgs) -> str:
     _seconds("--sample", a.sample, zero_ok=True)
     if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
         raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
-    from sparkenv.gate.early import workers_wanted
-
     workers_wanted()  # a bad $SPARKENV_GATE_WORKERS: exit 2 before any probe
     if a.python is not None and not os.path.isfile(a.python):
         raise SparkenvError(f"--python {a.python}: no such interpreter")
@@ -133,11 +131,37 @@ def start_early(a: GateArgs) -> None:
         early.start_group(
             early.interpreter_key(python, deep, part), lambda p=part: _interpreter_facts(python, deep, p)
         )
-    early.start_checks(a.deadline)  # before the processes probe's start: it leaves them out too
+    if workers_wanted():  # forked before the processes probe starts: it leaves them out too
+        early.start_checks(a.deadline, _check_group)
     gate = {os.getpid(), os.getppid(), *early.child_pids()}  # left out of the processes probe
     early.start_group(early.HOST, lambda: _host_facts(gate))
     if deep and not a.deep_cache:  # with a cache the process runs only when no record matches
         early.start(gpu=False, torch=early.torch_argv(python, a.bandwidth, a.import_unsloth))
+
+
+def workers_wanted() -> bool:
+    """Check workers (gate/early.py CHECK_GROUPS): $SPARKENV_GATE_WORKERS 1 always, 0 never (the gate
+    judges every check itself), unset where the machine has early.MIN_CPUS cores or more (fewer: they
+    would take turns with the probes and the gate on the same cores). SparkenvError for another value."""
+    from sparkenv.gate.early import MIN_CPUS
+
+    if os.environ.get("SPARKENV_GATE_WORKERS", "").strip():
+        return env_flag("SPARKENV_GATE_WORKERS")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= MIN_CPUS
+
+
+def _check_group(group: tuple[str, ...], receive: Any, alarm: int) -> Any:
+    """A check worker's work (forked: gate/early.py): the checks' imports happen here, not in the gate."""
+    import signal
+
+    from sparkenv.gate import run
+
+    signal.alarm(alarm)
+    return run.check_group(group, receive)
 
 
 def _interpreter_facts(python: str, read_kernels: bool, part: str) -> dict[str, Any]:

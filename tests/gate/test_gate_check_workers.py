@@ -18,7 +18,7 @@ import pytest
 
 from sparkenv import rules
 from sparkenv.facts.live import GateFacts
-from sparkenv.gate import early, forked, run
+from sparkenv.gate import early, entry, forked, run
 
 SNAPSHOTS = sorted(p.stem for p in (gh.FIXTURES / "facts").glob("*.json"))
 
@@ -35,7 +35,7 @@ def _gone(pid: int) -> bool:
 def workers(monkeypatch):
     """Check workers forked here, as the gate's early start forks them; every one reaped after."""
     monkeypatch.setenv("SPARKENV_GATE_WORKERS", "1")
-    early.start_checks(25.0)
+    early.start_checks(25.0, entry._check_group)
     started = early.pending_checkers()
     assert len(started) == len(early.CHECK_GROUPS)
     yield started
@@ -81,7 +81,8 @@ def test_a_worker_never_fed_leaves_when_the_gate_ends(tmp_path):
         "import os, sys\n"
         "os.environ['SPARKENV_GATE_WORKERS'] = '1'\n"
         "from sparkenv.gate import early\n"
-        "early.start_checks(60.0)\n"
+        "from sparkenv.gate import entry\n"
+        "early.start_checks(60.0, entry._check_group)\n"
         "print(' '.join(str(w.pid) for w in early.pending_checkers()), flush=True)\n"
         "os._exit(0)\n"
     )
