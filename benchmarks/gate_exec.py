@@ -138,7 +138,10 @@ def start_early(a):
     stamp("early started")
 gate_entry.start_early = start_early
 real_started = early._started
-ORDER = ["gpu", "interpreter torch", "interpreter packages", "host"]  # start_early's order (gate/entry.py)
+# start_early's order of forks (gate/entry.py): the interpreter's probes in two children, or one before
+ORDER = ["gpu", "interpreter torch", "interpreter packages", "host"]
+if not hasattr(early, "INTERPRETER_PARTS"):
+    ORDER = ["gpu", "interpreter", "host"]
 def _started(fn):  # each forked probe stamps its own start and end, in a file of its own
     name = ORDER.pop(0) if ORDER else "probe"
     def timed():
