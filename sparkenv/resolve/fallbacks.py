@@ -10,15 +10,19 @@ fallback.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html.parser
 import json
 import re
 import threading
+import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging import tags
 from packaging.specifiers import SpecifierSet
@@ -37,6 +41,7 @@ from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
+from sparkenv.resolve import page_cache
 from sparkenv.resolve.default_index import installers_default
 
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -116,18 +121,99 @@ def releases(
 ) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read.
     `index_url` None: the installers' own default index (resolve/default_index.py), None when they name none.
-    `include`: a version to parse besides the newest ones (the one uv picked, for the early reads)."""
-    page = _page(index_url, key, timeout)
+    `include`: a version to parse besides the newest ones (the one uv picked, for the early reads).
+    What is kept of the page (resolve/page_cache.py) is taken where the index's caching allows it (a
+    fresh page, a 304), or where the page came again byte for byte; the page is decoded otherwise."""
+    url = _page_url(index_url, key)
+    if url is None:
+        return None
+    kept = None if include else page_cache.load(url)
+    got = _unkept(kept.data) if kept is not None else None
+    if got is None:  # none kept, or not releases (a damaged file): not trusted, read anew
+        kept = None
+    elif kept is not None and kept.fresh():
+        return got
+    page = _get(url, timeout, kept.validators() if kept is not None else {})
     if page is None:
         return None
-    url, body, ctype = page
-    if "json" in ctype:
+    status, body, headers = page
+    if status == 304 and kept is not None:
+        _keep_again(kept, headers)
+        return got
+    ctype = headers.get("Content-Type", "")
+    kind, sha = ("json" if "json" in ctype else "html"), page_cache.digest(body)
+    if kept is not None and kept.kind == kind and kept.digest == sha:  # the same bytes decode the same
+        _keep_again(kept, headers)
+        return got
+    if kind == "json":
         entries = _json_entries(body, include)
         if entries is None:
             return None
     else:
         entries = _html_entries(body)
-    return _by_version(entries, url)
+    out = _by_version(entries, url)
+    if not include:
+        _keep(url, headers, kind, sha, out)
+    return out
+
+
+def _keep(url: str, headers: Any, kind: str, sha: str, out: dict[Version, Release]) -> None:
+    told = page_cache.policy(headers)
+    if not told.store:
+        page_cache.forget(url)
+        return
+    kept = page_cache.Kept(url, time.time(), told.lifetime, told.no_cache, told.etag, told.last_modified,
+                           kind, sha, _kept(out))  # fmt: skip
+    page_cache.save(kept)
+
+
+def _keep_again(kept: page_cache.Kept, headers: Any) -> None:
+    """The kept page confirmed (a 304, the same bytes): kept with what the index said this time. Not
+    written again when nothing it says would change (no freshness, the same validators)."""
+    told = page_cache.policy(headers)
+    if not told.store:
+        page_cache.forget(kept.url)
+        return
+    etag = told.etag or kept.etag  # a 304 need not repeat the validators
+    modified = told.last_modified or kept.last_modified
+    if told.lifetime == 0 and kept.lifetime == 0 and (etag, modified) == (kept.etag, kept.last_modified):
+        return
+    kept.stored, kept.lifetime, kept.no_cache = time.time(), told.lifetime, told.no_cache
+    kept.etag, kept.last_modified = etag, modified
+    page_cache.save(kept)
+
+
+def _kept(out: dict[Version, Release]) -> list[list[Any]]:
+    """The compact form of a page's releases (JSON types): per release its version, upload time,
+    requires-python, and its files with their URLs and sha256, in the page's order."""
+    return [
+        [
+            str(v), r.uploaded.isoformat() if r.uploaded else None, r.requires_python, r.files,
+            [r.urls.get(f, "") for f in r.files], [r.sha256.get(f, "") for f in r.files],
+        ]
+        for v, r in out.items()
+    ]  # fmt: skip
+
+
+def _unkept(data: Any) -> dict[Version, Release] | None:
+    """A page's releases from their compact form; None when it is not one (a damaged file)."""
+    out: dict[Version, Release] = {}
+    try:
+        for v, uploaded, rp, files, urls, shas in data:
+            texts = [rp, *files, *urls, *shas]
+            if not all(isinstance(t, str) for t in texts) or not len(files) == len(urls) == len(shas):
+                return None
+            when = _when(uploaded) if uploaded is not None else None
+            if uploaded is not None and when is None:
+                return None
+            version = Version(v)
+            out[version] = Release(
+                version, list(files), dict(zip(files, urls, strict=True)), when, rp,
+                {f: s for f, s in zip(files, shas, strict=True) if s},
+            )  # fmt: skip
+    except (TypeError, ValueError, InvalidVersion):
+        return None
+    return out
 
 
 def release(index_url: str | None, key: str, version: str, timeout: float = 20.0) -> Release | None:
@@ -151,16 +237,38 @@ def release(index_url: str | None, key: str, version: str, timeout: float = 20.0
     return next((r for v, r in _by_version(entries, url).items() if str(v) == version), None)
 
 
-def _page(index_url: str | None, key: str, timeout: float) -> tuple[str, bytes, str] | None:
-    """(URL, body, content type) of the project's index page; None when it cannot be read."""
+def _page_url(index_url: str | None, key: str) -> str | None:
     index_url = index_url or installers_default()
     if index_url is None:
         return None
-    url = index_url.rstrip("/") + f"/{key}/"
-    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
+    return index_url.rstrip("/") + f"/{key}/"
+
+
+def _page(index_url: str | None, key: str, timeout: float) -> tuple[str, bytes, str] | None:
+    """(URL, body, content type) of the project's index page; None when it cannot be read."""
+    url = _page_url(index_url, key)
+    page = _get(url, timeout, {}) if url is not None else None
+    if url is None or page is None:
+        return None
+    return url, page[1], page[2].get("Content-Type", "")
+
+
+def _get(url: str, timeout: float, conditional: dict[str, str]) -> tuple[int, bytes, Any] | None:
+    """(status, body, headers) of the page: a success, or 304 to a conditional request; None when it
+    cannot be read."""
+    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1", **conditional})
     try:
         with fetch.urlopen(req, timeout) as resp:
-            return url, resp.read(), resp.headers.get("Content-Type", "")
+            return resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as err:
+        try:
+            if err.code == 304 and conditional:
+                err.read()  # nothing: its connection goes back to the pool
+                return 304, b"", err.headers
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                err.close()
     except (OSError, ValueError):
         return None
 
