@@ -279,7 +279,8 @@ def _html_entries(body: bytes) -> list[_Entry]:
     return [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
 
 
-_PLAIN_NAME = re.compile(r'"filename"\s*:\s*"[^"\\]*"')  # a name with an escape: the whole page is decoded
+# a "filename" whose value is not a plain string (an escape in it): the whole page is decoded
+_ODD_NAME = re.compile(r'"filename"(?!\s*:\s*"[^"\\]*")')
 _DECODER = json.JSONDecoder()
 
 
@@ -294,8 +295,13 @@ def _text(body: bytes) -> str | None:
 
 
 def _versions(text: str) -> object:
-    """The page's PEP 700 `versions` list, decoded alone; None when it has none."""
-    m = _VERSIONS.search(text)
+    """The page's PEP 700 `versions` list, decoded alone; None when it has none. Its first key found by
+    str.find (a page lists it last, after megabytes of files: a regular expression's scan is slower)."""
+    at = text.find('"versions"')
+    m = None
+    while at >= 0 and m is None:
+        m = _VERSIONS.match(text, at)
+        at = text.find('"versions"', at + 1)
     if m is None:
         return None
     try:
@@ -306,21 +312,16 @@ def _versions(text: str) -> object:
 
 def _json_entries_of(text: str, versions: list[str]) -> list[_Entry] | None:
     """The entries of the files whose name holds one of `versions`, each file's object decoded alone:
-    found by its "filename" key with a regular expression (the page is scanned in C, not file by file
-    in Python), the object starting at the `{` after the `[` or `,` before it. None when a name is not
-    a plain string (an escape in it) or an object cannot be found so: the caller decodes the whole
-    page."""
+    found by the names (`_names_holding`), the object starting at the `{` after the `[` or `,` before
+    its "filename" key. None when a name is not a plain string (an escape in it) or an object cannot be
+    found so: the caller decodes the whole page."""
     if not versions:
         return []
-    plain = re.compile(
-        r'"filename"\s*:\s*"([^"\\]*(?:' + "|".join(re.escape(v) for v in versions) + r')[^"\\]*)"'
-    )
-    if text.count('"filename"') != len(_PLAIN_NAME.findall(text)):
+    if any(not v or '"' in v or "\\" in v for v in versions) or ("\\" in text and _ODD_NAME.search(text)):
         return None
     entries: list[_Entry] = []
-    for m in plain.finditer(text):
-        name = m.group(1)
-        start = _object_start(text, m.start())
+    for key_at, name in _names_holding(text, versions):
+        start = _object_start(text, key_at)
         try:
             f, _ = _DECODER.raw_decode(text, start) if start >= 0 else (None, 0)
             if not isinstance(f, dict) or f.get("filename") != name:
@@ -333,6 +334,33 @@ def _json_entries_of(text: str, versions: list[str]) -> list[_Entry] | None:
         except (ValueError, TypeError, AttributeError):
             return None
     return entries
+
+
+_KEY = '"filename"'
+_GAP = re.compile(r"\s*:\s*")
+
+
+def _names_holding(text: str, needles: list[str]) -> list[tuple[int, str]]:
+    """(where its "filename" key starts, the name) of every plain file name holding one of `needles`, in
+    the page's order. Found from the needles by str.find (a few hundred hits in a page of megabytes; a
+    regular expression tried at each of its thousands of names cost a fifth of a big page's decoding):
+    a hit counts where the string holding it is the value of a "filename" key."""
+    found: dict[int, tuple[int, str]] = {}  # by the value's opening quote
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            opening = text.rfind('"', 0, at)
+            if opening >= 0 and opening not in found:
+                closing = text.find('"', at)
+                key_at = text.rfind(_KEY, 0, opening)
+                if (
+                    closing >= at + len(needle)
+                    and key_at >= 0
+                    and _GAP.fullmatch(text, key_at + len(_KEY), opening)
+                ):
+                    found[opening] = (key_at, text[opening + 1 : closing])
+            at = text.find(needle, at + 1)
+    return [found[k] for k in sorted(found)]
 
 
 def _object_start(text: str, at: int) -> int:
@@ -387,6 +415,23 @@ def _json_entries_whole(body: bytes, include: str = "") -> list[_Entry] | None:
     return entries
 
 
+# an absolute URL that urljoin gives back as it is: printable ASCII, nothing urllib.parse would split off
+# or normalize (query, parameters, fragment, brackets, backslashes, a scheme in capitals)
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9._~%!$&'()*+,=:@-]+/[A-Za-z0-9._~%!$&'()*+,=:@/-]*")
+
+
+def _join(base: str, href: str) -> str:
+    """urljoin(base, href) less its fragment. An index's JSON page names its files by absolute URLs,
+    which urljoin would parse and put back together unchanged (a fifth of a big page's decoding): those
+    are taken as they are."""
+    if not href:
+        return ""
+    plain = href.split("#", 1)[0]
+    if _PLAIN_URL.fullmatch(plain):
+        return plain
+    return urllib.parse.urljoin(base, href).split("#", 1)[0]
+
+
 def _by_version(entries: list[_Entry], url: str) -> dict[Version, Release]:
     """The page's files grouped into releases (yanked files and unparsable names left out)."""
     out: dict[Version, Release] = {}
@@ -401,7 +446,7 @@ def _by_version(entries: list[_Entry], url: str) -> dict[Version, Release]:
             continue
         rel = out.setdefault(version, Release(version))
         rel.files.append(name)
-        rel.urls[name] = urllib.parse.urljoin(url, href).split("#", 1)[0] if href else ""
+        rel.urls[name] = _join(url, href)
         if isinstance(sha, str) and len(sha) == 64:
             rel.sha256[name] = sha.lower()
         rel.requires_python = rel.requires_python or rp
