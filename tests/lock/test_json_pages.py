@@ -170,3 +170,23 @@ def test_a_file_url_is_what_urljoin_gives(href):
     for base in ("https://127.0.0.1:1/simple/demo/", "http://127.0.0.1:1/simple/demo/"):
         expected = urllib.parse.urljoin(base, href).split("#", 1)[0] if href else ""
         assert fallbacks._join(base, href) == expected
+
+
+def test_newest_versions_that_share_a_prefix_are_found_in_one_scan_as_in_the_whole_page(index):
+    """-1.10.3, -1.10.2, -1.10.1 share "-1.10.": the page is scanned for it once; 1.10.10 and 1.1.0 hold
+    it or part of it and are not taken for them."""
+    files = [
+        _file(f"demo-{v}-py3-none-any.whl", str(i) * 64, f"2025-0{i}-01T00:00:00Z")
+        for i, v in enumerate(["1.1.0", "1.10.1", "1.10.2", "1.10.3", "1.10.10rc1"], start=1)
+    ]
+    page = {"meta": {"api-version": "1.1"}, "name": "demo", "files": files}
+    page["versions"] = ["1.1.0", "1.10.1", "1.10.2", "1.10.3", "1.10.10rc1"]
+    url = index(page)
+    _, body, _ = fallbacks._page(url, "demo", 10) or ("", b"", "")
+    needles = ["-1.10.3", "-1.10.2", "-1.10.1"]
+    quick = fallbacks._json_entries_of(body.decode(), needles)
+    assert quick is not None and quick == fallbacks._json_entries_whole(body)
+    assert [e[0] for e in quick] == [
+        f"demo-{v}-py3-none-any.whl" for v in ["1.10.1", "1.10.2", "1.10.3", "1.10.10rc1"]
+    ]
+    assert fallbacks.releases(url, "demo") == _whole(url)
