@@ -143,21 +143,26 @@ def releases(
     if status == 304 and kept is not None:
         _keep_again(kept, headers)
         return got
-    ctype = headers.get("Content-Type", "")
-    kind, sha = ("json" if "json" in ctype else "html"), page_cache.digest(body)
+    kind = "json" if "json" in headers.get("Content-Type", "") else "html"
+    sha = page_cache.digest(body)
     if kept is not None and kept.kind == kind and kept.digest == sha:  # the same bytes decode the same
         _keep_again(kept, headers)
         return got
+    out = _decoded(body, kind, url, include)
+    if out is not None and not include:
+        _keep(url, headers, kind, sha, out)
+    return out
+
+
+def _decoded(body: bytes, kind: str, url: str, include: str = "") -> dict[Version, Release] | None:
+    """A page's releases from its body (PEP 691 JSON or PEP 503 HTML); None when the JSON is not a page."""
     if kind == "json":
         entries = _json_entries(body, include)
         if entries is None:
             return None
     else:
         entries = _html_entries(body)
-    out = _by_version(entries, url)
-    if not include:
-        _keep(url, headers, kind, sha, out)
-    return out
+    return _by_version(entries, url)
 
 
 def _keep(url: str, headers: Any, kind: str, sha: str, out: dict[Version, Release]) -> None:
