@@ -4,7 +4,8 @@ uv quietly takes an old release when no newer one fits (no wheel for the target,
 somewhere that caps it); on a Spark that is how a 2023 sdist-only inference server ends up in a lock.
 Looked at: the declared requirements that are not pinned exactly, and every package only an sdist
 fits. Their index pages (PEP 691 JSON with PEP 700 upload times where the index serves it, else the
-PEP 503 HTML) are fetched concurrently. A package the user capped themselves is their choice, not a
+PEP 503 HTML) are fetched concurrently; what the rule takes of each is kept by URL under the index's
+HTTP caching (resolve/page_cache.py). A package the user capped themselves is their choice, not a
 fallback.
 """
 
