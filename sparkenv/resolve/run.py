@@ -18,7 +18,7 @@ from sparkenv.lock import write as lockwrite
 from sparkenv.redact import redact
 from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import policy, uvdriver
+from sparkenv.resolve import policy, timeline, uvdriver
 from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
 from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.preferences import KEEP, Upgrade
@@ -165,14 +165,18 @@ def lock(
     output_files.check_folder(
         str(project.lock_folder(output_dir)), "--output-dir"
     )  # before a long resolution
+    timeline.mark("lock started")
     inp = inputs_mod.read(paths, extras, groups=groups)
+    timeline.mark("inputs read")
     profile = _profile(profile_arg, platform, inp)
+    timeline.mark("profile loaded")
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
     lockable = any(d.key or d.url for d in inp.requirements if not d.constraint)
     resolve_stage, stages = _stages(inp, profile) if lockable else (None, [])
     excluded = _excluded(profile, allowed)
     pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
+    timeline.mark("uv's command known")
     bind = binding or (lambda found: found)
     with signals.raising():  # the CLI's handlers already raise; a library caller's may not
         uv = None
@@ -182,8 +186,10 @@ def lock(
                 uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
                 uv.start(timeout)
                 uv.read_beside(inp)
+                timeline.mark("reads beside started")
             declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
             withheld = any(f.status is Status.FAIL for f in bind(declared))
+            timeline.mark("declared judged")
             if not withheld and not lockable:
                 raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
             resolution = uv.finish(progress) if uv is not None and not withheld else _Resolution()
@@ -232,13 +238,16 @@ def _judged(
     from sparkenv.resolve import lock_files, metadata, resolved
 
     locked, raw = _locked(resolution.text, inp, stages)
+    timeline.mark("uv's answer parsed")
     t_resolved = time.perf_counter()
     _say(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
     resolution.settle(raw)
+    timeline.mark("early reads settled")
     metas = metadata.read(resolved.refs(raw), index_url=_reads_from(index))
+    timeline.mark("metadata read")
     findings = [
         *declared,
         *resolved.findings(
@@ -260,6 +269,7 @@ def _judged(
         packages=len(locked),
         stages=len(stages),
     )
+    timeline.mark("findings judged")
     verdict = policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))
     if all(f.status is Status.PASS for f in verdict):  # the registry's go-ahead: write it
         files = lock_files.render(
@@ -270,6 +280,7 @@ def _judged(
             lockwrite.write_pair(files)
         else:
             outputs.update(files)
+        timeline.mark("lock rendered")
     findings += verdict
     report = Report("lock", target, merge_by_subject(findings), profile=profile.name)
     report.context = {
