@@ -39,15 +39,18 @@ AS_OF = "2026-11-30T00:00:00Z"  # the index as of a date: every run resolves the
 
 NEUTRAL = tempfile.mkdtemp(prefix="lockbench-cwd-")
 CPU: list[float] = []  # the CPU time (user + system) of the last _time's command
+SPAN: list[float] = []  # the wall clock (time.time) at the last _time's spawn and end
 
 
 def _time(cmd: list[str], env: dict[str, str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    SPAN[:] = [time.time()]
     start = time.perf_counter()
     # from an empty folder: `python -m sparkenv` puts the working folder first on sys.path, and a
     # checkout there would shadow the one --before names
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(env), cwd=NEUTRAL)
     elapsed = time.perf_counter() - start
+    SPAN.append(time.time())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU[:] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
     if proc.returncode not in (0, 1):
@@ -98,10 +101,21 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             cpu += CPU[0]
         return wall, cpu
 
-    def lock_run(env: dict[str, str], out: str = "out", extra: tuple[str, ...] = ()) -> tuple[float, float]:
+    timeline = work / "timeline.jsonl"
+    parts: dict[str, list[dict[str, float]]] = {}  # case -> one breakdown per run of this sparkenv
+
+    def lock_run(
+        env: dict[str, str], out: str = "out", extra: tuple[str, ...] = (), mine: bool = False
+    ) -> tuple[float, float]:
         if first:
             shutil.rmtree(work / out, ignore_errors=True)
-        return _time([*sparkenv_cmd(out), *extra], env), CPU[0]
+        if mine and args.breakdown:
+            timeline.unlink(missing_ok=True)
+            env = {**env, "SPARKENV_LOCK_TIMELINE": str(timeline)}
+        took = _time([*sparkenv_cmd(out), *extra], env), CPU[0]
+        if mine and args.breakdown and timeline.is_file():
+            parts.setdefault(case, []).append(_breakdown(timeline, SPAN))
+        return took
 
     def fresh(keep_uv: bool = False) -> dict[str, str]:
         d = Path(tempfile.mkdtemp(prefix="cold-", dir=work))
@@ -112,12 +126,14 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
 
     print(f"inputs: {path} ({len(inp.requirements)} requirements), profile {prof.name}, {args.runs} runs")
     print(f"bare command: {' '.join(bare[0][1:3])} … ({len(bare)} uv process)")
-    first = False
+    first, case = False, "fill"
+    # uv's cache first: uv's answer with a cold cache and with a warm one may differ (seen with uv 0.13:
+    # other versions of two packages), and both locks below must see the same cache
+    bare_run(warm)
     lock_run(warm, "out", ("--report", str(work / "report.json")))  # fill the warm caches
     if before:
         lock_run({**warm_before, **before}, "out-before", ("--report", str(work / "report-before.json")))
         print(f"same lock files and findings as before: {_same_output(work)}")
-    bare_run(warm)
     for case in args.cases.split(","):
         first = case == "first"
         rows: dict[str, list[tuple[float, float]]] = {"bare uv pip compile": [], "sparkenv lock": []}
@@ -132,7 +148,7 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
                 envs = (warm, fresh(keep_uv=True), fresh(keep_uv=True))
             runs = [
                 ("bare uv pip compile", lambda e=envs[0]: bare_run(e)),
-                ("sparkenv lock", lambda e=envs[1]: lock_run(e)),
+                ("sparkenv lock", lambda e=envs[1]: lock_run(e, mine=True)),
             ]
             if before:
                 runs.append(
@@ -154,9 +170,40 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
             verdict = "met" if ratio <= 1.10 else "MISSED"
             print(f"  {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x")
+        if parts.get(case):
+            _print_breakdown(parts[case], statistics.median(w for w, _ in rows[base]))
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _breakdown(timeline: Path, span: list[float]) -> dict[str, float]:
+    """One run's timeline (sparkenv/resolve/timeline.py) as spans from this benchmark's spawn of it."""
+    import json
+
+    marks = {m[0]: m[1:] for m in json.loads(timeline.read_text().splitlines()[-1])["marks"]}
+    start, end = span
+    spawned, exited = marks["uv spawned"], marks["uv exited"]
+    return {
+        "to uv's spawn": spawned[0] - start,
+        "uv (spawn to exit)": exited[0] - spawned[0],
+        "after uv's exit": end - exited[0],
+        "main CPU before spawn": spawned[1],
+        "main CPU while uv runs": exited[1] - spawned[1],
+        "other threads' CPU while uv runs": (exited[2] - spawned[2]) - (exited[1] - spawned[1]),
+        "CPU after uv's exit": marks["exit"][2] - exited[2],
+        **{f"  to {name}": v[0] - start for name, v in marks.items()},
+    }
+
+
+def _print_breakdown(runs: list[dict[str, float]], bare: float) -> None:
+    """Medians of each span (--breakdown); uv's own time under sparkenv against the bare uv's."""
+    print("  breakdown of sparkenv lock (medians; wall from its spawn, CPU of its own process):")
+    for key in runs[0]:
+        got = [r[key] for r in runs if key in r]
+        print(f"    {key:<34} {statistics.median(got):7.3f} s")
+    uv = statistics.median(r["uv (spawn to exit)"] for r in runs)
+    print(f"    uv under sparkenv / bare uv: {uv / bare:.2f} x (its CPU beside uv slows uv)")
 
 
 def _same_output(work: Path) -> str:
@@ -240,6 +287,11 @@ def main() -> None:
     )
     ap.add_argument("--before", metavar="DIR", help="a checkout whose sparkenv runs beside this one")
     ap.add_argument("--only", choices=("lock", "check"), help="only the lock cases, or only check")
+    ap.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="where this sparkenv's lock spends its wall time: before uv's spawn, uv, after uv's exit",
+    )
     args = ap.parse_args()
     before = {"PYTHONPATH": str(Path(args.before).resolve())} if args.before else None
     if args.only != "check":

@@ -4,21 +4,21 @@ come from the same renderer."""
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkenv.facts.lock import Lock, LockStage
-
+# `sparkenv lock` names its files (paths_for) before uv starts: nothing more is imported then
 if TYPE_CHECKING:
+    from sparkenv.facts.lock import Lock, LockStage
     from sparkenv.profiles import Profile
 
 
 def profile_hash(profile: Profile) -> str:
     """What of a profile a lock depends on: a change here makes the lock stale (`lock --check`)."""
+    import hashlib
+
     keys = ("name", "image", "digest", "python", "cuda", "manylinux", "platform", "provides", "satisfies")
     data = {k: getattr(profile, k) for k in keys}
     return "sha256:" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
@@ -36,14 +36,16 @@ def _value(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
-    if isinstance(v, (dt.datetime, dt.date)):
-        return v.isoformat()
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, list):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }"
+    import datetime as dt  # upload times: imported by tomllib, which read them
+
+    if isinstance(v, (dt.datetime, dt.date)):
+        return v.isoformat()
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 

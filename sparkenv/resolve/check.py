@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparkenv import profiles, project
-from sparkenv.report import Report, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import policy
+
+if TYPE_CHECKING:
+    from sparkenv.report import Report
 
 
 def profile_for(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | None) -> profiles.Profile:
@@ -46,6 +48,10 @@ def check(
 ) -> Report:
     """Judged as `sparkenv lock` installs the inputs (the same call lock makes: policy.check_declared with
     staged=True), unless `as_pip`: then as a plain `pip install -r` would install them."""
+    # here, not at the top: the lock imports profile_for before uv starts, the rules once it has
+    from sparkenv.report import Report, merge_by_subject
+    from sparkenv.resolve import policy
+
     started = time.perf_counter()
     inp = inputs_mod.read(paths, extras, groups=groups)
     profile = profile_for(profile_arg, platform, inp)

@@ -4,21 +4,27 @@ uv quietly takes an old release when no newer one fits (no wheel for the target,
 somewhere that caps it); on a Spark that is how a 2023 sdist-only inference server ends up in a lock.
 Looked at: the declared requirements that are not pinned exactly, and every package only an sdist
 fits. Their index pages (PEP 691 JSON with PEP 700 upload times where the index serves it, else the
-PEP 503 HTML) are fetched concurrently. A package the user capped themselves is their choice, not a
+PEP 503 HTML) are fetched concurrently; what the rule takes of each is kept by URL under the index's
+HTTP caching (resolve/page_cache.py). A package the user capped themselves is their choice, not a
 fallback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import heapq
 import html.parser
 import json
 import re
 import threading
+import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging import tags
 from packaging.specifiers import SpecifierSet
@@ -37,6 +43,7 @@ from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
+from sparkenv.resolve import page_cache
 from sparkenv.resolve.default_index import installers_default
 
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -97,7 +104,9 @@ def _newest_versions(listed: object, keep: int = 3) -> list[str] | None:
             continue
         if not parsed.is_prerelease and not parsed.is_devrelease:
             finals.append((parsed, str(v)))
-    return [f"-{s}" for _, s in sorted(finals, reverse=True)[:keep]]
+    return [
+        f"-{s}" for _, s in heapq.nlargest(keep, finals)
+    ]  # sorted(…, reverse=True)[:keep], fewer comparisons
 
 
 def _fragment_sha256(href: str) -> str:
@@ -116,18 +125,104 @@ def releases(
 ) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read.
     `index_url` None: the installers' own default index (resolve/default_index.py), None when they name none.
-    `include`: a version to parse besides the newest ones (the one uv picked, for the early reads)."""
-    page = _page(index_url, key, timeout)
+    `include`: a version to parse besides the newest ones (the one uv picked, for the early reads).
+    What is kept of the page (resolve/page_cache.py) is taken where the index's caching allows it (a
+    fresh page, a 304), or where the page came again byte for byte; the page is decoded otherwise."""
+    url = _page_url(index_url, key)
+    if url is None:
+        return None
+    kept = None if include else page_cache.load(url)
+    got = _unkept(kept.data) if kept is not None else None
+    if got is None:  # none kept, or not releases (a damaged file): not trusted, read anew
+        kept = None
+    elif kept is not None and kept.fresh():
+        return got
+    page = _get(url, timeout, kept.validators() if kept is not None else {})
     if page is None:
         return None
-    url, body, ctype = page
-    if "json" in ctype:
+    status, body, headers = page
+    if status == 304 and kept is not None:
+        _keep_again(kept, headers)
+        return got
+    kind = "json" if "json" in headers.get("Content-Type", "") else "html"
+    sha = page_cache.digest(body)
+    if kept is not None and kept.kind == kind and kept.digest == sha:  # the same bytes decode the same
+        _keep_again(kept, headers)
+        return got
+    out = _decoded(body, kind, url, include)
+    if out is not None and not include:
+        _keep(url, headers, kind, sha, out)
+    return out
+
+
+def _decoded(body: bytes, kind: str, url: str, include: str = "") -> dict[Version, Release] | None:
+    """A page's releases from its body (PEP 691 JSON or PEP 503 HTML); None when the JSON is not a page."""
+    if kind == "json":
         entries = _json_entries(body, include)
         if entries is None:
             return None
     else:
         entries = _html_entries(body)
     return _by_version(entries, url)
+
+
+def _keep(url: str, headers: Any, kind: str, sha: str, out: dict[Version, Release]) -> None:
+    told = page_cache.policy(headers)
+    if not told.store:
+        page_cache.forget(url)
+        return
+    kept = page_cache.Kept(url, time.time(), told.lifetime, told.no_cache, told.etag, told.last_modified,
+                           kind, sha, _kept(out))  # fmt: skip
+    page_cache.save(kept)
+
+
+def _keep_again(kept: page_cache.Kept, headers: Any) -> None:
+    """The kept page confirmed (a 304, the same bytes): kept with what the index said this time. Not
+    written again when nothing it says would change (no freshness, the same validators)."""
+    told = page_cache.policy(headers)
+    if not told.store:
+        page_cache.forget(kept.url)
+        return
+    etag = told.etag or kept.etag  # a 304 need not repeat the validators
+    modified = told.last_modified or kept.last_modified
+    if told.lifetime == 0 and kept.lifetime == 0 and (etag, modified) == (kept.etag, kept.last_modified):
+        return
+    kept.stored, kept.lifetime, kept.no_cache = time.time(), told.lifetime, told.no_cache
+    kept.etag, kept.last_modified = etag, modified
+    page_cache.save(kept)
+
+
+def _kept(out: dict[Version, Release]) -> list[list[Any]]:
+    """The compact form of a page's releases (JSON types): per release its version, upload time,
+    requires-python, and its files with their URLs and sha256, in the page's order."""
+    return [
+        [
+            str(v), r.uploaded.isoformat() if r.uploaded else None, r.requires_python, r.files,
+            [r.urls.get(f, "") for f in r.files], [r.sha256.get(f, "") for f in r.files],
+        ]
+        for v, r in out.items()
+    ]  # fmt: skip
+
+
+def _unkept(data: Any) -> dict[Version, Release] | None:
+    """A page's releases from their compact form; None when it is not one (a damaged file)."""
+    out: dict[Version, Release] = {}
+    try:
+        for v, uploaded, rp, files, urls, shas in data:
+            texts = [rp, *files, *urls, *shas]
+            if not all(isinstance(t, str) for t in texts) or not len(files) == len(urls) == len(shas):
+                return None
+            when = _when(uploaded) if uploaded is not None else None
+            if uploaded is not None and when is None:
+                return None
+            version = Version(v)
+            out[version] = Release(
+                version, list(files), dict(zip(files, urls, strict=True)), when, rp,
+                {f: s for f, s in zip(files, shas, strict=True) if s},
+            )  # fmt: skip
+    except (TypeError, ValueError, InvalidVersion):
+        return None
+    return out
 
 
 def release(index_url: str | None, key: str, version: str, timeout: float = 20.0) -> Release | None:
@@ -151,16 +246,38 @@ def release(index_url: str | None, key: str, version: str, timeout: float = 20.0
     return next((r for v, r in _by_version(entries, url).items() if str(v) == version), None)
 
 
-def _page(index_url: str | None, key: str, timeout: float) -> tuple[str, bytes, str] | None:
-    """(URL, body, content type) of the project's index page; None when it cannot be read."""
+def _page_url(index_url: str | None, key: str) -> str | None:
     index_url = index_url or installers_default()
     if index_url is None:
         return None
-    url = index_url.rstrip("/") + f"/{key}/"
-    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1"})
+    return index_url.rstrip("/") + f"/{key}/"
+
+
+def _page(index_url: str | None, key: str, timeout: float) -> tuple[str, bytes, str] | None:
+    """(URL, body, content type) of the project's index page; None when it cannot be read."""
+    url = _page_url(index_url, key)
+    page = _get(url, timeout, {}) if url is not None else None
+    if url is None or page is None:
+        return None
+    return url, page[1], page[2].get("Content-Type", "")
+
+
+def _get(url: str, timeout: float, conditional: dict[str, str]) -> tuple[int, bytes, Any] | None:
+    """(status, body, headers) of the page: a success, or 304 to a conditional request; None when it
+    cannot be read."""
+    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1", **conditional})
     try:
         with fetch.urlopen(req, timeout) as resp:
-            return url, resp.read(), resp.headers.get("Content-Type", "")
+            return resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as err:
+        try:
+            if err.code == 304 and conditional:
+                err.read()  # nothing: its connection goes back to the pool
+                return 304, b"", err.headers
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                err.close()
     except (OSError, ValueError):
         return None
 
@@ -171,7 +288,8 @@ def _html_entries(body: bytes) -> list[_Entry]:
     return [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
 
 
-_PLAIN_NAME = re.compile(r'"filename"\s*:\s*"[^"\\]*"')  # a name with an escape: the whole page is decoded
+# a "filename" whose value is not a plain string (an escape in it): the whole page is decoded
+_ODD_NAME = re.compile(r'"filename"(?!\s*:\s*"[^"\\]*")')
 _DECODER = json.JSONDecoder()
 
 
@@ -186,8 +304,13 @@ def _text(body: bytes) -> str | None:
 
 
 def _versions(text: str) -> object:
-    """The page's PEP 700 `versions` list, decoded alone; None when it has none."""
-    m = _VERSIONS.search(text)
+    """The page's PEP 700 `versions` list, decoded alone; None when it has none. Its first key found by
+    str.find (a page lists it last, after megabytes of files: a regular expression's scan is slower)."""
+    at = text.find('"versions"')
+    m = None
+    while at >= 0 and m is None:
+        m = _VERSIONS.match(text, at)
+        at = text.find('"versions"', at + 1)
     if m is None:
         return None
     try:
@@ -198,21 +321,16 @@ def _versions(text: str) -> object:
 
 def _json_entries_of(text: str, versions: list[str]) -> list[_Entry] | None:
     """The entries of the files whose name holds one of `versions`, each file's object decoded alone:
-    found by its "filename" key with a regular expression (the page is scanned in C, not file by file
-    in Python), the object starting at the `{` after the `[` or `,` before it. None when a name is not
-    a plain string (an escape in it) or an object cannot be found so: the caller decodes the whole
-    page."""
+    found by the names (`_names_holding`), the object starting at the `{` after the `[` or `,` before
+    its "filename" key. None when a name is not a plain string (an escape in it) or an object cannot be
+    found so: the caller decodes the whole page."""
     if not versions:
         return []
-    plain = re.compile(
-        r'"filename"\s*:\s*"([^"\\]*(?:' + "|".join(re.escape(v) for v in versions) + r')[^"\\]*)"'
-    )
-    if text.count('"filename"') != len(_PLAIN_NAME.findall(text)):
+    if any(not v or '"' in v or "\\" in v for v in versions) or ("\\" in text and _ODD_NAME.search(text)):
         return None
     entries: list[_Entry] = []
-    for m in plain.finditer(text):
-        name = m.group(1)
-        start = _object_start(text, m.start())
+    for key_at, name in _names_holding(text, versions):
+        start = _object_start(text, key_at)
         try:
             f, _ = _DECODER.raw_decode(text, start) if start >= 0 else (None, 0)
             if not isinstance(f, dict) or f.get("filename") != name:
@@ -225,6 +343,54 @@ def _json_entries_of(text: str, versions: list[str]) -> list[_Entry] | None:
         except (ValueError, TypeError, AttributeError):
             return None
     return entries
+
+
+_KEY = '"filename"'
+_GAP = re.compile(r"\s*:\s*")
+
+
+def _names_holding(text: str, needles: list[str]) -> list[tuple[int, str]]:
+    """(where its "filename" key starts, the name) of every plain file name holding one of `needles`, in
+    the page's order. Found from the needles by str.find (a few hundred hits in a page of megabytes; a
+    regular expression tried at each of its thousands of names cost a fifth of a big page's decoding):
+    a hit counts where the string holding it is the value of a "filename" key."""
+    found: dict[int, tuple[int, str]] = {}  # by the value's opening quote
+    for at, needle in _hits(text, needles):
+        opening = text.rfind('"', 0, at)
+        if opening >= 0 and opening not in found:
+            closing = text.find('"', at)
+            key_at = text.rfind(_KEY, 0, opening)
+            if (
+                closing >= at + len(needle)
+                and key_at >= 0
+                and _GAP.fullmatch(text, key_at + len(_KEY), opening)
+            ):
+                found[opening] = (key_at, text[opening + 1 : closing])
+    return [found[k] for k in sorted(found)]
+
+
+def _hits(text: str, needles: list[str]) -> list[tuple[int, str]]:
+    """(where, which) of every occurrence of each needle. The newest versions mostly share a prefix
+    (`-3.14.`): where it is long enough to be rare, the page is scanned once for it, each hit then told
+    apart, instead of once per needle."""
+    common = needles[0] if needles else ""
+    for n in needles[1:]:
+        while not n.startswith(common):
+            common = common[:-1]
+    if len(needles) > 1 and len(common) >= 4:
+        out = []
+        at = text.find(common)
+        while at >= 0:
+            out += [(at, n) for n in needles if text.startswith(n, at)]
+            at = text.find(common, at + 1)
+        return out
+    out = []
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            out.append((at, needle))
+            at = text.find(needle, at + 1)
+    return out
 
 
 def _object_start(text: str, at: int) -> int:
@@ -279,6 +445,23 @@ def _json_entries_whole(body: bytes, include: str = "") -> list[_Entry] | None:
     return entries
 
 
+# an absolute URL that urljoin gives back as it is: printable ASCII, nothing urllib.parse would split off
+# or normalize (query, parameters, fragment, brackets, backslashes, a scheme in capitals)
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9._~%!$&'()*+,=:@-]+/[A-Za-z0-9._~%!$&'()*+,=:@/-]*")
+
+
+def _join(base: str, href: str) -> str:
+    """urljoin(base, href) less its fragment. An index's JSON page names its files by absolute URLs,
+    which urljoin would parse and put back together unchanged (a fifth of a big page's decoding): those
+    are taken as they are."""
+    if not href:
+        return ""
+    plain = href.split("#", 1)[0]
+    if _PLAIN_URL.fullmatch(plain):
+        return plain
+    return urllib.parse.urljoin(base, href).split("#", 1)[0]
+
+
 def _by_version(entries: list[_Entry], url: str) -> dict[Version, Release]:
     """The page's files grouped into releases (yanked files and unparsable names left out)."""
     out: dict[Version, Release] = {}
@@ -293,7 +476,7 @@ def _by_version(entries: list[_Entry], url: str) -> dict[Version, Release]:
             continue
         rel = out.setdefault(version, Release(version))
         rel.files.append(name)
-        rel.urls[name] = urllib.parse.urljoin(url, href).split("#", 1)[0] if href else ""
+        rel.urls[name] = _join(url, href)
         if isinstance(sha, str) and len(sha) == 64:
             rel.sha256[name] = sha.lower()
         rel.requires_python = rel.requires_python or rp

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from sparkenv import fastargs, optionspec
 from sparkenv.errors import SparkenvError
 from sparkenv.render import options as reporting
+from sparkenv.resolve import timeline
 from sparkenv.resolve.options import LOCK
 
 OPTIONS = (*LOCK, *reporting.REPORTING)
@@ -45,6 +46,7 @@ class LockArgs(NamedTuple):
 
 def parse(argv: list[str]) -> LockArgs | None:
     """argv after `lock`; None where typer should answer."""
+    timeline.mark("lock's parser imported")
     try:
         parsed = fastargs.parse(argv, OPTIONS)
     except SparkenvError:  # a value that is not a number: typer's usage error
@@ -102,7 +104,11 @@ def run(args: LockArgs) -> int:
     # The lock and the report's files together: validated first, all written or none replaced.
     view = shown(result, options)
     outputs_mod.write_all(pending, files(view, options))
-    return emit(view, options._replace(report=None, junit=None, sarif=None))
+    timeline.mark("lock written")
+    code = emit(view, options._replace(report=None, junit=None, sarif=None))
+    timeline.mark("report emitted")
+    timeline.flush()
+    return code
 
 
 def _shown(found: list[Any], options: reporting.ReportOptions) -> list[Any]:

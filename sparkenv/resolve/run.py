@@ -12,21 +12,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import credentials, profiles, project, signals
+from sparkenv import profiles, project, signals
 from sparkenv.errors import SparkenvError
 from sparkenv.lock import write as lockwrite
-from sparkenv.redact import redact
-from sparkenv.report import Finding, Report, Status, merge_by_subject
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import policy, uvdriver
-from sparkenv.resolve.check import check  # noqa: F401 - where callers have found it
+from sparkenv.resolve import timeline, uvdriver
 from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
-if TYPE_CHECKING:  # what judges uv's answer is imported once uv has started (resolve/resolved.py)
+if TYPE_CHECKING:
+    # what judges (the rules, the report) is imported once uv has started: only uv's command is
+    # needed before (the report, the policy, the credentials: ~20 ms of imports after uv's spawn)
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.facts.resolved import Locked
+    from sparkenv.report import Finding, Report
 
 STAGE_MAIN = "1-packages"
 STAGE_UNSLOTH = "2-unsloth"
@@ -43,13 +43,20 @@ def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> I
         [*inp.extra_index_urls, *(u for u in extra if u not in inp.extra_index_urls)],
         list(inp.find_links),
     )
-    # uv gets the URLs as given; sparkenv's own requests find their user-info by realm (never written)
-    credentials.remember([index.index_url, *index.extra_index_urls])
     return index
+
+
+def _remember(index: IndexOptions) -> None:
+    """uv gets the URLs as given; sparkenv's own requests find their user-info by realm (never written)."""
+    from sparkenv import credentials
+
+    credentials.remember([index.index_url, *index.extra_index_urls])
 
 
 def _reads_from(index: IndexOptions) -> str | None:
     """The index sparkenv's own requests read (pages, metadata): the one uv resolves against."""
+    from sparkenv import credentials
+
     return index.index_url or credentials.default_index()
 
 
@@ -62,6 +69,8 @@ def _declared(
     allowed: frozenset[str] = frozenset(),
 ) -> list[Finding]:
     """The one judgement of declared requirements that check and lock both make."""
+    from sparkenv.resolve import policy
+
     return policy.check_declared(
         inp.requirements,
         profile,
@@ -78,20 +87,46 @@ def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | 
     Everything is resolved together, the Unsloth family (and any `# sparkenv: no-deps` member) with its
     own requirements, so that the lock is closed: what the family imports is pinned too, at versions the
     family accepts. The family still installs in its own --no-deps stage after the rest."""
-    env = profile.marker_env()
-    lines, constraints, late = [], [], False
+    resolve = _resolve_stage(inp, profile)
+    return resolve, _install_stages(inp, profile, resolve)
+
+
+def _resolve_stage(inp: inputs_mod.Inputs, profile: profiles.Profile) -> Stage | None:
+    """What uv resolves (its command needs only this, before it starts): the family's data file is read
+    only for a requirement whose markers do not hold on the target."""
+    lines = [d.text for d in _resolved(inp, profile.marker_env())]
+    if not lines:
+        return None
+    return Stage(STAGE_MAIN, lines, constraints=[d.text for d in inp.requirements if d.constraint])
+
+
+def _install_stages(inp: inputs_mod.Inputs, profile: profiles.Profile, resolve: Stage | None) -> list[Stage]:
+    """The install stages of what uv resolves: a --no-deps stage after the rest when a family member or
+    a `# sparkenv: no-deps` member is among its requirements."""
+    if resolve is None:
+        return []
+    fam = _family()
+    resolved = _resolved(inp, profile.marker_env())
+    late = any(d.key in fam or (d.no_deps and d.key is not None) for d in resolved)
+    return [Stage(STAGE_MAIN, resolve.lines), *([Stage(STAGE_UNSLOTH, [], no_deps=True)] if late else [])]
+
+
+def _resolved(inp: inputs_mod.Inputs, env: dict[str, str]) -> list[Any]:
+    """The requirements (not constraints) uv resolves: those whose markers hold on the target, and the
+    others too unless they install in the --no-deps stage (the family, `no-deps` members)."""
+    fam: set[str] | None = None
+    out = []
     for d in inp.requirements:
         if d.constraint:
-            constraints.append(d.text)
-        elif d.applies(env) or not (d.key in _family() or d.no_deps):
-            lines.append(d.text)
-            late = late or (d.key in _family() or (d.no_deps and d.key is not None))
-    if not lines:
-        return None, []
-    stages = [Stage(STAGE_MAIN, lines)]
-    if late:
-        stages.append(Stage(STAGE_UNSLOTH, [], no_deps=True))
-    return Stage(STAGE_MAIN, lines, constraints=constraints), stages
+            continue
+        if not d.applies(env):
+            if d.no_deps:
+                continue
+            fam = _family() if fam is None else fam
+            if d.key in fam:
+                continue
+        out.append(d)
+    return out
 
 
 def _family() -> set[str]:
@@ -128,6 +163,8 @@ def _excluded(profile: profiles.Profile, allowed: set[str]) -> list[str]:
 
 def _say(progress: bool, line: str) -> None:
     if progress:
+        from sparkenv.redact import redact
+
         print(f"sparkenv lock: {redact(line)}", file=sys.stderr, flush=True)
 
 
@@ -165,14 +202,18 @@ def lock(
     output_files.check_folder(
         str(project.lock_folder(output_dir)), "--output-dir"
     )  # before a long resolution
+    timeline.mark("lock started")
     inp = inputs_mod.read(paths, extras, groups=groups)
+    timeline.mark("inputs read")
     profile = _profile(profile_arg, platform, inp)
+    timeline.mark("profile loaded")
     allowed = _allowed(allow_replace, profile)
     index = _index(inp, index_url, extra_index_urls or [])
     lockable = any(d.key or d.url for d in inp.requirements if not d.constraint)
-    resolve_stage, stages = _stages(inp, profile) if lockable else (None, [])
+    resolve_stage = _resolve_stage(inp, profile) if lockable else None
     excluded = _excluded(profile, allowed)
     pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
+    timeline.mark("uv's command known")
     bind = binding or (lambda found: found)
     with signals.raising():  # the CLI's handlers already raise; a library caller's may not
         uv = None
@@ -181,9 +222,16 @@ def lock(
                 prefer = _previous(pylock_path, upgrade)
                 uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
                 uv.start(timeout)
+            _remember(index)  # before sparkenv's own first request
+            stages = _install_stages(inp, profile, resolve_stage)
+            if uv is not None:
                 uv.read_beside(inp)
+                timeline.mark("reads beside started")
+            from sparkenv.report import Status
+
             declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
             withheld = any(f.status is Status.FAIL for f in bind(declared))
+            timeline.mark("declared judged")
             if not withheld and not lockable:
                 raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
             resolution = uv.finish(progress) if uv is not None and not withheld else _Resolution()
@@ -221,6 +269,8 @@ def _judged(
     """uv's answer judged with the declared findings; the lock's files rendered when nothing fails.
     `withheld`: a declared FAIL stopped the lock before uv's answer (nothing resolved, nothing written)."""
     from sparkenv.facts import lockfile as lockstatus
+    from sparkenv.report import Report, Status, merge_by_subject
+    from sparkenv.resolve import policy
 
     target = f"{' '.join(paths)} → {profile.python_platform}"
     pylock_path, req_path = lock_paths
@@ -232,13 +282,16 @@ def _judged(
     from sparkenv.resolve import lock_files, metadata, resolved
 
     locked, raw = _locked(resolution.text, inp, stages)
+    timeline.mark("uv's answer parsed")
     t_resolved = time.perf_counter()
     _say(
         progress,
         f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
     )
     resolution.settle(raw)
+    timeline.mark("early reads settled")
     metas = metadata.read(resolved.refs(raw), index_url=_reads_from(index))
+    timeline.mark("metadata read")
     findings = [
         *declared,
         *resolved.findings(
@@ -260,6 +313,7 @@ def _judged(
         packages=len(locked),
         stages=len(stages),
     )
+    timeline.mark("findings judged")
     verdict = policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))
     if all(f.status is Status.PASS for f in verdict):  # the registry's go-ahead: write it
         files = lock_files.render(
@@ -270,6 +324,7 @@ def _judged(
             lockwrite.write_pair(files)
         else:
             outputs.update(files)
+        timeline.mark("lock rendered")
     findings += verdict
     report = Report("lock", target, merge_by_subject(findings), profile=profile.name)
     report.context = {
@@ -363,12 +418,16 @@ class _Resolving:
         while True:
             assert self.running is not None
             try:
+                from sparkenv.redact import redact
+
                 # uv may copy an index's user-info into file URLs: the lock keeps none
                 self.out.text = redact(self.running.result())
                 self.done = True
                 return self.out
             except uvdriver.BuildFailed as bf:
                 if os.environ.get("SPARKENV_DEBUG"):
+                    from sparkenv.redact import redact
+
                     print(redact(bf.raw), file=sys.stderr, flush=True)
                 if bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES:
                     raise
@@ -471,6 +530,8 @@ def lock_check(
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.lock import profile as lockprofile
     from sparkenv.lock import read as lockread
+    from sparkenv.report import Report, merge_by_subject
+    from sparkenv.resolve import policy
     from sparkenv.resolve.lock_files import relative
 
     out_dir = project.lock_folder(output_dir)

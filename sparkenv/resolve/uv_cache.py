@@ -182,8 +182,10 @@ def file_urls(key: str, prefix: str, index_is_pypi: bool) -> dict[str, str]:
     while at >= 0:  # bytes.find, not a regular expression: a page of a big project is megabytes
         tail = _NAME_TAIL.match(data, at + len(needle))
         start = data.rfind(b"http", max(0, at - 4096), at)
-        url = _URL_CHARS.match(data, start) if start >= 0 and tail is not None else None
-        if tail is not None and url is not None and url.end() >= tail.end():
+        # the URL's run of printable bytes up to the name's end only: uv keeps its URLs back to back, and a
+        # match left to run on took a page's every URL after it
+        url = _URL_CHARS.match(data, start, tail.end()) if start >= 0 and tail is not None else None
+        if tail is not None and url is not None and url.end() == tail.end():
             name = data[at + 1 : tail.end()].decode("ascii")
             found.setdefault(name, _without_dot_segments(data[start : tail.end()].decode("ascii")))
         at = data.find(needle, at + 1)

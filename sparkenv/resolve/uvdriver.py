@@ -19,7 +19,7 @@ from pathlib import Path
 from sparkenv import children, signals
 from sparkenv.errors import ServiceMissing, SparkenvError
 from sparkenv.profiles import Profile
-from sparkenv.resolve import preferences
+from sparkenv.resolve import preferences, timeline
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uv_binary import uv_binary
 
@@ -179,6 +179,7 @@ class Running:
             # its own session: killpg reaches everything uv started (sparkenv/children.py)
             quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
             self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
+            timeline.mark("uv spawned")
         except OSError as exc:
             raise ServiceMissing(f"cannot run uv: {exc}") from None
 
@@ -208,6 +209,7 @@ class Running:
                 stderr = proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))[1]
             else:
                 proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+                timeline.mark("uv exited")
                 self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
                 stderr = "".join(self._kept)
         except subprocess.TimeoutExpired:

@@ -122,3 +122,71 @@ def test_a_name_the_partial_reading_cannot_take_as_it_is_makes_it_decode_the_who
     one = fallbacks.release(url, "demo", "1.0")
     assert one is not None and 'demo-1.0-py3-none-"odd".whl' in one.files
     assert fallbacks.releases(url, "demo") == _whole(url)
+
+
+def test_a_page_of_absolute_urls_read_in_part_gives_what_the_whole_page_gives(index):
+    """As a large index serves them: every file by an absolute URL that holds its name (so each version
+    is found twice in the page), a yanked reason with an escape elsewhere in the page."""
+    page = _page()
+    for f in page["files"]:
+        f["url"] = f"https://127.0.0.1:1/packages/ab/cd/{f['filename']}#sha256={f['hashes']['sha256']}"
+    page["files"][4]["yanked"] = 'broken "wheel"'  # an escape, not in a name: the page is still read in part
+    url = index(page)
+    whole = _whole(url)
+    assert fallbacks.releases(url, "demo") == whole
+    _, body, _ = fallbacks._page(url, "demo", 10) or ("", b"", "")
+    quick = fallbacks._json_entries_of(body.decode(), ["-3.0", "-2.0", "-1.0.1"])
+    assert quick is not None and quick == fallbacks._json_entries_whole(body)
+    one = fallbacks.release(url, "demo", "1.0")
+    assert (
+        one is not None
+        and one.urls["demo-1.0.tar.gz"] == "https://127.0.0.1:1/packages/ab/cd/demo-1.0.tar.gz"
+    )
+
+
+@pytest.mark.parametrize(
+    "href",
+    [
+        "https://127.0.0.1:1/packages/ab/demo-1.0-py3-none-any.whl",
+        "https://127.0.0.1:1/packages/ab/demo-1.0-py3-none-any.whl#sha256=00",
+        "http://127.0.0.1:1/packages/demo-1.0.tar.gz",
+        "HTTPS://127.0.0.1:1/packages/demo-1.0.tar.gz",
+        "https://127.0.0.1:1/a/../b/./demo-1.0.tar.gz",
+        "https://127.0.0.1:1/packages/demo-1.0.tar.gz?x=1",
+        "https://127.0.0.1:1/packages/demo-1.0.tar.gz?",
+        "https://127.0.0.1:1/packages/demo;v=1.tar.gz",
+        "https://[::1]:1/packages/demo-1.0.tar.gz",
+        "https://user@127.0.0.1:1//double//demo-1.0.tar.gz",
+        "../../files/demo-1.0.tar.gz",
+        "/files/demo-1.0.tar.gz",
+        "//127.0.0.1:2/files/demo-1.0.tar.gz",
+        "demo-1.0.tar.gz#sha256=00",
+        "",
+    ],
+)
+def test_a_file_url_is_what_urljoin_gives(href):
+    import urllib.parse
+
+    for base in ("https://127.0.0.1:1/simple/demo/", "http://127.0.0.1:1/simple/demo/"):
+        expected = urllib.parse.urljoin(base, href).split("#", 1)[0] if href else ""
+        assert fallbacks._join(base, href) == expected
+
+
+def test_newest_versions_that_share_a_prefix_are_found_in_one_scan_as_in_the_whole_page(index):
+    """-1.10.3, -1.10.2, -1.10.1 share "-1.10.": the page is scanned for it once; 1.10.10 and 1.1.0 hold
+    it or part of it and are not taken for them."""
+    files = [
+        _file(f"demo-{v}-py3-none-any.whl", str(i) * 64, f"2025-0{i}-01T00:00:00Z")
+        for i, v in enumerate(["1.1.0", "1.10.1", "1.10.2", "1.10.3", "1.10.10rc1"], start=1)
+    ]
+    page = {"meta": {"api-version": "1.1"}, "name": "demo", "files": files}
+    page["versions"] = ["1.1.0", "1.10.1", "1.10.2", "1.10.3", "1.10.10rc1"]
+    url = index(page)
+    _, body, _ = fallbacks._page(url, "demo", 10) or ("", b"", "")
+    needles = ["-1.10.3", "-1.10.2", "-1.10.1"]
+    quick = fallbacks._json_entries_of(body.decode(), needles)
+    assert quick is not None and quick == fallbacks._json_entries_whole(body)
+    assert [e[0] for e in quick] == [
+        f"demo-{v}-py3-none-any.whl" for v in ["1.10.1", "1.10.2", "1.10.3", "1.10.10rc1"]
+    ]
+    assert fallbacks.releases(url, "demo") == _whole(url)

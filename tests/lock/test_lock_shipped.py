@@ -42,11 +42,19 @@ def test_every_file_downloads_for_the_target_with_hashes(tmp_path):
 
 @pytest.mark.network
 def test_default_profile_resolves_the_playbook_stack_from_pypi(run, tmp_path):
-    """Re-locked as of the date the shipped lock records, the playbook stack gives the shipped lock
-    again: closed (the Unsloth family's own requirements locked too), nothing of the base replaced."""
+    """Re-locked in place as of the date the shipped lock records, the playbook stack gives the shipped
+    lock again: closed (the Unsloth family's own requirements locked too), nothing of the base replaced.
+    In place, as a user re-locks: the lock it replaces hands uv its versions as preferences. A fresh
+    resolution as of the same date need not give the same pins: the index's answer for a past date
+    moves (seen here: accelerate 1.16.0 and httpx 0.29.0, upload times before the lock's date, picked
+    by a fresh resolution after the shipped lock had 1.15.0 and 0.28.1)."""
+    import shutil
+
     from sparkenv.lock import read
 
-    as_of = read.pylock(LOCKS / "pylock.ngc-25-11.toml").exclude_newer
+    shipped = LOCKS / "pylock.ngc-25-11.toml"
+    as_of = read.pylock(shipped).exclude_newer
+    shutil.copy(shipped, tmp_path / shipped.name)
     r = run(
         "lock", str(LOCKS / "inputs" / "playbook-unsloth.txt"), "--output-dir", str(tmp_path), "--json",
         "--exclude-newer", as_of,

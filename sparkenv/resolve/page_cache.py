@@ -1,0 +1,188 @@
+"""What sparkenv keeps of the index pages it read (resolve/fallbacks.py), by URL, under the index's own
+HTTP caching rules, as uv keeps its pages.
+
+A page of a big project is megabytes of JSON (thousands of files), read beside uv on every lock, and
+decoding it costs more CPU than reading it. What the old-fallback rule took of it (its newest releases:
+versions, files, upload times, requires-python, sha256, URLs) is kept here, small, with what the index
+said of the page's freshness:
+- fresh (`Cache-Control: max-age`, else `Expires` against `Date`, less the response's `Age`): taken
+  without a request;
+- stale with a validator (`ETag`, `Last-Modified`): asked again conditionally; a 304 is taken without a
+  download or a decode, and the page is fresh again for as long as the 304 says;
+- a page served again whole (a 200, or a server that gives neither freshness nor validators) whose
+  bytes hash to the same sha256 as the kept one: taken without a decode, since the same bytes decode the
+  same.
+`no-store` keeps nothing; `no-cache` keeps the page but asks again every time. Nothing is served stale:
+a page that cannot be asked again is unreadable, as it is without a cache.
+
+One file per URL, named by the sha256 of the URL without its user-info; the file holds no credential
+(the URL's user-info is left out, and sparkenv.outputs redacts what it writes). A file that cannot be
+read, is not what this module writes, or names another URL is not trusted: the page is read from the
+index and the file rewritten.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkenv.redact import redact
+
+FORMAT = 1  # what is kept; another value (an older or newer sparkenv's file) is not read
+_MAX_AGE = re.compile(r"(?:^|,)\s*max-age\s*=\s*\"?(\d+)\"?\s*(?:,|$)", re.IGNORECASE)
+
+
+@dataclass
+class Kept:
+    """One page as kept: freshness, validators, the body's sha256, and what the caller kept of it."""
+
+    url: str  # without user-info
+    stored: float  # time.time() when the response was received
+    lifetime: float  # seconds fresh after `stored` (0: ask again)
+    no_cache: bool  # the index asks to be asked again every time
+    etag: str
+    last_modified: str
+    kind: str  # what the page was ("json" or "html": the caller's words)
+    digest: str  # sha256 of the body
+    data: Any  # the caller's compact form (JSON types)
+
+    def fresh(self, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        # a clock set back since then: not trusted to be fresh
+        return not self.no_cache and self.stored <= now < self.stored + self.lifetime
+
+    def validators(self) -> dict[str, str]:
+        """The headers of a conditional request for this page (none when the index gave no validator)."""
+        out = {}
+        if self.etag:
+            out["If-None-Match"] = self.etag
+        if self.last_modified:
+            out["If-Modified-Since"] = self.last_modified
+        return out
+
+
+def folder() -> Path:
+    from sparkenv import cache
+
+    return cache.root() / "index-pages"
+
+
+def _file(url: str) -> Path:
+    return folder() / f"{hashlib.sha256(redact(url).encode()).hexdigest()}.json"
+
+
+def digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def load(url: str) -> Kept | None:
+    """The kept page of `url`; None when there is none or the file is not one this module wrote for it."""
+    try:
+        raw = json.loads(_file(url).read_bytes())
+    except (OSError, ValueError):
+        return None
+    try:
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT or raw.get("url") != redact(url):
+            return None
+        kept = Kept(
+            url=raw["url"],
+            stored=float(raw["stored"]),
+            lifetime=float(raw["lifetime"]),
+            no_cache=raw["no_cache"] is True,
+            etag=raw["etag"],
+            last_modified=raw["last_modified"],
+            kind=raw["kind"],
+            digest=raw["digest"],
+            data=raw["data"],
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    texts = (kept.etag, kept.last_modified, kept.kind, kept.digest)
+    if not all(isinstance(t, str) for t in texts) or len(kept.digest) != 64 or kept.lifetime != kept.lifetime:
+        return None  # NaN lifetime above: never fresh, never trusted
+    return kept
+
+
+def save(kept: Kept) -> None:
+    """Write the page's file (atomically, through sparkenv.outputs, which redacts); a cache that cannot be
+    written only costs time."""
+    import contextlib
+
+    from sparkenv import outputs
+    from sparkenv.errors import SparkenvError
+
+    record = {"format": FORMAT, **{k: getattr(kept, k) for k in Kept.__dataclass_fields__}}
+    record["url"] = redact(kept.url)
+    with contextlib.suppress(OSError, SparkenvError, ValueError, TypeError):
+        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+        outputs.write_one(_file(kept.url), text, make_parents=True)
+
+
+def forget(url: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        _file(url).unlink()
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a response says of its own caching (RFC 9111, as a private cache reads it)."""
+
+    store: bool
+    lifetime: float
+    no_cache: bool
+    etag: str
+    last_modified: str
+
+
+def policy(headers: Mapping[str, str], now: float | None = None) -> Policy:
+    """The caching a response's headers ask for. Freshness: `max-age` (a private cache: `s-maxage` is
+    not for it), else `Expires` less `Date`; less `Age` (what a cache on the way already spent).
+    Without either the page is stale at once: it is asked again (conditionally when it has a
+    validator), as RFC 9111 asks of a cache that makes no heuristic guess."""
+    control = ",".join(v for k, v in headers.items() if k.lower() == "cache-control")
+    words = {w.strip().split("=", 1)[0].strip().lower() for w in control.split(",") if w.strip()}
+    lifetime = 0.0
+    m = _MAX_AGE.search(control)
+    if m:
+        lifetime = float(m.group(1))
+    else:
+        expires, date = _date(_header(headers, "Expires")), _date(_header(headers, "Date"))
+        if date is None:
+            date = time.time() if now is None else now
+        if expires is not None:
+            lifetime = max(0.0, expires - date)
+    try:
+        age = max(0.0, float(_header(headers, "Age") or 0))
+    except ValueError:
+        age = 0.0
+    return Policy(
+        store="no-store" not in words,
+        lifetime=max(0.0, lifetime - age),
+        no_cache="no-cache" in words,
+        etag=_header(headers, "ETag"),
+        last_modified=_header(headers, "Last-Modified"),
+    )
+
+
+def _header(headers: Mapping[str, str], name: str) -> str:
+    want = name.lower()
+    return next((str(v) for k, v in headers.items() if k.lower() == want), "")
+
+
+def _date(value: str) -> float | None:
+    if not value:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return parsed.timestamp() if parsed.tzinfo else None
