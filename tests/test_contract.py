@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from test_audit_g1 import cuda13_torch
+from audit_layouts import cuda13_torch
 
 from sparkenv.report import LINE_RE
 
