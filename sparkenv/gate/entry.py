@@ -248,6 +248,11 @@ def run(a: GateArgs) -> int:
 
 def start_workload(a: GateArgs) -> None:
     """With --watch, the watcher first (it watches this PID, which the exec hands to the workload)."""
+    from sparkenv import children
+
+    # check workers never fed (the gate ended before judging): none survives; before the watcher
+    # starts, which is a registered child too and must outlive the exec
+    children.kill_all()
     if a.watch:
         from sparkenv.watch import launch
 
@@ -264,7 +269,6 @@ def exec_workload(cmd: list[str]) -> None:
     from sparkenv import children
     from sparkenv.gate import forked
 
-    children.kill_all()  # check workers never fed (the gate ended before judging): none survives
     forked.reap_all()
     children.before_exec()
     try:
