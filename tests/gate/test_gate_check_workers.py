@@ -128,14 +128,14 @@ def test_the_workload_inherits_no_child_or_pipe_of_the_gate(tmp_path, policy):
         "-q",
         "--policy",
         policy,
+        # strict on any machine: every finding judged (by the workers) but none shown, so none blocks
+        *(["--ignore", ",".join(f"G{n}" for n in range(1, 11))] if policy == "strict" else []),
         "--",
         sys.executable,
         str(script),
     ]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=120)
-    if policy == "strict" and proc.returncode == 1:
-        pytest.skip("this machine blocks a strict start: the warn case covers the exec")
     assert proc.returncode == 0, err
     seen = json.loads(out.strip().splitlines()[-1])
     assert seen["pid"] == proc.pid  # exec'd: the gate's PID
