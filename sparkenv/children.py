@@ -57,6 +57,15 @@ def before_exec() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, as a container's cpuset sets it): how many
+    forked workers can run side by side (the audit's readers, the gate's check workers)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def spawn(
     argv: list[str],
     env: dict[str, str] | None = None,

@@ -49,11 +49,7 @@ def default_workers() -> int:
     given = os.environ.get("SPARKENV_AUDIT_WORKERS", "").strip()
     if given.isdigit():
         return min(int(given), 64)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(0, min(cpus - 1, MAX_WORKERS))
+    return max(0, min(children.usable_cpus() - 1, MAX_WORKERS))
 
 
 class Readahead:

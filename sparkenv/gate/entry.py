@@ -143,15 +143,12 @@ def workers_wanted() -> bool:
     """Check workers (gate/early.py CHECK_GROUPS): $SPARKENV_GATE_WORKERS 1 always, 0 never (the gate
     judges every check itself), unset where the machine has early.MIN_CPUS cores or more (fewer: they
     would take turns with the probes and the gate on the same cores). SparkenvError for another value."""
+    from sparkenv import children
     from sparkenv.gate.early import MIN_CPUS
 
     if os.environ.get("SPARKENV_GATE_WORKERS", "").strip():
         return env_flag("SPARKENV_GATE_WORKERS")
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return cpus >= MIN_CPUS
+    return children.usable_cpus() >= MIN_CPUS
 
 
 def _check_group(group: tuple[str, ...], receive: Any, alarm: int) -> Any:
