@@ -43,6 +43,7 @@ from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
 from sparkenv.profiles import Profile
+from sparkenv.redact import redact
 from sparkenv.resolve import page_cache
 from sparkenv.resolve.default_index import installers_default
 
@@ -120,6 +121,18 @@ _Entry = tuple[
 ]  # name, yanked, requires-python, upload, href, sha256
 
 
+# redacted page URL -> sha256 of the bytes behind the last answer releases() gave for it in this process
+# ("" when the page could not be read): what a judged lock rests on (resolve/judged_cache.py)
+_DIGESTS: dict[str, str] = {}
+
+
+def page_digest(index_url: str | None, key: str) -> str:
+    """sha256 of the index page bytes behind releases()'s last answer for `key` in this process; "" when
+    it was not asked, or the page could not be read."""
+    url = _page_url(index_url, key)
+    return _DIGESTS.get(redact(url), "") if url is not None else ""
+
+
 def releases(
     index_url: str | None, key: str, timeout: float = 20.0, include: str = ""
 ) -> dict[Version, Release] | None:
@@ -131,28 +144,36 @@ def releases(
     url = _page_url(index_url, key)
     if url is None:
         return None
+    got, sha = _releases(url, timeout, include)
+    if not include:
+        _DIGESTS[redact(url)] = sha if got is not None else ""
+    return got
+
+
+def _releases(url: str, timeout: float, include: str) -> tuple[dict[Version, Release] | None, str]:
+    """releases() of the page at `url`, with the sha256 of the bytes it came from."""
     kept = None if include else page_cache.load(url)
     got = _unkept(kept.data) if kept is not None else None
     if got is None:  # none kept, or not releases (a damaged file): not trusted, read anew
         kept = None
     elif kept is not None and kept.fresh():
-        return got
+        return got, kept.digest
     page = _get(url, timeout, kept.validators() if kept is not None else {})
     if page is None:
-        return None
+        return None, ""
     status, body, headers = page
     if status == 304 and kept is not None:
         _keep_again(kept, headers)
-        return got
+        return got, kept.digest
     kind = "json" if "json" in headers.get("Content-Type", "") else "html"
     sha = page_cache.digest(body)
     if kept is not None and kept.kind == kind and kept.digest == sha:  # the same bytes decode the same
         _keep_again(kept, headers)
-        return got
+        return got, sha
     out = _decoded(body, kind, url, include)
     if out is not None and not include:
         _keep(url, headers, kind, sha, out)
-    return out
+    return out, sha
 
 
 def _decoded(body: bytes, kind: str, url: str, include: str = "") -> dict[Version, Release] | None:
@@ -518,12 +539,19 @@ def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
 
 
 def _unmet(
-    rel: Release, profile: Profile, target: set[tags.Tag], versions: dict[str, str], url: str | None
+    rel: Release,
+    profile: Profile,
+    target: set[tags.Tag],
+    versions: dict[str, str],
+    url: str | None,
+    reads: Reads | None = None,
 ) -> str:
     """Which requirement of a newer release stops it: one it needs that has no file for the target, or
-    one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel)."""
+    one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel).
+    `reads` notes the pages read and any read that failed (the answer then says less than it could)."""
     from sparkenv.resolve import metadata, remote_zip
 
+    reads = reads if reads is not None else Reads()
     fits = [f for f in rel.files if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3])]
     if not fits or not rel.urls.get(fits[0]):
         return "a requirement of it cannot be met with the rest"
@@ -533,13 +561,16 @@ def _unmet(
         try:
             text = metadata._text(ref, 20.0)[0]
         except remote_zip.Unreadable:
+            reads.unanswered = True
             return "a requirement of it cannot be met with the rest"
     else:
+        reads.unanswered = True  # bytes not named by a hash: what they say may change under the same URL
         text = metadata._pep658(ref, 20.0)
     if text is None:
         try:
             text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()
         except (remote_zip.Unreadable, KeyError, UnicodeDecodeError):
+            reads.unanswered = True
             return "a requirement of it cannot be met with the rest"
     env = profile.marker_env()
     problems = []
@@ -550,10 +581,20 @@ def _unmet(
         if dep in versions:
             continue  # resolved, so met (or uv would have said so)
         page = releases(url, dep)
+        reads.pages.add(dep)
         ok = [r for v, r in (page or {}).items() if req.specifier.contains(v, prereleases=True)]
         if page is not None and not any(_fits(r, profile, target) is None for r in ok):
             problems.append(f"it needs {req}, which has no release for {profile.python_platform}")
     return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
+
+
+@dataclass
+class Reads:
+    """What a fallback verdict rested on: the projects whose index page it read, and whether a read
+    failed (then a verdict made again may say more)."""
+
+    pages: set[str] = field(default_factory=set)
+    unanswered: bool = False
 
 
 PAGE_READERS = 8  # pages read at once: each one more at a time costs a connection (TLS handshake)
@@ -593,16 +634,20 @@ def gather(
     index_url: str | None,
     versions: dict[str, str] | None = None,
     prefetched: dict[str, Future[dict[Version, Release] | None]] | None = None,
+    reads: Reads | None = None,
 ) -> list[FallbackFacts]:
     """`candidates`: name -> (locked version, the locked file's upload time as uv recorded it, or None);
     `versions`: every locked name -> version. Reads the index pages concurrently; digs for the reasons
-    (a newer release's metadata) only where rules/g9.py would call it a fallback."""
+    (a newer release's metadata) only where rules/g9.py would call it a fallback. `reads` is told what
+    the verdicts rested on."""
+    reads = reads if reads is not None else Reads()
     if not candidates:
         return []
     url = index_url
     pages = _pages(list(candidates), url, prefetched or {})
+    reads.pages |= set(candidates)
     target = _target_tags(profile)
-    ctx = _Context(declared, graph_edges, chain, profile, target, versions or {}, url, fallback_days())
+    ctx = _Context(declared, graph_edges, chain, profile, target, versions or {}, url, fallback_days(), reads)
     out: list[FallbackFacts] = []
     for key, (version, uploaded) in sorted(candidates.items()):
         page = pages.get(key)
@@ -647,6 +692,7 @@ class _Context:
     versions: dict[str, str]
     url: str | None
     limit: int  # days (data/packages.toml)
+    reads: Reads
 
 
 def _fallback(
@@ -687,7 +733,9 @@ def _caps(key: str, newest: Version, ctx: _Context) -> list[str]:
 
 
 def _why_not(rel: Release, ctx: _Context) -> str:
-    return _fits(rel, ctx.profile, ctx.target) or _unmet(rel, ctx.profile, ctx.target, ctx.versions, ctx.url)
+    return _fits(rel, ctx.profile, ctx.target) or _unmet(
+        rel, ctx.profile, ctx.target, ctx.versions, ctx.url, ctx.reads
+    )
 
 
 def declared_specifiers(requirements: list, env: dict[str, str]) -> dict[str, SpecifierSet]:  # type: ignore[type-arg]

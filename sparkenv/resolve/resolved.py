@@ -5,6 +5,7 @@ is needed before."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -17,7 +18,19 @@ from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import metadata, policy, uvdriver
 
 
-def findings(
+@dataclass
+class Judged:
+    """The resolved set's findings; whether every read they rest on gave its answer (metadata, file
+    lists, RECORDs, sdists, ELF within the budget, index pages, a newer release's metadata); and the
+    sha256 of each index page read (project -> digest). Only a complete judgement is kept for a re-lock
+    (resolve/judged_cache.py): a read that failed now might not fail next time."""
+
+    findings: list[Finding]
+    complete: bool
+    pages: dict[str, str] = field(default_factory=dict)
+
+
+def judged(
     inp: inputs_mod.Inputs,
     profile: profiles.Profile,
     locked: dict[str, Locked],
@@ -27,8 +40,9 @@ def findings(
     index_url: str | None = None,
     prefetched: dict[str, Any] | None = None,
     failures: list[uvdriver.BuildFailed] | None = None,
-) -> list[Finding]:
+) -> Judged:
     from sparkenv.facts import graph
+    from sparkenv.resolve import fallbacks
 
     env = profile.marker_env()
     requires, problems = _requirements_of(locked, metas)
@@ -41,7 +55,11 @@ def findings(
     kept_out = [n for n in profile.excluded() if n not in allowed]
     base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
     so_files, elves = _wheel_reads(raw, locked, edges)
-    return policy.check_resolved(
+    records = _records_to_read(raw, locked, edges, base_versions)
+    sdists = _sdist_builds(sdist_refs)
+    reads = fallbacks.Reads()
+    old = _fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched, reads)
+    found = policy.check_resolved(
         locked,
         roots,
         profile,
@@ -49,15 +67,29 @@ def findings(
         kept_out,
         edges=tuple(edges),
         allow_replace=frozenset(allowed),
-        records=_records_to_read(raw, locked, edges, base_versions),
-        fallbacks=tuple(_fallbacks(inp, profile, locked, raw, edges, chain, index_url, prefetched)),
+        records=records,
+        fallbacks=tuple(old),
         metadata_problems=tuple(problems),
-        sdist_builds=_sdist_builds(sdist_refs),
+        sdist_builds=sdists,
         wheel_files=so_files,
         wheel_elves=elves,
         build_failures=tuple(failed),
         root_extras=root_extras,
     )
+    pages = {k: fallbacks.page_digest(index_url, k) for k in sorted(reads.pages)}
+    complete = (
+        not failed
+        and not reads.unanswered
+        and all(pages.values())
+        and all(isinstance(m, metadata.Metadata) for m in metas.values())
+        and all(isinstance(f, tuple) for f in so_files.values())
+        and all(records.values())
+        and all(b.kind != "unknown" for b in sdists.values())
+        # a wheel left past the read budget is read on a later run (what was read is cached and charged
+        # nothing then): the judgement is not final yet
+        and all(not e.unread for e in elves.values())
+    )
+    return Judged(found, complete, pages)
 
 
 def _requirements_of(
@@ -175,6 +207,7 @@ def _fallbacks(
     chain: dict[str, list[str]],
     index_url: str | None,
     prefetched: dict[str, Any] | None = None,
+    reads: Any = None,
 ) -> list:  # type: ignore[type-arg]
     """Declared requirements not pinned exactly, and sdist-only picks: what the index says of them."""
     from sparkenv.resolve import fallbacks
@@ -188,7 +221,7 @@ def _fallbacks(
     declared = fallbacks.declared_specifiers(inp.requirements, env)
     versions = {k: p.version for k, p in locked.items()}
     pre = {k: f for k, f in (prefetched or {}).items() if k in candidates}
-    return fallbacks.gather(candidates, declared, edges, chain, profile, index_url, versions, pre)
+    return fallbacks.gather(candidates, declared, edges, chain, profile, index_url, versions, pre, reads)
 
 
 def fallback_roots(inp: inputs_mod.Inputs, profile: profiles.Profile) -> set[str]:

@@ -279,32 +279,24 @@ def _judged(
         outcome = lockstatus.Outcome(*shown, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
-    from sparkenv.resolve import lock_files, metadata, resolved
+    from sparkenv.resolve import judged_cache, lock_files
 
     locked, raw = _locked(resolution.text, inp, stages)
     timeline.mark("uv's answer parsed")
     t_resolved = time.perf_counter()
-    _say(
-        progress,
-        f"uv resolved {len(locked)} package(s) in {t_resolved - started:.1f} s; reading their metadata …",
-    )
-    resolution.settle(raw)
-    timeline.mark("early reads settled")
-    metas = metadata.read(resolved.refs(raw), index_url=_reads_from(index))
-    timeline.mark("metadata read")
-    findings = [
-        *declared,
-        *resolved.findings(
-            inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages,
-            resolution.failures,
-        ),
-    ]  # fmt: skip
-    _say(
-        progress,
-        f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
-        f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} from "
-        "caches)",
-    )
+    judgement = judged_cache.key(
+        "judgement", judged_cache.code_stamp(), judged_cache.text_sha256(resolution.text), inp, profile,
+        index, _reads_from(index), stages, excluded, sorted(allowed), exclude_newer, declared,
+    )  # fmt: skip
+    kept = None if resolution.failures else _kept_judgement(judgement, index, resolution)
+    if kept is not None:
+        resolution.drop()
+        findings = [*declared, *kept]
+        timeline.mark("kept judgement taken")
+        _say(progress, f"uv resolved {len(locked)} package(s) as last time: the judgement of then is kept")
+    else:
+        findings = [*declared, *_judge_afresh(judgement, inp, profile, index, allowed, locked, raw,
+                                              resolution, progress, t_resolved - started)]  # fmt: skip
     outcome = lockstatus.Outcome(
         *shown,
         # a package uv could not build is missing from the set: no lock, whatever is ignored or waived
@@ -325,6 +317,10 @@ def _judged(
         else:
             outputs.update(files)
         timeline.mark("lock rendered")
+        if resolution.before_uv and (kept is not None or resolution.kept):
+            # the next plain re-lock replaces this very lock: it may expect uv to answer as now
+            again = judged_cache.text_sha256(files[pylock_path])
+            judged_cache.predict(judged_cache.key("before uv", *resolution.before_uv, again, KEEP), judgement)
     findings += verdict
     report = Report("lock", target, merge_by_subject(findings), profile=profile.name)
     report.context = {
@@ -337,6 +333,68 @@ def _judged(
     return report
 
 
+def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution) -> list[Finding] | None:
+    """The resolved set's findings kept for this judgement's key (resolve/judged_cache.py), when every
+    index page they rest on is, asked again now as a full judgement asks it, the same bytes; else None."""
+    from concurrent.futures import Future
+
+    from sparkenv.resolve import fallbacks, judged_cache
+
+    entry = judged_cache.load(judgement)
+    if entry is None:
+        return None
+    reads = _reads_from(index)
+    missing = [k for k in entry.pages if k not in resolution.pages]
+    pages: dict[str, Future[Any]] = {**resolution.pages, **fallbacks.prefetch(reads, missing)}
+    for key, sha in entry.pages.items():
+        try:
+            answered = pages[key].result(timeout=30) is not None
+        except Exception:  # unreadable now: judged afresh, as it would be without the cache
+            return None
+        if not answered or fallbacks.page_digest(reads, key) != sha:
+            return None
+    return list(entry.findings)
+
+
+def _judge_afresh(
+    judgement: str,
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    index: IndexOptions,
+    allowed: set[str],
+    locked: dict[str, Locked],
+    raw: dict[str, dict[str, Any]],
+    resolution: _Resolution,
+    progress: bool,
+    took: float,
+) -> list[Finding]:
+    """The resolved set's findings, read and judged; kept for the next re-lock when complete (every
+    read answered, no build failure, no ERROR)."""
+    from sparkenv.resolve import judged_cache, metadata, resolved
+
+    _say(progress, f"uv resolved {len(locked)} package(s) in {took:.1f} s; reading their metadata …")
+    t_resolved = time.perf_counter()
+    resolution.settle(raw)
+    timeline.mark("early reads settled")
+    metas = metadata.read(resolved.refs(raw), index_url=_reads_from(index))
+    timeline.mark("metadata read")
+    got = resolved.judged(
+        inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages, resolution.failures
+    )
+    _say(
+        progress,
+        f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
+        f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} from "
+        "caches)",
+    )
+    if got.complete and not resolution.failures and judged_cache.keepable(got.findings):
+        judged_cache.save(judgement, got.findings, got.pages)
+        resolution.kept = True
+        if resolution.before_uv:
+            judged_cache.predict(resolution.before_key, judgement)
+    return got.findings
+
+
 @dataclass
 class _Resolution:
     """What the resolution step hands on: uv's pylock text (redacted), the packages uv could not build,
@@ -346,6 +404,11 @@ class _Resolution:
     failures: list[uvdriver.BuildFailed] = field(default_factory=list)
     pages: dict[str, Any] = field(default_factory=dict)
     early: Any = None  # resolve.early.EarlyReads
+    # what a kept judgement's key before uv is made of, less the lock replaced and --upgrade
+    # (resolve/judged_cache.py); and that key
+    before_uv: tuple[Any, ...] = ()
+    before_key: str = ""
+    kept: bool = False  # this lock's judgement was kept for the next one
 
     def settle(self, raw: dict[str, dict[str, Any]]) -> None:
         """Wait for the early reads of the files the lock holds; their answers are in the caches now."""
@@ -353,6 +416,11 @@ class _Resolution:
             from sparkenv.resolve.resolved import refs
 
             self.early.settle({r.filename: r.sha256 for r in refs(raw)})
+
+    def drop(self) -> None:
+        """The judgement is kept from an earlier lock: the early reads are not waited for."""
+        if self.early is not None:
+            self.early.close()
 
 
 MAX_BUILD_FAILURES = 5
@@ -398,14 +466,32 @@ class _Resolving:
 
     def read_beside(self, inp: inputs_mod.Inputs) -> None:
         """What runs while uv resolves: the early reads of its picks (fed by its log), the index pages of
-        the declared names (for old fallbacks), the imports and data files that judge its answer."""
-        from sparkenv.resolve import early, fallbacks, resolved
+        the declared names (for old fallbacks), the imports and data files that judge its answer. When
+        the last lock with the same inputs, options and lock to replace came to a judgement that was
+        kept (resolve/judged_cache.py), uv is expected to answer as it did then: only the index pages
+        that judgement rests on are read, and the imports that take it."""
+        from sparkenv.resolve import fallbacks, judged_cache, resolved
 
-        self.out.early = early.EarlyReads(_reads_from(self.index))
+        reads = _reads_from(self.index)
+        self.out.before_uv = (
+            judged_cache.code_stamp(), inp, self.profile, self.index, reads, self.stage, list(self.skip),
+            self.exclude_newer,
+        )  # fmt: skip
+        previous = judged_cache.file_sha256(self.previous)
+        self.out.before_key = judged_cache.key("before uv", *self.out.before_uv, previous, self.upgrade)
+        expected = judged_cache.predicted(self.out.before_key)
+        roots = set(resolved.fallback_roots(inp, self.profile))
         assert self.running is not None
+        if expected is not None:
+            self.running.read_log(_ignore)  # drained all the same: a full pipe would stop uv
+            self.out.pages = fallbacks.prefetch(reads, sorted(roots | set(expected[1].pages)))
+            _head_start(full=False)
+            return
+        from sparkenv.resolve import early
+
+        self.out.early = early.EarlyReads(reads)
         self.running.read_log(self.out.early.line)
-        roots = sorted(resolved.fallback_roots(inp, self.profile))
-        self.out.pages = fallbacks.prefetch(_reads_from(self.index), roots)
+        self.out.pages = fallbacks.prefetch(reads, sorted(roots))
         _head_start()
 
     def finish(self, progress: bool) -> _Resolution:
@@ -434,6 +520,8 @@ class _Resolving:
                 self.out.failures.append(bf)
                 self.skip.append(bf.key)
                 self._spawn()
+                if self.out.early is None:
+                    self.running.read_log(_ignore)
 
     def interrupted(self) -> None:
         """Stopped by Ctrl-C or a signal: uv killed, the folder removed, and the closing line says so."""
@@ -490,11 +578,16 @@ def _tool_extra(allowed: set[str], exclude_newer: str | None) -> dict[str, Any]:
     return extra_tool
 
 
-def _head_start() -> None:
+def _ignore(line: str) -> None:
+    """uv's resolver log, when nothing reads it."""
+
+
+def _head_start(full: bool = True) -> None:
     """While uv resolves (seconds, mostly waiting on the index; this process only waits on it), a thread
     imports what will judge its answer — the rules of the resolved set and the lock, the graph, the
     lock's reader and writer — and loads the data files they read. Only a head start: the same imports
-    and loaders run again where they are needed (then at no cost), so a failure here changes nothing."""
+    and loaders run again where they are needed (then at no cost), so a failure here changes nothing.
+    `full` False: a kept judgement is expected, only what takes it and writes the lock is imported."""
     import threading
 
     def warm() -> None:
@@ -504,6 +597,12 @@ def _head_start() -> None:
         with contextlib.suppress(Exception):  # the main thread meets any real error itself
             from sparkenv import knowledge, rules
 
+            if not full:
+                for gid in sorted(rules.HAS_STAGE[rules.Stage.LOCKFILE]):
+                    rules.module(gid)
+                for name in ("sparkenv.lock.from_uv", "sparkenv.resolve.lock_files", "sparkenv.report"):
+                    importlib.import_module(name)
+                return
             for gid in sorted(rules.HAS_STAGE[rules.Stage.RESOLVED] | rules.HAS_STAGE[rules.Stage.LOCKFILE]):
                 rules.module(gid)
             for name in (

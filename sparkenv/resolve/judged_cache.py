@@ -1,0 +1,188 @@
+"""A judged lock kept for the next re-lock whose answer did not change (`sparkenv lock`).
+
+Judging uv's answer (metadata, file lists, ELF, sdists, old fallbacks, the rules) costs more CPU than
+reading it, and a re-lock mostly gets the very answer it got last time. What the judgement of the
+resolved set found is kept here under a key made of everything it reads:
+- uv's answer (the sha256 of its text), the inputs as parsed, the profile, the index options and the
+  index sparkenv's own reads go to, the install stages, what is kept out, --allow-replace,
+  --exclude-newer, and the findings on the declared requirements;
+- sparkenv itself: its version, the size and mtime of every file of its package (code and data files:
+  a rule or a data file edited in place changes the key), the interpreter and `packaging`'s version;
+- and, checked on every use, the sha256 of each index page the judgement read (the old-fallback verdict
+  changes when a package releases): the page is asked of the index as the full judgement asks it
+  (resolve/page_cache.py: a fresh page, a 304, the same bytes again) and must hash as it did.
+The wheels, sdists and metadata the judgement reads are named by the sha256 in uv's answer: the same
+answer means the same bytes. Nothing depends on the date or on an environment variable beyond those.
+
+Only a complete judgement is kept: every read answered, no build failure, no ERROR finding. A key part
+changed, a page changed, an entry damaged (not JSON, another format, another key, a checksum that does
+not match): the lock judges afresh and the entry is written again. Never trusted, never a FAIL turned
+into a PASS. The file holds findings (sparkenv.printable: no credential) and hashes; the keys are made
+from redacted text (sparkenv.redact).
+
+A prediction is kept beside it, by what is known before uv starts (the same parts, with the lock being
+replaced in place of uv's answer): when one exists, uv is expected to answer as last time, and the reads
+beside uv that only serve a full judgement (early reads, the head start's imports) are not made; only
+the index pages the kept judgement rests on are fetched. Should uv answer otherwise, the lock judges
+afresh after uv (slower only then).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkenv.redact import redact
+
+if TYPE_CHECKING:
+    from sparkenv.report import Finding
+
+FORMAT = 1  # what an entry holds; another value is not read
+
+
+def folder() -> Path:
+    from sparkenv import cache
+
+    return cache.root() / "judged-locks"
+
+
+@functools.lru_cache(maxsize=1)
+def code_stamp() -> str:
+    """sparkenv as it is on disk: every file of the package by its size and mtime (~3 ms for ~250
+    files), its version, the interpreter and packaging's version (markers and specifiers are its)."""
+    import packaging
+
+    import sparkenv
+
+    root = Path(sparkenv.__file__).parent
+    h = hashlib.sha256(f"{sparkenv.__version__}\0{sys.version}\0{packaging.__version__}\0".encode())
+    for folder_, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(folder_, name)
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def key(*parts: object) -> str:
+    """sha256 over the parts' repr, redacted (a key never hashes a credential)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(redact(repr(part)).encode("utf-8", "backslashreplace") + b"\0")
+    return h.hexdigest()
+
+
+def file_sha256(path: Path | None) -> str:
+    """The sha256 of a file's bytes; "" when there is none or it cannot be read."""
+    if path is None:
+        return ""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A kept judgement: the resolved set's findings and the index pages they rest on (project ->
+    sha256 of the page's bytes)."""
+
+    findings: tuple[Finding, ...]
+    pages: dict[str, str]
+
+
+def _checksum(body: Any) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _read(path: Path, key_: str) -> dict[str, Any] | None:
+    """The record at `path` when it is one this module wrote for `key_`; None otherwise (not trusted)."""
+    try:
+        raw = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT or raw.get("key") != key_:
+        return None
+    body = raw.get("body")
+    if not isinstance(body, dict) or raw.get("checksum") != _checksum(body):
+        return None
+    return body
+
+
+def _write(path: Path, key_: str, body: dict[str, Any]) -> None:
+    """Atomically, through sparkenv.outputs (which redacts); a cache that cannot be written only costs
+    time."""
+    from sparkenv import outputs
+    from sparkenv.errors import SparkenvError
+
+    record = {"format": FORMAT, "key": key_, "checksum": _checksum(body), "body": body}
+    with contextlib.suppress(OSError, SparkenvError, ValueError, TypeError):
+        outputs.write_one(path, json.dumps(record, separators=(",", ":")), make_parents=True)
+
+
+def load(judgement: str) -> Entry | None:
+    """The judgement kept under this key; None when there is none or it is damaged."""
+    from sparkenv.report import Finding, Status
+
+    body = _read(folder() / f"{judgement}.json", judgement)
+    if body is None:
+        return None
+    try:
+        pages = body["pages"]
+        if not isinstance(pages, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in pages.items()
+        ):
+            return None
+        found = []
+        for gid, status, summary, subject, evidence, fix in body["findings"]:
+            texts = [summary, subject, *evidence]
+            if not all(isinstance(t, str) for t in texts) or not (fix is None or isinstance(fix, str)):
+                return None
+            found.append(Finding(gid, Status(status), summary, subject, tuple(evidence), fix))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Entry(tuple(found), dict(pages))
+
+
+def keepable(findings: list[Finding]) -> bool:
+    """Only a judgement with no ERROR finding is kept: the check that could not run may run next time."""
+    from sparkenv.report import Status
+
+    return all(f.status is not Status.ERROR for f in findings)
+
+
+def save(judgement: str, findings: list[Finding], pages: dict[str, str]) -> None:
+    rows = [[str(f.id), f.status.value, f.summary, f.subject, list(f.evidence), f.fix] for f in findings]
+    body = {"findings": rows, "pages": dict(sorted(pages.items()))}
+    _write(folder() / f"{judgement}.json", judgement, body)
+
+
+def predicted(before_uv: str) -> tuple[str, Entry] | None:
+    """(judgement key, its entry) that the last lock with the same key before uv came to; None when
+    there is none or either file is damaged."""
+    body = _read(folder() / f"{before_uv}.predict.json", before_uv)
+    judgement = body.get("judgement") if body is not None else None
+    if not isinstance(judgement, str) or len(judgement) != 64:
+        return None
+    entry = load(judgement)
+    return (judgement, entry) if entry is not None else None
+
+
+def predict(before_uv: str, judgement: str) -> None:
+    """A lock with this key before uv is expected to come to this judgement."""
+    _write(folder() / f"{before_uv}.predict.json", before_uv, {"judgement": judgement})
