@@ -483,6 +483,7 @@ class _Resolving:
         roots = set(resolved.fallback_roots(inp, self.profile))
         assert self.running is not None
         if expected is not None:
+            timeline.mark("kept judgement expected")
             self.running.read_log(_ignore)  # drained all the same: a full pipe would stop uv
             self.out.pages = fallbacks.prefetch(reads, sorted(roots | set(expected[1].pages)))
             _head_start(full=False)
