@@ -134,6 +134,7 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
     if before:
         lock_run({**warm_before, **before}, "out-before", ("--report", str(work / "report-before.json")))
         print(f"same lock files and findings as before: {_same_output(work)}")
+        _same_when_kept(work, warm, lock_run)
     for case in args.cases.split(","):
         first = case == "first"
         rows: dict[str, list[tuple[float, float]]] = {"bare uv pip compile": [], "sparkenv lock": []}
@@ -226,6 +227,22 @@ def _same_output(work: Path) -> str:
         if not same
     ]
     return "yes" if not differ else "NO: " + ", ".join(differ) + " differ"
+
+
+def _same_when_kept(work: Path, warm: dict[str, str], lock_run) -> None:  # type: ignore[no-untyped-def]
+    """The re-lock right after the fill, which takes the judgement kept by it (resolve/judged_cache.py),
+    against before's full judgement: the same files and findings."""
+    import json
+
+    marks = work / "kept-timeline.jsonl"
+    env = {**warm, "SPARKENV_LOCK_TIMELINE": str(marks)}
+    lock_run(env, "out", ("--report", str(work / "report.json")))
+    took = "none"
+    if marks.is_file():
+        names = [m[0] for m in json.loads(marks.read_text().splitlines()[-1])["marks"]]
+        took = "yes" if "kept judgement taken" in names else "no"
+    print(f"re-lock that took a kept judgement ({took}): same lock files and findings as before: "
+          f"{_same_output(work)}")  # fmt: skip
 
 
 def _check_case(args: argparse.Namespace, before: dict[str, str] | None) -> None:

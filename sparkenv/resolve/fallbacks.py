@@ -126,11 +126,11 @@ _Entry = tuple[
 _DIGESTS: dict[str, str] = {}
 
 
-def page_digest(index_url: str | None, key: str) -> str:
-    """sha256 of the index page bytes behind releases()'s last answer for `key` in this process; "" when
-    it was not asked, or the page could not be read."""
+def page_read(index_url: str | None, key: str) -> tuple[str, str]:
+    """(the page's URL, redacted; the sha256 of the bytes behind releases()'s last answer for `key` in
+    this process, "" when it was not asked or the page could not be read)."""
     url = _page_url(index_url, key)
-    return _DIGESTS.get(redact(url), "") if url is not None else ""
+    return (redact(url), _DIGESTS.get(redact(url), "")) if url is not None else ("", "")
 
 
 def releases(

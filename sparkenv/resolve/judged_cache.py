@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,30 @@ def code_stamp() -> str:
     return h.hexdigest()
 
 
+def reads_stamp(index_url: str | None) -> str:
+    """The index sparkenv's own reads go to: `index_url`, else the installers' default
+    (resolve/default_index.py) as known without asking it (importing pip costs ~20 ms): where pip's
+    definition of it is (size, mtime), else which uv would be asked."""
+    if index_url is not None:
+        return index_url
+    import importlib.util
+
+    spec = importlib.util.find_spec("pip")
+    for where in (spec.submodule_search_locations or []) if spec is not None else []:
+        defined = Path(where) / "_internal" / "models" / "index.py"
+        with contextlib.suppress(OSError):
+            st = defined.stat()
+            return f"pip {defined} {st.st_size} {st.st_mtime_ns}"
+    from sparkenv.resolve.uv_binary import uv_binary
+
+    try:
+        uv = uv_binary()
+        st = os.stat(uv)
+    except Exception:  # no uv: the lock has stopped already; a key still
+        return "none"
+    return f"uv {uv} {st.st_size} {st.st_mtime_ns}"
+
+
 def key(*parts: object) -> str:
     """sha256 over the parts' repr, redacted (a key never hashes a credential)."""
     h = hashlib.sha256()
@@ -100,10 +125,10 @@ def text_sha256(text: str) -> str:
 @dataclass(frozen=True)
 class Entry:
     """A kept judgement: the resolved set's findings and the index pages they rest on (project ->
-    sha256 of the page's bytes)."""
+    (the page's URL, redacted; the sha256 of its bytes))."""
 
     findings: tuple[Finding, ...]
-    pages: dict[str, str]
+    pages: dict[str, tuple[str, str]]
 
 
 def _checksum(body: Any) -> str:
@@ -143,9 +168,10 @@ def load(judgement: str) -> Entry | None:
     if body is None:
         return None
     try:
-        pages = body["pages"]
-        if not isinstance(pages, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in pages.items()
+        pages = {k: (url, sha) for k, (url, sha) in body["pages"].items()}
+        if not all(
+            isinstance(k, str) and isinstance(url, str) and isinstance(sha, str) and len(sha) == 64
+            for k, (url, sha) in pages.items()
         ):
             return None
         found = []
@@ -156,7 +182,7 @@ def load(judgement: str) -> Entry | None:
             found.append(Finding(gid, Status(status), summary, subject, tuple(evidence), fix))
     except (KeyError, TypeError, ValueError):
         return None
-    return Entry(tuple(found), dict(pages))
+    return Entry(tuple(found), pages)
 
 
 def keepable(findings: list[Finding]) -> bool:
@@ -166,10 +192,25 @@ def keepable(findings: list[Finding]) -> bool:
     return all(f.status is not Status.ERROR for f in findings)
 
 
-def save(judgement: str, findings: list[Finding], pages: dict[str, str]) -> None:
+def save(judgement: str, findings: list[Finding], pages: dict[str, tuple[str, str]]) -> None:
     rows = [[str(f.id), f.status.value, f.summary, f.subject, list(f.evidence), f.fix] for f in findings]
-    body = {"findings": rows, "pages": dict(sorted(pages.items()))}
+    body = {"findings": rows, "pages": {k: list(v) for k, v in sorted(pages.items())}}
     _write(folder() / f"{judgement}.json", judgement, body)
+
+
+def still_fresh(entry: Entry) -> set[str]:
+    """The projects whose page, as resolve/page_cache.py keeps it, is still fresh by the index's own
+    caching headers and has the bytes the judgement rested on: the full judgement would take it without
+    a request, so it is taken here without one too (nor the decoding the full judgement's reader does)."""
+    from sparkenv.resolve import page_cache
+
+    out = set()
+    now = time.time()
+    for project, (url, sha) in entry.pages.items():
+        kept = page_cache.load(url)
+        if kept is not None and kept.fresh(now) and kept.digest == sha:
+            out.add(project)
+    return out
 
 
 def predicted(before_uv: str) -> tuple[str, Entry] | None:
@@ -186,3 +227,32 @@ def predicted(before_uv: str) -> tuple[str, Entry] | None:
 def predict(before_uv: str, judgement: str) -> None:
     """A lock with this key before uv is expected to come to this judgement."""
     _write(folder() / f"{before_uv}.predict.json", before_uv, {"judgement": judgement})
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A lock's two files as rendered for a kept judgement, with what the report says of them."""
+
+    pylock: str
+    requirements: str
+    packages: int
+    stages: int
+
+
+def rendered(layout: str) -> Rendered | None:
+    """The files rendered last time under this key (the judgement's key and where and how they are
+    written: run._layout); None when there are none or the entry is damaged."""
+    body = _read(folder() / f"{layout}.files.json", layout)
+    if body is None:
+        return None
+    got = (body.get("pylock"), body.get("requirements"), body.get("packages"), body.get("stages"))
+    if not (isinstance(got[0], str) and isinstance(got[1], str)):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in got[2:]):
+        return None
+    return Rendered(*got)  # type: ignore[arg-type]
+
+
+def keep_rendered(layout: str, pylock: str, requirements: str, packages: int, stages: int) -> None:
+    body = {"pylock": pylock, "requirements": requirements, "packages": packages, "stages": stages}
+    _write(folder() / f"{layout}.files.json", layout, body)

@@ -23,7 +23,6 @@ index and the file rewritten.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import re
@@ -181,6 +180,8 @@ def _header(headers: Mapping[str, str], name: str) -> str:
 def _date(value: str) -> float | None:
     if not value:
         return None
+    import email.utils  # only where a response is read: a kept page is checked without it
+
     try:
         parsed = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

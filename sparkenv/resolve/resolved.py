@@ -27,7 +27,7 @@ class Judged:
 
     findings: list[Finding]
     complete: bool
-    pages: dict[str, str] = field(default_factory=dict)
+    pages: dict[str, tuple[str, str]] = field(default_factory=dict)  # project -> (URL, sha256)
 
 
 def judged(
@@ -76,11 +76,11 @@ def judged(
         build_failures=tuple(failed),
         root_extras=root_extras,
     )
-    pages = {k: fallbacks.page_digest(index_url, k) for k in sorted(reads.pages)}
+    pages = {k: fallbacks.page_read(index_url, k) for k in sorted(reads.pages)}
     complete = (
         not failed
         and not reads.unanswered
-        and all(pages.values())
+        and all(url and sha for url, sha in pages.values())
         and all(isinstance(m, metadata.Metadata) for m in metas.values())
         and all(isinstance(f, tuple) for f in so_files.values())
         and all(records.values())

@@ -279,39 +279,55 @@ def _judged(
         outcome = lockstatus.Outcome(*shown, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
-    from sparkenv.resolve import judged_cache, lock_files
+    from sparkenv.resolve import judged_cache
 
-    locked, raw = _locked(resolution.text, inp, stages)
-    timeline.mark("uv's answer parsed")
-    t_resolved = time.perf_counter()
     judgement = judged_cache.key(
         "judgement", judged_cache.code_stamp(), judged_cache.text_sha256(resolution.text), inp, profile,
-        index, _reads_from(index), stages, excluded, sorted(allowed), exclude_newer, declared,
+        index, judged_cache.reads_stamp(_reads_from(index)), stages, excluded, sorted(allowed),
+        exclude_newer, declared,
     )  # fmt: skip
     kept = None if resolution.failures else _kept_judgement(judgement, index, resolution)
+    layout = _layout(judgement, paths, lock_paths, inp, profile, allowed, exclude_newer)
+    drawn = judged_cache.rendered(layout) if kept is not None else None
+    locked: dict[str, Locked] = {}
+    raw: dict[str, dict[str, Any]] = {}
+    if drawn is not None:  # the same answer, written the same way as last time: its files as then
+        packages, stage_count = drawn.packages, drawn.stages
+    else:
+        locked, raw = _locked(resolution.text, inp, stages)
+        timeline.mark("uv's answer parsed")
+        packages, stage_count = len(locked), len(stages)
     if kept is not None:
         resolution.drop()
         findings = [*declared, *kept]
         timeline.mark("kept judgement taken")
-        _say(progress, f"uv resolved {len(locked)} package(s) as last time: the judgement of then is kept")
+        _say(progress, f"uv resolved {packages} package(s) as last time: the judgement of then is kept")
     else:
+        took = time.perf_counter() - started
         findings = [*declared, *_judge_afresh(judgement, inp, profile, index, allowed, locked, raw,
-                                              resolution, progress, t_resolved - started)]  # fmt: skip
+                                              resolution, progress, took)]  # fmt: skip
     outcome = lockstatus.Outcome(
         *shown,
         # a package uv could not build is missing from the set: no lock, whatever is ignored or waived
         fails=sum(1 for f in bind(findings) if f.status is Status.FAIL) + len(resolution.failures),
         unknown=sum(1 for f in bind(findings) if f.status is Status.ERROR),
-        packages=len(locked),
-        stages=len(stages),
+        packages=packages,
+        stages=stage_count,
     )
     timeline.mark("findings judged")
     verdict = policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))
     if all(f.status is Status.PASS for f in verdict):  # the registry's go-ahead: write it
-        files = lock_files.render(
-            pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded,
-            _tool_extra(allowed, exclude_newer),
-        )  # fmt: skip
+        if drawn is not None:
+            files = {pylock_path: drawn.pylock, req_path: drawn.requirements}
+        else:
+            from sparkenv.resolve import lock_files
+
+            files = lock_files.render(
+                pylock_path, req_path, profile, inp, index, stages, raw, paths, excluded,
+                _tool_extra(allowed, exclude_newer),
+            )  # fmt: skip
+            if kept is not None or resolution.kept:
+                judged_cache.keep_rendered(layout, files[pylock_path], files[req_path], packages, stage_count)
         if outputs is None:
             lockwrite.write_pair(files)
         else:
@@ -326,11 +342,33 @@ def _judged(
     report.context = {
         "python_platform": profile.python_platform,
         "python": profile.python_minor,
-        "packages": len(locked),
+        "packages": packages,
         "excluded": excluded,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return report
+
+
+def _layout(
+    judgement: str,
+    paths: list[str],
+    lock_paths: tuple[Path, Path],
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    allowed: set[str],
+    exclude_newer: str | None,
+) -> str:
+    """The key of the lock's files as rendered (resolve/lock_files.render) beside the judgement's: where
+    they and the inputs are (paths are written relative to the lock folder), the inputs' bytes (their
+    hash is written), the project root a profile file is named from, the options recorded."""
+    from sparkenv.resolve import judged_cache
+
+    folder = lock_paths[0].parent
+    root = project.root(folder) if profile.file else None
+    return judged_cache.key(
+        "files", judgement, [p.resolve() for p in lock_paths], folder.resolve(),
+        [Path(p).resolve() for p in paths], inp.digest(), root, _tool_extra(allowed, exclude_newer),
+    )  # fmt: skip
 
 
 def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution) -> list[Finding] | None:
@@ -338,20 +376,27 @@ def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution
     index page they rest on is, asked again now as a full judgement asks it, the same bytes; else None."""
     from concurrent.futures import Future
 
-    from sparkenv.resolve import fallbacks, judged_cache
+    from sparkenv.resolve import judged_cache
 
     entry = judged_cache.load(judgement)
     if entry is None:
         return None
+    expected = resolution.expected == judgement  # its fresh pages were checked while uv resolved
+    fresh = resolution.fresh if expected else judged_cache.still_fresh(entry)
+    stale = {k: v for k, v in entry.pages.items() if k not in fresh}
+    if not stale:
+        return list(entry.findings)
+    from sparkenv.resolve import fallbacks
+
     reads = _reads_from(index)
-    missing = [k for k in entry.pages if k not in resolution.pages]
+    missing = [k for k in stale if k not in resolution.pages]
     pages: dict[str, Future[Any]] = {**resolution.pages, **fallbacks.prefetch(reads, missing)}
-    for key, sha in entry.pages.items():
+    for key, (url, sha) in stale.items():
         try:
             answered = pages[key].result(timeout=30) is not None
         except Exception:  # unreadable now: judged afresh, as it would be without the cache
             return None
-        if not answered or fallbacks.page_digest(reads, key) != sha:
+        if not answered or fallbacks.page_read(reads, key) != (url, sha):
             return None
     return list(entry.findings)
 
@@ -408,6 +453,8 @@ class _Resolution:
     # (resolve/judged_cache.py); and that key
     before_uv: tuple[Any, ...] = ()
     before_key: str = ""
+    expected: str = ""  # the judgement's key expected before uv, when there was one
+    fresh: set[str] = field(default_factory=set)  # its pages still fresh then, with the same bytes
     kept: bool = False  # this lock's judgement was kept for the next one
 
     def settle(self, raw: dict[str, dict[str, Any]]) -> None:
@@ -470,29 +517,34 @@ class _Resolving:
         the last lock with the same inputs, options and lock to replace came to a judgement that was
         kept (resolve/judged_cache.py), uv is expected to answer as it did then: only the index pages
         that judgement rests on are read, and the imports that take it."""
-        from sparkenv.resolve import fallbacks, judged_cache, resolved
+        from sparkenv.resolve import judged_cache
 
         reads = _reads_from(self.index)
         self.out.before_uv = (
-            judged_cache.code_stamp(), inp, self.profile, self.index, reads, self.stage, list(self.skip),
-            self.exclude_newer,
+            judged_cache.code_stamp(), inp, self.profile, self.index, judged_cache.reads_stamp(reads),
+            self.stage, list(self.skip), self.exclude_newer,
         )  # fmt: skip
         previous = judged_cache.file_sha256(self.previous)
         self.out.before_key = judged_cache.key("before uv", *self.out.before_uv, previous, self.upgrade)
         expected = judged_cache.predicted(self.out.before_key)
-        roots = set(resolved.fallback_roots(inp, self.profile))
         assert self.running is not None
         if expected is not None:
             timeline.mark("kept judgement expected")
             self.running.read_log(_ignore)  # drained all the same: a full pipe would stop uv
-            self.out.pages = fallbacks.prefetch(reads, sorted(roots | set(expected[1].pages)))
+            self.out.expected, entry = expected
+            self.out.fresh = judged_cache.still_fresh(entry)
+            stale = sorted(set(entry.pages) - self.out.fresh)
+            if stale:  # asked of the index as the full judgement asks (a 304, the same bytes)
+                from sparkenv.resolve import fallbacks
+
+                self.out.pages = fallbacks.prefetch(reads, stale)
             _head_start(full=False)
             return
-        from sparkenv.resolve import early
+        from sparkenv.resolve import early, fallbacks, resolved
 
         self.out.early = early.EarlyReads(reads)
         self.running.read_log(self.out.early.line)
-        self.out.pages = fallbacks.prefetch(reads, sorted(roots))
+        self.out.pages = fallbacks.prefetch(reads, sorted(resolved.fallback_roots(inp, self.profile)))
         _head_start()
 
     def finish(self, progress: bool) -> _Resolution:
@@ -601,7 +653,7 @@ def _head_start(full: bool = True) -> None:
             if not full:
                 for gid in sorted(rules.HAS_STAGE[rules.Stage.LOCKFILE]):
                     rules.module(gid)
-                for name in ("sparkenv.lock.from_uv", "sparkenv.resolve.lock_files", "sparkenv.report"):
+                for name in ("sparkenv.report", "sparkenv.facts.lockfile"):
                     importlib.import_module(name)
                 return
             for gid in sorted(rules.HAS_STAGE[rules.Stage.RESOLVED] | rules.HAS_STAGE[rules.Stage.LOCKFILE]):

@@ -135,6 +135,22 @@ def test_a_relock_with_the_same_answer_takes_the_kept_judgement_and_writes_the_s
     assert lock.files() == written
 
 
+def test_the_files_are_rendered_anew_where_what_they_record_changed(lock):
+    """A comment added to the inputs changes no requirement (the kept judgement holds) but the inputs'
+    hash the lock records: the files are those a full judgement writes, not last time's."""
+    lock("quantlib\ndemo\n")
+    before = lock.files()
+    lock.req.write_text("quantlib\ndemo\n# a comment\n")
+    lock()
+    assert lock.kept
+    after = lock.files()
+    assert after != before
+    lock.forget()
+    lock()
+    assert not lock.kept
+    assert lock.files() == after
+
+
 def test_a_new_release_on_an_index_page_has_the_lock_judged_again(lock, index):
     lock("demo\n")
     lock()
@@ -307,9 +323,10 @@ def test_the_kept_judgement_is_what_a_full_one_says_in_process(monkeypatch, tmp_
         Finding("G9", Status.WARN, "caf\udcff is old", "caf\udcff", (), None),
     ]
     key = judged_cache.key("test", sys.version)
-    judged_cache.save(key, found, {"demo": "a" * 64})
+    pages = {"demo": ("http://127.0.0.1:9/simple/demo/", "a" * 64)}
+    judged_cache.save(key, found, pages)
     entry = judged_cache.load(key)
     assert entry is not None
     assert list(entry.findings) == found
-    assert entry.pages == {"demo": "a" * 64}
+    assert entry.pages == pages
     assert judged_cache.load(judged_cache.key("another")) is None
