@@ -11,7 +11,6 @@ fallback.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import heapq
 import html.parser
@@ -37,7 +36,6 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from sparkenv import credentials, fetch
 from sparkenv.environment.markers import applies
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
@@ -46,8 +44,6 @@ from sparkenv.profiles import Profile
 from sparkenv.redact import redact
 from sparkenv.resolve import page_cache
 from sparkenv.resolve.default_index import installers_default
-
-_JSON = "application/vnd.pypi.simple.v1+json"
 
 
 @dataclass
@@ -158,17 +154,17 @@ def _releases(url: str, timeout: float, include: str) -> tuple[dict[Version, Rel
         kept = None
     elif kept is not None and kept.fresh():
         return got, kept.digest
-    page = _get(url, timeout, kept.validators() if kept is not None else {})
+    page = page_cache.get(url, timeout, kept.validators() if kept is not None else {})
     if page is None:
         return None, ""
     status, body, headers = page
     if status == 304 and kept is not None:
-        _keep_again(kept, headers)
+        page_cache.keep_again(kept, headers)
         return got, kept.digest
     kind = "json" if "json" in headers.get("Content-Type", "") else "html"
     sha = page_cache.digest(body)
     if kept is not None and kept.kind == kind and kept.digest == sha:  # the same bytes decode the same
-        _keep_again(kept, headers)
+        page_cache.keep_again(kept, headers)
         return got, sha
     out = _decoded(body, kind, url, include)
     if out is not None and not include:
@@ -194,22 +190,6 @@ def _keep(url: str, headers: Any, kind: str, sha: str, out: dict[Version, Releas
         return
     kept = page_cache.Kept(url, time.time(), told.lifetime, told.no_cache, told.etag, told.last_modified,
                            kind, sha, _kept(out))  # fmt: skip
-    page_cache.save(kept)
-
-
-def _keep_again(kept: page_cache.Kept, headers: Any) -> None:
-    """The kept page confirmed (a 304, the same bytes): kept with what the index said this time. Not
-    written again when nothing it says would change (no freshness, the same validators)."""
-    told = page_cache.policy(headers)
-    if not told.store:
-        page_cache.forget(kept.url)
-        return
-    etag = told.etag or kept.etag  # a 304 need not repeat the validators
-    modified = told.last_modified or kept.last_modified
-    if told.lifetime == 0 and kept.lifetime == 0 and (etag, modified) == (kept.etag, kept.last_modified):
-        return
-    kept.stored, kept.lifetime, kept.no_cache = time.time(), told.lifetime, told.no_cache
-    kept.etag, kept.last_modified = etag, modified
     page_cache.save(kept)
 
 
@@ -277,30 +257,10 @@ def _page_url(index_url: str | None, key: str) -> str | None:
 def _page(index_url: str | None, key: str, timeout: float) -> tuple[str, bytes, str] | None:
     """(URL, body, content type) of the project's index page; None when it cannot be read."""
     url = _page_url(index_url, key)
-    page = _get(url, timeout, {}) if url is not None else None
+    page = page_cache.get(url, timeout, {}) if url is not None else None
     if url is None or page is None:
         return None
     return url, page[1], page[2].get("Content-Type", "")
-
-
-def _get(url: str, timeout: float, conditional: dict[str, str]) -> tuple[int, bytes, Any] | None:
-    """(status, body, headers) of the page: a success, or 304 to a conditional request; None when it
-    cannot be read."""
-    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1", **conditional})
-    try:
-        with fetch.urlopen(req, timeout) as resp:
-            return resp.status, resp.read(), resp.headers
-    except urllib.error.HTTPError as err:
-        try:
-            if err.code == 304 and conditional:
-                err.read()  # nothing: its connection goes back to the pool
-                return 304, b"", err.headers
-            return None
-        finally:
-            with contextlib.suppress(Exception):
-                err.close()
-    except (OSError, ValueError):
-        return None
 
 
 def _html_entries(body: bytes) -> list[_Entry]:

@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,21 +195,6 @@ def save(judgement: str, findings: list[Finding], pages: dict[str, tuple[str, st
     rows = [[str(f.id), f.status.value, f.summary, f.subject, list(f.evidence), f.fix] for f in findings]
     body = {"findings": rows, "pages": {k: list(v) for k, v in sorted(pages.items())}}
     _write(folder() / f"{judgement}.json", judgement, body)
-
-
-def still_fresh(entry: Entry) -> set[str]:
-    """The projects whose page, as resolve/page_cache.py keeps it, is still fresh by the index's own
-    caching headers and has the bytes the judgement rested on: the full judgement would take it without
-    a request, so it is taken here without one too (nor the decoding the full judgement's reader does)."""
-    from sparkenv.resolve import page_cache
-
-    out = set()
-    now = time.time()
-    for project, (url, sha) in entry.pages.items():
-        kept = page_cache.load(url)
-        if kept is not None and kept.fresh(now) and kept.digest == sha:
-            out.add(project)
-    return out
 
 
 def predicted(before_uv: str) -> tuple[str, Entry] | None:

@@ -28,6 +28,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,99 @@ def forget(url: str) -> None:
 
     with contextlib.suppress(OSError):
         _file(url).unlink()
+
+
+_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def get(url: str, timeout: float, conditional: dict[str, str]) -> tuple[int, bytes, Any] | None:
+    """(status, body, headers) of the page: a success, or 304 to a conditional request; None when it
+    cannot be read. Asked with the credentials sparkenv finds for its realm (sparkenv.credentials)."""
+    import contextlib
+    import urllib.error
+
+    from sparkenv import credentials, fetch
+
+    req = credentials.request(url, {"Accept": f"{_JSON}, text/html;q=0.1", **conditional})
+    try:
+        with fetch.urlopen(req, timeout) as resp:
+            return resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as err:
+        try:
+            if err.code == 304 and conditional:
+                err.read()  # nothing: its connection goes back to the pool
+                return 304, b"", err.headers
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                err.close()
+    except (OSError, ValueError):
+        return None
+
+
+def keep_again(kept: Kept, headers: Any) -> None:
+    """The kept page confirmed (a 304, the same bytes): kept with what the index said this time. Not
+    written again when nothing it says would change (no freshness, the same validators)."""
+    told = policy(headers)
+    if not told.store:
+        forget(kept.url)
+        return
+    etag = told.etag or kept.etag  # a 304 need not repeat the validators
+    modified = told.last_modified or kept.last_modified
+    if told.lifetime == 0 and kept.lifetime == 0 and (etag, modified) == (kept.etag, kept.last_modified):
+        return
+    kept.stored, kept.lifetime, kept.no_cache = time.time(), told.lifetime, told.no_cache
+    kept.etag, kept.last_modified = etag, modified
+    save(kept)
+
+
+def digest_now(url: str, timeout: float = 20.0) -> str:
+    """The sha256 of the page's bytes as the index serves them now, known the way the old-fallback
+    reader (fallbacks.releases) knows them, without decoding: a kept page still fresh, or confirmed by a
+    304 or by the same bytes again. "" when there is no kept page or the page cannot be read. A page
+    whose bytes changed is not kept here: the reader that judges the lock reads and keeps it."""
+    kept = load(url)
+    if kept is None:
+        return ""
+    if kept.fresh():
+        return kept.digest
+    page = get(url, timeout, kept.validators())
+    if page is None:
+        return ""
+    status, body, headers = page
+    if status == 304:
+        keep_again(kept, headers)
+        return kept.digest
+    kind = "json" if "json" in headers.get("Content-Type", "") else "html"
+    sha = digest(body)
+    if kind == kept.kind and sha == kept.digest:
+        keep_again(kept, headers)
+    return sha
+
+
+def digests_now(urls: list[str], readers: int = 8) -> dict[str, Future[str]]:
+    """digest_now of each URL, `readers` at a time in daemon threads (a lock stopped by a signal does
+    not wait for them); a fresh kept page answers at once, without a request."""
+    import threading
+
+    out: dict[str, Future[str]] = {url: Future() for url in urls}
+    todo = list(out.items())
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                url, fut = todo.pop(0)
+            try:
+                fut.set_result(digest_now(url))
+            except Exception as exc:  # handed to whoever reads the result
+                fut.set_exception(exc)
+
+    for n in range(min(readers, len(urls))):
+        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-check-{n}").start()
+    return out
 
 
 @dataclass(frozen=True)

@@ -374,31 +374,29 @@ def _layout(
 def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution) -> list[Finding] | None:
     """The resolved set's findings kept for this judgement's key (resolve/judged_cache.py), when every
     index page they rest on is, asked again now as a full judgement asks it, the same bytes; else None."""
-    from concurrent.futures import Future
-
     from sparkenv.resolve import judged_cache
 
     entry = judged_cache.load(judgement)
     if entry is None:
         return None
-    expected = resolution.expected == judgement  # its fresh pages were checked while uv resolved
-    fresh = resolution.fresh if expected else judged_cache.still_fresh(entry)
-    stale = {k: v for k, v in entry.pages.items() if k not in fresh}
-    if not stale:
-        return list(entry.findings)
-    from sparkenv.resolve import fallbacks
 
-    reads = _reads_from(index)
-    missing = [k for k in stale if k not in resolution.pages]
-    pages: dict[str, Future[Any]] = {**resolution.pages, **fallbacks.prefetch(reads, missing)}
-    for key, (url, sha) in stale.items():
+    # asked while uv resolved when this judgement was expected; else now
+    now = resolution.digests if resolution.expected == judgement else _digests_now(entry)
+    for url, sha in entry.pages.values():
         try:
-            answered = pages[key].result(timeout=30) is not None
+            if now[url].result(timeout=30) != sha:
+                return None
         except Exception:  # unreadable now: judged afresh, as it would be without the cache
             return None
-        if not answered or fallbacks.page_read(reads, key) != (url, sha):
-            return None
     return list(entry.findings)
+
+
+def _digests_now(entry: Any) -> dict[str, Any]:
+    """The sha256 of each index page a kept judgement rests on as the index serves it now, known as the
+    full judgement knows it (resolve/page_cache.digest_now: fresh, a 304, the same bytes), by URL."""
+    from sparkenv.resolve import page_cache
+
+    return page_cache.digests_now(sorted({url for url, _ in entry.pages.values()}))
 
 
 def _judge_afresh(
@@ -454,7 +452,7 @@ class _Resolution:
     before_uv: tuple[Any, ...] = ()
     before_key: str = ""
     expected: str = ""  # the judgement's key expected before uv, when there was one
-    fresh: set[str] = field(default_factory=set)  # its pages still fresh then, with the same bytes
+    digests: dict[str, Any] = field(default_factory=dict)  # its pages' sha256 now, by URL (futures)
     kept: bool = False  # this lock's judgement was kept for the next one
 
     def settle(self, raw: dict[str, dict[str, Any]]) -> None:
@@ -532,12 +530,7 @@ class _Resolving:
             timeline.mark("kept judgement expected")
             self.running.read_log(_ignore)  # drained all the same: a full pipe would stop uv
             self.out.expected, entry = expected
-            self.out.fresh = judged_cache.still_fresh(entry)
-            stale = sorted(set(entry.pages) - self.out.fresh)
-            if stale:  # asked of the index as the full judgement asks (a 304, the same bytes)
-                from sparkenv.resolve import fallbacks
-
-                self.out.pages = fallbacks.prefetch(reads, stale)
+            self.out.digests = _digests_now(entry)
             _head_start(full=False)
             return
         from sparkenv.resolve import early, fallbacks, resolved
