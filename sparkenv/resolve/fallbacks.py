@@ -16,7 +16,6 @@ import heapq
 import html.parser
 import json
 import re
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -565,24 +564,7 @@ def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Ve
     PAGE_READERS at a time, so the connections are reused (sparkenv/fetch.py) rather than one opened
     per page all at once. Daemon threads: a lock stopped by a signal or an error does not wait for them
     to time out."""
-    out: dict[str, Future[dict[Version, Release] | None]] = {key: Future() for key in keys}
-    todo = list(out.items())
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                if not todo:
-                    return
-                k, f = todo.pop(0)
-            try:
-                f.set_result(releases(index_url, k))
-            except Exception as exc:  # handed to whoever reads the result
-                f.set_exception(exc)
-
-    for n in range(min(PAGE_READERS, len(keys))):
-        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-{n}").start()
-    return out
+    return page_cache.at_once(keys, lambda k: releases(index_url, k), PAGE_READERS, "sparkenv-page")
 
 
 def gather(

@@ -27,11 +27,11 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sparkenv.redact import redact
 
@@ -201,11 +201,22 @@ def digest_now(url: str, timeout: float = 20.0) -> str:
 
 
 def digests_now(urls: list[str], readers: int = 8) -> dict[str, Future[str]]:
-    """digest_now of each URL, `readers` at a time in daemon threads (a lock stopped by a signal does
-    not wait for them); a fresh kept page answers at once, without a request."""
+    """digest_now of each URL, `readers` at a time; a fresh kept page answers at once, without a
+    request."""
+    return at_once(urls, digest_now, readers, "sparkenv-page-check")
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def at_once(keys: list[K], read: Callable[[K], V], readers: int, name: str) -> dict[K, Future[V]]:
+    """read(key) for each key, `readers` at a time, so the connections are reused (sparkenv/fetch.py)
+    rather than one opened per page all at once. Daemon threads: a lock stopped by a signal or an
+    error does not wait for them to time out."""
     import threading
 
-    out: dict[str, Future[str]] = {url: Future() for url in urls}
+    out: dict[K, Future[V]] = {key: Future() for key in keys}
     todo = list(out.items())
     lock = threading.Lock()
 
@@ -214,14 +225,14 @@ def digests_now(urls: list[str], readers: int = 8) -> dict[str, Future[str]]:
             with lock:
                 if not todo:
                     return
-                url, fut = todo.pop(0)
+                key, fut = todo.pop(0)
             try:
-                fut.set_result(digest_now(url))
+                fut.set_result(read(key))
             except Exception as exc:  # handed to whoever reads the result
                 fut.set_exception(exc)
 
-    for n in range(min(readers, len(urls))):
-        threading.Thread(target=work, daemon=True, name=f"sparkenv-page-check-{n}").start()
+    for n in range(min(readers, len(keys))):
+        threading.Thread(target=work, daemon=True, name=f"{name}-{n}").start()
     return out
 
 

@@ -379,7 +379,6 @@ def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution
     entry = judged_cache.load(judgement)
     if entry is None:
         return None
-
     # asked while uv resolved when this judgement was expected; else now
     now = resolution.digests if resolution.expected == judgement else _digests_now(entry)
     for url, sha in entry.pages.values():
