@@ -23,8 +23,12 @@ from redacted text (sparkenv.redact).
 A prediction is kept beside it, by what is known before uv starts (the same parts, with the lock being
 replaced in place of uv's answer): when one exists, uv is expected to answer as last time, and the reads
 beside uv that only serve a full judgement (early reads, the head start's imports) are not made; only
-the index pages the kept judgement rests on are fetched. Should uv answer otherwise, the lock judges
-afresh after uv (slower only then).
+the index pages the kept judgement rests on are checked (page_cache.digest_now: no decoding). Should uv
+answer otherwise, the lock judges afresh after uv (slower only then).
+
+The lock's two files as rendered for a kept judgement are kept too, under the judgement's key and what
+else they record (where the lock and its inputs are, the inputs' bytes, the options: run._layout): a
+re-lock that takes both neither parses uv's answer nor renders, and writes the same bytes.
 """
 
 from __future__ import annotations
