@@ -419,7 +419,7 @@ class _Resolving:
             return False
         self.auth = {}
         self.spawned = (jobs[0][1], files)
-        self.running = early.claim(jobs[0][0])
+        self.running = early.claim(jobs[0][0], uvdriver.error)
         self.kept = True
         timeline.mark("spawn cache: uv kept")
         return True

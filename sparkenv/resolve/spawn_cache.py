@@ -111,10 +111,11 @@ class Early:
     def matches(self, argv: list[str], files: dict[str, str], netrc: bool) -> bool:
         return not netrc and argv == self.argv and files == self.files
 
-    def claim(self, stage: Any) -> Running:
-        """The lock takes this uv over (its work folder too): its errors name the lock's own stage."""
+    def claim(self, stage: Any, errors: Any) -> Running:
+        """The lock takes this uv over (its work folder too): its errors are read as the lock's own uv's
+        (`errors`: resolve/uvdriver.py error) and name the lock's own stage."""
         self.claimed = True
-        self.running.stage = stage
+        self.running.stage, self.running.errors = stage, errors
         return self.running
 
     def discard(self) -> bool:
@@ -307,7 +308,9 @@ class Cached:
             files.pop(out, None)
         else:
             files[out] = kept
-        with contextlib.suppress(OSError, ValueError):
+        from sparkenv.errors import SparkenvError
+
+        with contextlib.suppress(OSError, ValueError, SparkenvError):
             _store(self.key, stamps, work, argv, files)
 
 
@@ -327,19 +330,6 @@ def _store(
     body = [key_text, str(len(stamps)), *deps, str(len(argv)), *stored_argv, str(len(files)), *stored]
     import zlib
 
-    _write(_entry(key_text), _body([FORMAT, f"{zlib.crc32(_body(body)):08x}", *body]))
+    from sparkenv import outputs  # the one atomic writer: a reader never sees half an entry
 
-
-def _write(path: Path, data: bytes) -> None:
-    """Atomically, readable and writable by this user only."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    outputs.write_one(_entry(key_text), _body([FORMAT, f"{zlib.crc32(_body(body)):08x}", *body]), True)

@@ -38,10 +38,20 @@ class Running:
     out — result(), stop(), an error, a signal — kills uv's whole group and reaps it. `stage`: what the
     errors name (resolve/uvdriver.py Stage, or anything with a `name`)."""
 
-    def __init__(self, stage: Any, cmd: list[str], out: Path, timeout: float, env: dict[str, str], log: bool):
+    def __init__(
+        self,
+        stage: Any,
+        cmd: list[str],
+        out: Path,
+        timeout: float,
+        env: dict[str, str],
+        log: bool,
+        errors: Callable[[Any, str], Exception] | None = None,
+    ):
         import subprocess
 
         self.stage, self.out = stage, out
+        self.errors = errors  # uv's failure read from its stderr (resolve/uvdriver.py error)
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
         self._kept: list[str] = []
@@ -118,9 +128,7 @@ class Running:
         finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
             self.stop()
         if proc.returncode != 0:
-            from sparkenv.resolve.uvdriver import error
-
-            raise error(self.stage, stderr)
+            raise (self.errors or _failed)(self.stage, stderr)
         return self.out.read_text(encoding="utf-8")
 
     def stop(self) -> bool:
@@ -129,6 +137,12 @@ class Running:
             self._killed = self.proc.returncode is None or self.proc.returncode < 0
             children.stop(self.proc)
         return self._killed
+
+
+def _failed(stage: Any, stderr: str) -> Exception:
+    from sparkenv.errors import SparkenvError
+
+    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {stderr.strip() or 'no message'}")
 
 
 def stopped(runs: list[Running]) -> None:

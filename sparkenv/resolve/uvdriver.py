@@ -196,7 +196,7 @@ def start(
     """Start one stage's uv and return at once. `log`: uv writes its resolver's decisions (RUST_LOG) for
     Running.read_log."""
     stage, cmd, out = job
-    return Running(stage, cmd, out, timeout, environment(extra_env, log), log)
+    return Running(stage, cmd, out, timeout, environment(extra_env, log), log, error)
 
 
 class BuildFailed(SparkenvError):
