@@ -151,12 +151,10 @@ def start(key_text: str | None, timeout: float) -> Early | None:
     if found is None:
         return None
     argv, files = found
-    try:
-        work = work_folder()
-    except OSError:
-        return None
+    work: Path | None = None
     running = None
     try:
+        work = work_folder()
         argv = [a.replace(_WORK, str(work)) for a in argv]
         files = {n: t.replace(_WORK, str(work)) for n, t in files.items()}
         for name, text in files.items():
@@ -170,19 +168,24 @@ def start(key_text: str | None, timeout: float) -> Early | None:
         timeline.mark("uv spawned from the spawn cache")
         return early
     except BaseException as exc:  # an error, Ctrl-C or a signal: nothing of the early start is left behind
-        early = Early(work, running, argv, files) if running is not None else None
+        from sparkenv import signals
+        from sparkenv.errors import SparkenvError
+
+        early = Early(work, running, argv, files) if work is not None and running is not None else None
         if isinstance(exc, KeyboardInterrupt):
             if early is not None:
                 early.interrupted()
-            from sparkenv import signals
-
-            signals.cleaned(f"removed {work}")
+            if work is not None:
+                signals.cleaned(f"removed {work}")
             signals.cleaned("no lock written")
         if early is not None:
             early.discard()
-        import shutil
+        if work is not None:
+            import shutil
 
-        shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, (OSError, SparkenvError)):
+            return None  # never fails the lock: it starts uv itself, and says why if it cannot
         raise
 
 
