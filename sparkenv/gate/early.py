@@ -13,10 +13,10 @@ with sparkenv/children.py, so signals and the deadline kill it."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 
@@ -62,7 +62,7 @@ def _started(fn: Callable[[], Any]) -> Any:
 def _gpu_probe() -> Any:
     from sparkenv.gate import nvml
 
-    return nvml.probe(shutdown=False)  # the child's exit closes NVML, after it has answered
+    return nvml.probe_exiting()  # the child's exit closes NVML, after it has answered
 
 
 _gpu: Any = None  # forked.Forked or _Thread
@@ -191,7 +191,7 @@ def torch_argv(python: str, bandwidth: bool, import_unsloth: bool) -> list[str]:
     """The isolated torch probe's command line (gate/torch_probe.py under the workload's interpreter)."""
     from sparkenv.knowledge import packages
 
-    argv = [python, "-X", "utf8", str(Path(__file__).with_name("torch_probe.py")), "--flash"]
+    argv = [python, "-X", "utf8", os.path.join(os.path.dirname(__file__), "torch_probe.py"), "--flash"]
     if bandwidth:
         argv.append("--bandwidth")
     if import_unsloth:
