@@ -62,7 +62,7 @@ def _started(fn: Callable[[], Any]) -> Any:
 def _gpu_probe() -> Any:
     from sparkenv.gate import nvml
 
-    return nvml.probe_exiting()  # the child's exit closes NVML, after it has answered
+    return nvml.probe(shutdown=False)  # the child's exit closes NVML, after it has answered
 
 
 _gpu: Any = None  # forked.Forked or _Thread

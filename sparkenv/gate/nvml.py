@@ -35,47 +35,16 @@ def library_path() -> str | None:
     return found
 
 
-NOT_FOUND = f"{LIBRARY} not found: no NVIDIA driver visible here (run the container with --gpus all)"
-
-
 def probe(sample_s: float = 0.0, deadline: float | None = None, shutdown: bool = True) -> dict[str, Any]:
     """The GPU section of the facts. Without `shutdown` NVML stays open: for a process that exits right
     after (the gate's forked probe, whose exit closes NVML sooner than the call, off the gate's path)."""
     if library_path() is None:
-        return {"available": False, "source": "nvml", "error": NOT_FOUND}
-    return _probe(sample_s, deadline, shutdown)
-
-
-def probe_exiting(deadline: float | None = None) -> dict[str, Any]:
-    """`probe` in a process that exits once it has answered (the gate's forked NVML probe, gate/early.py),
-    sooner: the loader itself looks for libnvidia-ml (dlopen, as pynvml does: where library_path only
-    foretells it), and the driver's part of NVML's start (nvmlInit_v2: ~17 ms of ioctls on the H200
-    machine, outside the GIL) runs in a thread while pynvml's module loads (~24 ms of Python). pynvml's
-    own nvmlInit after it only counts up NVML's documented reference count; pynvml stays the binding of
-    every call that reads. NVML is left open: the exit closes it."""
-    import ctypes
-    import threading
-
-    try:
-        lib = ctypes.CDLL(LIBRARY)
-    except OSError:
-        return {"available": False, "source": "nvml", "error": NOT_FOUND}
-    init = threading.Thread(target=_start_nvml, args=(lib,), name="sparkenv-nvml-init", daemon=True)
-    init.start()
-    with contextlib.suppress(ImportError):  # _probe says so
-        import pynvml  # noqa: F401  # while the driver starts
-    # a driver call that hangs: pynvml's nvmlInit would hang as well; the gate's deadline ends this child
-    init.join()
-    return _probe(0.0, deadline, shutdown=False)
-
-
-def _start_nvml(lib: Any) -> None:
-    """NVML's start, for pynvml's nvmlInit to find done; a failure is pynvml's nvmlInit's to report."""
-    with contextlib.suppress(AttributeError, OSError):
-        lib.nvmlInit_v2()
-
-
-def _probe(sample_s: float, deadline: float | None, shutdown: bool) -> dict[str, Any]:
+        return {
+            "available": False,
+            "source": "nvml",
+            "error": f"{LIBRARY} not found: no NVIDIA driver "
+            "visible here (run the container with --gpus all)",
+        }
     try:
         import pynvml
     except ImportError:
@@ -234,4 +203,4 @@ def _sample(nv: Any, h: Any, window_s: float, deadline: float | None) -> list[di
     return samples
 
 
-__all__ = ["pids_are_host_pids", "probe", "probe_exiting"]
+__all__ = ["pids_are_host_pids", "probe"]
