@@ -92,9 +92,9 @@ TIMELINE = r"""
 import json, os, sys, time, tempfile
 T0 = time.perf_counter()
 sys.path.insert(0, os.environ["GATE_START_TREE"])  # as the image's launcher puts /opt/sparkenv/lib
-if sys.flags.no_site:  # the image's launcher of this tree runs python -I -S: sys.path as site makes it
-    from sparkenv.gate.launcher import complete_path
-    complete_path()
+if sys.flags.no_site:  # the image's launcher of this tree runs python -I -S: what it does first
+    from sparkenv.gate import launcher
+    getattr(launcher, "prepare", launcher.complete_path)()
 marks, probes, forks = {}, {}, tempfile.mkdtemp()
 def mark(name):
     marks.setdefault(name, time.perf_counter() - T0)
@@ -134,10 +134,12 @@ if hasattr(gate_entry, "_check_group"):  # the check workers: each stamps when i
     real_check = gate_entry._check_group
     def _check_group(group, receive, alarm):
         s = time.perf_counter()
-        def ready():
-            stamp("check_worker_ready/" + "+".join(group), s)
-            return receive()
-        return real_check(group, ready, alarm)
+        class Ready:  # the feed (gate/forked.py), stamped when the worker asks for the facts
+            waiting = getattr(receive, "waiting", None)
+            def __call__(self):
+                stamp("check_worker_ready/" + "+".join(group), s)
+                return receive()
+        return real_check(group, Ready(), alarm)
     gate_entry._check_group = _check_group
 def patch_later():  # what the gate imports after its forks: patched once it is there
     from sparkenv.gate import orchestrate

@@ -153,6 +153,25 @@ INTERPRETER_PARTS: dict[str, tuple[str, ...]] = {
 HOST = ("host",)  # the group that reads the machine (probes.host_facts)
 
 
+# Every section a probe can add to the facts (probes.gather's probes, the --deep torch process, the
+# NVFP4 kernels): the check workers warm their checks up on facts with each of them empty (gate/run.py).
+SECTIONS = (
+    "gpu",
+    "driver",
+    "meminfo",
+    "processes",
+    "container",
+    "loader",
+    "dists",
+    "configs",
+    "torch_static",
+    "multinode",
+    "torch",
+    "kernels",
+    "kernel_coverage",
+)
+
+
 def start_group(key: tuple[Any, ...], read: Callable[[], dict[str, Any]]) -> None:
     """Start a group of probes beside the gate: `read` gives each probe's outcome (forked.caught's)."""
     _reads[key] = _started(read)
