@@ -30,6 +30,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 # this sparkenv's pid (inherited from the child that started it), never a process someone else started
 _MARK = "SPARKENV_CHILD_OF"
 _subreaper = False
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _become_subreaper() -> None:
@@ -135,27 +136,35 @@ def fork(work: Callable[[], object], register: bool = True, own_group: bool = Fa
     worker never returns into the caller's code: no `finally`, atexit handler or buffered output of the
     parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright. `own_group`: it leads a process group
     of its own (what it starts is killed with it). OSError when the fork fails."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
-        code = 1
-        try:
-            from sparkenv import signals
+    # held off from the fork until the worker is registered: a Ctrl-C raised in between would leave a
+    # worker no kill_all finds, and one raised in the worker before its handlers are reset would run
+    # the parent's handler there; what arrived meanwhile is delivered right after
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
+            code = 1
+            try:
+                from sparkenv import signals
 
-            # the parent's handlers would raise into its own code here; a signal it ignores stays so
-            signals.install_handler(signal.SIG_DFL, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # type: ignore[arg-type]
-            if own_group:
-                with contextlib.suppress(OSError):
-                    os.setpgid(0, 0)
-            work()
-            code = 0
-        finally:
-            os._exit(code)
-    if own_group:
-        with contextlib.suppress(OSError):  # the worker does the same; whichever runs first wins
-            os.setpgid(pid, pid)
-    if register:
-        with _lock:
-            _forked.add(pid)
+                # the parent's handlers would raise into its own code here; a signal it ignores stays so
+                signals.install_handler(signal.SIG_DFL, _STOPPING)  # type: ignore[arg-type]
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                if own_group:
+                    with contextlib.suppress(OSError):
+                        os.setpgid(0, 0)
+                work()
+                code = 0
+            finally:
+                os._exit(code)
+        if own_group:
+            with contextlib.suppress(OSError):  # the worker does the same; whichever runs first wins
+                os.setpgid(pid, pid)
+        if register:
+            with _lock:
+                _forked.add(pid)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return pid
 
 
