@@ -212,15 +212,20 @@ def starter(args: argparse.Namespace, tree: str, path: str) -> tuple[dict[str, s
     interpreter flag it sets, as a container's start runs it), or `python -m sparkenv`."""
     if args.launch == "module" or not path:
         return ({"PYTHONPATH": path} if path else {}), [args.python, "-m", "sparkenv"]
-    with open(os.path.join(path, "sparkenv", "image", "sparkenv.sh")) as fh:
+    return {}, [image_launcher(args.python, path, os.path.join(args.work, f"sparkenv-{tree}.sh"))]
+
+
+def image_launcher(python: str, tree: str, script: str) -> str:
+    """The tree's sparkenv/image/sparkenv.sh written to `script`, `python` as its python3 and the tree
+    as its /opt/sparkenv/lib (benchmarks/gate_torch_after.py uses it too)."""
+    with open(os.path.join(tree, "sparkenv", "image", "sparkenv.sh")) as fh:
         text = fh.read()
     if "exec python3 " not in text or LIB not in text:
-        raise SystemExit(f"{path}: its sparkenv/image/sparkenv.sh starts no `exec python3 ` with {LIB}")
-    script = os.path.join(args.work, f"sparkenv-{tree}.sh")
+        raise SystemExit(f"{tree}: its sparkenv/image/sparkenv.sh starts no `exec python3 ` with {LIB}")
     with open(script, "w") as fh:
-        fh.write(text.replace("exec python3 ", f"exec {args.python} ").replace(LIB, path))
+        fh.write(text.replace("exec python3 ", f"exec {python} ").replace(LIB, tree))
     os.chmod(script, 0o755)
-    return {}, [script]
+    return script
 
 
 def timeline_flags(path: str) -> list[str]:
