@@ -257,17 +257,20 @@ def _parse(text: str, key_text: str) -> tuple[list[str], dict[str, str]] | None:
     if i + 1 + 2 * m != len(fields) or len(named) != 2 * m:
         return None
     files = dict(zip(named[0::2], named[1::2], strict=True))
-    sound = (
+    return (argv, files) if len(files) == m and _sound(argv, files, pairs[0::2]) else None
+
+
+def _sound(argv: list[str], files: dict[str, str], stamped: list[str]) -> bool:
+    """A `uv pip compile` of files in the work folder, uv itself stamped, plain file names."""
+    return (
         len(argv) > 4
         and argv[1:3] == ["pip", "compile"]
-        and argv[0] in pairs[0::2]  # uv itself is stamped
+        and argv[0] in stamped
         and argv[3].startswith(_WORK + "/")
         and "--output-file" in argv[:-1]
         and argv[argv.index("--output-file") + 1].startswith(_WORK + "/")
-        and len(files) == m
         and all(n and "/" not in n and n not in (".", "..") for n in files)
     )
-    return (argv, files) if sound else None
 
 
 def _body(fields: list[str]) -> bytes:

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkenv.errors import ServiceMissing, SparkenvError
 from sparkenv.resolve import preferences
@@ -138,18 +138,9 @@ def write(work: Path, files: dict[str, str]) -> None:
         (work / name).write_text(text, encoding="utf-8")
 
 
-def prepare(
-    work: Path,
-    profile: Profile,
-    index: IndexOptions,
-    stages: list[Stage],
-    excluded: list[str] | None = None,
-    exclude_newer: str | None = None,
-    previous: Path | None = None,
-    upgrade: Upgrade = KEEP,
-) -> list[tuple[Stage, list[str], Path]]:
-    """The jobs of `plan`, their files written into `work`."""
-    jobs, files = plan(work, profile, index, stages, excluded, exclude_newer, previous, upgrade)
+def prepare(work: Path, *args: Any, **kwargs: Any) -> list[tuple[Stage, list[str], Path]]:
+    """The jobs of `plan` (same arguments), their files written into `work`."""
+    jobs, files = plan(work, *args, **kwargs)
     write(work, files)
     return jobs
 
