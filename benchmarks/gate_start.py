@@ -7,8 +7,15 @@
 
 Rows, interleaved in rounds of rotating order after one warm-up round, each run with an empty sparkenv
 cache folder (a container started from an image): `python -I -c pass` (the interpreter's own start);
-per sparkenv tree (`--tree NAME=DIR`, put first on PYTHONPATH; default: the sparkenv importable here)
-`gate -q` alone, and `gate -q -- W` for two workloads W, each also alone:
+per sparkenv tree (`--tree NAME=DIR`; default: the sparkenv importable here) `gate -q` alone, and
+`gate -q -- W` for two workloads W, each also alone. A tree's gate starts as a built image starts it
+(`--launch image`, the default): through that tree's own sparkenv/image/sparkenv.sh, its `python3` being
+--python and its /opt/sparkenv/lib the tree (the tree's launcher decides the interpreter's flags: `-I`
+before the fifth session, `-I -S` and gate/launcher.py after); `--launch module` runs `python -m sparkenv`
+with the tree on PYTHONPATH, as the fourth session's figures did. Before the rounds, each tree's gate
+runs once the image's way with `--json --dump-facts`: the findings (G-number, status, subject) and the
+facts read from the workload's interpreter (its distributions, torch's files, Triton's ptxas) are
+compared across the trees ("same findings").
 
 - the light workload: the CUDA driver's start through ctypes (cuInit, the primary context, a 1 MiB
   allocation, a synchronize; a bare interpreter where there is no libcuda). It takes ~0.4 s and varies
@@ -62,6 +69,9 @@ assert cu.cuCtxSynchronize() == 0
 """
 BARE = "python -I -c pass"
 CWD: list[str | None] = [None]  # where every timed command runs (main sets it)
+LIB = "/opt/sparkenv/lib"  # where an image keeps sparkenv (sparkenv/image/sparkenv.sh)
+# the facts a gate reads from the workload's interpreter: what a changed sys.path would change
+INTERPRETER_FACTS = ("dists", "torch_static", "kernel_coverage")
 
 # NVML's phases, in a fresh process: what the gate's GPU probe costs by itself.
 NVML_PHASES = r"""
@@ -81,6 +91,10 @@ print(json.dumps({"import pynvml": t1 - t0, "nvmlInit": t2 - t1, "the gate's NVM
 TIMELINE = r"""
 import json, os, sys, time, tempfile
 T0 = time.perf_counter()
+sys.path.insert(0, os.environ["GATE_START_TREE"])  # as the image's launcher puts /opt/sparkenv/lib
+if sys.flags.no_site:  # the image's launcher of this tree runs python -I -S: what it does first
+    from sparkenv.gate import launcher
+    getattr(launcher, "prepare", launcher.complete_path)()
 marks, probes, forks = {}, {}, tempfile.mkdtemp()
 def mark(name):
     marks.setdefault(name, time.perf_counter() - T0)
@@ -89,13 +103,17 @@ def done(*_):
     for f in os.listdir(forks):
         name, start, end = open(os.path.join(forks, f)).read().split()
         probes["forked: " + name] = [float(end) - float(start), None, float(start) - T0]
-    print(json.dumps({"marks": marks, "probes": probes}))
+    print(json.dumps({"marks": marks, "probes": probes}), flush=True)
     os._exit(0)
 os.execvp = done
 sys.argv = ["sparkenv", "gate", "-q", "--", sys.executable, "-c", "pass"]
 from sparkenv import entry
 mark("entry imported")
-from sparkenv.gate import early, entry as gate_entry, orchestrate
+# only what the gate imports before its first fork anyway: the children must not inherit more
+from sparkenv.gate import early, entry as gate_entry
+def stamp(name, start):  # in a forked child: its start and end on the clock every process shares
+    with open(os.path.join(forks, str(os.getpid())), "w") as out:
+        out.write(f"{name} {start} {time.perf_counter()}")
 real_start = gate_entry.start_early
 def start_early(a):
     mark("early start"); real_start(a); mark("early started")
@@ -103,41 +121,62 @@ gate_entry.start_early = start_early
 if hasattr(early, "_started"):  # children forked by the gate (gate/forked.py): each times itself
     real_started = early._started
     def _started(fn):
+        name = fn.__qualname__.split(".")[0] + "".join(f"/{d}" for d in fn.__defaults__ or ())
         def timed():
             s = time.perf_counter()
             try:
                 return fn()
             finally:
-                e = time.perf_counter()
-                with open(os.path.join(forks, str(os.getpid())), "w") as out:
-                    out.write(f"{fn.__qualname__.split('.')[0]} {s} {e}")
+                stamp(name.replace(" ", "_"), s)
         return real_started(timed)
     early._started = _started
-real_run_all = orchestrate.run_all
-def run_all(ps, deadline, *more):
-    mark("probes start")
-    def wrap(name, fn):
-        def run():
-            s, c = time.perf_counter(), time.thread_time()
-            try:
-                return fn()
-            finally:
-                probes[name] = [time.perf_counter() - s, time.thread_time() - c, s - T0]
-        return run
-    try:
-        return real_run_all({n: wrap(n, f) for n, f in ps.items()}, deadline, *more)
-    finally:
-        mark("probes done")
-orchestrate.run_all = run_all
-from sparkenv.gate import run as gate_run
-real_evaluate = gate_run.evaluate
-def evaluate(*a, **k):
-    mark("checks start")
-    try:
-        return real_evaluate(*a, **k)
-    finally:
-        mark("checks done")
-gate_run.evaluate = evaluate
+if hasattr(gate_entry, "_check_group"):  # the check workers: each stamps when it is ready for the facts
+    real_check = gate_entry._check_group
+    def _check_group(group, receive, alarm):
+        s = time.perf_counter()
+        class Ready:  # the feed (gate/forked.py), stamped when the worker asks for the facts
+            waiting = getattr(receive, "waiting", None)
+            def __call__(self):
+                stamp("check_worker_ready/" + "+".join(group), s)
+                return receive()
+        return real_check(group, Ready(), alarm)
+    gate_entry._check_group = _check_group
+def patch_later():  # what the gate imports after its forks: patched once it is there
+    from sparkenv.gate import orchestrate
+    real_run_all = orchestrate.run_all
+    def run_all(ps, deadline, *more):
+        mark("probes start")
+        gate_run = sys.modules.get("sparkenv.gate.run")
+        if gate_run is not None and not hasattr(gate_run, "_timed"):
+            gate_run._timed = True
+            real_evaluate = gate_run.evaluate
+            def evaluate(*a, **k):
+                mark("checks start")
+                try:
+                    return real_evaluate(*a, **k)
+                finally:
+                    mark("checks done")
+            gate_run.evaluate = evaluate
+        def wrap(name, fn):
+            def run():
+                s, c = time.perf_counter(), time.thread_time()
+                try:
+                    return fn()
+                finally:
+                    probes[name] = [time.perf_counter() - s, time.thread_time() - c, s - T0]
+            return run
+        try:
+            return real_run_all({n: wrap(n, f) for n, f in ps.items()}, deadline, *more)
+        finally:
+            mark("probes done")
+    orchestrate.run_all = run_all
+real_group = early.start_group
+def start_group(key, read):
+    real_group(key, read)
+    if key == early.HOST:  # the gate's last fork (gate/entry.py start_early)
+        mark("forks done")
+        patch_later()
+early.start_group = start_group
 entry.main()
 """
 
@@ -149,22 +188,93 @@ def rows(
     py = args.python
     out: dict[str, tuple[dict[str, str], list[str]]] = {BARE: ({}, [py, "-I", "-c", "pass"])}
     heavy: set[str] = set()
-    gate = ["-m", "sparkenv", "gate", "-q", "--deadline", str(args.deadline)]
     out["light workload alone"] = ({}, [py, light])
     if not args.no_torch:
         out["torch workload alone"] = ({}, [py, "-c", args.workload])
         heavy.add("torch workload alone")
     for tree, path in args.trees:
-        env = {"PYTHONPATH": path} if path else {}
-        out[f"gate ({tree})"] = (env, [py, *gate])
-        out[f"gate ({tree}) -- light"] = (env, [py, *gate, "--", py, light])
+        env, start = starter(args, tree, path)
+        gate = [*start, "gate", "-q", "--deadline", str(args.deadline)]
+        out[f"gate ({tree})"] = (env, gate)
+        out[f"gate ({tree}) -- light"] = (env, [*gate, "--", py, light])
         if not args.no_torch:
-            out[f"gate ({tree}) -- torch"] = (env, [py, *gate, "--", py, "-c", args.workload])
+            out[f"gate ({tree}) -- torch"] = (env, [*gate, "--", py, "-c", args.workload])
             heavy.add(f"gate ({tree}) -- torch")
             if args.deep:
-                out[f"gate ({tree}) --deep"] = (env, [py, *gate, "--deep"])
+                out[f"gate ({tree}) --deep"] = (env, [*gate, "--deep"])
                 heavy.add(f"gate ({tree}) --deep")
     return out, heavy
+
+
+def starter(args: argparse.Namespace, tree: str, path: str) -> tuple[dict[str, str], list[str]]:
+    """(environment, argv before `gate`) that start a tree's sparkenv as --launch says: the tree's own
+    image launcher (sparkenv.sh with --python for python3 and the tree for /opt/sparkenv/lib: every
+    interpreter flag it sets, as a container's start runs it), or `python -m sparkenv`."""
+    if args.launch == "module" or not path:
+        return ({"PYTHONPATH": path} if path else {}), [args.python, "-m", "sparkenv"]
+    return {}, [image_launcher(args.python, path, os.path.join(args.work, f"sparkenv-{tree}.sh"))]
+
+
+def image_launcher(python: str, tree: str, script: str) -> str:
+    """The tree's sparkenv/image/sparkenv.sh written to `script`, `python` as its python3 and the tree
+    as its /opt/sparkenv/lib (benchmarks/gate_torch_after.py uses it too)."""
+    with open(os.path.join(tree, "sparkenv", "image", "sparkenv.sh")) as fh:
+        text = fh.read()
+    if "exec python3 " not in text or LIB not in text:
+        raise SystemExit(f"{tree}: its sparkenv/image/sparkenv.sh starts no `exec python3 ` with {LIB}")
+    with open(script, "w") as fh:
+        fh.write(text.replace("exec python3 ", f"exec {python} ").replace(LIB, tree))
+    os.chmod(script, 0o755)
+    return script
+
+
+def timeline_flags(path: str) -> list[str]:
+    """The interpreter flags the tree's image launcher gives the gate (-S where it has launcher.py)."""
+    return ["-I", "-S"] if os.path.isfile(os.path.join(path, "sparkenv", "gate", "launcher.py")) else ["-I"]
+
+
+def same_findings(args: argparse.Namespace) -> dict[str, Any]:
+    """Each tree's gate once, started as --launch says, with --json and --dump-facts: do the findings
+    and the facts of the workload's interpreter agree across the trees?"""
+    seen: dict[str, tuple[Any, Any]] = {}
+    for tree, path in args.trees:
+        env, start = starter(args, tree, path)
+        dump = os.path.join(args.work, f"facts-{tree}.json")
+        cache = tempfile.mkdtemp(prefix="gate-start-")
+        p = subprocess.run(
+            [*start, "gate", "--json", "--dump-facts", dump],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, **env, "SPARKENV_CACHE_DIR": cache},
+            cwd=CWD[0],
+        )
+        shutil.rmtree(cache, ignore_errors=True)
+        try:
+            report = json.loads(p.stdout)
+            with open(dump) as fh:
+                facts = json.load(fh)
+        except (OSError, ValueError):
+            print(f"same findings: gate ({tree}) gave no report (exit {p.returncode}): {p.stderr[-300:]}")
+            return {"same": False}
+        found = sorted((f["id"], f["status"], f["subject"]) for f in report["findings"])
+        seen[tree] = (found, {k: facts.get(k) for k in INTERPRETER_FACTS})
+    first = next(iter(seen.values()), None)
+    differ = {t: v for t, v in seen.items() if v != first}
+    for tree, (found, facts) in differ.items():
+        assert first is not None
+        print(f"same findings: gate ({tree}) differs:")
+        print(f"  findings only there: {sorted(set(found) - set(first[0]))}")
+        print(f"  findings only in the first tree: {sorted(set(first[0]) - set(found))}")
+        print(f"  interpreter facts that differ: {[k for k in facts if facts[k] != first[1][k]]}")
+    if first is not None:
+        dists = len(first[1]["dists"] or {})
+        say = "yes" if not differ else "NO"
+        print(
+            f"same findings and interpreter facts across the trees: {say} ({len(first[0])} findings, "
+            f"{dists} distributions)"
+        )
+    return {"same": not differ, "findings": {t: v[0] for t, v in seen.items()}}
 
 
 def timed(env: dict[str, str], argv: list[str]) -> tuple[float, float, int, str]:
@@ -233,12 +343,16 @@ def breakdown(args: argparse.Namespace, med: dict[str, float]) -> dict[str, Any]
     else:
         print("NVML phases: not measured (no pynvml or no driver here)")
     for tree, path in args.trees:
-        env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+        if path and args.launch == "image":  # the interpreter's flags of the tree's image launcher
+            argv, env = [args.python, *timeline_flags(path), "-c", TIMELINE], {**os.environ}
+        else:
+            argv, env = [args.python, "-c", TIMELINE], {**os.environ, "PYTHONPATH": path}
+        env["GATE_START_TREE"] = path or os.getcwd()
         runs = []
         for _ in range(args.breakdown_runs):
             cache = tempfile.mkdtemp(prefix="gate-start-")
             p = subprocess.run(
-                [args.python, "-c", TIMELINE],
+                argv,
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -296,6 +410,12 @@ def main() -> int:
     parser.add_argument("--no-torch", action="store_true", help="no torch here: the light workload only")
     parser.add_argument("--deep", action="store_true", help="also time `gate --deep` in the torch rounds")
     parser.add_argument("--deadline", type=float, default=25.0)
+    parser.add_argument(
+        "--launch",
+        choices=("image", "module"),
+        default="image",
+        help="start each tree's gate as a built image does (its sparkenv.sh), or as python -m sparkenv",
+    )
     parser.add_argument("--breakdown", action="store_true", help="where the gate's time goes")
     parser.add_argument("--breakdown-runs", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
@@ -306,7 +426,7 @@ def main() -> int:
     if any(len(t) != 2 or not os.path.isdir(t[1]) for t in args.trees if t[1]):
         parser.error("--tree takes NAME=DIR, DIR a sparkenv checkout")
     args.trees = [(name, os.path.abspath(path) if path else "") for name, path in args.trees]
-    work = tempfile.mkdtemp(prefix="gate-start-")
+    work = args.work = tempfile.mkdtemp(prefix="gate-start-")
     if any(path for _name, path in args.trees):
         # `python -m` and `-c` put the current folder first on sys.path: run from one without a sparkenv
         # of its own, so that each tree's PYTHONPATH decides which sparkenv runs
@@ -315,6 +435,7 @@ def main() -> int:
     with open(light, "w") as fh:
         fh.write(LIGHT)
     cmds, heavy = rows(args, light)
+    same = same_findings(args)
     torch_rounds = {round(i * args.runs / max(1, args.torch_runs)) for i in range(args.torch_runs)}
     names = list(cmds)
     times: dict[str, list[float]] = {n: [] for n in names}
@@ -336,7 +457,6 @@ def main() -> int:
                 cpu[name].append(used)
                 rounds[name].append(round_no)
                 codes[name].add(code)
-    shutil.rmtree(work, ignore_errors=True)
     rng = random.Random(23)
     med = {n: statistics.median(t) for n, t in times.items() if t}
     load = os.getloadavg()[0]
@@ -396,8 +516,10 @@ def main() -> int:
         print(f"target {k}: {'met' if ok else 'MISSED'}")
     if args.breakdown:
         figures["breakdown"] = breakdown(args, med)
+    shutil.rmtree(work, ignore_errors=True)
     if args.json:
         doc = {
+            "same_findings": same,
             "medians_s": med,
             "runs_s": times,
             "cpu_s": cpu,

@@ -1,10 +1,12 @@
-"""Why the torch workload behind the gate may cost more than the gate itself: the workload alone, alone
-with the gate's benchmark environment (its tree on PYTHONPATH), right after a `gate` that exited (no
-exec), and behind the gate (`gate -- W`, exec), interleaved, each stamped: its first line, `import
-torch` done, the first CUDA tensor synchronized, and the process's end (CPU of the whole run beside).
+"""The torch workload behind the gate against the workload alone, measured directly: the workload alone
+and, per sparkenv tree, behind that tree's gate (`gate -- W`, exec; started as a built image starts it,
+through the tree's own sparkenv/image/sparkenv.sh, as benchmarks/gate_start.py does), interleaved, each
+stamped: its first line, `import torch` done, the first CUDA tensor synchronized, and the process's end
+(CPU of the whole run beside). `--diagnose` adds, for the first tree, the workload alone with the tree
+on PYTHONPATH and right after a `gate` that exited (no exec).
 
   P=/opt/torch/.venv/bin/python
-  $P benchmarks/gate_torch_after.py --python $P --tree <checkout> --runs 8
+  $P benchmarks/gate_torch_after.py --python $P --tree after=<checkout> --tree before=<other> --runs 10
 
 Standard library only; the tree's sparkenv must import with --python, and torch with CUDA be there.
 """
@@ -22,6 +24,8 @@ import sys
 import tempfile
 import time
 from typing import Any
+
+from gate_start import image_launcher  # this folder is first on sys.path when run as a script
 
 WORKLOAD = r"""import time
 T = {"first line": time.clock_gettime(time.CLOCK_MONOTONIC)}
@@ -63,21 +67,27 @@ def timed(argv: list[Any], env: dict[str, str], cwd: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--tree", required=True, help="a sparkenv checkout, put first on PYTHONPATH")
+    parser.add_argument(
+        "--tree", action="append", required=True, metavar="NAME=DIR", help="a sparkenv checkout; repeat"
+    )
     parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--diagnose", action="store_true", help="the rows of the fourth session too")
     args = parser.parse_args()
-    py, tree = args.python, os.path.abspath(args.tree)
+    py = args.python
+    trees = [(n, os.path.abspath(d)) for n, _, d in (t.partition("=") for t in args.tree)]
     cwd = tempfile.mkdtemp(prefix="gate-torch-cwd-")  # neutral: no sparkenv of its own on sys.path
     w = os.path.join(cwd, "torch_stamped.py")
     with open(w, "w") as fh:
         fh.write(WORKLOAD)
-    gate = [py, "-m", "sparkenv", "gate", "-q"]
-    rows = {
-        "torch alone": ([py, w], {}),
-        "torch alone, the tree on PYTHONPATH": ([py, w], {"PYTHONPATH": tree}),
-        "torch right after `gate` exited (no exec)": ([gate, [py, w]], {"PYTHONPATH": tree}),
-        "gate -- torch (exec)": ([*gate, "--", py, w], {"PYTHONPATH": tree}),
-    }
+    rows: dict[str, tuple[list[Any], dict[str, str]]] = {"torch alone": ([py, w], {})}
+    for name, tree in trees:
+        gate = [image_launcher(py, tree, os.path.join(cwd, f"sparkenv-{name}.sh")), "gate", "-q"]
+        rows[f"gate ({name}) -- torch (exec)"] = ([*gate, "--", py, w], {})
+    if args.diagnose:
+        tree = trees[0][1]
+        module = [py, "-m", "sparkenv", "gate", "-q"]
+        rows["torch alone, the tree on PYTHONPATH"] = ([py, w], {"PYTHONPATH": tree})
+        rows["torch right after `gate` exited (no exec)"] = ([module, [py, w]], {"PYTHONPATH": tree})
     names = list(rows)
     runs: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     for r in range(-1, args.runs):
@@ -92,6 +102,14 @@ def main() -> int:
         print(f"{n} ({len(runs[n])} runs), medians, s:")
         for k in keys:
             print(f"  {statistics.median(g[k] for g in runs[n]):8.4f}  {k}")
+    alone = statistics.median(g["total"] for g in runs["torch alone"])
+    for name, _tree in trees:
+        behind = runs[f"gate ({name}) -- torch (exec)"]
+        ratio = statistics.median(g["total"] for g in behind) / alone
+        paired = statistics.median(
+            b["total"] - a["total"] for a, b in zip(runs["torch alone"], behind, strict=True)
+        )
+        print(f"gate ({name}) -- torch / torch alone: {ratio:.3f} (medians); paired {paired:+.3f} s")
     print(json.dumps(runs))
     return 0
 

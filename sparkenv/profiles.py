@@ -253,6 +253,19 @@ def shipped() -> dict[str, Profile]:
 
 
 @functools.cache
+def _shipped_file(name: str) -> Profile | None:
+    """The shipped profile `name` from its own file (<name>.toml, as each is named), without parsing
+    the others (a lock waits on this before uv starts); None when no file of that name holds it."""
+    if not NAME_RE.fullmatch(name) or name.startswith("_"):
+        return None
+    entry = _data_dir().joinpath(f"{name}.toml")
+    if not entry.is_file():
+        return None
+    prof = _parse(entry.read_text(encoding="utf-8"), f"sparkenv/data/profiles/{name}.toml")
+    return prof if prof.name == name else None
+
+
+@functools.cache
 def _defaults_file() -> dict[str, Any]:
     from sparkenv.datafiles import parse_toml
 
@@ -272,6 +285,9 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
     """A shipped profile by name, or a profile file by path (relative to base_dir when given)."""
     if not name_or_path:
         name_or_path = default_name()
+    one = _shipped_file(name_or_path)
+    if one is not None:
+        return one
     profiles = shipped()
     if name_or_path in profiles:
         return profiles[name_or_path]

@@ -13,10 +13,10 @@ with sparkenv/children.py, so signals and the deadline kill it."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 
@@ -153,6 +153,25 @@ INTERPRETER_PARTS: dict[str, tuple[str, ...]] = {
 HOST = ("host",)  # the group that reads the machine (probes.host_facts)
 
 
+# Every section a probe can add to the facts (probes.gather's probes, the --deep torch process, the
+# NVFP4 kernels): the check workers warm their checks up on facts with each of them empty (gate/run.py).
+SECTIONS = (
+    "gpu",
+    "driver",
+    "meminfo",
+    "processes",
+    "container",
+    "loader",
+    "dists",
+    "configs",
+    "torch_static",
+    "multinode",
+    "torch",
+    "kernels",
+    "kernel_coverage",
+)
+
+
 def start_group(key: tuple[Any, ...], read: Callable[[], dict[str, Any]]) -> None:
     """Start a group of probes beside the gate: `read` gives each probe's outcome (forked.caught's)."""
     _reads[key] = _started(read)
@@ -191,7 +210,7 @@ def torch_argv(python: str, bandwidth: bool, import_unsloth: bool) -> list[str]:
     """The isolated torch probe's command line (gate/torch_probe.py under the workload's interpreter)."""
     from sparkenv.knowledge import packages
 
-    argv = [python, "-X", "utf8", str(Path(__file__).with_name("torch_probe.py")), "--flash"]
+    argv = [python, "-X", "utf8", os.path.join(os.path.dirname(__file__), "torch_probe.py"), "--flash"]
     if bandwidth:
         argv.append("--bandwidth")
     if import_unsloth:

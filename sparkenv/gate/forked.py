@@ -213,7 +213,7 @@ def _child(fn: Callable[..., Any], read_end: int, write_end: int, feed: int = -1
         with contextlib.suppress(OSError):
             os.close(fd)
     _held.clear()
-    answer = caught(fn if feed < 0 else lambda: fn(lambda: _receive(feed)))
+    answer = caught(fn if feed < 0 else lambda: fn(_Feed(feed)))
     try:
         payload = pickle.dumps(answer)
     except Exception as exc:  # a value pickle cannot carry: an error of the probe
@@ -222,6 +222,25 @@ def _child(fn: Callable[..., Any], read_end: int, write_end: int, feed: int = -1
     while view:
         view = view[os.write(write_end, view) :]
     os.close(write_end)  # the answer is complete: the parent reads on while this process exits
+
+
+class _Feed:
+    """What a fed child's fn is given: called, the value the gate sends (_receive); `waiting()`: True
+    while nothing of it has come, so the child can use the time (gate/run.py loads data files)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def __call__(self) -> Any:
+        return _receive(self._fd)
+
+    def waiting(self) -> bool:
+        import select
+
+        try:
+            return not select.select([self._fd], [], [], 0)[0]
+        except (OSError, ValueError):  # received already: its end is closed
+            return False
 
 
 def _receive(fd: int) -> Any:

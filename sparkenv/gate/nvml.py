@@ -25,11 +25,12 @@ def library_path() -> str | None:
 
     Importing pynvml costs more than the rest of the gate (it defines its ctypes structures at import);
     on a machine without the driver, this look-up says so without paying for it."""
-    import platform
+    import os
 
     from sparkenv.gate import ldcache
 
-    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
+    machine = os.uname().machine  # what platform.machine() says on Linux, without importing platform
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
     found, _ = ldcache.resolve(LIBRARY, __file__, (), (), machine)
     return found
 

@@ -70,23 +70,9 @@ ENV_KEYS = (
 )
 
 
-# Every section a probe can add to the facts (gather's probes, the --deep torch process, the NVFP4
-# kernels): the check workers warm their checks up on facts with each of them empty (gate/run.py).
-SECTIONS = (
-    "gpu",
-    "driver",
-    "meminfo",
-    "processes",
-    "container",
-    "loader",
-    "dists",
-    "configs",
-    "torch_static",
-    "multinode",
-    "torch",
-    "kernels",
-    "kernel_coverage",
-)
+# Every section a probe can add to the facts: gate/early.py's SECTIONS (there, so that a check worker,
+# which warms its checks up on them, imports no probe).
+SECTIONS = early.SECTIONS
 
 
 @dataclass

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkenv import rules
 from sparkenv.facts.live import GateFacts
-from sparkenv.gate import facts_file
-from sparkenv.gate.probes import SECTIONS, Options, gather
+from sparkenv.gate.early import SECTIONS
 from sparkenv.report import Finding, Report
+
+if TYPE_CHECKING:  # the probes are imported where they run: a check worker imports this module too
+    from sparkenv.gate.probes import Options
 
 
 def load_facts(path: str) -> dict[str, Any]:
+    from sparkenv.gate import facts_file
+
     return facts_file.load(path)
 
 
@@ -21,24 +26,34 @@ def load_facts(path: str) -> dict[str, Any]:
 LIVE_DATA = ("cuda", "drivers", "hosts", "packages", "playbook_issues")
 
 
-def prepare_checks(gotchas: tuple[rules.GotchaId, ...] = rules.GOTCHAS, report: bool = True) -> None:
+def prepare_checks(
+    gotchas: tuple[rules.GotchaId, ...] = rules.GOTCHAS, report: bool = True, data: bool = True
+) -> None:
     """While the probes run (the gate waits for NVML and its other forked probes): import the live
-    checks' modules of `gotchas` and (`report`) the report's, and load their data files, so that the
-    checks start at once when the facts are in. Any failure is left for the checks themselves to meet
-    and report."""
+    checks' modules of `gotchas` and (`report`) the report's, and (`data`) load their data files, so
+    that the checks start at once when the facts are in. Any failure is left for the checks themselves
+    to meet and report."""
     import importlib
-
-    from sparkenv import knowledge
 
     try:
         for _gid, rule in rules.rules_for(rules.Stage.LIVE, gotchas):
             importlib.import_module(rule.check.__module__)
         if report:
             importlib.import_module("sparkenv.render.emit")
-        for name in LIVE_DATA if gotchas else ():
-            getattr(knowledge, name)()
+        if data and gotchas:
+            _load_data(lambda: True)
     except Exception:  # met again, and reported, where the checks run
         pass
+
+
+def _load_data(waiting: Any) -> None:
+    """The live checks' data files, one after another while `waiting()` says the facts have not come."""
+    from sparkenv import knowledge
+
+    for name in LIVE_DATA:
+        if not waiting():
+            return
+        getattr(knowledge, name)()
 
 
 def _in_workers() -> tuple[rules.GotchaId, ...]:
@@ -87,8 +102,15 @@ def check_group(group: tuple[str, ...], receive: Any) -> dict[str, list[Finding]
     """In a check worker (gate/early.py): import the group's checks and load the data files while the
     probes run, then judge the facts the gate sends (raw, need_gb, strict)."""
     gids = tuple(rules.GotchaId(g) for g in group)
-    prepare_checks(gids, report=False)
-    _warm_up(gids, SECTIONS)
+    prepare_checks(gids, report=False, data=False)
+    _warm_up(gids, SECTIONS)  # loads the data files the group's checks read on those facts
+    # The other data files a live check reads, where real facts take a branch the warm-up did not: loaded
+    # only while the facts are still to come (receive.waiting(): gate/forked.py), so that a worker whose
+    # facts are there judges at once (G8's had loaded all five before it was ready: the last worker).
+    waiting = getattr(receive, "waiting", None)
+    if waiting is not None:
+        with contextlib.suppress(Exception):  # met again, and reported, where the checks run
+            _load_data(waiting)
     raw, need_gb, strict = receive()
     return _judged(gids, GateFacts(raw, need_gb, strict))
 
@@ -129,6 +151,8 @@ def gate(
             raw["workload"] = list(opts.workload)
         source = f"replayed from {facts_file}"
     else:
+        from sparkenv.gate.probes import gather
+
         raw = gather(opts, meanwhile=prepare_meanwhile)
         source = "live"
     # the check workers answer within the gate's deadline, or their groups are judged here

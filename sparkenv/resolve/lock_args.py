@@ -60,7 +60,6 @@ def parse(argv: list[str]) -> LockArgs | None:
 def run(args: LockArgs) -> int:
     """The lock (or, under --check, whether the written locks are current), reported; the exit code."""
     from sparkenv.bounds import seconds_problem
-    from sparkenv.resolve import run as stage
 
     problem = seconds_problem(args.timeout, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
     if problem:
@@ -68,6 +67,7 @@ def run(args: LockArgs) -> int:
     options = args.reporting.check()
     if args.check_only:
         from sparkenv.render.emit import emit
+        from sparkenv.resolve import run as stage
 
         result = stage.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
         return emit(result, options)
@@ -76,13 +76,58 @@ def run(args: LockArgs) -> int:
     import sys
     from pathlib import Path
 
-    from sparkenv.resolve import outputs as outputs_mod
-    from sparkenv.resolve.preferences import Upgrade
+    from sparkenv import signals
+    from sparkenv.resolve import spawn_cache
 
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
     pending: dict[Path, str] = {}
-    outputs_mod.check_writable(list(options.files))
-    result = stage.lock(
+    # a re-lock starts uv from the command its last lock ran (resolve/spawn_cache.py), before the modules
+    # that compute it are imported; the lock computes it anyway and keeps that uv only when equal
+    key = spawn_cache.key(tuple(args._replace(check_only=False, timeout=0.0, reporting=None)))
+    early = None
+    cached = spawn_cache.Cached(key, None)
+    try:
+        early = cached.early = spawn_cache.start(key, args.timeout)
+        from sparkenv.resolve import outputs as outputs_mod
+
+        outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
+        result = _lock(args, progress, pending, options, cached)
+    except KeyboardInterrupt:
+        if early is not None:
+            early.interrupted()
+        from sparkenv import children
+
+        if children.kill_all():  # one started but not yet handed over (a signal in between): gone too
+            signals.cleaned("killed uv")
+        raise
+    finally:
+        if early is not None:
+            early.discard()  # unless the lock claimed it: an error before it did
+    from sparkenv.render.emit import emit, files, shown
+
+    # The lock and the report's files together: validated first, all written or none replaced.
+    view = shown(result, options)
+    outputs_mod.write_all(pending, files(view, options))
+    timeline.mark("lock written")
+    cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
+    code = emit(view, options._replace(report=None, junit=None, sarif=None))
+    timeline.mark("report emitted")
+    timeline.flush()
+    return code
+
+
+def _lock(
+    args: LockArgs,
+    progress: bool,
+    pending: dict[Any, str],
+    options: reporting.ReportOptions,
+    cached: Any,
+) -> Any:
+    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started)."""
+    from sparkenv.resolve import run as stage
+    from sparkenv.resolve.preferences import Upgrade
+
+    return stage.lock(
         args.inputs,
         args.profile,
         args.platform,
@@ -98,17 +143,8 @@ def run(args: LockArgs) -> int:
         outputs=pending,
         binding=lambda found: _shown(found, options),
         upgrade=Upgrade.of(args.upgrade, args.upgrade_package),
+        cached=cached,
     )
-    from sparkenv.render.emit import emit, files, shown
-
-    # The lock and the report's files together: validated first, all written or none replaced.
-    view = shown(result, options)
-    outputs_mod.write_all(pending, files(view, options))
-    timeline.mark("lock written")
-    code = emit(view, options._replace(report=None, junit=None, sarif=None))
-    timeline.mark("report emitted")
-    timeline.flush()
-    return code
 
 
 def _shown(found: list[Any], options: reporting.ReportOptions) -> list[Any]:

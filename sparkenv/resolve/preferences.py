@@ -80,20 +80,29 @@ def _parsed_pairs(text: str) -> list[tuple[object, object]]:
     )
 
 
-def seed(previous: Path | None, out: Path, upgrade: Upgrade) -> int:
-    """Write uv's preferences to `out`, the output file uv is about to write: the packages of the
-    `previous` lock, none under --upgrade. Returns how many."""
+def text(previous: Path | None, upgrade: Upgrade) -> str | None:
+    """uv's preferences as the text of the output file uv is about to write: the packages of the
+    `previous` lock; None under --upgrade, or when there is no lock or it names none."""
     if previous is None or upgrade.all:
-        return 0
+        return None
     versions = kept(previous)
     if not versions:
-        return 0
+        return None
     # the subset of PEP 751 uv reads preferences from: names and versions, nothing else of the old lock
     lines = ['lock-version = "1.0"', 'created-by = "sparkenv"', ""]
     for name, version in sorted(versions.items()):
         lines += ["[[packages]]", f'name = "{name}"', f'version = "{version}"', ""]
-    out.write_text("\n".join(lines), encoding="utf-8")
-    return len(versions)
+    return "\n".join(lines)
+
+
+def seed(previous: Path | None, out: Path, upgrade: Upgrade) -> int:
+    """Write uv's preferences (`text`) to `out`, the output file uv is about to write. Returns how many
+    packages it names."""
+    body = text(previous, upgrade)
+    if body is None:
+        return 0
+    out.write_text(body, encoding="utf-8")
+    return body.count("[[packages]]")
 
 
 KEEP = Upgrade()  # the default: every version of the lock replaced is kept where the inputs allow

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -16,7 +14,7 @@ from sparkenv import profiles, project, signals
 from sparkenv.errors import SparkenvError
 from sparkenv.lock import write as lockwrite
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import timeline, uvdriver
+from sparkenv.resolve import spawn_cache, timeline, uvdriver
 from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
@@ -184,6 +182,7 @@ def lock(
     outputs: dict[Path, str] | None = None,
     binding: Callable[[list[Finding]], list[Finding]] | None = None,
     upgrade: Upgrade = KEEP,
+    cached: spawn_cache.Cached | None = None,
 ) -> Report:
     """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
     are put there instead of written, so the caller can write them together with its reports (all or
@@ -194,7 +193,9 @@ def lock(
 
     uv starts as soon as its command is known (inputs, profile, stages, what is kept out); the judgement
     of the declared requirements and everything else that does not shape uv's command run while it
-    resolves. A declared FAIL then stops uv and ends the lock as it would have before uv started."""
+    resolves. A declared FAIL then stops uv and ends the lock as it would have before uv started.
+    `cached`: the command line's key in the spawn cache and the uv started from it, if any
+    (resolve/spawn_cache.py): kept when its command is the one computed here, else replaced."""
 
     started = time.perf_counter()
     from sparkenv import outputs as output_files
@@ -220,8 +221,11 @@ def lock(
         try:
             if resolve_stage is not None:
                 prefer = _previous(pylock_path, upgrade)
-                uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer)
+                early = cached.early if cached is not None else None
+                uv = _Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer, early)
                 uv.start(timeout)
+                if cached is not None:
+                    _keep_command(cached, uv, paths, inp, profile, pylock_path, upgrade)
             _remember(index)  # before sparkenv's own first request
             stages = _install_stages(inp, profile, resolve_stage)
             if uv is not None:
@@ -485,26 +489,59 @@ class _Resolving:
         excluded: list[str],
         exclude_newer: str | None,
         prefer: tuple[Path | None, Upgrade, str] = (None, KEEP, ""),
+        early: spawn_cache.Early | None = None,
     ) -> None:
         self.profile, self.index, self.stage, self.exclude_newer = profile, index, stage, exclude_newer
         self.previous, self.upgrade, self.keeping = prefer
         self.skip = list(excluded)
-        self.work = Path(tempfile.mkdtemp(prefix="sparkenv-lock-"))
+        self.early = early
+        self.work = early.work if early is not None else spawn_cache.work_folder()
         self.out = _Resolution()
         self.running: uvdriver.Running | None = None
         self.done = False
+        self.kept = False  # the uv started from the spawn cache was the right one
+        self.auth: dict[str, str] = {}
+        self.spawned: tuple[list[str], dict[str, str]] = ([], {})  # the first spawn's command and files
 
     def start(self, timeout: float) -> None:
         self.timeout = timeout
+        if self.early is not None:
+            kept = self._claim(self.early)
+            if not kept:
+                self.early.discard()
+            self.early = None
+            if kept:
+                return
+            self.work = spawn_cache.work_folder()
         self.auth = uvdriver.netrc_env(self.work, self.index)  # a credential only pip's variables hold
         self._spawn()
 
-    def _spawn(self) -> None:
-        jobs = uvdriver.prepare(
+    def _jobs(self) -> tuple[list[tuple[Stage, list[str], Path]], dict[str, str]]:
+        return uvdriver.plan(
             self.work, self.profile, self.index, [self.stage], self.skip, self.exclude_newer,
             self.previous, self.upgrade,
         )  # fmt: skip
+
+    def _claim(self, early: spawn_cache.Early) -> bool:
+        """The uv started from the spawn cache is kept when its command and files are the ones computed
+        now, byte for byte; otherwise the caller kills it and starts the right one."""
+        jobs, files = self._jobs()
+        if len(jobs) != 1 or not early.matches(jobs[0][1], files, uvdriver.needs_netrc(self.index)):
+            timeline.mark("spawn cache: uv replaced")
+            return False
+        self.auth = {}
+        self.spawned = (jobs[0][1], files)
+        self.running = early.claim(jobs[0][0], uvdriver.error)
+        self.kept = True
+        timeline.mark("spawn cache: uv kept")
+        return True
+
+    def _spawn(self) -> None:
+        jobs, files = self._jobs()
+        uvdriver.write(self.work, files)
         self.running = uvdriver.start(jobs[0], self.timeout, self.auth, log=True)
+        if not self.spawned[0]:
+            self.spawned = (jobs[0][1], files)
         if self.out.early is not None:
             self.running.read_log(self.out.early.line)
 
@@ -570,6 +607,8 @@ class _Resolving:
 
     def interrupted(self) -> None:
         """Stopped by Ctrl-C or a signal: uv killed, the folder removed, and the closing line says so."""
+        if self.early is not None:  # stopped before the early uv was judged
+            self.early.interrupted()
         if self.running is not None:
             uvdriver.stopped([self.running])
         self.close()
@@ -577,11 +616,37 @@ class _Resolving:
         signals.cleaned("no lock written")
 
     def close(self) -> None:
+        if self.early is not None:
+            self.early.discard()
         if self.running is not None:
             self.running.stop()
         if not self.done and self.out.early is not None:
             self.out.early.close()
+        import shutil  # here: its import (with bz2 and lzma) would delay uv's start
+
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _keep_command(
+    cached: spawn_cache.Cached,
+    uv: _Resolving,
+    paths: list[str],
+    inp: inputs_mod.Inputs,
+    profile: profiles.Profile,
+    lock: Path,
+    upgrade: Upgrade,
+) -> None:
+    """The command uv was just started with, for the spawn cache, with every file it was computed from:
+    the inputs as given and every file read (includes), the profile's file or sparkenv's data, the
+    project's pyproject.toml (a profile it may name), the lock being replaced (the preferences), uv."""
+    argv, files = uv.spawned
+    if not argv or uv.auth:
+        return  # uv needed a netrc: a credential, never kept
+    deps = [
+        *paths, *(str(f) for f in inp.files), *([profile.file] if profile.file else []),
+        *spawn_cache.own_files(), str(project.root() / "pyproject.toml"), str(lock), argv[0],
+    ]  # fmt: skip
+    cached.keep(deps, uv.work, argv, files, lock, upgrade)
 
 
 def _previous(pylock_path: Path, upgrade: Upgrade) -> tuple[Path | None, Upgrade, str]:

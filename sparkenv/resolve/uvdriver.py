@@ -6,27 +6,24 @@ everything it started, not only its first process.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import subprocess
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from sparkenv import children, signals
 from sparkenv.errors import ServiceMissing, SparkenvError
-from sparkenv.profiles import Profile
-from sparkenv.resolve import preferences, timeline
+from sparkenv.resolve import preferences
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uv_binary import uv_binary
+from sparkenv.resolve.uv_process import RUST_LOG, Running, environment, stopped
+
+if TYPE_CHECKING:
+    from sparkenv.profiles import Profile
+
+__all__ = ["RUST_LOG", "Running", "environment", "stopped"]  # started here, run in resolve/uv_process.py
 
 DEFAULT_TIMEOUT = 600.0
-# uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project),
-# which resolve/early.py reads as uv writes them
-RUST_LOG = "uv_resolver::resolver=debug"
 _UNREACHABLE = re.compile(
     r"(Failed to fetch|error sending request|Connection refused|dns error|tcp connect error|timed out|"
     r"operation timed out|Could not connect|Network is unreachable|client error \(Connect\))",
@@ -96,7 +93,7 @@ def command(
     return cmd
 
 
-def prepare(
+def plan(
     work: Path,
     profile: Profile,
     index: IndexOptions,
@@ -105,41 +102,68 @@ def prepare(
     exclude_newer: str | None = None,
     previous: Path | None = None,
     upgrade: Upgrade = KEEP,
-) -> list[tuple[Stage, list[str], Path]]:
-    """`excluded`: names kept out of resolution (default: all the base provides). `previous`: the lock
+) -> tuple[list[tuple[Stage, list[str], Path]], dict[str, str]]:
+    """Each stage's job (stage, uv's command, its output file) and the files the commands read, by name
+    in `work` (nothing written: `prepare` writes them; a cached command is compared with them before).
+    `excluded`: names kept out of resolution (default: all the base provides). `previous`: the lock
     about to be replaced, whose versions uv prefers (resolve/preferences.py) unless `upgrade` says."""
     uv = uv_binary()
+    files: dict[str, str] = {}
     excludes = None
     names = profile.excluded() if excluded is None else excluded
     if names:
         excludes = work / "excludes.txt"
-        excludes.write_text("\n".join(names) + "\n")
+        files[excludes.name] = "\n".join(names) + "\n"
     jobs = []
+    kept = preferences.text(previous, upgrade)  # the same lock for every stage: read once
     for stage in stages:
         stage_in = work / f"{stage.name}.in"
         body = list(stage.lines)
         if stage.constraints:
             cons = work / f"{stage.name}.constraints.txt"
-            cons.write_text("\n".join(stage.constraints) + "\n")
+            files[cons.name] = "\n".join(stage.constraints) + "\n"
             body.insert(0, f"-c {cons}")
-        stage_in.write_text("\n".join(body) + "\n")
+        files[stage_in.name] = "\n".join(body) + "\n"
         out = work / f"pylock.{stage.name}.toml"
-        preferences.seed(previous, out, upgrade)  # uv reads its output file's versions as preferences
+        if kept is not None:  # uv reads its output file's versions as preferences
+            files[out.name] = kept
         cmd = command(uv, stage_in, out, profile, index, excludes, stage, exclude_newer, upgrade.packages)
         jobs.append((stage, cmd, out))
+    return jobs, files
+
+
+def write(work: Path, files: dict[str, str]) -> None:
+    """The files of a plan, into the work folder."""
+    for name, text in files.items():
+        (work / name).write_text(text, encoding="utf-8")
+
+
+def prepare(work: Path, *args: Any, **kwargs: Any) -> list[tuple[Stage, list[str], Path]]:
+    """The jobs of `plan` (same arguments), their files written into `work`."""
+    jobs, files = plan(work, *args, **kwargs)
+    write(work, files)
     return jobs
+
+
+def _netrc_lines(index: IndexOptions) -> list[str]:
+    if not (index.index_url or index.extra_index_urls):
+        return []  # nothing to look up: uv starts sooner
+    from sparkenv import credentials
+
+    urls = [u for u in (index.index_url, *index.extra_index_urls) if u and not credentials.in_url(u)]
+    return credentials.netrc_lines(urls, netrc=False)
+
+
+def needs_netrc(index: IndexOptions) -> bool:
+    """Whether `netrc_env` would write a netrc (a credential only pip's variables hold)."""
+    return bool(_netrc_lines(index))
 
 
 def netrc_env(work: Path, index: IndexOptions) -> dict[str, str]:
     """uv reads an index's credential from the URL or netrc, not from pip's variables (PIP_INDEX_URL): a
     credential only pip's variables hold is handed to uv through a netrc in the work folder (mode 0600,
     removed with the folder), the user's own netrc copied in first. Empty when uv needs nothing more."""
-    if not (index.index_url or index.extra_index_urls):
-        return {}  # nothing to look up: uv starts sooner
-    from sparkenv import credentials
-
-    urls = [u for u in (index.index_url, *index.extra_index_urls) if u and not credentials.in_url(u)]
-    lines = credentials.netrc_lines(urls, netrc=False)
+    lines = _netrc_lines(index)
     if not lines:
         return {}
     own = Path(os.environ.get("NETRC") or os.path.expanduser("~/.netrc"))
@@ -154,83 +178,6 @@ def netrc_env(work: Path, index: IndexOptions) -> dict[str, str]:
     return {"NETRC": str(path)}
 
 
-def _env(extra_env: dict[str, str] | None, log: bool) -> dict[str, str]:
-    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
-    if log:
-        env["RUST_LOG"] = RUST_LOG
-    return env
-
-
-class Running:
-    """One `uv pip compile` started (`start`): `result()` waits for the pylock text it wrote, `stop()` kills
-    it. The caller may work while uv resolves (`sparkenv lock` judges the declared requirements then);
-    every way out — result(), stop(), an error, a signal — kills uv's whole group and reaps it."""
-
-    def __init__(
-        self, job: tuple[Stage, list[str], Path], timeout: float, env: dict[str, str], log: bool
-    ) -> None:
-        self.stage, cmd, self.out = job
-        self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
-        self._kept: list[str] = []
-        self._reader: threading.Thread | None = None
-        self._killed: bool | None = None  # set by the first stop()
-        try:
-            # its own session: killpg reaches everything uv started (sparkenv/children.py)
-            quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
-            self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
-            timeline.mark("uv spawned")
-        except OSError as exc:
-            raise ServiceMissing(f"cannot run uv: {exc}") from None
-
-    def read_log(self, on_log: Callable[[str], None]) -> None:
-        """Hand each line of uv's resolver log to `on_log` as uv writes it (started with log=True); the
-        other lines are kept for the error. Called once, right after the start: the pipe holds what uv
-        wrote meanwhile."""
-
-        def drain() -> None:
-            assert self.proc.stderr is not None
-            for line in self.proc.stderr:
-                if line.startswith("DEBUG "):
-                    # a hint's reader failing never stops the lock
-                    with contextlib.suppress(Exception):
-                        on_log(line.rstrip("\n"))
-                else:
-                    self._kept.append(line)
-
-        self._reader = threading.Thread(target=drain, name="sparkenv-uv-log", daemon=True)
-        self._reader.start()
-
-    def result(self) -> str:
-        """The pylock text uv wrote; BuildFailed, SparkenvError or ServiceMissing (a timeout) otherwise."""
-        proc = self.proc
-        try:
-            if self._reader is None:
-                stderr = proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))[1]
-            else:
-                proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
-                timeline.mark("uv exited")
-                self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
-                stderr = "".join(self._kept)
-        except subprocess.TimeoutExpired:
-            raise ServiceMissing(
-                f"uv pip compile ({self.stage.name}) did not finish in {self.timeout:.0f} s: is the index "
-                "reachable?"
-            ) from None
-        finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
-            self.stop()
-        if proc.returncode != 0:
-            raise _error(self.stage, stderr)
-        return self.out.read_text(encoding="utf-8")
-
-    def stop(self) -> bool:
-        """Kill uv's group and reap it (once); whether uv was still running then, or killed by a signal."""
-        if self._killed is None:
-            self._killed = self.proc.returncode is None or self.proc.returncode < 0
-            children.stop(self.proc)
-        return self._killed
-
-
 def start(
     job: tuple[Stage, list[str], Path],
     timeout: float = DEFAULT_TIMEOUT,
@@ -239,15 +186,8 @@ def start(
 ) -> Running:
     """Start one stage's uv and return at once. `log`: uv writes its resolver's decisions (RUST_LOG) for
     Running.read_log."""
-    return Running(job, timeout, _env(extra_env, log), log)
-
-
-def stopped(runs: list[Running]) -> None:
-    """Kill every started uv (Ctrl-C, a signal) and say so in the closing line."""
-    killed = [r.proc for r in runs if r.stop()]
-    if killed:
-        groups = ", ".join(str(p.pid) for p in killed)
-        signals.cleaned(f"killed uv (process group {groups})")
+    stage, cmd, out = job
+    return Running(stage, cmd, out, timeout, environment(extra_env, log), log, error)
 
 
 class BuildFailed(SparkenvError):
@@ -317,7 +257,7 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
     return BuildFailed(stage, spec, canonicalize_name(req.name), version, action, cause, stderr, index)
 
 
-def _error(stage: Stage, stderr: str) -> SparkenvError:
+def error(stage: Stage, stderr: str) -> SparkenvError:
     failed = build_failure(stage.name, stderr)
     # a download that fails because the index cannot be reached is a missing service (exit 3), not a
     # finding about the package; a build that fails is one, whatever its own error says

@@ -136,6 +136,33 @@ def leftovers(client) -> list[str]:  # type: ignore[no-untyped-def]
     return found
 
 
+def same_gate_either_way(ref: str) -> None:
+    """The image's gate starts without site (sparkenv.sh: python3 -I -S, gate/launcher.py): inside the
+    image it judges the base's interpreter (Debian's dist-packages, the stand-in's torch and CUDA
+    runtime) exactly as when started with site, as the image started it before (python3 -I)."""
+    before = (
+        "import sys; sys.argv[0] = 'sparkenv'; sys.path.insert(0, '/opt/sparkenv/lib'); "
+        "from sparkenv.entry import main; main()"
+    )
+    reports = {}
+    for name, argv in (
+        ("image", ["--entrypoint", "/usr/local/bin/sparkenv", ref, "gate", "--json"]),
+        ("site", ["--entrypoint", "python3", ref, "-I", "-c", before, "gate", "--json"]),
+    ):
+        proc = subprocess.run(["docker", "run", "--rm", *argv], capture_output=True, text=True, timeout=120)
+        assert proc.returncode in (0, 1), proc.stderr
+        reports[name] = json.loads(proc.stdout)
+
+    def judged(report: dict) -> list[tuple[str, str, str, str]]:  # G3's and G4's summaries are readings
+        return sorted(
+            (f["id"], f["status"], f["subject"], "" if f["id"] in ("G3", "G4") else f["summary"])
+            for f in report["findings"]
+        )
+
+    assert judged(reports["image"]) == judged(reports["site"])
+    assert any(f["id"] == "G1" and f["subject"] == "torch" for f in reports["image"]["findings"])
+
+
 def test_build_run_and_rebuild(engine, wheels, index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     lock = bh.write_lock(
         tmp_path, index, {"1-packages": [wheels["tinypkg"]], "2-unsloth": [wheels["unsloth"]]}, bh.STANDIN_TAG
@@ -177,6 +204,7 @@ def test_build_run_and_rebuild(engine, wheels, index, tmp_path: Path) -> None:  
     assert "hello from tinypkg sourced" in run.stdout
     assert "entrypoint.d: 20-env.sh sourced" in run.stdout and "NGC stand-in" in run.stdout
     assert any(line.startswith(("G1 ", "G3 ", "G7 ", "G9 ")) for line in run.stderr.splitlines()), run.stderr
+    same_gate_either_way(ref)
 
     # An unchanged rebuild: every step cached, verification included, the same image.
     again = build(lock, ref)

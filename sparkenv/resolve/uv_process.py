@@ -1,0 +1,155 @@
+"""One `uv pip compile` process under way: started, its log read, its answer awaited, killed on every way
+out. A module of its own, importing nothing but the process registry, so that a re-lock whose uv command
+is cached (resolve/spawn_cache.py) starts uv before the lock's own modules (inputs, profiles, packaging's
+parsers: a tenth of a second) are imported; resolve/uvdriver.py builds the command and starts it here.
+
+uv runs in its own process group (its own session, sparkenv/children.py), so a timeout, Ctrl-C, SIGTERM or
+SIGHUP stops uv and everything it started, not only its first process."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sparkenv import children
+from sparkenv.resolve import timeline
+
+# uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project),
+# which resolve/early.py reads as uv writes them
+RUST_LOG = "uv_resolver::resolver=debug"
+
+
+def environment(extra_env: dict[str, str] | None, log: bool) -> dict[str, str]:
+    """uv's environment: this process's, without progress bars or colours, plus `extra_env` (a netrc)."""
+    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
+    if log:
+        env["RUST_LOG"] = RUST_LOG
+    return env
+
+
+class Running:
+    """One `uv pip compile` started: `result()` waits for the pylock text it wrote, `stop()` kills it. The
+    caller may work while uv resolves (`sparkenv lock` judges the declared requirements then); every way
+    out — result(), stop(), an error, a signal — kills uv's whole group and reaps it. `stage`: what the
+    errors name (resolve/uvdriver.py Stage, or anything with a `name`)."""
+
+    def __init__(
+        self,
+        stage: Any,
+        cmd: list[str],
+        out: Path,
+        timeout: float,
+        env: dict[str, str],
+        log: bool,
+        errors: Callable[[Any, str], Exception] | None = None,
+    ):
+        import subprocess
+
+        self.stage, self.out = stage, out
+        self.errors = errors  # uv's failure read from its stderr (resolve/uvdriver.py error)
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self._kept: list[str] = []
+        self._reader: threading.Thread | None = None
+        self._killed: bool | None = None  # set by the first stop()
+        self._pending: list[str] | None = []  # log lines read before read_log() named their reader
+        self._on_log: Callable[[str], None] | None = None
+        self._log_lock = threading.Lock()
+        try:
+            quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
+            self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
+        except OSError as exc:
+            from sparkenv.errors import ServiceMissing
+
+            raise ServiceMissing(f"cannot run uv: {exc}") from None
+        try:
+            timeline.mark("uv spawned")
+            if log:
+                # drained from the start: uv never waits on a full pipe, however long the lock takes to
+                # name the log's reader (a cached command starts uv before the lock knows its inputs)
+                self._reader = threading.Thread(target=self._drain, name="sparkenv-uv-log", daemon=True)
+                self._reader.start()
+        except BaseException as exc:  # a signal before the caller holds this object: uv is not left running
+            if isinstance(exc, KeyboardInterrupt):
+                stopped([self])
+            self.stop()
+            raise
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if not line.startswith("DEBUG "):
+                self._kept.append(line)
+                continue
+            with self._log_lock:
+                if self._pending is not None:
+                    self._pending.append(line)
+                    continue
+                on_log = self._on_log
+            if on_log is not None:
+                with contextlib.suppress(Exception):  # a hint's reader failing never stops the lock
+                    on_log(line.rstrip("\n"))
+
+    def read_log(self, on_log: Callable[[str], None]) -> None:
+        """Hand each line of uv's resolver log to `on_log` (started with log=True), those uv wrote so far
+        first, in order; the other lines are kept for the error. Called once."""
+        with self._log_lock:  # the drain waits meanwhile: no line overtakes those kept so far
+            pending, self._pending = self._pending or [], None
+            self._on_log = on_log
+            for line in pending:
+                with contextlib.suppress(Exception):
+                    on_log(line.rstrip("\n"))
+
+    def result(self) -> str:
+        """The pylock text uv wrote; BuildFailed, SparkenvError or ServiceMissing (a timeout) otherwise."""
+        import subprocess
+
+        proc = self.proc
+        try:
+            if self._reader is None:
+                stderr = proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))[1]
+            else:
+                proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+                timeline.mark("uv exited")
+                self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
+                stderr = "".join(self._kept)
+        except subprocess.TimeoutExpired:
+            from sparkenv.errors import ServiceMissing
+
+            raise ServiceMissing(
+                f"uv pip compile ({self.stage.name}) did not finish in {self.timeout:.0f} s: is the index "
+                "reachable?"
+            ) from None
+        finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
+            self.stop()
+        if proc.returncode != 0:
+            raise (self.errors or _failed)(self.stage, stderr)
+        return self.out.read_text(encoding="utf-8")
+
+    def stop(self) -> bool:
+        """Kill uv's group and reap it (once); whether uv was still running then, or killed by a signal."""
+        if self._killed is None:
+            self._killed = self.proc.returncode is None or self.proc.returncode < 0
+            children.stop(self.proc)
+        return self._killed
+
+
+def _failed(stage: Any, stderr: str) -> Exception:
+    from sparkenv.errors import SparkenvError
+
+    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {stderr.strip() or 'no message'}")
+
+
+def stopped(runs: list[Running]) -> None:
+    """Kill every started uv (Ctrl-C, a signal) and say so in the closing line."""
+    killed = [r.proc for r in runs if r.stop()]
+    if killed:
+        from sparkenv import signals
+
+        groups = ", ".join(str(p.pid) for p in killed)
+        signals.cleaned(f"killed uv (process group {groups})")
