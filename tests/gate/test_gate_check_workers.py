@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,6 +36,11 @@ def _gone(pid: int) -> bool:
 def workers(monkeypatch):
     """Check workers forked here, as the gate's early start forks them; every one reaped after."""
     monkeypatch.setenv("SPARKENV_GATE_WORKERS", "1")
+    # the gate forks only while it runs no thread (gate/forked.py): a daemon thread an earlier test in
+    # this process left finishing (a lock's head start, its readers) is waited for, as a gate never has one
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join(timeout=30)
     early.start_checks(25.0, entry._check_group)
     started = early.pending_checkers()
     assert len(started) == len(early.CHECK_GROUPS)
