@@ -508,29 +508,16 @@ def _unmet(
     """Which requirement of a newer release stops it: one it needs that has no file for the target, or
     one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel).
     `reads` notes the pages read and any read that failed (the answer then says less than it could)."""
-    from sparkenv.resolve import metadata, remote_zip
+    from sparkenv.resolve import metadata
 
     reads = reads if reads is not None else Reads()
     fits = [f for f in rel.files if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3])]
     if not fits or not rel.urls.get(fits[0]):
         return "a requirement of it cannot be met with the rest"
     ref = metadata.FileRef("", fits[0], rel.urls[fits[0]], rel.sha256.get(fits[0], ""))
-    text = None
-    if ref.sha256:  # the file's bytes are known by their hash: its metadata is cached by it, never stale
-        try:
-            text = metadata._text(ref, 20.0)[0]
-        except remote_zip.Unreadable:
-            reads.unanswered = True
-            return "a requirement of it cannot be met with the rest"
-    else:
-        reads.unanswered = True  # bytes not named by a hash: what they say may change under the same URL
-        text = metadata._pep658(ref, 20.0)
+    text = _metadata_of(ref, reads)
     if text is None:
-        try:
-            text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()
-        except (remote_zip.Unreadable, KeyError, UnicodeDecodeError):
-            reads.unanswered = True
-            return "a requirement of it cannot be met with the rest"
+        return "a requirement of it cannot be met with the rest"
     env = profile.marker_env()
     problems = []
     for req in metadata.parse(text, "").requires:
@@ -545,6 +532,29 @@ def _unmet(
         if page is not None and not any(_fits(r, profile, target) is None for r in ok):
             problems.append(f"it needs {req}, which has no release for {profile.python_platform}")
     return "; ".join(problems[:2]) or "a requirement of it cannot be met with the rest"
+
+
+def _metadata_of(ref: Any, reads: Reads) -> str | None:
+    """A newer release's METADATA (PEP 658, else from the wheel); None when it cannot be read. `reads`
+    notes a read whose answer may differ next time."""
+    from sparkenv.resolve import metadata, remote_zip
+
+    text = None
+    if ref.sha256:  # the file's bytes are known by their hash: its metadata is cached by it, never stale
+        try:
+            text = metadata._text(ref, 20.0)[0]
+        except remote_zip.Unreadable:
+            reads.unanswered = True
+            return None
+    else:
+        reads.unanswered = True  # bytes not named by a hash: what they say may change under the same URL
+        text = metadata._pep658(ref, 20.0)
+    if text is None:
+        try:
+            text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()
+        except (remote_zip.Unreadable, KeyError, UnicodeDecodeError):
+            reads.unanswered = True
+    return text
 
 
 @dataclass

@@ -78,9 +78,23 @@ def judged(
     )
     pages = {k: fallbacks.page_read(index_url, k) for k in sorted(reads.pages)}
     complete = (
-        not failed
-        and not reads.unanswered
-        and all(url and sha for url, sha in pages.values())
+        not failed and not reads.unanswered and _all_read(pages, metas, so_files, records, sdists, elves)
+    )
+    return Judged(found, complete, pages)
+
+
+def _all_read(
+    pages: dict[str, tuple[str, str]],
+    metas: dict[str, metadata.Metadata | str],
+    so_files: dict[str, Any],
+    records: dict[str, Any],
+    sdists: dict[str, SdistBuild],
+    elves: dict[str, Any],
+) -> bool:
+    """Every read the findings rest on gave its answer: index pages, metadata, file lists, RECORDs,
+    sdists' builds, ELF."""
+    return (
+        all(url and sha for url, sha in pages.values())
         and all(isinstance(m, metadata.Metadata) for m in metas.values())
         and all(isinstance(f, tuple) for f in so_files.values())
         and all(records.values())
@@ -89,7 +103,6 @@ def judged(
         # nothing then): the judgement is not final yet
         and all(not e.unread for e in elves.values())
     )
-    return Judged(found, complete, pages)
 
 
 def _requirements_of(
