@@ -39,6 +39,10 @@ _PREFIX = "sparkenv-lock-"  # the work folder's name
 _ENV_PREFIXES = ("UV_", "PIP_", "SPARKENV_")
 _ENV_NAMES = ("PATH", "HOME", "NETRC", "XDG_CACHE_HOME")
 _ENV_SKIPPED = ("SPARKENV_LOCK_TIMELINE", "SPARKENV_CHILD_OF", "SPARKENV_DEBUG")
+# a variable whose name says it holds a secret (uv's UV_INDEX_<NAME>_PASSWORD, UV_PUBLISH_TOKEN, …) enters
+# the key by its name only: uv reads it from its environment, the command sparkenv computes never holds
+# it, and the key is written into the entry
+_SECRET = ("PASS", "TOKEN", "SECRET", "CREDENTIAL", "AUTH", "APIKEY", "API_KEY", "PRIVATE")
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
 
@@ -65,7 +69,8 @@ def key(fields: tuple[Any, ...]) -> str | None:
         return None
     for name in sorted(os.environ):
         if (name.startswith(_ENV_PREFIXES) or name in _ENV_NAMES) and name not in _ENV_SKIPPED:
-            lines.append(f"env {name}={redact(os.environ[name])}")
+            value = "(set)" if any(w in name.upper() for w in _SECRET) else redact(os.environ[name])
+            lines.append(f"env {name}={value}")
     text = "\n".join(lines)
     return None if "\0" in text else text
 

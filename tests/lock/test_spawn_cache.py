@@ -263,6 +263,19 @@ def test_nothing_kept_holds_a_credential(run, tmp_path: Path):  # type: ignore[n
         server.shutdown()
 
 
+def test_a_secret_in_uvs_variables_is_never_kept(locker: Locker):
+    """A shell that exports uv's credentials (a named index's password, a publish token): uv reads them
+    itself, the cached command never holds them, and the entry (which holds the key) holds none either."""
+    locker.req.write_text("solo\n")
+    secrets = {"UV_INDEX_PRIVATE_PASSWORD": "s3cret-password", "UV_PUBLISH_TOKEN": "s3cret-token"}
+    locker.lock(env=secrets)
+    assert FROM_CACHE in locker.lock(env=secrets)  # still a hit
+    kept = [p for p in (locker.tmp / "sp").rglob("*") if p.is_file()]
+    assert any(p.parent.name == "spawn" for p in kept)
+    for path in kept:
+        assert b"s3cret" not in path.read_bytes(), path
+
+
 SPY = (
     "import sys\n"
     "import sparkenv.children as c\n"
