@@ -152,7 +152,11 @@ def test_the_gate_judges_the_same_started_either_way(tmp_path: Path, elves, nvml
     (site / "20-code.pth").write_text(
         "import os; os.environ.get('PTH_MARK') and open(os.environ['PTH_MARK'], 'a').write('ran\\n')\n"
     )
-    cudart = elves.stub("libcudart.so.13").parent
+    # a folder of its own: the session's stub folder also holds other tests' stubs (a libc.so.6 that
+    # /bin/sh would load from LD_LIBRARY_PATH)
+    cudart = tmp_path / "cudart"
+    cudart.mkdir()
+    shutil.copyfile(elves.stub("libcudart.so.13"), cudart / "libcudart.so.13")
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")},
         "LD_LIBRARY_PATH": f"{nvml_lib}:{cudart}",
