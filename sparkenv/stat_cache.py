@@ -9,7 +9,6 @@ is just not used, and a cache that cannot be written is skipped."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,8 @@ class StatCache:
         try:
             # through safe_read: a FIFO put in the cache's place must not hang a start, nor a huge file
             # fill memory; either is just a cache not used
+            import json  # here, not at the top: a re-lock stamps files with stat_key before uv starts
+
             data = json.loads(safe_read.read_text(path, what="a cache file", limit=CACHE_LIMIT))
         except (safe_read.UnreadableFile, ValueError, RecursionError):
             return
@@ -78,6 +79,8 @@ class StatCache:
         if self.path is None or not self.dirty:
             return
         # sparkenv's one atomic write, imported only when there is something to save (the gate's start)
+        import json
+
         from sparkenv import outputs
 
         # entries of files that are gone (a removed venv, a test's temporary folder) are dropped

@@ -88,12 +88,12 @@ def _entry(key_text: str) -> Path:
 
 
 def stamp(path: str) -> str:
-    """What changes when a file is replaced or edited: size, mtime, ctime, inode, device; `-` when absent."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return "-"
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+    """The file's identity as every cache of sparkenv compares it (stat_cache.stat_key: size, mtime,
+    ctime, inode), as text; `-` when it cannot be stat'ed (absent)."""
+    from sparkenv.stat_cache import stat_key
+
+    key = stat_key(path)
+    return "-" if key is None else ":".join(map(str, key))
 
 
 def own_files() -> list[str]:
