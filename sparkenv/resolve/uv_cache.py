@@ -195,6 +195,8 @@ def file_urls(key: str, prefix: str, index_is_pypi: bool) -> dict[str, str]:
 def _without_dot_segments(url: str) -> str:
     """uv keeps a page's relative links joined as they are (`…/simple/x/../../files/f.whl`); the lock
     names them resolved (RFC 3986's dot segments removed), as a read of the lock's URL will ask."""
+    if "/." not in url:  # no dot segment anywhere: most URLs, and urlsplit costs more than the scan
+        return url
     import urllib.parse
 
     parts = urllib.parse.urlsplit(url)
