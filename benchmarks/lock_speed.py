@@ -102,19 +102,20 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
         return wall, cpu
 
     timeline = work / "timeline.jsonl"
-    parts: dict[str, list[dict[str, float]]] = {}  # case -> one breakdown per run of this sparkenv
+    # (case, tree) -> one breakdown per run; the tree "after" (this checkout) or "before" (--before)
+    parts: dict[tuple[str, str], list[dict[str, float]]] = {}
 
     def lock_run(
-        env: dict[str, str], out: str = "out", extra: tuple[str, ...] = (), mine: bool = False
+        env: dict[str, str], out: str = "out", extra: tuple[str, ...] = (), tree: str = ""
     ) -> tuple[float, float]:
         if first:
             shutil.rmtree(work / out, ignore_errors=True)
-        if mine and args.breakdown:
+        if tree and args.breakdown:
             timeline.unlink(missing_ok=True)
             env = {**env, "SPARKENV_LOCK_TIMELINE": str(timeline)}
         took = _time([*sparkenv_cmd(out), *extra], env), CPU[0]
-        if mine and args.breakdown and timeline.is_file():
-            parts.setdefault(case, []).append(_breakdown(timeline, SPAN))
+        if tree and args.breakdown and timeline.is_file() and (got := _breakdown(timeline, SPAN)):
+            parts.setdefault((case, tree), []).append(got)
         return took
 
     def fresh(keep_uv: bool = False) -> dict[str, str]:
@@ -149,11 +150,14 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
                 envs = (warm, fresh(keep_uv=True), fresh(keep_uv=True))
             runs = [
                 ("bare uv pip compile", lambda e=envs[0]: bare_run(e)),
-                ("sparkenv lock", lambda e=envs[1]: lock_run(e, mine=True)),
+                ("sparkenv lock", lambda e=envs[1]: lock_run(e, tree="after")),
             ]
             if before:
                 runs.append(
-                    ("sparkenv lock (before)", lambda e=envs[2]: lock_run({**e, **before}, "out-before"))
+                    (
+                        "sparkenv lock (before)",
+                        lambda e=envs[2]: lock_run({**e, **before}, "out-before", tree="before"),
+                    )
                 )
             shift = round_no % len(runs)  # each command goes first in turn: no order favoured
             for name, go in runs[shift:] + runs[:shift]:
@@ -171,18 +175,24 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
             verdict = "met" if ratio <= 1.10 else "MISSED"
             print(f"  {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x")
-        if parts.get(case):
-            _print_breakdown(parts[case], statistics.median(w for w, _ in rows[base]))
+        if parts.get((case, "after")):
+            _print_breakdown(
+                {t: parts[(case, t)] for t in ("after", "before") if parts.get((case, t))},
+                statistics.median(w for w, _ in rows[base]),
+            )
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
 
 
 def _breakdown(timeline: Path, span: list[float]) -> dict[str, float]:
-    """One run's timeline (sparkenv/resolve/timeline.py) as spans from this benchmark's spawn of it."""
+    """One run's timeline (sparkenv/resolve/timeline.py) as spans from this benchmark's spawn of it; {}
+    when it lacks the marks these spans need."""
     import json
 
     marks = {m[0]: m[1:] for m in json.loads(timeline.read_text().splitlines()[-1])["marks"]}
+    if not {"uv spawned", "uv exited", "exit"} <= marks.keys():  # an older sparkenv's timeline: none
+        return {}
     start, end = span
     spawned, exited = marks["uv spawned"], marks["uv exited"]
     return {
@@ -197,14 +207,24 @@ def _breakdown(timeline: Path, span: list[float]) -> dict[str, float]:
     }
 
 
-def _print_breakdown(runs: list[dict[str, float]], bare: float) -> None:
-    """Medians of each span (--breakdown); uv's own time under sparkenv against the bare uv's."""
-    print("  breakdown of sparkenv lock (medians; wall from its spawn, CPU of its own process):")
-    for key in runs[0]:
-        got = [r[key] for r in runs if key in r]
-        print(f"    {key:<34} {statistics.median(got):7.3f} s")
-    uv = statistics.median(r["uv (spawn to exit)"] for r in runs)
-    print(f"    uv under sparkenv / bare uv: {uv / bare:.2f} x (its CPU beside uv slows uv)")
+def _print_breakdown(trees: dict[str, list[dict[str, float]]], bare: float) -> None:
+    """Medians of each span (--breakdown), a column per tree (after, and before where --before names
+    one and its sparkenv writes a timeline); uv's own time under sparkenv against the bare uv's."""
+    names = list(trees)
+    print(
+        "  breakdown of sparkenv lock (medians; wall from its spawn, CPU of its own process): "
+        + " | ".join(names)
+    )
+    keys = list(dict.fromkeys(k for runs in trees.values() for r in runs for k in r))
+    for key in keys:
+        cells = []
+        for name in names:
+            got = [r[key] for r in trees[name] if key in r]
+            cells.append(f"{statistics.median(got):7.3f} s" if got else f"{'-':>9}")
+        print(f"    {key:<34} {' | '.join(cells)}")
+    for name in names:
+        uv = statistics.median(r["uv (spawn to exit)"] for r in trees[name])
+        print(f"    uv under sparkenv ({name}) / bare uv: {uv / bare:.2f} x (its CPU beside uv slows uv)")
 
 
 def _same_output(work: Path) -> str:
