@@ -162,27 +162,28 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             shift = round_no % len(runs)  # each command goes first in turn: no order favoured
             for name, go in runs[shift:] + runs[:shift]:
                 rows[name].append(go())
-        print(f"[{case}] (load {os.getloadavg()[0]:.1f}; CPU = user + system of the whole process tree)")
-        for name, got in rows.items():
-            print(
-                _line(f"  {name}", [w for w, _ in got])
-                + f"  CPU {statistics.median(c for _, c in got):.3f} s"
-            )
-        med = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
-        cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
-        base = "bare uv pip compile"
-        for name in list(rows)[1:]:
-            ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
-            verdict = "met" if ratio <= 1.10 else "MISSED"
-            print(f"  {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x")
-        if parts.get((case, "after")):
-            _print_breakdown(
-                {t: parts[(case, t)] for t in ("after", "before") if parts.get((case, t))},
-                statistics.median(w for w, _ in rows[base]),
-            )
+        _print_case(case, rows, {t: parts[(case, t)] for t in ("after", "before") if parts.get((case, t))})
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _print_case(
+    case: str, rows: dict[str, list[tuple[float, float]]], trees: dict[str, list[dict[str, float]]]
+) -> None:
+    """One case's medians (wall, CPU), each lock's ratios to bare uv, and the breakdown of each tree."""
+    print(f"[{case}] (load {os.getloadavg()[0]:.1f}; CPU = user + system of the whole process tree)")
+    for name, got in rows.items():
+        print(_line(f"  {name}", [w for w, _ in got]) + f"  CPU {statistics.median(c for _, c in got):.3f} s")
+    med = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
+    base = "bare uv pip compile"
+    for name in list(rows)[1:]:
+        ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
+        verdict = "met" if ratio <= 1.10 else "MISSED"
+        print(f"  {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x")
+    if trees:
+        _print_breakdown(trees, med[base])
 
 
 def _breakdown(timeline: Path, span: list[float]) -> dict[str, float]:
