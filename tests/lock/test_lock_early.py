@@ -190,3 +190,41 @@ def test_a_file_read_by_url_before_its_hash_was_known_serves_only_a_read_of_that
     assert isinstance(got, metadata.Metadata) and isinstance(early_meta, metadata.Metadata)
     assert got.requires == early_meta.requires and got.via == early_meta.via == "PEP 658"
     assert (metadata.cache_dir() / f"{_sha(ix, one)}.metadata").is_file()
+
+
+def test_the_locks_file_lists_download_only_what_neither_the_cache_nor_an_early_read_holds(
+    tmp_path, monkeypatch
+):
+    """resolve/wheel_files.read: a list kept in the cache and one read early at the lock's URL are taken
+    without a request (the early one filed under the lock's sha256), the rest downloaded; a package with
+    two wheels is answered by the last, in the lock's order."""
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    ix = Index(tmp_path / "ix")
+    elf = b"\x7fELF" + b"\0" * 64
+    kept = ix.wheel("kept", "1.0", tag=ARM, files={"kept/_k.so": elf})
+    early_one = ix.wheel("early", "1.0", tag=ARM, files={"early/_e.so": elf})
+    fresh = ix.wheel("fresh", "1.0", tag=ARM, files={"fresh/_f.so": elf})
+    dup_arm = ix.wheel("dup", "1.0", tag=ARM, files={"dup/_arm.so": elf})
+    dup_x86 = ix.wheel("dup", "1.0", tag=X86, files={"dup/_x86.so": elf})
+    server = serve(ix, ranges=True)
+
+    def ref(key: str, name: str, sha: bool = True) -> metadata.FileRef:
+        return metadata.FileRef(key, name, file_url(ix.url, name), _sha(ix, name) if sha else "")
+
+    try:
+        wheel_files.read_one(ref("kept", kept))  # a lock before: in the cache by its sha256
+        wheel_files.read_one(ref("early", early_one, sha=False))  # while uv resolved: by URL only
+        asked = len(server.requests)
+        got = wheel_files.read([ref("kept", kept), ref("early", early_one), ref("fresh", fresh),
+                                ref("dup", dup_arm), ref("dup", dup_x86)])  # fmt: skip
+        new = [p for p, _ in server.requests[asked:]]
+    finally:
+        server.shutdown()
+    assert got == {
+        "kept": ("kept/_k.so",),
+        "early": ("early/_e.so",),
+        "fresh": ("fresh/_f.so",),
+        "dup": ("dup/_x86.so",),
+    }
+    assert {p.rsplit("/", 1)[-1] for p in new} == {fresh, dup_arm, dup_x86}
+    assert (metadata.cache_dir() / f"{_sha(ix, early_one)}.native-2").read_text() == "early/_e.so\n"
