@@ -175,3 +175,12 @@ def gate_inprocess(argv: list[str]):  # type: ignore[no-untyped-def]
             print(f"sparkenv: error: {exc}", file=sys.stderr)
             code = exc.exit_code
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def dead(pid: int) -> bool:
+    """The process is gone, or a zombie nobody has reaped yet (a killed child re-parented when its parent
+    exited answers kill(pid, 0) until its new parent reaps it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:  # gone
+        return True

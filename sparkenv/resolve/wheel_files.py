@@ -65,8 +65,11 @@ def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[s
     """(key, its native files) of one binary wheel, or (key, the reason); cached by its sha256 (by its
     URL for this process when no sha256 is given)."""
     known = _known(ref)
-    if known is not None:
-        return ref.key, known
+    return (ref.key, known) if known is not None else _downloaded(ref, timeout)
+
+
+def _downloaded(ref: metadata.FileRef, timeout: float) -> tuple[str, tuple[str, ...] | str]:
+    """read_one's answer from the wheel itself (its zip directory by range requests), kept for later."""
     try:
         fh, _ = remote_zip.open_remote(ref.url, timeout)
         with fh, zipfile.ZipFile(fh) as zf:
@@ -87,7 +90,7 @@ def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple
     one-line reason it could not be read."""
 
     def one(ref: metadata.FileRef) -> tuple[str, tuple[str, ...] | str]:
-        return read_one(ref, timeout)
+        return _downloaded(ref, timeout)
 
     wanted = [r for r in refs if r.is_wheel and is_binary(r.filename)]
     # what needs no download is taken here, in turn, as metadata.read does; threads only for the network:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import gate_helpers as gh
 import pytest
@@ -22,14 +21,6 @@ from sparkenv.facts.live import GateFacts
 from sparkenv.gate import early, entry, forked, run
 
 SNAPSHOTS = sorted(p.stem for p in (gh.FIXTURES / "facts").glob("*.json"))
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 @pytest.fixture
@@ -96,16 +87,9 @@ def test_a_worker_never_fed_leaves_when_the_gate_ends(tmp_path):
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == len(early.CHECK_GROUPS), out.stderr
     end = time.monotonic() + 20
-    while not all(_gone(p) or _zombie(p) for p in pids) and time.monotonic() < end:
+    while not all(gh.dead(p) for p in pids) and time.monotonic() < end:
         time.sleep(0.05)
-    assert all(_gone(p) or _zombie(p) for p in pids)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    assert all(gh.dead(p) for p in pids)
 
 
 WORKLOAD = """import json, os, sys
