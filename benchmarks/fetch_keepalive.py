@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sparkenv import credentials, fetch  # noqa: E402
-from sparkenv.datafiles import tomllib  # noqa: E402
+from sparkenv.datafiles import parse_toml  # noqa: E402
 from sparkenv.resolve import wheel_files  # noqa: E402
 
 
 def _urls(lock: Path) -> list[str]:
-    data = tomllib.loads(lock.read_text(encoding="utf-8"))
+    data = parse_toml(lock.read_text(encoding="utf-8"))
     out = []
     for pkg in data.get("packages", []):
         for wheel in pkg.get("wheels", [])[:1]:

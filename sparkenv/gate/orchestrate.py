@@ -55,7 +55,7 @@ class Bounded:
         proc, readers = self.proc, self.readers
         timed_out = False
         try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            children.wait(proc, max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
             children.kill(proc)

@@ -718,9 +718,12 @@ def _head_start(full: bool = True) -> None:
             for name in (
                 "sparkenv.facts.graph", "sparkenv.lock.from_uv", "sparkenv.lock.read", "sparkenv.lock.write",
                 "sparkenv.resolve.lock_files", "sparkenv.resolve.wheel_files", "sparkenv.resolve.wheel_elf",
-                "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock", "tomllib",
+                "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock",
             ):  # fmt: skip
                 importlib.import_module(name)
+            from sparkenv import datafiles
+
+            datafiles.parser()
             for load in (knowledge.cuda, knowledge.drivers, knowledge.hosts, knowledge.packages):
                 load()
 

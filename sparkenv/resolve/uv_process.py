@@ -114,7 +114,7 @@ class Running:
             if self._reader is None:
                 stderr = proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))[1]
             else:
-                proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+                children.wait(proc, max(0.0, self.deadline - time.monotonic()))
                 timeline.mark("uv exited")
                 self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
                 stderr = "".join(self._kept)
