@@ -52,13 +52,36 @@ def cache_dir() -> Path:
     return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/cache.py)
 
 
-def store(sha256: str, text: str, suffix: str = ".metadata") -> None:
+def store(sha256: str, text: str, suffix: str = ".metadata", behind: bool = False) -> None:
+    """Keep `text` in the cache by the file's sha256. `behind`: made by the filing thread
+    (resolve/filing.py), as a lock files after uv's exit what it read early."""
     import contextlib
 
     from sparkenv import outputs
 
+    path = cache_dir() / f"{sha256}{suffix}"
+    if behind:
+        from sparkenv.resolve import filing
+
+        filing.later(path, text)
+        return
     with contextlib.suppress(OSError, SparkenvError):  # a cache that cannot be written only costs time
-        outputs.write_one(cache_dir() / f"{sha256}{suffix}", text, make_parents=True)
+        outputs.write_one(path, text, make_parents=True)
+
+
+def cached(sha256: str, suffix: str = ".metadata") -> str | None:
+    """The text kept by the file's sha256: queued in this process (resolve/filing.py), else on disk;
+    None when there is none."""
+    from sparkenv.resolve import filing
+
+    path = cache_dir() / f"{sha256}{suffix}"
+    text = filing.kept(path)
+    if text is not None:
+        return text
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _pep658(ref: FileRef, timeout: float) -> str | None:
@@ -80,13 +103,12 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
     """(metadata text, how it was read); raises remote_zip.Unreadable. Cached by the file's sha256; by
     its URL for this process when no sha256 is given."""
     if ref.sha256:
-        try:
-            return (cache_dir() / f"{ref.sha256}.metadata").read_text(encoding="utf-8"), "cache"
-        except (OSError, UnicodeDecodeError):
-            pass
+        text = cached(ref.sha256)
+        if text is not None:
+            return text, "cache"
         early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
         if early is not None:
-            store(ref.sha256, early[0])
+            store(ref.sha256, early[0], behind=True)
             return early
     elif (early := _BY_URL.get(ref.url)) is not None:
         return early
@@ -137,10 +159,8 @@ def read(
         from_uv = uv_cache.requires(ref.filename, pypi)
         if from_uv is not None:
             return Metadata(from_uv, "uv's cache")
-        try:
-            return parse((cache_dir() / f"{ref.sha256}.metadata").read_text(encoding="utf-8"), "cache")
-        except (OSError, UnicodeDecodeError):
-            return None
+        text = cached(ref.sha256)
+        return parse(text, "cache") if text is not None else None
 
     def one(ref: FileRef) -> tuple[str, Metadata | str]:
         try:

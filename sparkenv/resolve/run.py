@@ -246,10 +246,15 @@ def lock(
         finally:
             if uv is not None:
                 uv.close()
-    return _judged(
-        started, paths, inp, profile, index, stages, excluded, allowed, exclude_newer, declared, resolution,
-        withheld, (pylock_path, req_path), progress, outputs, bind,
-    )  # fmt: skip
+    from sparkenv.resolve import filing
+
+    try:
+        return _judged(
+            started, paths, inp, profile, index, stages, excluded, allowed, exclude_newer, declared,
+            resolution, withheld, (pylock_path, req_path), progress, outputs, bind,
+        )  # fmt: skip
+    finally:  # the cache files made beside the judgement, on every way out
+        filing.wait()
 
 
 def _judged(

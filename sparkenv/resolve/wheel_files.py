@@ -49,14 +49,12 @@ def _known(ref: metadata.FileRef) -> tuple[str, ...] | None:
     """The wheel's native files where no download is needed: kept in the cache by its sha256, or read
     moments ago at the URL the lock names (resolve/early.py; then filed under the sha256 now)."""
     if ref.sha256:
-        try:
-            text = (metadata.cache_dir() / f"{ref.sha256}.native-2").read_text(encoding="utf-8")
+        text = metadata.cached(ref.sha256, ".native-2")
+        if text is not None:
             return tuple(ln for ln in text.splitlines() if ln)
-        except (OSError, UnicodeDecodeError):
-            pass
         early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
-        if early is not None:
-            metadata.store(ref.sha256, "".join(f"{n}\n" for n in early), ".native-2")
+        if early is not None:  # filed beside the judgement (resolve/filing.py): it is after uv's exit
+            metadata.store(ref.sha256, "".join(f"{n}\n" for n in early), ".native-2", behind=True)
         return early
     return _BY_URL.get(ref.url)
 
@@ -96,7 +94,7 @@ def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple
     # what needs no download is taken here, in turn, as metadata.read does; threads only for the network:
     # filing an early answer under its sha256 is a file made, and a pool of 16 threads making them in one
     # folder was slower than one thread (seen after uv's exit, large project: 43 files, 63-72 ms from the
-    # pool against 44 ms in turn)
+    # pool against 44 ms in turn); one filing thread makes them now, beside the judgement
     known = {r.filename: k for r in wanted if (k := _known(r)) is not None}
     remote = [r for r in wanted if r.filename not in known]
     got: dict[str, tuple[str, tuple[str, ...] | str]] = {}
