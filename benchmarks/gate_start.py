@@ -53,6 +53,8 @@ import tempfile
 import time
 from typing import Any
 
+from stats import bootstrap, iqr  # benchmarks/stats.py, beside this script
+
 TORCH = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
 LIGHT = """import ctypes, ctypes.util
 try:
@@ -293,17 +295,6 @@ def timed(env: dict[str, str], argv: list[str]) -> tuple[float, float, int, str]
     shutil.rmtree(cache, ignore_errors=True)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return took, cpu, proc.returncode, proc.stderr.decode(errors="replace").strip()[-300:]
-
-
-def bootstrap(values: list[float], rng: random.Random, n: int = 4000) -> tuple[float, float]:
-    """90 % interval of the median of `values`, by resampling."""
-    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(n))
-    return meds[int(0.05 * n)], meds[int(0.95 * n) - 1]
-
-
-def iqr(values: list[float]) -> float:
-    q = statistics.quantiles(values, n=4) if len(values) > 1 else [0.0, 0.0, 0.0]
-    return q[2] - q[0]
 
 
 def paired(times: dict[str, list[float]], rounds: dict[str, list[int]], a: str, b: str) -> list[float]:

@@ -6,7 +6,9 @@ parsers of pip and pip-requirements-parser.
 
 Cases, each run interleaved, each command first in turn, so drift in the index's latency and the
 machine's load hits all alike; wall time and CPU time (user + system of the whole process tree: uv
-under sparkenv included) are both printed, with their ratios:
+under sparkenv included) are both printed, with their ratios; and each round's own ratio (a round's
+commands meet the index's latency of that moment, which drifts between rounds) as its median with a
+90 % bootstrap interval; with --before, the round-by-round difference after - before, likewise:
 - warm: uv's cache and sparkenv's metadata cache filled by an earlier run;
 - cold: a fresh, empty UV_CACHE_DIR (and SPARKENV_CACHE_DIR) for every single command;
 - uv warm, sparkenv cold: the case where sparkenv used to download again what uv had just fetched.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -34,6 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from stats import bootstrap  # noqa: E402  (benchmarks/stats.py, beside this script)
+
 AS_OF = "2026-11-30T00:00:00Z"  # the index as of a date: every run resolves the same set
 
 
@@ -178,10 +184,21 @@ def _print_case(
     med = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
     base = "bare uv pip compile"
+    rng = random.Random(23)
     for name in list(rows)[1:]:
         ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
         verdict = "met" if ratio <= 1.10 else "MISSED"
         print(f"  {name} / bare uv: wall {ratio:.2f} x (target <= 1.10 x: {verdict}), CPU {cratio:.2f} x")
+        # each round's own ratio: the index's latency drifts between rounds, and a round's commands
+        # share it
+        per = [w / b for (w, _), (b, _) in zip(rows[name], rows[base], strict=True)]
+        lo, hi = bootstrap(per, rng)
+        print(f"    round by round: {statistics.median(per):.2f} x [{lo:.2f}, {hi:.2f}] (90 % bootstrap)")
+    if "sparkenv lock (before)" in rows:
+        after, before = rows["sparkenv lock"], rows["sparkenv lock (before)"]
+        diff = [a - b for (a, _), (b, _) in zip(after, before, strict=True)]
+        lo, hi = bootstrap(diff, rng)
+        print(f"  after - before, round by round: {statistics.median(diff):+.3f} s [{lo:+.3f}, {hi:+.3f}]")
     if trees:
         _print_breakdown(trees, med[base])
 

@@ -283,7 +283,7 @@ GUARDS = [
         _container_marker,
         "import os\ninside = os.path.exists('/.dockerenv')\n",
     ),
-    Guard("TOML loading (tomllib, tomli on 3.10)", ("datafiles.py",), _toml_loader, "import tomllib\n"),
+    Guard("TOML loading (tomli, else tomllib)", ("datafiles.py",), _toml_loader, "import tomllib\n"),
     Guard("lock reading (pylock)", ("lock/",), _pylock_reading, "from packaging.pylock import Pylock\n"),
     Guard(
         "the G-number pattern",

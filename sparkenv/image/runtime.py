@@ -167,7 +167,7 @@ def requirements() -> list[str]:
 def installed_pins(target: Target) -> dict[str, str]:
     """The versions installed here of sparkenv's runtime closure, markers evaluated for the image: the
     tested set, which the image's resolution keeps to. A dependency only the image's Python needs
-    (tomli under 3.10) is not installed here: the resolution picks it."""
+    (one behind a python_version marker) is not installed here: the resolution picks it."""
     env = target.marker_env()
     pins: dict[str, str] = {}
     todo = ["sparkenv"]
