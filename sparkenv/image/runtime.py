@@ -267,20 +267,37 @@ def _resolve(work: Path, wanted: list[str], constraints: list[str], target: Targ
 
 
 def _wheels(text: str, target: Target) -> list[tuple[str, str, str]]:
-    """(file name, URL, sha256) of the one wheel per package uv chose for the target."""
+    """(file name, URL, sha256) of one wheel per package for the target: of the wheels uv lists for it
+    (a compiled one and a pure-Python one may both fit), the one the image's installer would take
+    (environment/wheel_tags.best)."""
     from sparkenv.datafiles import parse_toml
+    from sparkenv.environment import wheel_tags
 
+    ranked = wheel_tags.accepted(target.python, target.machine, _glibc_minor(target.glibc))
     found = []
     for pkg in parse_toml(text).get("packages", []):
-        wheels = pkg.get("wheels") or []
-        if len(wheels) != 1 or "sha256" not in (wheels[0].get("hashes") or {}):
+        wheels = {
+            str(w.get("url", "")).rsplit("/", 1)[-1].split("#", 1)[0]: w
+            for w in pkg.get("wheels") or []
+            if isinstance(w, dict)
+        }
+        name = wheel_tags.best(wheels, ranked)
+        wheel = wheels.get(name or "", {})
+        if name is None or "sha256" not in (wheel.get("hashes") or {}):
             raise ServiceMissing(
-                f"uv named no single hashed wheel of {pkg.get('name')} for Python {target.python} "
+                f"uv named no hashed wheel of {pkg.get('name')} for Python {target.python} "
                 f"{target.machine}: sparkenv's runtime needs binary wheels for the image's Python"
             )
-        url = str(wheels[0]["url"])
-        found.append((url.rsplit("/", 1)[-1].split("#", 1)[0], url, str(wheels[0]["hashes"]["sha256"])))
+        found.append((name, str(wheel["url"]), str(wheel["hashes"]["sha256"])))
     return found
+
+
+def _glibc_minor(glibc: str) -> int:
+    """17 for "2.17"; 17 (manylinux2014, the oldest a wheel here names) for what is not a version."""
+    try:
+        return int(glibc.split(".")[1])
+    except (IndexError, ValueError):
+        return 17
 
 
 def _download(url: str, digest: str, dest: Path, timeout: float) -> None:

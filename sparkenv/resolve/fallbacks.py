@@ -466,15 +466,10 @@ def _by_version(entries: list[_Entry], url: str) -> dict[Version, Release]:
 
 
 def _target_tags(profile: Profile) -> set[tags.Tag]:
-    major, minor = (int(x) for x in profile.python_minor.split("."))
+    from sparkenv.environment import wheel_tags
+
     glibc = int(profile.manylinux.rsplit("_", 1)[-1])
-    plats = [f"manylinux_2_{m}_{profile.machine}" for m in range(glibc, 16, -1)]
-    plats += [f"manylinux2014_{profile.machine}"]
-    if profile.machine == "x86_64":
-        plats += ["manylinux2010_x86_64", "manylinux1_x86_64"]
-    found = set(tags.cpython_tags((major, minor), platforms=plats))
-    found |= set(tags.compatible_tags((major, minor), platforms=plats))
-    return found
+    return set(wheel_tags.accepted(profile.python_minor, profile.machine, glibc))
 
 
 def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
