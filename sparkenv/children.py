@@ -129,17 +129,21 @@ def wait(proc: subprocess.Popen[Any], timeout: float) -> None:
     import math
     import select
     import subprocess
+    import time
 
     try:
         fd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
         proc.wait(timeout=timeout)
         return
+    deadline = time.monotonic() + timeout
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        if not poller.poll(math.ceil(max(0.0, timeout) * 1000)):
-            raise subprocess.TimeoutExpired(proc.args, timeout)
+        # poll() takes a C int of milliseconds: a --timeout of weeks waits in turns of 24 days
+        while not poller.poll(min(math.ceil(max(0.0, deadline - time.monotonic()) * 1000), 2**31 - 1)):
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
     finally:
         os.close(fd)
     proc.wait(timeout=timeout)  # it has exited: reaped at once

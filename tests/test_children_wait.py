@@ -20,7 +20,7 @@ PY = sys.executable
 def test_wait_returns_the_exit_status_once_the_child_exits():
     proc = children.spawn([PY, "-c", "import sys, time; time.sleep(0.2); sys.exit(7)"])
     try:
-        children.wait(proc, 30.0)
+        children.wait(proc, 1e9)  # `lock --timeout 1e9` is valid: more milliseconds than poll() takes
         assert proc.returncode == 7
     finally:
         children.stop(proc)
