@@ -273,7 +273,11 @@ def _wheels(text: str, target: Target) -> list[tuple[str, str, str]]:
     from sparkenv.datafiles import parse_toml
     from sparkenv.environment import wheel_tags
 
-    ranked = wheel_tags.accepted(target.python, target.machine, _glibc_minor(target.glibc))
+    # the manylinux level uv resolved for (--python-platform, profiles.uv_platform), read as fallbacks
+    # reads a profile's
+    ranked = wheel_tags.accepted(
+        target.python, target.machine, int(target.python_platform().rsplit("_", 1)[-1])
+    )
     found = []
     for pkg in parse_toml(text).get("packages", []):
         wheels = {
@@ -290,14 +294,6 @@ def _wheels(text: str, target: Target) -> list[tuple[str, str, str]]:
             )
         found.append((name, str(wheel["url"]), str(wheel["hashes"]["sha256"])))
     return found
-
-
-def _glibc_minor(glibc: str) -> int:
-    """17 for "2.17"; 17 (manylinux2014, the oldest a wheel here names) for what is not a version."""
-    try:
-        return int(glibc.split(".")[1])
-    except (IndexError, ValueError):
-        return 17
 
 
 def _download(url: str, digest: str, dest: Path, timeout: float) -> None:
