@@ -132,14 +132,14 @@ class EarlyReads:
         with self._lock:  # a pick uv backtracks from is picked again next time: not read twice
             job.first = first if first != job.filename else ""
             self.learned.update({r.filename: r.sha256 for r in refs if r.sha256})
-        if len(refs) > 1 and refs[0].is_wheel:  # uv read the pick's metadata, not this one's
-            metadata.read(refs[:1], self.timeout, self.index_url)
-        for ref in refs:
+        for n, ref in enumerate(refs):
             if job.dropped:
                 return
             if ref.is_wheel:
-                if wheel_files.is_binary(ref.filename):
+                if wheel_files.is_binary(ref.filename):  # its METADATA too, when it came with the tail
                     wheel_files.read_one(ref, self.timeout)
+                if n == 0 and len(refs) > 1:  # uv read the pick's metadata, not this one's
+                    metadata.read(refs[:1], self.timeout, self.index_url)
             elif job.key not in packages().compiles_cuda:  # known answers need no download
                 sdist_scan.scan([ref], self.timeout)
         if refs[0].is_wheel and wheel_files.is_binary(refs[0].filename) and not job.dropped:

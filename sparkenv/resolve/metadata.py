@@ -94,6 +94,8 @@ def _pep658(ref: FileRef, timeout: float) -> str | None:
         return None
 
 
+FROM_WHEEL = "the wheel's METADATA"
+
 # URL -> (text, how), of files read before their sha256 was known (resolve/early.py, from uv's cached
 # page): taken by a read of the same URL, and filed then under the sha256 that read names
 _BY_URL: dict[str, tuple[str, str]] = {}
@@ -119,17 +121,24 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
             got = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), timeout)
             if "METADATA" not in got:
                 raise remote_zip.Unreadable("the wheel has no *.dist-info/METADATA")
-            text, via = got["METADATA"].decode("utf-8", errors="replace"), "the wheel's METADATA"
+            text, via = got["METADATA"].decode("utf-8", errors="replace"), FROM_WHEEL
     else:
         text = remote_zip.read_sdist_pkg_info(ref.url, ref.filename, timeout).decode(
             "utf-8", errors="replace"
         )
         via = "the sdist's PKG-INFO"
-    if ref.sha256:
-        store(ref.sha256, text)
-    else:
-        _BY_URL[ref.url] = (text, via)
+    keep(ref, text, via)
     return text, via
+
+
+def keep(ref: FileRef, text: str, via: str) -> None:
+    """A file's metadata just read, for the reads that follow (unless kept already): by its sha256 in the
+    cache, else by its URL for this process."""
+    if ref.sha256:
+        if cached(ref.sha256) is None:
+            store(ref.sha256, text)
+    else:
+        _BY_URL.setdefault(ref.url, (text, via))
 
 
 def parse(text: str, via: str) -> Metadata:

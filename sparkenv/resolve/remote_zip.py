@@ -29,6 +29,10 @@ class Unreadable(Exception):
     """The file could not be read; the message says why (one line)."""
 
 
+class NotHeld(OSError):
+    """A read of bytes not fetched yet, while the file serves only what it holds (`RangeFile.held_only`)."""
+
+
 class RangeFile(io.RawIOBase):
     """A read-only, seekable view of a remote file fetched by HTTP range requests."""
 
@@ -37,6 +41,7 @@ class RangeFile(io.RawIOBase):
         self._pos = 0
         self._blocks: list[tuple[int, bytes]] = [first]
         self.requests = 1
+        self.held_only = False  # True: a read past the fetched bytes raises NotHeld instead of fetching
 
     def readable(self) -> bool:
         return True
@@ -58,12 +63,21 @@ class RangeFile(io.RawIOBase):
                 return data[start - off : end - off]
         return None
 
+    def _held_from(self, start: int, end: int) -> bytes:
+        """The fetched bytes from `start` on, up to `end` (a short read); NotHeld when none are."""
+        for off, data in self._blocks:
+            if off <= start < off + len(data):
+                return data[start - off : end - off]
+        raise NotHeld(f"bytes {start}-{end - 1} are not fetched")
+
     def read(self, n: int = -1) -> bytes:
         start = self._pos
         end = self.size if n is None or n < 0 else min(self.size, start + n)
         if start >= end:
             return b""
         data = self._cached(start, end)
+        if data is None and self.held_only:
+            data = self._held_from(start, end)
         if data is None:
             block = self.fetch(start, end)
             self._blocks.append((start, block))
@@ -138,6 +152,38 @@ def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
         return spool, "full download"
 
 
+def range_file(zf: zipfile.ZipFile) -> RangeFile | None:
+    """The RangeFile under a zip opened by open_remote; None for a whole file on disk."""
+    raw = getattr(zf.fp, "raw", None)  # open_remote's BufferedReader over a RangeFile (or a local spool)
+    return raw if isinstance(raw, RangeFile) else None
+
+
+def _dist_info_entries(zf: zipfile.ZipFile, member: str) -> list[zipfile.ZipInfo]:
+    """The wheel's `*.dist-info/<member>` entries at the top level (one in a sound wheel)."""
+    tail = f".dist-info/{member}"
+    return [i for i in zf.infolist() if i.filename.count("/") == 1 and i.filename.endswith(tail)]
+
+
+def held_dist_info(zf: zipfile.ZipFile, member: str) -> bytes | None:
+    """A `*.dist-info/<member>` of a wheel opened by open_remote, when its bytes are among those fetched
+    already; else None (absent, ambiguous, or another request needed). Wheel builders write the
+    .dist-info folder last, so its small files usually lie in the tail fetched for the central
+    directory: read here, they cost no request of their own."""
+    hits = _dist_info_entries(zf, member)
+    if len(hits) != 1:
+        return None
+    raw = range_file(zf)
+    if raw is None:  # the whole file is on disk (no range support)
+        return zf.read(hits[0])
+    raw.held_only = True
+    try:
+        return zf.read(hits[0])
+    except (NotHeld, zipfile.BadZipFile, EOFError, ValueError):
+        return None
+    finally:
+        raw.held_only = False
+
+
 def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: float) -> dict[str, bytes]:
     """The named `*.dist-info/<member>` files of a remote wheel (METADATA, RECORD …); those absent are
     left out. Raises Unreadable with the reason."""
@@ -147,10 +193,9 @@ def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: f
         raise Unreadable(f"cannot fetch it: {exc}") from None
     try:
         with fh, zipfile.ZipFile(fh) as zf:
-            infos = [i for i in zf.infolist() if i.filename.count("/") == 1]
             out = {}
             for member in members:
-                hits = [i for i in infos if i.filename.endswith(f".dist-info/{member}")]
+                hits = _dist_info_entries(zf, member)
                 if len(hits) > 1:
                     raise Unreadable(f"{filename} holds {len(hits)} *.dist-info/{member} files")
                 if hits:

@@ -40,6 +40,7 @@ def judged(
     index_url: str | None = None,
     prefetched: dict[str, Any] | None = None,
     failures: list[uvdriver.BuildFailed] | None = None,
+    so_files: dict[str, tuple[str, ...] | str] | None = None,
 ) -> Judged:
     from sparkenv.facts import graph
     from sparkenv.resolve import fallbacks
@@ -54,7 +55,7 @@ def judged(
     chain = graph.chains(locked, edges, roots, root_extras)
     kept_out = [n for n in profile.excluded() if n not in allowed]
     base_versions = {k: profile.provides[p] for k in kept_out if (p := profile.provider(k))}
-    so_files, elves = _wheel_reads(raw, locked, edges)
+    so_files, elves = _wheel_reads(raw, locked, edges, so_files)
     records = _records_to_read(raw, locked, edges, base_versions)
     sdists = _sdist_builds(sdist_refs)
     reads = fallbacks.Reads()
@@ -151,12 +152,13 @@ def _records_to_read(
 
 
 def _wheel_reads(
-    raw: dict[str, dict[str, Any]], locked: dict[str, Locked], edges: list[Any]
+    raw: dict[str, dict[str, Any]], locked: dict[str, Locked], edges: list[Any], so_files: Any = None
 ) -> tuple[Any, Any]:
-    """Every binary wheel's file list, and the ELF of the GPU packages' shared objects."""
+    """Every binary wheel's file list (unless read already: `so_files`, wheel_files.read's answer), and
+    the ELF of the GPU packages' shared objects."""
     from sparkenv.resolve import wheel_elf, wheel_files
 
-    so_files = wheel_files.read(refs(raw))
+    so_files = wheel_files.read(refs(raw)) if so_files is None else so_files
     gpu = _gpu_packages(locked, edges, so_files)
     gpu_refs = [r for r in refs(raw) if r.key in gpu]
     shared = {k: wheel_files.shared_objects(v) for k, v in so_files.items() if isinstance(v, tuple)}

@@ -421,17 +421,21 @@ def _judge_afresh(
 ) -> list[Finding]:
     """The resolved set's findings, read and judged; kept for the next re-lock when complete (every
     read answered, no build failure, no ERROR)."""
-    from sparkenv.resolve import judged_cache, metadata, resolved
+    from sparkenv.resolve import judged_cache, metadata, resolved, wheel_files
 
     _say(progress, f"uv resolved {len(locked)} package(s) in {took:.1f} s; reading their metadata …")
     t_resolved = time.perf_counter()
     resolution.settle(raw)
     timeline.mark("early reads settled")
+    # the wheels' file lists first: a wheel's METADATA that came with its central directory
+    # (remote_zip.held_dist_info) then needs no request of its own
+    so_files = wheel_files.read(resolved.refs(raw))
     metas = metadata.read(resolved.refs(raw), index_url=_reads_from(index))
     timeline.mark("metadata read")
     got = resolved.judged(
-        inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages, resolution.failures
-    )
+        inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages, resolution.failures,
+        so_files,
+    )  # fmt: skip
     _say(
         progress,
         f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "

@@ -91,7 +91,7 @@ def _read_member(
     """One member inflated into a temporary file (removed on close), read as an installed file is. Its
     compressed bytes are fetched in one request (the local header's extra field may be longer than the
     central directory's: 64 KiB of slack) and dropped once read."""
-    remote = _remote(zf)
+    remote = remote_zip.range_file(zf)
     if remote is not None:
         start, end = _span(info)
         remote.prefetch(start, end - start)
@@ -100,11 +100,6 @@ def _read_member(
     finally:
         if remote is not None:
             remote.forget()
-
-
-def _remote(zf: zipfile.ZipFile) -> remote_zip.RangeFile | None:
-    raw = getattr(zf.fp, "raw", None)  # open_remote's BufferedReader over a RangeFile (or a local spool)
-    return raw if isinstance(raw, remote_zip.RangeFile) else None
 
 
 def _span(info: zipfile.ZipInfo) -> tuple[int, int]:
@@ -314,7 +309,7 @@ def _fetch_ahead(zf: zipfile.ZipFile, paths: tuple[str, ...], budget: Budget) ->
     """What the read loop will take, to be fetched ahead: its decisions made on a copy of the budget,
     up to a name the zip lacks. Only for a wheel with at most MAX_OBJECTS of them (then the count leaves
     none out, whatever parses), so nothing is fetched that the loop does not read."""
-    remote = _remote(zf)
+    remote = remote_zip.range_file(zf)
     if remote is None or len(paths) > MAX_OBJECTS:
         return None
     trial = Budget(budget.left)

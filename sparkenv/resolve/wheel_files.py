@@ -72,6 +72,7 @@ def _downloaded(ref: metadata.FileRef, timeout: float) -> tuple[str, tuple[str, 
         fh, _ = remote_zip.open_remote(ref.url, timeout)
         with fh, zipfile.ZipFile(fh) as zf:
             names = _native(zf.namelist())
+            held = remote_zip.held_dist_info(zf, "METADATA")
     except remote_zip.Unreadable as exc:
         return ref.key, str(exc)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
@@ -80,6 +81,8 @@ def _downloaded(ref: metadata.FileRef, timeout: float) -> tuple[str, tuple[str, 
         metadata.store(ref.sha256, "".join(f"{n}\n" for n in names), ".native-2")
     else:
         _BY_URL[ref.url] = tuple(names)
+    if held is not None:  # fetched with the central directory: a metadata read after needs no request
+        metadata.keep(ref, held.decode("utf-8", errors="replace"), metadata.FROM_WHEEL)
     return ref.key, tuple(names)
 
 

@@ -167,22 +167,22 @@ def test_a_file_read_by_url_before_its_hash_was_known_serves_only_a_read_of_that
     try:
         # read early from the URL uv's page gave, no sha256 known yet
         guessed = metadata.FileRef("native", one, file_url(ix.url, one), "")
-        assert wheel_files.read_one(guessed) == ("native", ("native/_one.so",))
-        asked = len(server.requests)
-        # the lock names another URL: read there, the early answer not taken
         locked = metadata.FileRef("native", two, file_url(ix.url, two), _sha(ix, two))
-        assert wheel_files.read_one(locked) == ("native", ("native/_two.so",))
-        assert len(server.requests) == asked + 1
-        # the lock names that URL: the early answer, filed under the lock's sha256, without a request
         same = metadata.FileRef("native", one, file_url(ix.url, one), _sha(ix, one))
-        assert wheel_files.read_one(same) == ("native", ("native/_one.so",))
-        assert len(server.requests) == asked + 1
-        # its metadata likewise: read by URL, taken by the lock's read of that URL, filed then
+        # the metadata first (a file list read would bring it along: test_metadata_with_file_list.py)
         early_meta = metadata.read([guessed])["native"]
         asked = len(server.requests)
-        metadata.read([locked])  # another URL: read there, the early answer not taken
+        metadata.read([locked])  # the lock names another URL: read there, the early answer not taken
         assert len(server.requests) == asked + 1
+        # the lock names that URL: the early answer, filed under the lock's sha256, without a request
         got = metadata.read([same])["native"]
+        assert len(server.requests) == asked + 1
+        # the file lists likewise
+        assert wheel_files.read_one(guessed) == ("native", ("native/_one.so",))
+        asked = len(server.requests)
+        assert wheel_files.read_one(locked) == ("native", ("native/_two.so",))
+        assert len(server.requests) == asked + 1
+        assert wheel_files.read_one(same) == ("native", ("native/_one.so",))
         assert len(server.requests) == asked + 1
     finally:
         server.shutdown()
