@@ -7,6 +7,8 @@ credential is written."""
 from __future__ import annotations
 
 import base64
+import gzip
+import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,6 +53,8 @@ class Index:
         self.etag = '"v1"'
         self.cache_control = "max-age=600, public"
         self.auth = ""  # "user:password" the index wants (401 without it)
+        self.gzip = False  # compress the page for a client that accepts gzip
+        self.sent: list[int] = []  # the bytes of each page body sent
         self.seen: list[tuple[str, str, int, str]] = []  # (path, If-None-Match, status, Authorization)
 
     def answer(self, handler: BaseHTTPRequestHandler) -> None:
@@ -71,10 +75,15 @@ class Index:
             if self.etag:
                 handler.send_header("ETag", self.etag)
         if status == 200:
+            body = self.body
             handler.send_header("Content-Type", JSON_TYPE)
-            handler.send_header("Content-Length", str(len(self.body)))
+            if self.gzip and "gzip" in handler.headers.get("Accept-Encoding", ""):
+                body = gzip.compress(body) if isinstance(self.gzip, bool) else self.gzip
+                handler.send_header("Content-Encoding", "gzip")
+            handler.send_header("Content-Length", str(len(body)))
             handler.end_headers()
-            handler.wfile.write(self.body)
+            handler.wfile.write(body)
+            self.sent.append(len(body))
         else:
             handler.send_header("Content-Length", "0")
             handler.end_headers()
@@ -232,3 +241,33 @@ def test_the_kept_releases_are_the_releases(index):
     got = fallbacks.releases(index.url, "demo")
     assert got is not None and got[Version("3.0")].uploaded is not None
     assert fallbacks._unkept(fallbacks._kept(got)) == got
+
+
+def test_a_page_sent_gzipped_reads_as_the_page_and_keeps_its_digest(index):
+    """An index compresses its pages when asked (a large project's pages are tens of MB of JSON): the
+    releases and the page's sha256 (what a kept judgement rests on) are those of the page itself."""
+    index.body = NEW
+    index.gzip = True
+    got = fallbacks.releases(index.url, "demo")
+    assert _versions(got) == ["1.0", "2.0", "3.0"]
+    assert index.sent[0] < len(NEW)  # it came compressed
+    assert fallbacks.page_read(index.url, "demo")[1] == hashlib.sha256(NEW).hexdigest()
+    index.cache_control = "max-age=0"
+    index.etag = ""
+    assert page_cache.digest_now(index.url + "demo/") == hashlib.sha256(NEW).hexdigest()
+
+
+def test_a_page_in_several_gzip_members_is_the_members_one_after_the_other(index):
+    index.body = NEW
+    index.gzip = gzip.compress(NEW[:100]) + gzip.compress(NEW[100:])
+    assert _versions(fallbacks.releases(index.url, "demo")) == ["1.0", "2.0", "3.0"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [gzip.compress(NEW)[:-20], gzip.compress(NEW) + b"trailing"],
+    ids=["cut short", "bytes after it"],
+)
+def test_a_damaged_gzip_page_is_unreadable_not_guessed(index, damage):
+    index.gzip = damage
+    assert fallbacks.releases(index.url, "demo") is None
