@@ -168,7 +168,7 @@ def read(
         from_uv = uv_cache.requires(ref.filename, pypi)
         if from_uv is not None:
             return Metadata(from_uv, "uv's cache")
-        text = cached(ref.sha256)
+        text = cached(ref.sha256) if ref.sha256 else None
         return parse(text, "cache") if text is not None else None
 
     def one(ref: FileRef) -> tuple[str, Metadata | str]:
@@ -197,17 +197,15 @@ def records(refs: list[FileRef], timeout: float = 30.0) -> dict[str, str]:
     """key -> the wheel's RECORD text, or '' when it could not be read (cached like METADATA)."""
 
     def one(ref: FileRef) -> tuple[str, str]:
-        cached = cache_dir() / f"{ref.sha256}.record"
-        try:
-            return ref.key, cached.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            pass
+        kept = cached(ref.sha256, ".record") if ref.sha256 else None
+        if kept is not None:
+            return ref.key, kept
         try:
             got = remote_zip.read_dist_info(ref.url, ref.filename, ("RECORD",), timeout)
         except remote_zip.Unreadable:
             return ref.key, ""
         text = got.get("RECORD", b"").decode("utf-8", errors="replace")
-        if text:
+        if text and ref.sha256:
             store(ref.sha256, text, ".record")
         return ref.key, text
 
