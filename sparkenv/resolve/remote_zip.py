@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from typing import IO
 
 from sparkenv import credentials, fetch
@@ -172,16 +173,16 @@ def held_dist_info(zf: zipfile.ZipFile, member: str) -> bytes | None:
     hits = _dist_info_entries(zf, member)
     if len(hits) != 1:
         return None
-    raw = range_file(zf)
-    if raw is None:  # the whole file is on disk (no range support)
-        return zf.read(hits[0])
-    raw.held_only = True
+    raw = range_file(zf)  # None: the whole file is on disk (no range support)
+    if raw is not None:
+        raw.held_only = True
     try:
         return zf.read(hits[0])
-    except (NotHeld, zipfile.BadZipFile, EOFError, ValueError):
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError):  # NotHeld; a damaged member
         return None
     finally:
-        raw.held_only = False
+        if raw is not None:
+            raw.held_only = False
 
 
 def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: float) -> dict[str, bytes]:
@@ -201,7 +202,7 @@ def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: f
                 if hits:
                     out[member] = zf.read(hits[0])
             return out
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, zlib.error) as exc:  # a damaged deflate stream fails in zlib itself
         raise Unreadable(f"not a readable zip: {exc}") from None
     except (OSError, EOFError, ValueError) as exc:
         raise Unreadable(f"cannot read it: {exc}") from None
@@ -240,6 +241,6 @@ def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 
                             got = tf.extractfile(member)
                             if got is not None:
                                 return got.read()
-        except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
+        except (tarfile.TarError, zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
             raise Unreadable(f"not a readable archive: {exc}") from None
     raise Unreadable("it has no top-level PKG-INFO")

@@ -15,6 +15,7 @@ import re
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 from sparkenv import fetch
@@ -158,7 +159,7 @@ def scan(refs: list[metadata.FileRef], timeout: float = 60.0) -> dict[str, Sdist
             return ref.key, hit
         try:
             members, names = _read(ref.url, ref.filename, timeout)
-        except (OSError, ValueError, EOFError, tarfile.TarError, zipfile.BadZipFile) as exc:
+        except (OSError, ValueError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error) as exc:
             return ref.key, SdistBuild(ref.key, "unknown", (f"{ref.filename}: {exc}",))
         got = classify(ref.key, members, names)
         if ref.sha256:

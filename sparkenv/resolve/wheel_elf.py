@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable
 
 from sparkenv.cuda import coverage, elf
@@ -290,7 +291,7 @@ def _read(
                         found.append(gpu)
     except remote_zip.Unreadable as exc:
         return WheelElves(tuple(out), str(exc), tuple(found)), None
-    except (zipfile.BadZipFile, KeyError, OSError, EOFError, ValueError) as exc:
+    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, EOFError, ValueError) as exc:
         return WheelElves(tuple(out), f"not a readable zip: {exc}", tuple(found)), None
     finally:
         if ahead is not None:
