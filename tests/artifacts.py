@@ -179,11 +179,16 @@ def sdist_bytes(
         f"{dist}/__init__.py": "",
         **(files or {}),
     }
+    return tar_gz(stem, members)
+
+
+def tar_gz(top: str, members: Mapping[str, str]) -> bytes:
+    """A gzipped tar of `members` (path relative to `top` -> text), in the mapping's order."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         for rel, text in members.items():
             data = text.encode()
-            info = tarfile.TarInfo(f"{stem}/{rel}")
+            info = tarfile.TarInfo(f"{top}/{rel}")
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     return buf.getvalue()

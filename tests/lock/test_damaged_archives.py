@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from artifacts import Index, file_url, metadata_text, serve
+from artifacts import Index, file_url, metadata_text, serve, tar_gz
 
 from sparkenv.resolve import metadata, sdist_scan, wheel_files
 
@@ -115,15 +115,8 @@ def _sdist(ix: Index, name: str) -> str:
         },
         "PKG-INFO": metadata_text(name, "1.0", REQUIRES),
     }
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for rel, text in members.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{name}-1.0/{rel}")
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
     built = ix.root.parent / f"{name}-1.0.tar.gz"
-    built.write_bytes(buf.getvalue())
+    built.write_bytes(tar_gz(f"{name}-1.0", members))
     return ix.add(built)
 
 
