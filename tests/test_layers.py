@@ -1,6 +1,6 @@
 """The house's layers, read from the code: an import only goes down, and no cycle joins two folders.
 
-Layers, top to bottom (DESIGN.md, README "Where things are"):
+Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
   6 CLI      cli.py, cli_options.py, entry.py, __main__.py and every stage's commands.py (thin: options in,
              a stage called, the report handed to a renderer)
   5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, gotchas.py
