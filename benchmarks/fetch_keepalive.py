@@ -1,4 +1,4 @@
-"""sparkenv's HTTP requests with connections kept open (sparkenv/fetch.py's pool) against one connection
+"""sparkenv's HTTP requests with connections kept open (sparkenv/core/fetch.py's pool) against one connection
 per request (the pool held at zero idle connections: what urllib does), side by side in one run.
 
     python benchmarks/fetch_keepalive.py [--runs 5] [--lock pylock.toml]
@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sparkenv import credentials, fetch  # noqa: E402
-from sparkenv.datafiles import parse_toml  # noqa: E402
+from sparkenv.core import credentials, fetch  # noqa: E402
+from sparkenv.core.datafiles import parse_toml  # noqa: E402
 from sparkenv.resolve import wheel_files  # noqa: E402
 
 

@@ -100,7 +100,7 @@ OUT, VARIANT = os.environ["GATE_EXEC_OUT"] + ".gate", os.environ.get("GATE_EXEC_
 def save():
     with open(OUT, "w") as fh:
         json.dump({"stamps": T}, fh)
-from sparkenv import entry
+from sparkenv.cli import entry
 from sparkenv.gate import entry as gate_entry, early, forked
 stamp("entry imported")
 real_execvp = os.execvp

@@ -50,7 +50,7 @@ t_gather = time.perf_counter()
 findings, facts = evaluate(raw)
 t_eval = time.perf_counter()
 from sparkenv.render.options import ReportOptions
-from sparkenv.report import Report
+from sparkenv.core.report import Report
 emit(Report("gate", "x", findings), ReportOptions(quiet=True), stream=io.StringIO())
 t_emit = time.perf_counter()
 print(json.dumps({"imports": t_imports - t0, "gather": t_gather - t_imports, "gather_s": raw["gather_s"],
@@ -124,7 +124,7 @@ def main() -> int:
             "-c",
             "import cProfile, pstats, sys; sys.argv = ['sparkenv', 'gate', '-q'];"
             "import io; pr = cProfile.Profile(); pr.enable()\n"
-            "try:\n from sparkenv.entry import main; main()\nexcept SystemExit: pass\n"
+            "try:\n from sparkenv.cli.entry import main; main()\nexcept SystemExit: pass\n"
             "pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats('cumulative')"
             f".print_stats({args.top}); print(s.getvalue(), file=sys.stderr)",
         ],

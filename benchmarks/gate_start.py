@@ -109,7 +109,7 @@ def done(*_):
     os._exit(0)
 os.execvp = done
 sys.argv = ["sparkenv", "gate", "-q", "--", sys.executable, "-c", "pass"]
-from sparkenv import entry
+from sparkenv.cli import entry
 mark("entry imported")
 # only what the gate imports before its first fork anyway: the children must not inherit more
 from sparkenv.gate import early, entry as gate_entry

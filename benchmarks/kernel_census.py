@@ -145,7 +145,7 @@ def main() -> int:
 
 
 def fatbin_sections() -> list[str]:
-    from sparkenv import datafiles
+    from sparkenv.core import datafiles
 
     return datafiles.load("kernels")["sections"]["data"]
 

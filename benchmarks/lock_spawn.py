@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AS_OF = "2026-11-30T00:00:00Z"
 SPY = (
     "import sys, time\n"
-    "import sparkenv.children as c\n"
+    "import sparkenv.core.children as c\n"
     "spawn, out = c.spawn, sys.argv.pop(1)\n"
     "def spy(*a, **k):\n"
     "    if a[0][1:3] == ['pip', 'compile']:\n"
@@ -35,7 +35,7 @@ SPY = (
     "    return spawn(*a, **k)\n"
     "c.spawn = spy\n"
     "sys.argv[0] = 'sparkenv'\n"
-    "from sparkenv.entry import main; main()\n"
+    "from sparkenv.cli.entry import main; main()\n"
 )
 CASES = ("warm re-lock", "miss, lock present", "first")
 

@@ -1,3 +1,3 @@
-from sparkenv.entry import main
+from sparkenv.cli.entry import main
 
 main()

@@ -11,9 +11,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.report import GotchaId
 from sparkenv.knowledge import gotchas
-from sparkenv.report import GotchaId
 
 if TYPE_CHECKING:
     from sparkenv.rules import Rule
@@ -23,7 +23,7 @@ FIELDS = ("symptom", "cause")
 WHERE_THINGS_ARE = """\
 Where things are (for the next engineer). Layers, top to bottom; an import only goes down and no import
 cycle joins two modules (tests/test_layers.py reads the import graph and names what breaks either):
-  CLI       sparkenv/cli.py, cli_options.py, entry.py, <stage>/commands.py: options in, a stage called
+  CLI       sparkenv/cli/ (commands.py, options.py, entry.py, process_exit.py), <stage>/commands.py
   stages    sparkenv/resolve, lock, image, audit, gate, multinode, patches, render, watch: gather facts,
             call rules.evaluate(stage, facts), write outputs; they decide nothing themselves
   rules     sparkenv/rules/gN.py: gotcha N's RULES, one pure function per stage; a big gotcha keeps its
@@ -32,8 +32,9 @@ cycle joins two modules (tests/test_layers.py reads the import graph and names w
   facts     sparkenv/facts/: each stage's typed facts (declared, resolved, graph, lockfile, lock, image,
             installed, live, ngc, override, parallelism, timeseries), frozen, no I/O
   readers   sparkenv/cuda (ELF, fatbin, driver table), environment (dist-info, markers, pins, launchers,
-            NCCL, servers, host driver, forward-compatibility libcuda), knowledge (data files), profiles.py
-  core      report.py (Finding, GotchaId, verdict), outputs.py (atomic writes), safe_read.py, signals.py
+            NCCL, servers, host driver, forward-compatibility libcuda), knowledge (data files, profiles)
+  core      sparkenv/core/: report.py (Finding, GotchaId, verdict), outputs.py (atomic writes),
+            safe_read.py, signals.py, children.py, cache.py
   sparkenv/data/*.toml      dated knowledge with public sources; loaded once by sparkenv/knowledge/
 """
 

@@ -411,7 +411,7 @@ def platform_args(machine: str, glibc_minor: int = 39) -> list[str]:
 def default_dispositions() -> None:
     """preexec_fn for a sparkenv started as from a terminal: SIGINT and SIGHUP at their defaults. Under
     `nohup` (or a CI runner that ignores SIGHUP) the child would inherit the ignore, and sparkenv keeps an
-    inherited ignore on purpose (sparkenv/signals.py), so a test that sends SIGHUP must reset it."""
+    inherited ignore on purpose (sparkenv/core/signals.py), so a test that sends SIGHUP must reset it."""
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
 

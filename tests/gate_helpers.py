@@ -153,7 +153,7 @@ def build_nvml_stub(folder: Path) -> Path:
 
 def gate_inprocess(argv: list[str]):  # type: ignore[no-untyped-def]
     """`sparkenv gate ARGV` without a new interpreter: the fast path's parser, the gate's entry, the
-    evaluator and the renderer, exactly what the process runs after start-up (sparkenv/entry.py), with
+    evaluator and the renderer, exactly what the process runs after start-up (sparkenv/cli/entry.py), with
     stdout and stderr captured. For replays (no workload: nothing to exec). The process contract (exit
     codes, streams, a workload's exec) stays with the subprocess tests."""
     import contextlib
@@ -162,7 +162,7 @@ def gate_inprocess(argv: list[str]):  # type: ignore[no-untyped-def]
 
     from conftest import Result
 
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.gate import entry, fastpath
 
     out, err = io.StringIO(), io.StringIO()

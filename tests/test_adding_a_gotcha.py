@@ -1,4 +1,4 @@
-"""What adding a gotcha touches (docs/architecture.md "Adding a gotcha"): a G11 is written into a copy of the package
+"""What adding a gotcha touches (docs/architecture.md): a G11 is written into a copy of the package
 — its rule module, its row in the catalogue, the schema's id pattern — and then, with no other edit, it
 is a G-number everywhere: `sparkenv explain G11`, the registry, the gate's replay, --select, waivers.
 Its tests (tests/rules/test_g11.py) are the fourth file; a data file, when it has one, the fifth."""
@@ -27,7 +27,7 @@ RULE = '''"""G11 — planted by tests/test_adding_a_gotcha.py."""
 
 from __future__ import annotations
 
-from sparkenv.report import Finding, GotchaId, Status
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 

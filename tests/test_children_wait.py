@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from sparkenv import children
+from sparkenv.core import children
 
 PY = sys.executable
 

@@ -1,5 +1,5 @@
 """Each option of the commands with a lean parser (gate, check, lock, audit) is declared once
-(sparkenv/optionspec.py) and both parsers read that declaration: for every declared option, given alone,
+(sparkenv/core/optionspec.py) and both parsers read that declaration: for every declared option, given alone,
 the typer command and the lean parser hand the command the same values. A new option is one Option in
 one tuple, and this test covers it with no edit."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import typer.main
 
-from sparkenv import optionspec
 from sparkenv.audit import audit_args
-from sparkenv.cli import app
+from sparkenv.cli.commands import app
+from sparkenv.core import optionspec
 from sparkenv.gate import fastpath
 from sparkenv.gate.entry import GateArgs
 from sparkenv.gate.options import GATE

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from audit_layouts import cuda13_torch
 
-from sparkenv.report import LINE_RE
+from sparkenv.core.report import LINE_RE
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_json_validates_against_the_documented_schema(mixed_env, run, clean_root
     r = run("audit", str(mixed_env.prefix), "--root", str(clean_root), "--json", "--report", str(report))
     data = r.json()
     jsonschema.validate(data, schema)
-    assert data["schema"] == "sparkenv.report/1" and data["command"] == "audit"
+    assert data["schema"] == "sparkenv.core.report/1" and data["command"] == "audit"
     assert data["verdict"] == "blocked" and data["counts"]["FAIL"] == 1 and data["counts"]["WARN"] >= 1
     cupy = next(f for f in data["findings"] if f["subject"] == "cupy-cuda12x")
     assert cupy["status"] == "FAIL" and "cupy-cuda13x" in cupy["fix"] and cupy["evidence"]

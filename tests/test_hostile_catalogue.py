@@ -439,8 +439,8 @@ def test_fatbin_flood_off_the_grid_stops_at_its_budget(tmp_path):
 def test_kernel_cache_damaged_entries_are_read_again(tmp_path, kernels):
     """A kernel cache whose entries have the wrong types (hand-edited, another version's) is never
     fatal: the file is scanned again and the entry replaced."""
+    from sparkenv.core.stat_cache import stat_key
     from sparkenv.environment import kernels as kernel_reader
-    from sparkenv.stat_cache import stat_key
 
     lib = str(kernels.so("sm75"))
     key = stat_key(lib)
@@ -568,8 +568,8 @@ def _as_nobody(fn: Callable[[], str]) -> str:
 def test_an_unreadable_site_folder_is_an_error_not_an_empty_environment():
     import tempfile
 
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.environment import target
-    from sparkenv.errors import SparkenvError
 
     # under /tmp itself: pytest's own folders are private to root, and the user must reach the venv
     home = Path(tempfile.mkdtemp(prefix="sparkenv-unreadable-"))
@@ -706,7 +706,7 @@ def test_profiles_new_probe_that_never_answers_is_stopped_at_its_timeout(hostile
     """An image whose python3 hangs: the probe stops at its timeout, says so in one line (never "engine
     went away"), and its container is removed. In-process with read_image's own `timeout` argument
     (PROBE_TIMEOUT, 120 s, has no option or variable to shorten it from the command line)."""
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.resolve.profile_from_image import read_image
 
     started = time.monotonic()

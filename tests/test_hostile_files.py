@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv import safe_read
+from sparkenv.core import safe_read
 
 HANG = 30  # seconds: far above what any of these takes, far below "forever"
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkenv import profiles
-from sparkenv.datafiles import parse_toml
-from sparkenv.errors import SparkenvError
+from sparkenv.core.datafiles import parse_toml
+from sparkenv.core.errors import SparkenvError
+from sparkenv.knowledge import profiles
 from sparkenv.resolve import inputs
 
 REPO = Path(__file__).resolve().parents[1]

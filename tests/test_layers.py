@@ -1,13 +1,13 @@
 """The house's layers, read from the code: an import only goes down, and no cycle joins two folders.
 
 Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
-  6 CLI      cli.py, cli_options.py, entry.py, __main__.py and every stage's commands.py (thin: options in,
-             a stage called, the report handed to a renderer)
+  6 CLI      cli/ (the typer app, the lean entry, the one place a command ends), __main__.py and every
+             stage's commands.py (thin: options in, a stage called, the report handed to a renderer)
   5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, gotchas.py
   4 rules    rules/: every judgement
   3 facts    facts/: the typed facts each stage gathers and the rules read (frozen, no I/O)
-  2 readers  cuda/, environment/, knowledge/, profiles.py: pure readers of files, ELF, data
-  1 core     the other top-level modules (report, outputs, safe reads, signals …), the package's
+  2 readers  cuda/, environment/, knowledge/ (profiles included): pure readers of files, ELF, data
+  1 core     core/ (report, outputs, safe reads, signals, the cache …), the package's
              __init__, and patches/sdpa.py: a standard-library-only payload that `patch sdpa --install`
              copies into a target, so any layer may read its one definition of the SDPA mode
 Imports under TYPE_CHECKING and inside functions count: they are what a reader of the code follows.
@@ -23,9 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CLI_MODULES = {"sparkenv.cli", "sparkenv.cli_options", "sparkenv.entry", "sparkenv.__main__", "sparkenv"}
 STAGES = {"resolve", "lock", "image", "audit", "gate", "multinode", "patches", "render", "watch", "gotchas"}
-READERS = {"cuda", "environment", "knowledge", "profiles"}
+READERS = {"cuda", "environment", "knowledge"}
 PAYLOADS = {"sparkenv.patches.sdpa"}
 NAMES = {6: "CLI", 5: "stage", 4: "rules", 3: "facts", 2: "reader", 1: "core"}
 
@@ -34,9 +33,9 @@ def layer(module: str) -> int:
     parts = module.split(".")
     if module in PAYLOADS or module == "sparkenv":
         return 1
-    if parts[-1] == "commands" or module in CLI_MODULES:
-        return 6
     top = parts[1]
+    if parts[-1] == "commands" or top in ("cli", "__main__"):
+        return 6
     if top in STAGES:
         return 5
     if top == "rules":
@@ -45,7 +44,9 @@ def layer(module: str) -> int:
         return 3
     if top in READERS:
         return 2
-    return 1
+    if top == "core":
+        return 1
+    raise AssertionError(f"{module} lies in no layer: place its folder in tests/test_layers.py")
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -175,16 +176,17 @@ def test_a_planted_upward_import_is_named(tree: Path):
 
 
 def test_a_planted_cycle_between_folders_is_found(tree: Path):
-    (tree / "sparkenv" / "report.py").write_text(
-        (tree / "sparkenv" / "report.py").read_text() + "\nfrom sparkenv import outputs  # planted\n"
+    core = tree / "sparkenv" / "core"
+    (core / "report.py").write_text(
+        (core / "report.py").read_text() + "\nfrom sparkenv.core import outputs  # planted\n"
     )
-    (tree / "sparkenv" / "outputs.py").write_text(
-        (tree / "sparkenv" / "outputs.py").read_text() + "\nfrom sparkenv.cuda import elf  # planted\n"
+    (core / "outputs.py").write_text(
+        (core / "outputs.py").read_text() + "\nfrom sparkenv.cuda import elf  # planted\n"
     )
     elf = tree / "sparkenv" / "cuda" / "elf.py"
-    elf.write_text(elf.read_text() + "\nfrom sparkenv import report  # planted\n")
+    elf.write_text(elf.read_text() + "\nfrom sparkenv.core import report  # planted\n")
     found = cycles(tree)
-    assert any({"sparkenv.report", "sparkenv.cuda.elf"} <= set(c) for c in found), found
+    assert any({"sparkenv.core.report", "sparkenv.cuda.elf"} <= set(c) for c in found), found
 
 
 def test_a_planted_cycle_inside_a_folder_is_found(tree: Path):

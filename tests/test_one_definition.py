@@ -225,10 +225,10 @@ def _trees(root: Path) -> tuple[tuple[str, ast.AST], ...]:
 
 
 GUARDS = [
-    Guard("atomic file writes", ("outputs.py",), _atomic_write, "import os\nos.replace('a.tmp', 'a')\n"),
+    Guard("atomic file writes", ("core/outputs.py",), _atomic_write, "import os\nos.replace('a.tmp', 'a')\n"),
     Guard(
         "the cache folder ($SPARKENV_CACHE_DIR)",
-        ("cache.py",),
+        ("core/cache.py",),
         _cache_variable,
         "import os\nfolder = os.environ.get('SPARKENV_CACHE_DIR')\n",
     ),
@@ -283,11 +283,11 @@ GUARDS = [
         _container_marker,
         "import os\ninside = os.path.exists('/.dockerenv')\n",
     ),
-    Guard("TOML loading (tomli, else tomllib)", ("datafiles.py",), _toml_loader, "import tomllib\n"),
+    Guard("TOML loading (tomli, else tomllib)", ("core/datafiles.py",), _toml_loader, "import tomllib\n"),
     Guard("lock reading (pylock)", ("lock/",), _pylock_reading, "from packaging.pylock import Pylock\n"),
     Guard(
         "the G-number pattern",
-        ("report.py",),
+        ("core/report.py",),
         _gotcha_pattern,
         "import re\nID = re.compile(r'G(10|[1-9])')\n",
     ),
@@ -315,17 +315,19 @@ GUARDS = [
         _marker_evaluation,
         "def applies(req, env):\n    return req.marker is None or req.marker.evaluate(env)\n",
     ),
-    Guard("signal handlers", ("signals.py",), _signal_handler, "import signal\nsignal.signal(15, print)\n"),
+    Guard(
+        "signal handlers", ("core/signals.py",), _signal_handler, "import signal\nsignal.signal(15, print)\n"
+    ),
     Guard(
         "the Terminated signal exception",
-        ("signals.py",),
+        ("core/signals.py",),
         _terminated_class,
         "class Terminated(Exception): ...\n",
     ),
     Guard(
         "the child-process registry (own session, killed with its group)",
         # forks too: children.fork (the audit's readers, the gate's forked probes)
-        ("children.py",),
+        ("core/children.py",),
         _child_process,
         "import subprocess\nproc = subprocess.run(['uv', 'pip', 'compile'], timeout=60)\n",
     ),
@@ -349,7 +351,7 @@ GUARDS = [
     ),
     Guard(
         "sparkenv's command line read without typer",
-        ("fastargs.py",),
+        ("core/fastargs.py",),
         _own_command_line,
         "def parse(argv):\n    return argv[argv.index('--') + 1 :] if argv[0] == '--' else argv\n",
     ),
@@ -403,7 +405,7 @@ def test_the_schema_accepts_exactly_the_g_numbers_the_code_knows():
     import json
     import re
 
-    from sparkenv.report import GOTCHA_PATTERN, GotchaId
+    from sparkenv.core.report import GOTCHA_PATTERN, GotchaId
 
     schema = json.loads((ROOT / "sparkenv" / "data" / "report.schema.json").read_text())
     ids = schema["properties"]["findings"]["items"]["properties"]["id"]["pattern"]
@@ -420,7 +422,7 @@ def test_the_gate_options_have_one_set_of_defaults():
 
     import typer.main
 
-    from sparkenv.cli import app
+    from sparkenv.cli.commands import app
     from sparkenv.gate.entry import GateArgs
     from sparkenv.gate.options import GATE
 

@@ -12,7 +12,7 @@ import artifacts
 import build_helpers as bh
 import pytest
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 
 REPO = Path(__file__).resolve().parents[1]
 

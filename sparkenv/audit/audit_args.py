@@ -1,4 +1,4 @@
-"""`sparkenv audit …` read without typer (sparkenv/fastargs.py): an unchanged environment audits from the
+"""`sparkenv audit …` read without typer (sparkenv/core/fastargs.py): an unchanged environment audits from the
 cache in less time than typer's import (which pulls click and pydantic) takes. Its options are declared
 once (audit/options.py AUDIT, render/options.py REPORTING), for this parser and the typer command alike;
 anything else returns None and typer answers. Both parsers end in `run`."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from sparkenv import fastargs, optionspec
 from sparkenv.audit.options import AUDIT
+from sparkenv.core import fastargs, optionspec
 from sparkenv.render import options as reporting
 
 OPTIONS = (*AUDIT, *reporting.REPORTING)

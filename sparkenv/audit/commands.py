@@ -6,8 +6,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from sparkenv import cli_options as opts
 from sparkenv.audit.options import AUDIT
+from sparkenv.cli import options as opts
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,5 @@
 """What the last audit of an environment read and judged, remembered in the cache folder
-(sparkenv/cache.py, `audit-<digest of the target>.json`), so that an unchanged environment audits from
+(sparkenv/core/cache.py, `audit-<digest of the target>.json`), so that an unchanged environment audits from
 the cache and a changed one re-reads only what changed.
 
 Two levels, each keyed by everything that can change it:
@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sparkenv.stat_cache import stat_key
+from sparkenv.core.stat_cache import stat_key
 
 READER = "audit-memo-1"  # bump when what is remembered changes: older files are then ignored
 _SPARKENV = Path(__file__).resolve().parent.parent
@@ -127,8 +127,8 @@ class Memo:
 
     @classmethod
     def for_target(cls, header_digest: str, site_dirs: Iterable[Path]) -> Memo:
-        from sparkenv import cache
-        from sparkenv.errors import SparkenvError
+        from sparkenv.core import cache
+        from sparkenv.core.errors import SparkenvError
 
         name = f"audit-{_digest(json.dumps([str(d) for d in site_dirs]))[:16]}.json"
         try:
@@ -265,7 +265,7 @@ class Memo:
         )
 
     def _write(self, path: Path | None, data: dict[str, Any]) -> None:
-        from sparkenv import outputs
+        from sparkenv.core import outputs
 
         if path is None:
             return

@@ -18,7 +18,7 @@ def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> 
     live = root == Path("/")
     environ = os.environ if environ is None and live else (environ or {})
     path = root / CONSTRAINT_FILE
-    from sparkenv import safe_read
+    from sparkenv.core import safe_read
 
     try:  # under --root this is a mounted image's file: a FIFO or device there must not hang the audit
         text = safe_read.read_text(path, what="a pip constraint file", limit=16 << 20, errors="replace")

@@ -1,9 +1,9 @@
-"""The options of `sparkenv audit`, declared once (sparkenv/optionspec.py): its typer command
+"""The options of `sparkenv audit`, declared once (sparkenv/core/optionspec.py): its typer command
 (audit/commands.py) and its lean parser (audit/audit_args.py) both read AUDIT."""
 
 from __future__ import annotations
 
-from sparkenv.optionspec import Option
+from sparkenv.core.optionspec import Option
 
 LOCK = Option(
     "lock",

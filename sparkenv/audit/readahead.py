@@ -12,7 +12,7 @@ without workers: the findings are those of a serial read.
 
 Tasks go through one pipe as fixed-size records (each written whole, as writes up to PIPE_BUF are, and
 read whole), so any idle worker takes the next path; answers come back on one pipe per worker. Every
-worker is registered with sparkenv/children.py (a signal to the audit kills it through `close` or
+worker is registered with sparkenv/core/children.py (a signal to the audit kills it through `close` or
 `kill_all`), dies with SIGALRM after `timeout_s` whatever it is doing, and exits when the task pipe
 closes or the audit's process is gone (its answer pipe then breaks).
 
@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sparkenv import children
+from sparkenv.core import children
 
 MAX_WORKERS = 8
 TIMEOUT_S = 120.0  # a worker past it is killed and its paths read by the audit's process

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.audit import memo as memo_mod
 from sparkenv.audit import ngc
+from sparkenv.core.report import Finding, GotchaId, Report, Status
 from sparkenv.environment import container, target
 from sparkenv.facts.lock import Lock, ProfileOfLock
-from sparkenv.report import Finding, GotchaId, Report, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
@@ -73,8 +73,8 @@ def _profile_of(locked: Lock) -> ProfileOfLock | None:
     profile is not here (an image keeps the lock, not the profile file) is said, not an error."""
     if not locked.sparkenv or not (locked.profile or locked.profile_file):
         return None
-    from sparkenv import project
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core import project
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.lock import profile as lockprofile
 
     try:

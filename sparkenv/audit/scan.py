@@ -11,6 +11,7 @@ from typing import Any
 from sparkenv.audit import memo as memo_mod
 from sparkenv.audit import ngc, readahead
 from sparkenv.audit.memo import Memo
+from sparkenv.core.stat_cache import stat_key
 from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.cuda import rules as cuda_rules
 from sparkenv.environment import container, kernels
@@ -21,7 +22,6 @@ from sparkenv.facts.lock import Lock
 from sparkenv.facts.ngc import NgcFacts
 from sparkenv.knowledge import packages
 from sparkenv.knowledge import toolchain as toolchain_data
-from sparkenv.stat_cache import stat_key
 
 
 def gather(

@@ -33,7 +33,7 @@ def parse_capability(text: str) -> Capability | None:
 def parse_gpu_option(value: str | None) -> Capability | None:
     """`--gpu`'s value (audit, build): a capability such as 12.1 or 9.0, the GB10's when not given, or
     None for `none` (the kernel check skipped); anything else is a usage error naming the option (exit 2)."""
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
 
     if value is None:
         return gb10()

@@ -19,7 +19,7 @@ def lock_hash(env: Mapping[str, str]) -> str | None:
     The same value `sparkenv build` writes into the io.sparkenv.lock-hash label."""
     import hashlib  # here: the gate's checks import this module at every start, single-node too
 
-    from sparkenv import safe_read
+    from sparkenv.core import safe_read
 
     path = env.get("SPARKENV_LOCK") or IMAGE_LOCK
     try:

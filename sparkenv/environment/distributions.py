@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sparkenv import safe_read
-from sparkenv.names import canonical
+from sparkenv.core import safe_read
+from sparkenv.core.names import canonical
 
 # RECORD rows are "path,hash,size". Shared objects are found by searching the whole text for the end of
 # a path like ".so," or ".so.12,", not by a csv row loop: a real CUDA venv lists ~70,000 files and only

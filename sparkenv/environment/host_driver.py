@@ -14,8 +14,8 @@ SYS_MODULE = "/sys/module/nvidia/version"
 def read() -> dict[str, Any]:
     """{"proc_version", "version", "source"}, or {"proc_version": None, "version": None, "error": why}
     (the gate records it as it is, so the snapshot says why the driver is unknown)."""
+    from sparkenv.core.safe_read import UnreadableFile, read_text
     from sparkenv.cuda.driver import parse_proc_version
-    from sparkenv.safe_read import UnreadableFile, read_text
 
     try:
         text = read_text(PROC_DRIVER, what="the NVIDIA driver version", limit=64 << 10, errors="replace")

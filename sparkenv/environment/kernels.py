@@ -14,17 +14,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sparkenv.core.stat_cache import StatCache, stat_key
 from sparkenv.cuda import coverage, elf, fatbin, toolchain
 from sparkenv.knowledge import kernels
 from sparkenv.knowledge import toolchain as toolchain_data
-from sparkenv.stat_cache import StatCache, stat_key
 
 READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored
 
 
 class ScanCache(StatCache):
-    """Fatbin scans keyed by each file's stat (sparkenv/stat_cache.py), kept in the cache folder
-    (sparkenv/cache.py) as kernels.json: an audit or gate re-reads only what changed. Never fatal: an
+    """Fatbin scans keyed by each file's stat (sparkenv/core/stat_cache.py), kept in the cache folder
+    (sparkenv/core/cache.py) as kernels.json: an audit or gate re-reads only what changed. Never fatal: an
     unreadable or unusable cache is just not used."""
 
     def __init__(self, path: Path | None, reader: str | None = None) -> None:
@@ -213,7 +213,7 @@ def read_triton(
 ) -> toolchain.TritonTools:
     """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
     override them, as `env` sets them. With `cache`, a release read before from the very same file
-    (sparkenv/stat_cache.py) is not searched for again in its tens of megabytes."""
+    (sparkenv/core/stat_cache.py) is not searched for again in its tens of megabytes."""
     spec = toolchain_data().triton
     bundled = {}
     for tool in (spec.default_tool, spec.blackwell_tool):

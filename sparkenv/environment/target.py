@@ -9,9 +9,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkenv import safe_read
+from sparkenv.core import safe_read
+from sparkenv.core.errors import SparkenvError
 from sparkenv.cuda import elf
-from sparkenv.errors import SparkenvError
 
 _PYVER_IN_PATH = re.compile(r"python(\d+\.\d+)")
 _HOST_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
@@ -194,7 +194,7 @@ def _finish(
     if version is None and interpreter is not None:
         version = _version_from_name(interpreter.resolve().name)
     if machine:
-        from sparkenv.profiles import canonical_machine
+        from sparkenv.knowledge.profiles import canonical_machine
 
         return Target(description, dirs, canonical_machine(machine), "--machine", version, interpreter)
     found = _interpreter_machine(interpreter)

@@ -9,7 +9,7 @@ from packaging.markers import Marker
 from packaging.specifiers import SpecifierSet
 
 from sparkenv.environment.markers import applies
-from sparkenv.profiles import Profile
+from sparkenv.knowledge.profiles import Profile
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate
-from sparkenv.report import Finding, GotchaId, Status
 
 
 @dataclass(frozen=True)

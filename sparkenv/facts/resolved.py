@@ -14,7 +14,7 @@ from sparkenv.cuda.elf import ElfInfo
 from sparkenv.environment.markers import evaluator
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
-from sparkenv.profiles import Profile
+from sparkenv.knowledge.profiles import Profile
 
 if TYPE_CHECKING:
     from packaging.markers import Marker

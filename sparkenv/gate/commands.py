@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from sparkenv import cli_options as opts
+from sparkenv.cli import options as opts
 from sparkenv.gate.options import GATE
 
 

@@ -65,7 +65,7 @@ def load(folder: str, k: str) -> dict[str, Any] | None:
 
 def store(folder: str, k: str, torch: dict[str, Any], taken_at: str) -> str | None:
     """Write the record whole or not at all; the reason when it could not be written."""
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.render.emit import write_atomic
 
     try:

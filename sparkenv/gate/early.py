@@ -7,9 +7,9 @@ import torch, the first CUDA operation). All overlap with everything the gate do
 probes.gather collects them under its one deadline, and runs them itself where they were not started
 here (the typer command, --facts, --sample, policy off).
 
-Only the fast path (sparkenv/entry.py, through gate/entry.start_early) starts them, after the same
+Only the fast path (sparkenv/cli/entry.py, through gate/entry.start_early) starts them, after the same
 validation the run does, so a bad argument never leaves a process behind; every child is registered
-with sparkenv/children.py, so signals and the deadline kill it."""
+with sparkenv/core/children.py, so signals and the deadline kill it."""
 
 from __future__ import annotations
 

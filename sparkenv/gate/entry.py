@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
 from sparkenv.render.options import ReportOptions
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def env_flag(name: str) -> bool:
 
 
 def _seconds(name: str, value: float, *, zero_ok: bool) -> float:
-    from sparkenv.bounds import seconds_problem
+    from sparkenv.core.bounds import seconds_problem
 
     problem = seconds_problem(value, zero_ok=zero_ok)
     if problem:
@@ -143,7 +143,7 @@ def workers_wanted() -> bool:
     """Check workers (gate/early.py CHECK_GROUPS): $SPARKENV_GATE_WORKERS 1 always, 0 never (the gate
     judges every check itself), unset where the machine has early.MIN_CPUS cores or more (fewer: they
     would take turns with the probes and the gate on the same cores). SparkenvError for another value."""
-    from sparkenv import children
+    from sparkenv.core import children
     from sparkenv.gate.early import MIN_CPUS
 
     if os.environ.get("SPARKENV_GATE_WORKERS", "").strip():
@@ -191,7 +191,7 @@ def _probe_options(a: GateArgs, python: str) -> Options:
 
 def run(a: GateArgs) -> int:
     """Returns the exit code; execs the workload instead of returning when it should start."""
-    from sparkenv.report import Status
+    from sparkenv.core.report import Status
 
     chosen = validate(a)
     a.reporting.check()  # a bad --select or --format: exit 2 before any probe
@@ -209,7 +209,7 @@ def run(a: GateArgs) -> int:
             _probe_options(a, python), facts_file=a.facts, need_gb=a.need_gb, strict=chosen == "strict"
         )
     except orchestrate.Interrupted as exc:
-        from sparkenv import signals
+        from sparkenv.core import signals
 
         signals.cleaned("the gate's probes were killed")
         line, code = signals.closing_line(exc.signum)
@@ -245,7 +245,7 @@ def run(a: GateArgs) -> int:
 
 def start_workload(a: GateArgs) -> None:
     """With --watch, the watcher first (it watches this PID, which the exec hands to the workload)."""
-    from sparkenv import children
+    from sparkenv.core import children
 
     # check workers never fed (the gate ended before judging): none survives; before the watcher
     # starts, which is a registered child too and must outlive the exec
@@ -263,7 +263,7 @@ def exec_workload(cmd: list[str]) -> None:
     threads still stuck (a FIFO, a wedged driver call) vanish with the old image."""
     sys.stdout.flush()
     sys.stderr.flush()
-    from sparkenv import children
+    from sparkenv.core import children
     from sparkenv.gate import forked
 
     forked.reap_all()

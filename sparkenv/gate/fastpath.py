@@ -1,6 +1,6 @@
 """`sparkenv gate …` without typer, click or pydantic: the entrypoint runs before every workload, and
 those imports cost more than every probe together. Parses the options gate/options.py declares for both
-parsers, with the lean parser check and audit use (sparkenv/fastargs.py);
+parsers, with the lean parser check and audit use (sparkenv/core/fastargs.py);
 anything else — --help, a typo, a missing value — returns None, and the typer command answers with its
 usual help or error."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 
-from sparkenv import fastargs, optionspec
+from sparkenv.core import fastargs, optionspec
+from sparkenv.core.optionspec import spellings
 from sparkenv.gate.entry import GateArgs, env_flag
 from sparkenv.gate.options import GATE
-from sparkenv.optionspec import spellings
 from sparkenv.render import options as reporting
 
 OPTIONS = (*GATE, *reporting.GATE_REPORTING)

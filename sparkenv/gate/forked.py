@@ -7,7 +7,7 @@ beside it and sends back the answer (pickled, through a pipe); the parent never 
 The child runs sparkenv's code only, never the workload's: fork copies the gate as it stands, and the
 child leaves through os._exit whatever happens (no `finally` or atexit of the parent runs in it, no
 buffered output is flushed twice). It is forked only while the gate has a single thread (fork with
-threads can copy a held lock), is a process group of its own registered with sparkenv/children.py, so
+threads can copy a held lock), is a process group of its own registered with sparkenv/core/children.py, so
 the deadline, a signal and the end of the gate kill it, and is reaped before the workload is exec'd."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sparkenv import children
+from sparkenv.core import children
 
 
 class Failed(Exception):

@@ -1,5 +1,5 @@
 """How a built image starts `sparkenv gate` (sparkenv/image/sparkenv.sh): `python3 -I -S`, then `prepare()`
-here, then sparkenv.entry's main as every start.
+here, then sparkenv.cli.entry's main as every start.
 
 Without -S the interpreter's `site` runs, before any gate code, the code lines of every .pth file in the
 base's site-packages and its sitecustomize: on the H200 machine's torch venv (numba-cuda's redirector,

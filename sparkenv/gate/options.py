@@ -1,11 +1,11 @@
-"""The gate's own options, declared once (sparkenv/optionspec.py): the typer command (gate/commands.py)
+"""The gate's own options, declared once (sparkenv/core/optionspec.py): the typer command (gate/commands.py)
 and the fast path before every workload (gate/fastpath.py) read GATE; GateArgs (gate/entry.py) has a
 field of the same name for each (a test keeps them in step). Defaults live here only. The watcher's
 options are here too: `sparkenv watch` (watch/commands.py) and `gate --watch` share them."""
 
 from __future__ import annotations
 
-from sparkenv.optionspec import Option
+from sparkenv.core.optionspec import Option
 
 POLICY = Option(
     "policy",

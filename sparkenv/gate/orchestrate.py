@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import children, signals
+from sparkenv.core import children, signals
 
 if TYPE_CHECKING:  # subprocess is imported where a child is started: the default gate starts none
     import subprocess
 
 
-# (one registry of children for every command: sparkenv/children.py)
+# (one registry of children for every command: sparkenv/core/children.py)
 def bounded_run(argv: list[str], deadline: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run argv until it exits or the monotonic `deadline`; never wait on pipes after that."""
     return Bounded(argv, env).finish(deadline)

@@ -17,14 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv import children
+from sparkenv.core import children
+from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.gate import early, forked, orchestrate
 from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.knowledge import gate
-from sparkenv.names import canonical as _canonical
 
 ENV_KEYS = (
     "WORLD_SIZE",

@@ -1,4 +1,4 @@
-"""How the gate reads a file it did not write: through sparkenv.safe_read (regular files only, opened
+"""How the gate reads a file it did not write: through sparkenv.core.safe_read (regular files only, opened
 non-blocking, with a size cap), so a FIFO named by $ACCELERATE_CONFIG_FILE or `--facts`, a METADATA
 that is a pipe, or a symlink to /dev/zero cannot break the gate's deadline."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from sparkenv.safe_read import UnreadableFile, read_bytes
+from sparkenv.core.safe_read import UnreadableFile, read_bytes
 
 
 def read_text(path: str | os.PathLike[str], *, what: str, limit: int) -> str:

@@ -7,9 +7,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sparkenv import rules
+from sparkenv.core.report import Finding, Report
 from sparkenv.facts.live import GateFacts
 from sparkenv.gate.early import SECTIONS
-from sparkenv.report import Finding, Report
 
 if TYPE_CHECKING:  # the probes are imported where they run: a check worker imports this module too
     from sparkenv.gate.probes import Options

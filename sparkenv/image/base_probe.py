@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, NoReturn
 
-from sparkenv import schema
-from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.core import schema
+from sparkenv.core.errors import ServiceMissing, SparkenvError
+from sparkenv.core.printable import printable
 from sparkenv.facts.base_image import BaseImage
-from sparkenv.printable import printable
 
 PROBE_TIMEOUT = 120
 

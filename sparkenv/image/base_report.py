@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sparkenv.facts.image import parse
 
 if TYPE_CHECKING:
-    from sparkenv.report import Finding
+    from sparkenv.core.report import Finding
 
 
 def findings(lines: Iterable[str]) -> list[Finding]:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sparkenv import cli_options as opts
+from sparkenv.cli import options as opts
 
 
 def register(app: typer.Typer) -> None:

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from sparkenv import credentials, profiles, safe_read
-from sparkenv.errors import SparkenvError
+from sparkenv.core import credentials, safe_read
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.redact import redact
 from sparkenv.facts.lock import Lock
+from sparkenv.knowledge import profiles
+from sparkenv.knowledge.profiles import Profile
 from sparkenv.lock import write as lockwrite
-from sparkenv.profiles import Profile
-from sparkenv.redact import redact
 
 TEMPLATE = "ngc.Dockerfile"
 PIP = "python3 -m pip"
@@ -93,7 +94,7 @@ NGC_IMAGES = "nvcr.io/nvidia/"
 
 def default_base(profile: Profile, override: str | None) -> Base:
     if override:
-        from sparkenv.image_reference import check_image
+        from sparkenv.core.image_reference import check_image
 
         check_image(override, "--base")
         return Base(override, "", override)

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, TextIO
 
-from sparkenv.errors import ServiceMissing, SparkenvError
-from sparkenv.report import Finding
+from sparkenv.core.errors import ServiceMissing, SparkenvError
+from sparkenv.core.report import Finding
 
 API_TIMEOUT = 60  # seconds for ordinary Engine API calls
 BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
@@ -48,7 +48,7 @@ def connect(timeout: int = API_TIMEOUT) -> Any:
         import docker
         from docker.errors import DockerException
     except ImportError:
-        from sparkenv.extras import missing
+        from sparkenv.core.extras import missing
 
         raise missing("build") from None
     import requests
@@ -321,7 +321,7 @@ def run_once(
 
     import requests
 
-    from sparkenv import signals
+    from sparkenv.core import signals
 
     container = None
     interrupted = False
@@ -384,7 +384,7 @@ def _remove(container: Any, interrupted: bool, name: str) -> None:
     except (DockerException, requests.RequestException, OSError):
         return  # the engine went away: the error being raised says so
     if interrupted:
-        from sparkenv import signals
+        from sparkenv.core import signals
 
         signals.cleaned(f"removed the {name} container {container.short_id}")
 
@@ -453,7 +453,7 @@ def tag(client: Any, image_id: str, ref: str) -> None:
 
 def retag(client: Any, image_id: str, ref: str) -> None:
     """Point `ref` back at `image_id`; best effort on the way out of a failure, as `untag`."""
-    from sparkenv import signals
+    from sparkenv.core import signals
 
     try:
         tag(client, image_id, ref)
@@ -472,6 +472,6 @@ def untag(client: Any, ref: str) -> None:
         client.api.remove_image(ref, noprune=True)
     except (DockerException, requests.RequestException, OSError):
         return
-    from sparkenv import signals
+    from sparkenv.core import signals
 
     signals.cleaned(f"removed the local tag {ref}")

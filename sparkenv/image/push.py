@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any, NoReturn, TextIO
 
-from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.core.errors import ServiceMissing, SparkenvError
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _AUTH = re.compile(r"unauthorized|authentication required|denied|no basic auth", re.I)

@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sparkenv import project
+from sparkenv.core import project
+from sparkenv.core.report import Finding, Report, Status
 from sparkenv.render.emit import Shown, shown
 from sparkenv.render.options import ReportOptions
-from sparkenv.report import Finding, Report, Status
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _err(line: str) -> None:
 
 
 def findings_of(audit: dict) -> list[Finding]:
-    """The findings of a sparkenv.report/1 JSON report (the image's own audit)."""
+    """The findings of a sparkenv.core.report/1 JSON report (the image's own audit)."""
     out = []
     for f in audit.get("findings") or []:
         out.append(
@@ -76,8 +76,8 @@ def findings_of(audit: dict) -> list[Finding]:
 
 def build(req: BuildRequest) -> BuildOutcome:
     req.reporting.check()
-    from sparkenv import profiles
     from sparkenv.image import base_probe, context, engine, runtime
+    from sparkenv.knowledge import profiles
     from sparkenv.render.emit import write_atomic
 
     started = time.perf_counter()
@@ -105,7 +105,7 @@ def build(req: BuildRequest) -> BuildOutcome:
         plan = context.Plan(prof, locked, base, _version(), ca_path, req.sdpa, wheels)
         return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push) + note)
 
-    from sparkenv import signals
+    from sparkenv.core import signals
 
     client = engine.connect()
     signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
@@ -207,7 +207,7 @@ def _failed_step(exc, ref: str, profile: str, driver_findings: list[Finding], re
 def _check_names(req: BuildRequest) -> None:
     """--tag and --push against Docker's reference grammar, before any work (--dry-run too): a bad name
     must not cost a whole build."""
-    from sparkenv.image_reference import check_tag
+    from sparkenv.core.image_reference import check_tag
 
     if req.tag is not None:
         check_tag(req.tag)
@@ -218,7 +218,7 @@ def _check_names(req: BuildRequest) -> None:
 def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     """The lock to build: --lock, INPUT files locked first (a FAIL there builds nothing), or the
     profile's shipped lock."""
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
 
     if req.inputs and req.lock:
         raise SparkenvError("give either --lock FILE or INPUT files to lock, not both")
@@ -244,8 +244,8 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
 def _platform(req: BuildRequest, locked, prof) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     """(platform, machine): --platform, else the lock's, else the profile's; a bad value names where it
     came from (the option or the lock)."""
-    from sparkenv import profiles
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
+    from sparkenv.knowledge import profiles
 
     source = "--platform" if req.platform else f"{locked.path}: [tool.sparkenv] platform ="
     platform = req.platform or locked.platform or prof.platform
@@ -258,14 +258,14 @@ def _platform(req: BuildRequest, locked, prof) -> tuple[str, str]:  # type: igno
 def _ca_bundle(named: str | None) -> Path | None:
     """--ca-bundle, else $PIP_CERT or $SSL_CERT_FILE when it is a file; a named one that is not usable is
     an error saying what it really is (missing, a FIFO, a folder …)."""
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
 
     ca = named or os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     ca_path = Path(ca) if ca else None
     if ca_path is None or ca_path.is_file():
         return ca_path
     if named:
-        from sparkenv import safe_read
+        from sparkenv.core import safe_read
 
         try:
             safe_read.require_regular(ca_path, what="a CA bundle (PEM)")
@@ -291,7 +291,7 @@ def _dry_run(plan, driver_findings: list[Finding], ref: str, gpu_text: str, push
 def _dry_run_runtime(target) -> tuple[list[Path], str]:  # type: ignore[no-untyped-def]
     """sparkenv's wheel and its runtime's for --dry-run; without uv (the light install) the runtime's are
     left out and a line says so: the preview needs no extra."""
-    from sparkenv.errors import ServiceMissing
+    from sparkenv.core.errors import ServiceMissing
     from sparkenv.image import runtime
 
     try:
@@ -318,7 +318,7 @@ def _push(client, image_id: str, push: str, before: str | None, quiet: bool) -> 
     """Tag `push` (the build's own tag when no --tag was given), push it, and return it pinned by digest.
     A failed or stopped push leaves the registry name as it was: a tag for an image the registry does
     not hold would be pushed by hand later without the audit's digest (`before`: the image it named)."""
-    from sparkenv import signals
+    from sparkenv.core import signals
     from sparkenv.image import engine
     from sparkenv.image import push as pushing
 
@@ -373,7 +373,7 @@ def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # typ
 def _refuse_another_base(read, prof, machine: str, locked) -> None:  # type: ignore[no-untyped-def]
     """The base against the lock's profile (rules/base_fit.py): a difference stops the build before its
     first step, in one line naming both sides and the commands that make a lock for this base."""
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.rules.base_fit import differences
 
     found = differences(read, prof, machine)

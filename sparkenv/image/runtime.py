@@ -18,8 +18,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.core.errors import ServiceMissing, SparkenvError
 from sparkenv.environment.markers import applies
-from sparkenv.errors import ServiceMissing, SparkenvError
 
 # Not carried into images: uv is only for `sparkenv lock`, which runs on the host.
 LEFT_OUT = {"uv"}
@@ -46,13 +46,13 @@ class Target:
 
     def python_platform(self) -> str:
         """uv's --python-platform for the image's CPU and glibc (profiles.uv_platform)."""
-        from sparkenv.profiles import uv_platform
+        from sparkenv.knowledge.profiles import uv_platform
 
         return uv_platform(self.machine, self.glibc)
 
 
 def cache_dir() -> Path:
-    from sparkenv import cache
+    from sparkenv.core import cache
 
     return cache.folder()
 
@@ -134,7 +134,7 @@ def sparkenv_wheel() -> Path:
     members.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
     import io
 
-    from sparkenv import outputs
+    from sparkenv.core import outputs
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -231,7 +231,7 @@ def uv() -> str:
 def _resolve(work: Path, wanted: list[str], constraints: list[str], target: Target, timeout: float) -> str:
     """uv pip compile's pylock.toml text for the image's interpreter; uv in its own session, stopped
     with everything it started on a timeout, Ctrl-C, SIGTERM or SIGHUP."""
-    from sparkenv import children, signals
+    from sparkenv.core import children, signals
 
     (work / "runtime.in").write_text("\n".join(wanted) + "\n")
     (work / "constraints.txt").write_text("\n".join(constraints) + "\n")
@@ -270,7 +270,7 @@ def _wheels(text: str, target: Target) -> list[tuple[str, str, str]]:
     """(file name, URL, sha256) of one wheel per package for the target: of the wheels uv lists for it
     (a compiled one and a pure-Python one may both fit), the one the image's installer would take
     (environment/wheel_tags.best)."""
-    from sparkenv.datafiles import parse_toml
+    from sparkenv.core.datafiles import parse_toml
     from sparkenv.environment import wheel_tags
 
     # the manylinux level uv resolved for (--python-platform, profiles.uv_platform), read as fallbacks
@@ -303,8 +303,8 @@ def _download(url: str, digest: str, dest: Path, timeout: float) -> None:
     import urllib.parse
     import urllib.request
 
-    from sparkenv import credentials, outputs
-    from sparkenv.redact import redact
+    from sparkenv.core import credentials, outputs
+    from sparkenv.core.redact import redact
 
     if dest.is_file() and sha256(dest) == digest:
         return

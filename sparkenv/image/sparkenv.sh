@@ -6,6 +6,6 @@
 # (0.06 s on the H200 machine's torch venv); sparkenv/gate/launcher.py makes sys.path as site would,
 # without running them.
 if [ "$1" = gate ]; then
-    exec python3 -I -S -c 'import sys; sys.argv[0] = "sparkenv"; sys.path.insert(0, "/opt/sparkenv/lib"); from sparkenv.gate import launcher; launcher.prepare(); from sparkenv.entry import main; main()' "$@"
+    exec python3 -I -S -c 'import sys; sys.argv[0] = "sparkenv"; sys.path.insert(0, "/opt/sparkenv/lib"); from sparkenv.gate import launcher; launcher.prepare(); from sparkenv.cli.entry import main; main()' "$@"
 fi
-exec python3 -I -c 'import sys; sys.argv[0] = "sparkenv"; sys.path.insert(0, "/opt/sparkenv/lib"); from sparkenv.entry import main; main()' "$@"
+exec python3 -I -c 'import sys; sys.argv[0] = "sparkenv"; sys.path.insert(0, "/opt/sparkenv/lib"); from sparkenv.cli.entry import main; main()' "$@"

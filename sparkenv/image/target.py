@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sparkenv.report import Finding
+    from sparkenv.core.report import Finding
 
 
 def target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
@@ -23,8 +23,8 @@ def driver_check(driver: str | None, prof) -> Finding | None:  # type: ignore[no
     elsewhere). A finding of the build's report (the dry run prints it first)."""
     from dataclasses import replace
 
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.cuda import driver as drv
-    from sparkenv.errors import SparkenvError
     from sparkenv.rules.g1 import driver_for_image
 
     where = "--driver"

@@ -18,10 +18,11 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import datafiles
+from sparkenv.core import datafiles
 from sparkenv.knowledge.schema import KnowledgeError
 
 if TYPE_CHECKING:
+    from sparkenv.core.report import GotchaId
     from sparkenv.knowledge.records.cuda import Cuda
     from sparkenv.knowledge.records.drivers import Drivers
     from sparkenv.knowledge.records.gate import Gate
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from sparkenv.knowledge.records.servers import Servers
     from sparkenv.knowledge.records.toolchain import Toolchain
     from sparkenv.knowledge.records.watch import Watch
-    from sparkenv.report import GotchaId
 
 __all__ = ["FILES", "KnowledgeError"]
 

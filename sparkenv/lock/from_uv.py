@@ -18,7 +18,7 @@ def packages(
 ) -> tuple[dict[str, Locked], dict[str, dict[str, Any]]]:
     """(key -> Locked, key -> uv's entry with version and stage). `late`: the names that install in the
     --no-deps stage even where only a dependency brought them in (unsloth → unsloth-zoo)."""
-    from sparkenv.datafiles import parse_toml
+    from sparkenv.core.datafiles import parse_toml
 
     locked: dict[str, Locked] = {}
     raw: dict[str, dict[str, Any]] = {}

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkenv import safe_read
+from sparkenv.core import safe_read
 
 REQUIREMENTS_LIMIT = 16 << 20
 MAX_FILES = 1000  # includes form a tree in practice; this bounds a hostile one
@@ -92,7 +92,7 @@ def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str
                 inc.line if inc else shown, f"includes more than {MAX_FILES} requirements files"
             )
         if fence is not None and inc is not None:
-            from sparkenv.confine import inside
+            from sparkenv.core.confine import inside
 
             inside(fence, inc.target, inc.folder, inc.line)
         try:

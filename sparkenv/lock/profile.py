@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sparkenv import confine, profiles, project
-from sparkenv.errors import SparkenvError
+from sparkenv.core import confine, project
+from sparkenv.core.errors import SparkenvError
 from sparkenv.facts.lock import Lock
+from sparkenv.knowledge import profiles
 from sparkenv.lock.write import profile_hash
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from sparkenv import confine, safe_read, schema
-from sparkenv.errors import SparkenvError
+from sparkenv.core import confine, safe_read, schema
+from sparkenv.core.errors import SparkenvError
 from sparkenv.facts.lock import FORMAT, Lock, LockedPackage, LockStage
 
 REQUIREMENTS_LIMIT = 16 << 20
@@ -114,7 +114,7 @@ def requirements_file(lock: Lock) -> Path:
 
 def from_text(text: str, path: Path) -> Lock:
     """A pylock's text as the reader sees it: what the writer renders the requirements file from."""
-    from sparkenv.datafiles import parse_toml
+    from sparkenv.core.datafiles import parse_toml
 
     return _parsed(parse_toml(text), str(path), foreign_ok=False, sha256=Lock.digest_of(text.encode()))
 
@@ -123,7 +123,7 @@ def from_text(text: str, path: Path) -> Lock:
 
 
 def _pylock(path: Path, shown: str, foreign_ok: bool) -> Lock:
-    from sparkenv.datafiles import read_user_toml
+    from sparkenv.core.datafiles import read_user_toml
 
     data = read_user_toml(path, "a pylock.toml lock")
     try:

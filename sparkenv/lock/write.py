@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 # `sparkenv lock` names its files (paths_for) before uv starts: nothing more is imported then
 if TYPE_CHECKING:
     from sparkenv.facts.lock import Lock, LockStage
-    from sparkenv.profiles import Profile
+    from sparkenv.knowledge.profiles import Profile
 
 
 def profile_hash(profile: Profile) -> str:
@@ -105,8 +105,8 @@ def _stage_line(stage: LockStage) -> str:
 
 
 def write_pair(files: dict[Path, str]) -> None:
-    """All files or none, through the one all-or-nothing writer (sparkenv.outputs); the lock folder is
+    """All files or none, through the one all-or-nothing writer (sparkenv.core.outputs); the lock folder is
     made when missing."""
-    from sparkenv import outputs
+    from sparkenv.core import outputs
 
     outputs.write_all(files, make_parents=True)

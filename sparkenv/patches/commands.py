@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sparkenv import cli_options as opts
+from sparkenv.cli import options as opts
 
 patch_app = typer.Typer(
     name="patch",
@@ -45,12 +45,12 @@ def sdpa(
 
       sparkenv patch sdpa --uninstall .venv
     """
+    from sparkenv.core.errors import SparkenvError
+    from sparkenv.core.report import Report
     from sparkenv.environment import target as targets
-    from sparkenv.errors import SparkenvError
     from sparkenv.facts.override import OverrideFacts
     from sparkenv.patches import install as inst
     from sparkenv.render.emit import emit
-    from sparkenv.report import Report
     from sparkenv.rules.g2 import override_outcome
 
     if install and uninstall:

@@ -8,7 +8,7 @@ import os
 import re
 from typing import TextIO
 
-from sparkenv.report import GOTCHA_PATTERN
+from sparkenv.core.report import GOTCHA_PATTERN
 
 _CODES = {"FAIL": "1;31", "ERROR": "1;35", "WARN": "33", "PASS": "32", "SKIP": "2"}
 _VERDICT = {"blocked": "1;31", "ready-with-warnings": "33", "ready": "32"}

@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from sparkenv.core.report import Report
 from sparkenv.render.options import ReportOptions, output_format
-from sparkenv.report import Report
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,8 @@ class Shown:
 
 
 def shown(result: Report | Shown, options: ReportOptions) -> Shown:
-    from sparkenv import waivers
-    from sparkenv.report import parse_ids, selected
+    from sparkenv.core import waivers
+    from sparkenv.core.report import parse_ids, selected
 
     if isinstance(result, Shown):
         return result
@@ -33,7 +33,7 @@ def shown(result: Report | Shown, options: ReportOptions) -> Shown:
 
 
 def files(view: Shown, options: ReportOptions) -> list[tuple[str, str]]:
-    """(path, content) of --report, --junit and --sarif: for sparkenv.outputs, which writes all or none."""
+    """(path, content) of --report, --junit and --sarif: for core.outputs, which writes all or none."""
     from sparkenv import __version__
     from sparkenv.render import json_report
 
@@ -54,7 +54,7 @@ def files(view: Shown, options: ReportOptions) -> list[tuple[str, str]]:
 def emit(result: Report | Shown, options: ReportOptions, *, stream: TextIO | None = None) -> int:
     """Select, apply the waivers, write the files, all or none (a failure there is exit 2 before anything
     is printed), then stdout (or `stream`: the gate's stderr in front of a workload). The exit code."""
-    from sparkenv import outputs
+    from sparkenv.core import outputs
     from sparkenv.render import json_report, text
 
     fmt = output_format(options)
@@ -83,7 +83,7 @@ def _takes_unicode(stream: TextIO) -> bool:
 
 
 def write_atomic(path: str, content: str) -> None:
-    """Write whole or not at all: a reader never sees half a file (see sparkenv.outputs)."""
-    from sparkenv import outputs
+    """Write whole or not at all: a reader never sees half a file (see sparkenv.core.outputs)."""
+    from sparkenv.core import outputs
 
     outputs.write_one(path, content)

@@ -4,9 +4,9 @@ then the ordinary text lines for the log. Presentation only."""
 
 from __future__ import annotations
 
+from sparkenv.core.report import Report, Status
 from sparkenv.render import location
 from sparkenv.render import text as text_render
-from sparkenv.report import Report, Status
 
 LEVEL = {Status.FAIL: "error", Status.ERROR: "error", Status.WARN: "warning"}
 

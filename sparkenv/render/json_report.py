@@ -1,4 +1,4 @@
-"""The versioned JSON report (schema sparkenv.report/1, see sparkenv/data/report.schema.json)."""
+"""The versioned JSON report (schema sparkenv.core.report/1, see sparkenv/data/report.schema.json)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from sparkenv import __version__
-from sparkenv.printable import printable_tree
-from sparkenv.report import SCHEMA, Report, Status
+from sparkenv.core.printable import printable_tree
+from sparkenv.core.report import SCHEMA, Report, Status
 
 
 def as_dict(report: Report) -> dict[str, Any]:

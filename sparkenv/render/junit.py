@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from sparkenv.core.report import Report, Status
 from sparkenv.render.text import finding_line
-from sparkenv.report import Report, Status
 
 
 def render(report: Report, strict: bool = False) -> str:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkenv.report import Finding, Report
+from sparkenv.core.report import Finding, Report
 
 _PATH_LINE = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<line>\d+)$")
 

@@ -1,7 +1,7 @@
 """The reporting options every command that reports takes, as one frozen bundle.
 
-The options that fill it are declared below, once: `sparkenv.cli_options.reporting` builds the typer
-options from them, the lean parsers of gate, check and audit (sparkenv/fastargs.py, no typer) read the
+The options that fill it are declared below, once: `sparkenv.cli.options.reporting` builds the typer
+options from them, the lean parsers of gate, check and audit (sparkenv/core/fastargs.py, no typer) read the
 same declarations, and `bundle` makes the ReportOptions from either parser's values;
 `sparkenv.render.emit.emit(report, options)` reads it. The gate pays for this module before every
 workload: a NamedTuple (frozen, 0.1 ms to define) rather than a frozen dataclass (1.7 ms, its methods are
@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sparkenv.optionspec import Option
+from sparkenv.core.optionspec import Option
 
 # The options that fill the bundle, declared once for every reporting command's two parsers: the typer
-# commands (sparkenv/cli_options.py builds their parameters from these) and the lean ones of the gate,
-# check and audit (sparkenv/fastargs.py). `bundle` turns either parser's values into ReportOptions.
+# commands (sparkenv/cli/options.py builds their parameters from these) and the lean ones of the gate,
+# check and audit (sparkenv/core/fastargs.py). `bundle` turns either parser's values into ReportOptions.
 JSON = Option(
     "json_out",
     ("--json",),
     bool,
     default=False,
-    help="Print the JSON report (schema sparkenv.report/1) instead of text lines.",
+    help="Print the JSON report (schema sparkenv.core.report/1) instead of text lines.",
 )
 REPORT = Option("report", ("--report",), metavar="FILE", help="Also write the JSON report to FILE.")
 JUNIT = Option(
@@ -114,7 +114,7 @@ class ReportOptions(NamedTuple):
     fmt: str | None = None  # --format text|json|github (None: text, or JSON under --json)
     strict: bool = False  # --strict / the gate's --fail-on-warn: WARN and ERROR fail too
     quiet: bool = False  # -q: only FAIL, ERROR and WARN lines, then the verdict
-    select: tuple[str, ...] = ()  # --select G4,G8 as given (parsed by sparkenv.report.parse_ids)
+    select: tuple[str, ...] = ()  # --select G4,G8 as given (parsed by sparkenv.core.report.parse_ids)
     ignore: tuple[str, ...] = ()
     waive: tuple[str, ...] = ()  # --waive G9:torch
     waivers_file: str | None = None  # --waivers FILE (default ./.sparkenv-waivers.toml when it exists)
@@ -132,8 +132,8 @@ class ReportOptions(NamedTuple):
     def check(self) -> ReportOptions:
         """The usage errors of the options themselves (a bad --select, --format or --json/--format
         clash), raised before any work starts: exit 2 at once, not after a resolution or a build."""
-        if self.select or self.ignore:  # sparkenv.report reads the gotcha catalogue: the gate's early
-            from sparkenv.report import parse_ids  # start checks this before forking its probes
+        if self.select or self.ignore:  # sparkenv.core.report reads the gotcha catalogue: the gate's early
+            from sparkenv.core.report import parse_ids  # start checks this before forking its probes
 
             parse_ids(self.select, "--select")
             parse_ids(self.ignore, "--ignore")
@@ -145,7 +145,7 @@ FORMATS = ("text", "json", "github")
 
 
 def output_format(options: ReportOptions) -> str:
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
 
     fmt = options.fmt
     if fmt is not None and fmt not in FORMATS:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
+from sparkenv.core.report import Report, Status
 from sparkenv.render import location
-from sparkenv.report import Report, Status
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {Status.FAIL: "error", Status.ERROR: "error", Status.WARN: "warning", Status.INFO: "note"}

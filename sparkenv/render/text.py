@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparkenv.printable import printable
-from sparkenv.report import Finding, Report, Status
+from sparkenv.core.printable import printable
+from sparkenv.core.report import Finding, Report, Status
 
 _QUIET_HIDDEN = {Status.PASS, Status.INFO, Status.SKIP}
 

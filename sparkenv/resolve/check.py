@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkenv import profiles, project
+from sparkenv.core import project
+from sparkenv.knowledge import profiles
 from sparkenv.resolve import inputs as inputs_mod
 
 if TYPE_CHECKING:
-    from sparkenv.report import Report
+    from sparkenv.core.report import Report
 
 
 def profile_for(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | None) -> profiles.Profile:
@@ -49,7 +50,7 @@ def check(
     """Judged as `sparkenv lock` installs the inputs (the same call lock makes: policy.check_declared with
     staged=True), unless `as_pip`: then as a plain `pip install -r` would install them."""
     # here, not at the top: the lock imports profile_for before uv starts, the rules once it has
-    from sparkenv.report import Report, merge_by_subject
+    from sparkenv.core.report import Report, merge_by_subject
     from sparkenv.resolve import policy
 
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`sparkenv check …` read without typer (sparkenv/fastargs.py): check runs in pre-commit hooks and CI
+"""`sparkenv check …` read without typer (sparkenv/core/fastargs.py): check runs in pre-commit hooks and CI
 on every commit, and typer's import (which pulls click and pydantic) cost more than the check itself.
 Its options are declared once (resolve/options.py CHECK, render/options.py REPORTING), for this parser
 and the typer command alike; anything else returns None and the typer command answers. Both parsers
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from sparkenv import fastargs, optionspec
+from sparkenv.core import fastargs, optionspec
 from sparkenv.render import options as reporting
 from sparkenv.resolve.options import CHECK
 
@@ -46,7 +46,7 @@ def run(args: CheckArgs) -> int:
     from sparkenv.resolve.check import check
 
     if args.pip and args.lock_input:
-        from sparkenv.errors import SparkenvError
+        from sparkenv.core.errors import SparkenvError
 
         raise SparkenvError("--pip and --lock-input disagree: give one")
     options = args.reporting.check()

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from sparkenv import cli_options as opts
+from sparkenv.cli import options as opts
 from sparkenv.resolve.options import CHECK, LOCK
 
 _INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
@@ -109,7 +109,7 @@ def profiles_list(
     import json
     from dataclasses import asdict
 
-    from sparkenv import profiles
+    from sparkenv.knowledge import profiles
 
     shipped = profiles.shipped()
     default = profiles.default_name()

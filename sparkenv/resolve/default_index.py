@@ -26,8 +26,8 @@ def _pip_default() -> str | None:
 
 
 def _uv_default() -> str | None:
-    from sparkenv import children
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core import children
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.resolve.uv_binary import uv_binary
 
     try:

@@ -35,12 +35,12 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from sparkenv.core.redact import redact
 from sparkenv.environment.markers import applies
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
-from sparkenv.profiles import Profile
-from sparkenv.redact import redact
+from sparkenv.knowledge.profiles import Profile
 from sparkenv.resolve import page_cache
 from sparkenv.resolve.default_index import installers_default
 
@@ -566,7 +566,7 @@ PAGE_READERS = 8  # pages read at once: each one more at a time costs a connecti
 
 def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Version, Release] | None]]:
     """Start reading these index pages now (while uv resolves): the declared names are known before.
-    PAGE_READERS at a time, so the connections are reused (sparkenv/fetch.py) rather than one opened
+    PAGE_READERS at a time, so the connections are reused (sparkenv/core/fetch.py) rather than one opened
     per page all at once. Daemon threads: a lock stopped by a signal or an error does not wait for them
     to time out."""
     return page_cache.at_once(keys, lambda k: releases(index_url, k), PAGE_READERS, "sparkenv-page")

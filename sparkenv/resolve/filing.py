@@ -28,7 +28,7 @@ _current: tuple[threading.Thread, queue.SimpleQueue[tuple[Path, str] | None]] | 
 
 
 def later(path: Path, text: str) -> None:
-    """Make the cache file `path` holding `text` (through sparkenv.outputs, which redacts), on the
+    """Make the cache file `path` holding `text` (through sparkenv.core.outputs, which redacts), on the
     filing thread; `kept(path)` answers it from now on."""
     global _current
     with _lock:
@@ -59,7 +59,7 @@ def wait() -> None:
 
 
 def _write(todo: queue.SimpleQueue[tuple[Path, str] | None]) -> None:
-    from sparkenv import outputs
+    from sparkenv.core import outputs
 
     while (item := todo.get()) is not None:
         with contextlib.suppress(Exception):  # a file not made costs the next lock a read, no more

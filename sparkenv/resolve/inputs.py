@@ -19,8 +19,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv import safe_read, schema
-from sparkenv.errors import SparkenvError
+from sparkenv.core import safe_read, schema
+from sparkenv.core.errors import SparkenvError
 from sparkenv.facts.declared import Declared
 
 # [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
@@ -65,7 +65,7 @@ def read(
     groups: list[str] | None = None,
 ) -> Inputs:
     """The declared requirements of `paths`. `fence`: inputs named by a lock, whose `-r`/`-c` includes
-    must stay inside that project folder (sparkenv.confine). `groups`: PEP 735 dependency groups of a
+    must stay inside that project folder (sparkenv.core.confine). `groups`: PEP 735 dependency groups of a
     pyproject.toml to read too."""
     if not paths:
         raise SparkenvError("no input given: name a requirements file or a pyproject.toml")
@@ -317,7 +317,7 @@ def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str
 
 def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A pyproject.toml's text, its table and its type-checked [tool.sparkenv] settings."""
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.core.datafiles import TOMLDecodeError, parse_toml
 
     text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
     try:

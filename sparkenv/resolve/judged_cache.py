@@ -17,8 +17,8 @@ answer means the same bytes. Nothing depends on the date or on an environment va
 Only a complete judgement is kept: every read answered, no build failure, no ERROR finding. A key part
 changed, a page changed, an entry damaged (not JSON, another format, another key, a checksum that does
 not match): the lock judges afresh and the entry is written again. Never trusted, never a FAIL turned
-into a PASS. The file holds findings (sparkenv.printable: no credential) and hashes; the keys are made
-from redacted text (sparkenv.redact).
+into a PASS. The file holds findings (sparkenv.core.printable: no credential) and hashes; the keys are made
+from redacted text (sparkenv.core.redact).
 
 A prediction is kept beside it, by what is known before uv starts (the same parts, with the lock being
 replaced in place of uv's answer): when one exists, uv is expected to answer as last time, and the reads
@@ -43,16 +43,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkenv.redact import redact
+from sparkenv.core.redact import redact
 
 if TYPE_CHECKING:
-    from sparkenv.report import Finding
+    from sparkenv.core.report import Finding
 
 FORMAT = 1  # what an entry holds; another value is not read
 
 
 def folder() -> Path:
-    from sparkenv import cache
+    from sparkenv.core import cache
 
     return cache.root() / "judged-locks"
 
@@ -65,7 +65,7 @@ def code_stamp() -> str:
     import packaging
 
     import sparkenv
-    from sparkenv.stat_cache import stat_key
+    from sparkenv.core.stat_cache import stat_key
 
     root = Path(sparkenv.__file__).parent
     h = hashlib.sha256(f"{sparkenv.__version__}\0{sys.version}\0{packaging.__version__}\0".encode())
@@ -153,10 +153,10 @@ def _read(path: Path, key_: str) -> dict[str, Any] | None:
 
 
 def _write(path: Path, key_: str, body: dict[str, Any]) -> None:
-    """Atomically, through sparkenv.outputs (which redacts); a cache that cannot be written only costs
+    """Atomically, through sparkenv.core.outputs (which redacts); a cache that cannot be written only costs
     time."""
-    from sparkenv import outputs
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core import outputs
+    from sparkenv.core.errors import SparkenvError
 
     record = {"format": FORMAT, "key": key_, "checksum": _checksum(body), "body": body}
     with contextlib.suppress(OSError, SparkenvError, ValueError, TypeError):
@@ -165,7 +165,7 @@ def _write(path: Path, key_: str, body: dict[str, Any]) -> None:
 
 def load(judgement: str) -> Entry | None:
     """The judgement kept under this key; None when there is none or it is damaged."""
-    from sparkenv.report import Finding, Status
+    from sparkenv.core.report import Finding, Status
 
     body = _read(folder() / f"{judgement}.json", judgement)
     if body is None:
@@ -190,7 +190,7 @@ def load(judgement: str) -> Entry | None:
 
 def keepable(findings: list[Finding]) -> bool:
     """Only a judgement with no ERROR finding is kept: the check that could not run may run next time."""
-    from sparkenv.report import Status
+    from sparkenv.core.report import Status
 
     return all(f.status is not Status.ERROR for f in findings)
 

@@ -1,4 +1,4 @@
-"""`sparkenv lock …` read without typer (sparkenv/fastargs.py): typer's import (click, pydantic) cost more
+"""`sparkenv lock …` read without typer (core/fastargs.py): typer's import (click, pydantic) cost more
 than a fifth of a second before uv could start, a third of what a warm `uv pip compile` takes. Its options
 are declared once (resolve/options.py LOCK, render/options.py REPORTING), for this parser and the typer
 command alike; anything else (--help, a typo, a missing or non-numeric value) returns None
@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from sparkenv import fastargs, optionspec
-from sparkenv.errors import SparkenvError
+from sparkenv.core import fastargs, optionspec
+from sparkenv.core.errors import SparkenvError
 from sparkenv.render import options as reporting
 from sparkenv.resolve import timeline
 from sparkenv.resolve.options import LOCK
 
 OPTIONS = (*LOCK, *reporting.REPORTING)
 # the lock has loaded several hundred modules: its process ends without freeing them one by one
-# (sparkenv/process_exit.py leave), ~30 ms after the report is out
+# (sparkenv/cli/process_exit.py leave), ~30 ms after the report is out
 SKIP_TEARDOWN = True
 
 
@@ -59,7 +59,7 @@ def parse(argv: list[str]) -> LockArgs | None:
 
 def run(args: LockArgs) -> int:
     """The lock (or, under --check, whether the written locks are current), reported; the exit code."""
-    from sparkenv.bounds import seconds_problem
+    from sparkenv.core.bounds import seconds_problem
 
     problem = seconds_problem(args.timeout, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
     if problem:
@@ -76,7 +76,7 @@ def run(args: LockArgs) -> int:
     import sys
     from pathlib import Path
 
-    from sparkenv import signals
+    from sparkenv.core import signals
     from sparkenv.resolve import spawn_cache
 
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
@@ -95,7 +95,7 @@ def run(args: LockArgs) -> int:
     except KeyboardInterrupt:
         if early is not None:
             early.interrupted()
-        from sparkenv import children
+        from sparkenv.core import children
 
         if children.kill_all():  # one started but not yet handed over (a signal in between): gone too
             signals.cleaned("killed uv")
@@ -150,7 +150,7 @@ def _lock(
 def _shown(found: list[Any], options: reporting.ReportOptions) -> list[Any]:
     """The findings as the user will see them (--select, --ignore, waivers): what withholds the lock.
     The renderer is imported here, when the declared findings are judged, while uv resolves."""
+    from sparkenv.core.report import Report
     from sparkenv.render.emit import shown
-    from sparkenv.report import Report
 
     return shown(Report("lock", "", found), options).report.findings

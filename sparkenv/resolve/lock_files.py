@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sparkenv import profiles
+from sparkenv.core.redact import redact
 from sparkenv.facts.lock import FORMAT
+from sparkenv.knowledge import profiles
 from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
-from sparkenv.redact import redact
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve.uvdriver import IndexOptions, Stage
 

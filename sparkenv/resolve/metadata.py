@@ -20,8 +20,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from sparkenv import credentials, fetch
-from sparkenv.errors import SparkenvError
+from sparkenv.core import credentials, fetch
+from sparkenv.core.errors import SparkenvError
 from sparkenv.resolve import remote_zip
 
 
@@ -47,9 +47,9 @@ class Metadata:
 
 
 def cache_dir() -> Path:
-    from sparkenv import cache
+    from sparkenv.core import cache
 
-    return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/cache.py)
+    return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/core/cache.py)
 
 
 def store(sha256: str, text: str, suffix: str = ".metadata", behind: bool = False) -> None:
@@ -57,7 +57,7 @@ def store(sha256: str, text: str, suffix: str = ".metadata", behind: bool = Fals
     (resolve/filing.py), as a lock files after uv's exit what it read early."""
     import contextlib
 
-    from sparkenv import outputs
+    from sparkenv.core import outputs
 
     path = cache_dir() / f"{sha256}{suffix}"
     if behind:

@@ -1,10 +1,10 @@
-"""The options of the resolve stage's commands, declared once (sparkenv/optionspec.py): `check`'s typer
+"""The options of the resolve stage's commands, declared once (sparkenv/core/optionspec.py): `check`'s typer
 command and its lean parser (resolve/check_args.py) read CHECK; `lock`'s (resolve/lock_args.py) read LOCK,
 which shares the target's options with CHECK."""
 
 from __future__ import annotations
 
-from sparkenv.optionspec import Option
+from sparkenv.core.optionspec import Option
 
 PROFILE = Option(
     "profile",

@@ -1,7 +1,7 @@
 """All of `sparkenv lock`'s outputs or none: the two lock files, --report, --junit and --sarif.
 
 Every path is checked before the resolution starts (minutes can go into it), then all of them go
-through sparkenv.outputs, the one all-or-nothing writer: temporaries beside each destination, moved into
+through sparkenv.core.outputs, the one all-or-nothing writer: temporaries beside each destination, moved into
 place only when every one was written. A failing --report therefore leaves the previous lock untouched.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkenv import outputs
+from sparkenv.core import outputs
 
 
 def check_writable(paths: list[str]) -> None:

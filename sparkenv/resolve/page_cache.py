@@ -16,7 +16,7 @@ said of the page's freshness:
 a page that cannot be asked again is unreadable, as it is without a cache.
 
 One file per URL, named by the sha256 of the URL without its user-info; the file holds no credential
-(the URL's user-info is left out, and sparkenv.outputs redacts what it writes). A file that cannot be
+(the URL's user-info is left out, and sparkenv.core.outputs redacts what it writes). A file that cannot be
 read, is not what this module writes, or names another URL is not trusted: the page is read from the
 index and the file rewritten.
 """
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sparkenv.redact import redact
+from sparkenv.core.redact import redact
 
 FORMAT = 1  # what is kept; another value (an older or newer sparkenv's file) is not read
 _MAX_AGE = re.compile(r"(?:^|,)\s*max-age\s*=\s*\"?(\d+)\"?\s*(?:,|$)", re.IGNORECASE)
@@ -69,7 +69,7 @@ class Kept:
 
 
 def folder() -> Path:
-    from sparkenv import cache
+    from sparkenv.core import cache
 
     return cache.root() / "index-pages"
 
@@ -111,12 +111,12 @@ def load(url: str) -> Kept | None:
 
 
 def save(kept: Kept) -> None:
-    """Write the page's file (atomically, through sparkenv.outputs, which redacts); a cache that cannot be
+    """Write the page's file (atomically, through core.outputs, which redacts); a cache that cannot be
     written only costs time."""
     import contextlib
 
-    from sparkenv import outputs
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core import outputs
+    from sparkenv.core.errors import SparkenvError
 
     record = {"format": FORMAT, **{k: getattr(kept, k) for k in Kept.__dataclass_fields__}}
     record["url"] = redact(kept.url)
@@ -137,11 +137,11 @@ _JSON = "application/vnd.pypi.simple.v1+json"
 
 def get(url: str, timeout: float, conditional: dict[str, str]) -> tuple[int, bytes, Any] | None:
     """(status, body, headers) of the page: a success, or 304 to a conditional request; None when it
-    cannot be read. Asked with the credentials sparkenv finds for its realm (sparkenv.credentials)."""
+    cannot be read. Asked with the credentials sparkenv finds for its realm (sparkenv.core.credentials)."""
     import contextlib
     import urllib.error
 
-    from sparkenv import credentials, fetch
+    from sparkenv.core import credentials, fetch
 
     # compressed: a JSON page is text, 5-20 x smaller gzipped, and a large project's pages are tens of MB
     headers = {"Accept": f"{_JSON}, text/html;q=0.1", "Accept-Encoding": "gzip", **conditional}
@@ -243,7 +243,7 @@ V = TypeVar("V")
 
 
 def at_once(keys: list[K], read: Callable[[K], V], readers: int, name: str) -> dict[K, Future[V]]:
-    """read(key) for each key, `readers` at a time, so the connections are reused (sparkenv/fetch.py)
+    """read(key) for each key, `readers` at a time, so the connections are reused (sparkenv/core/fetch.py)
     rather than one opened per page all at once. Daemon threads: a lock stopped by a signal or an
     error does not wait for them to time out."""
     import threading

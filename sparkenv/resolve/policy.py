@@ -11,10 +11,10 @@ from sparkenv import rules
 from sparkenv.facts.declared import Declared, DeclaredFacts
 
 if TYPE_CHECKING:  # the lock's facts are imported where the lock needs them: check does not
+    from sparkenv.core.report import Finding
     from sparkenv.facts.lockfile import LockFileFacts
     from sparkenv.facts.resolved import Locked
-    from sparkenv.profiles import Profile
-    from sparkenv.report import Finding
+    from sparkenv.knowledge.profiles import Profile
 
 
 def check_declared(

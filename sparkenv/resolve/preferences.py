@@ -20,7 +20,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
 
 _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # a normalised name, as sparkenv's locks write them
 _PAIR = re.compile(r'^\[\[packages\]\]\s*\nname = "([^"\n]*)"\s*\nversion = "([^"\n]*)"', re.MULTILINE)
@@ -36,7 +36,7 @@ class Upgrade:
 
     @classmethod
     def of(cls, upgrade: bool, packages: list[str] | None) -> Upgrade:
-        from sparkenv.names import canonical
+        from sparkenv.core.names import canonical
 
         names = []
         for name in packages or []:
@@ -67,7 +67,7 @@ def kept(previous: Path) -> dict[str, str]:
 
 
 def _parsed_pairs(text: str) -> list[tuple[object, object]]:
-    from sparkenv.datafiles import parse_toml
+    from sparkenv.core.datafiles import parse_toml
 
     try:
         packages = parse_toml(text).get("packages")

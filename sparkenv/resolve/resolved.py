@@ -11,9 +11,9 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv import profiles
+from sparkenv.core.report import Finding
 from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
-from sparkenv.report import Finding
+from sparkenv.knowledge import profiles
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import metadata, policy, uvdriver
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkenv import profiles, project, signals
-from sparkenv.errors import SparkenvError
+from sparkenv.core import project, signals
+from sparkenv.core.errors import SparkenvError
+from sparkenv.knowledge import profiles
 from sparkenv.lock import write as lockwrite
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import spawn_cache, timeline, uvdriver
@@ -22,9 +23,9 @@ from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 if TYPE_CHECKING:
     # what judges (the rules, the report) is imported once uv has started: only uv's command is
     # needed before (the report, the policy, the credentials: ~20 ms of imports after uv's spawn)
+    from sparkenv.core.report import Finding, Report
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.facts.resolved import Locked
-    from sparkenv.report import Finding, Report
 
 STAGE_MAIN = "1-packages"
 STAGE_UNSLOTH = "2-unsloth"
@@ -46,14 +47,14 @@ def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> I
 
 def _remember(index: IndexOptions) -> None:
     """uv gets the URLs as given; sparkenv's own requests find their user-info by realm (never written)."""
-    from sparkenv import credentials
+    from sparkenv.core import credentials
 
     credentials.remember([index.index_url, *index.extra_index_urls])
 
 
 def _reads_from(index: IndexOptions) -> str | None:
     """The index sparkenv's own requests read (pages, metadata): the one uv resolves against."""
-    from sparkenv import credentials
+    from sparkenv.core import credentials
 
     return index.index_url or credentials.default_index()
 
@@ -161,7 +162,7 @@ def _excluded(profile: profiles.Profile, allowed: set[str]) -> list[str]:
 
 def _say(progress: bool, line: str) -> None:
     if progress:
-        from sparkenv.redact import redact
+        from sparkenv.core.redact import redact
 
         print(f"sparkenv lock: {redact(line)}", file=sys.stderr, flush=True)
 
@@ -198,7 +199,7 @@ def lock(
     (resolve/spawn_cache.py): kept when its command is the one computed here, else replaced."""
 
     started = time.perf_counter()
-    from sparkenv import outputs as output_files
+    from sparkenv.core import outputs as output_files
 
     output_files.check_folder(
         str(project.lock_folder(output_dir)), "--output-dir"
@@ -231,7 +232,7 @@ def lock(
             if uv is not None:
                 uv.read_beside(inp)
                 timeline.mark("reads beside started")
-            from sparkenv.report import Status
+            from sparkenv.core.report import Status
 
             declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
             withheld = any(f.status is Status.FAIL for f in bind(declared))
@@ -277,8 +278,8 @@ def _judged(
 ) -> Report:
     """uv's answer judged with the declared findings; the lock's files rendered when nothing fails.
     `withheld`: a declared FAIL stopped the lock before uv's answer (nothing resolved, nothing written)."""
+    from sparkenv.core.report import Report, Status, merge_by_subject
     from sparkenv.facts import lockfile as lockstatus
-    from sparkenv.report import Report, Status, merge_by_subject
     from sparkenv.resolve import policy
 
     target = f"{' '.join(paths)} → {profile.python_platform}"
@@ -595,7 +596,7 @@ class _Resolving:
         while True:
             assert self.running is not None
             try:
-                from sparkenv.redact import redact
+                from sparkenv.core.redact import redact
 
                 # uv may copy an index's user-info into file URLs: the lock keeps none
                 self.out.text = redact(self.running.result())
@@ -603,7 +604,7 @@ class _Resolving:
                 return self.out
             except uvdriver.BuildFailed as bf:
                 if os.environ.get("SPARKENV_DEBUG"):
-                    from sparkenv.redact import redact
+                    from sparkenv.core.redact import redact
 
                     print(redact(bf.raw), file=sys.stderr, flush=True)
                 if bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES:
@@ -719,7 +720,7 @@ def _head_start(full: bool = True) -> None:
             if not full:
                 for gid in sorted(rules.HAS_STAGE[rules.Stage.LOCKFILE]):
                     rules.module(gid)
-                for name in ("sparkenv.report", "sparkenv.facts.lockfile"):
+                for name in ("sparkenv.core.report", "sparkenv.facts.lockfile"):
                     importlib.import_module(name)
                 return
             for gid in sorted(rules.HAS_STAGE[rules.Stage.RESOLVED] | rules.HAS_STAGE[rules.Stage.LOCKFILE]):
@@ -730,7 +731,7 @@ def _head_start(full: bool = True) -> None:
                 "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock",
             ):  # fmt: skip
                 importlib.import_module(name)
-            from sparkenv import datafiles
+            from sparkenv.core import datafiles
 
             datafiles.parser()
             for load in (knowledge.cuda, knowledge.drivers, knowledge.hosts, knowledge.packages):
@@ -747,11 +748,11 @@ def lock_check(
     extras: list[str] | None = None,
 ) -> Report:
     """Is each lock current with its inputs? Offline: compares the recorded input and profile hashes."""
-    from sparkenv import confine
+    from sparkenv.core import confine
+    from sparkenv.core.report import Report, merge_by_subject
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.lock import profile as lockprofile
     from sparkenv.lock import read as lockread
-    from sparkenv.report import Report, merge_by_subject
     from sparkenv.resolve import policy
     from sparkenv.resolve.lock_files import relative
 

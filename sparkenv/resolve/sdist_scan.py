@@ -18,7 +18,7 @@ import zipfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-from sparkenv import fetch
+from sparkenv.core import fetch
 from sparkenv.facts.resolved import SdistBuild
 from sparkenv.resolve import metadata
 
@@ -37,7 +37,7 @@ _CUDA_SOURCES = (".cu", ".cuh")
 
 
 def _requires_torch(pyproject: str) -> bool:
-    from sparkenv.datafiles import parse_toml
+    from sparkenv.core.datafiles import parse_toml
 
     try:
         data = parse_toml(pyproject)

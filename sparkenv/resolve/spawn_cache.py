@@ -57,7 +57,7 @@ def key(fields: tuple[Any, ...]) -> str | None:
     """The lookup key of a lock's command line (its options' values, in order): None when they hold a
     credential (an index URL's user-info), which no entry may hold."""
     from sparkenv import __version__
-    from sparkenv.redact import redact
+    from sparkenv.core.redact import redact
 
     lines = [
         FORMAT,
@@ -76,7 +76,7 @@ def key(fields: tuple[Any, ...]) -> str | None:
 
 
 def _folder() -> Path:
-    from sparkenv import cache
+    from sparkenv.core import cache
 
     return cache.root() / "spawn"
 
@@ -90,7 +90,7 @@ def _entry(key_text: str) -> Path:
 def stamp(path: str) -> str:
     """The file's identity as every cache of sparkenv compares it (stat_cache.stat_key: size, mtime,
     ctime, inode), as text; `-` when it cannot be stat'ed (absent)."""
-    from sparkenv.stat_cache import stat_key
+    from sparkenv.core.stat_cache import stat_key
 
     key = stat_key(path)
     return "-" if key is None else ":".join(map(str, key))
@@ -138,7 +138,7 @@ class Early:
         """Stopped by Ctrl-C or a signal before the lock claimed uv: the closing line says what went."""
         if self.claimed:
             return
-        from sparkenv import signals
+        from sparkenv.core import signals
 
         pid = self.running.proc.pid
         if self.discard():
@@ -173,8 +173,8 @@ def start(key_text: str | None, timeout: float) -> Early | None:
         timeline.mark("uv spawned from the spawn cache")
         return early
     except BaseException as exc:  # an error, Ctrl-C or a signal: nothing of the early start is left behind
-        from sparkenv import signals
-        from sparkenv.errors import SparkenvError
+        from sparkenv.core import signals
+        from sparkenv.core.errors import SparkenvError
 
         early = Early(work, running, argv, files) if work is not None and running is not None else None
         if isinstance(exc, KeyboardInterrupt):
@@ -319,7 +319,7 @@ class Cached:
             files.pop(out, None)
         else:
             files[out] = kept
-        from sparkenv.errors import SparkenvError
+        from sparkenv.core.errors import SparkenvError
 
         with contextlib.suppress(OSError, ValueError, SparkenvError):
             _store(self.key, stamps, work, argv, files)
@@ -329,7 +329,7 @@ def _store(
     key_text: str, stamps: list[tuple[str, str]], work: Path, argv: list[str], files: dict[str, str]
 ) -> None:
     """Never a credential: nothing is kept when the command or its files hold a URL's user-info."""
-    from sparkenv.redact import redact
+    from sparkenv.core.redact import redact
 
     folder = str(work)
     strings = [*argv, *files, *files.values()]
@@ -341,6 +341,6 @@ def _store(
     body = [key_text, str(len(stamps)), *deps, str(len(argv)), *stored_argv, str(len(files)), *stored]
     import zlib
 
-    from sparkenv import outputs  # the one atomic writer: a reader never sees half an entry
+    from sparkenv.core import outputs  # the one atomic writer: a reader never sees half an entry
 
     outputs.write_one(_entry(key_text), _body([FORMAT, f"{zlib.crc32(_body(body)):08x}", *body]), True)

@@ -18,7 +18,7 @@ def uv_binary() -> str:
         pass
     found = shutil.which("uv")
     if not found:
-        from sparkenv.extras import missing
+        from sparkenv.core.extras import missing
 
         raise missing("lock")
     return found

@@ -3,7 +3,7 @@ out. A module of its own, importing nothing but the process registry, so that a 
 is cached (resolve/spawn_cache.py) starts uv before the lock's own modules (inputs, profiles, packaging's
 parsers: a tenth of a second) are imported; resolve/uvdriver.py builds the command and starts it here.
 
-uv runs in its own process group (its own session, sparkenv/children.py), so a timeout, Ctrl-C, SIGTERM or
+uv runs in its own process group (its own session, core/children.py), so a timeout, Ctrl-C, SIGTERM or
 SIGHUP stops uv and everything it started, not only its first process."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sparkenv import children
+from sparkenv.core import children
 from sparkenv.resolve import timeline
 
 # uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project),
@@ -64,7 +64,7 @@ class Running:
             quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
             self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
         except OSError as exc:
-            from sparkenv.errors import ServiceMissing
+            from sparkenv.core.errors import ServiceMissing
 
             raise ServiceMissing(f"cannot run uv: {exc}") from None
         try:
@@ -119,7 +119,7 @@ class Running:
                 self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
                 stderr = "".join(self._kept)
         except subprocess.TimeoutExpired:
-            from sparkenv.errors import ServiceMissing
+            from sparkenv.core.errors import ServiceMissing
 
             raise ServiceMissing(
                 f"uv pip compile ({self.stage.name}) did not finish in {self.timeout:.0f} s: is the index "
@@ -140,7 +140,7 @@ class Running:
 
 
 def _failed(stage: Any, stderr: str) -> Exception:
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
 
     return SparkenvError(f"uv pip compile failed ({stage.name} stage): {stderr.strip() or 'no message'}")
 
@@ -149,7 +149,7 @@ def stopped(runs: list[Running]) -> None:
     """Kill every started uv (Ctrl-C, a signal) and say so in the closing line."""
     killed = [r.proc for r in runs if r.stop()]
     if killed:
-        from sparkenv import signals
+        from sparkenv.core import signals
 
         groups = ", ".join(str(p.pid) for p in killed)
         signals.cleaned(f"killed uv (process group {groups})")

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.core.errors import ServiceMissing, SparkenvError
 from sparkenv.resolve import preferences
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uv_binary import uv_binary
 from sparkenv.resolve.uv_process import RUST_LOG, Running, environment, stopped
 
 if TYPE_CHECKING:
-    from sparkenv.profiles import Profile
+    from sparkenv.knowledge.profiles import Profile
 
 __all__ = ["RUST_LOG", "Running", "environment", "stopped"]  # started here, run in resolve/uv_process.py
 
@@ -148,7 +148,7 @@ def prepare(work: Path, *args: Any, **kwargs: Any) -> list[tuple[Stage, list[str
 def _netrc_lines(index: IndexOptions) -> list[str]:
     if not (index.index_url or index.extra_index_urls):
         return []  # nothing to look up: uv starts sooner
-    from sparkenv import credentials
+    from sparkenv.core import credentials
 
     urls = [u for u in (index.index_url, *index.extra_index_urls) if u and not credentials.in_url(u)]
     return credentials.netrc_lines(urls, netrc=False)

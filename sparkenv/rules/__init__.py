@@ -22,7 +22,7 @@ Where things go (read this before adding a check):
   `sparkenv/cuda/`.
   The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
   override's .pth must read them without importing sparkenv; the rules call that one function.
-- Not judgements: `sparkenv/outputs.py` (atomic, all-or-nothing writes), `sparkenv/cache.py` (the
+- Not judgements: `sparkenv/core/outputs.py` (atomic, all-or-nothing writes), `sparkenv/core/cache.py` (the
   cache folder, `$SPARKENV_CACHE_DIR`).
 - Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
   Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/facts/lockfile.py`'s facts), `audit/`
@@ -32,7 +32,7 @@ Where things go (read this before adding a check):
   while the workload runs).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
-  a profile (type and loading) is `sparkenv/profiles.py`.
+  a profile (type and loading) is `sparkenv/knowledge/profiles.py`.
 - A rule that raises becomes one ERROR line naming it (`run_rule`), at every stage: never a traceback,
   never exit 70, never a hidden PASS.
 
@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sparkenv.report import Finding, GotchaId, Status, merge_by_subject
+from sparkenv.core.report import Finding, GotchaId, Status, merge_by_subject
 
 GOTCHAS = tuple(GotchaId)  # G1 … G10, in order: the catalogue's (data/gotchas.toml)
 

@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
     from sparkenv.facts.base_image import BaseImage
-    from sparkenv.profiles import Profile
+    from sparkenv.knowledge.profiles import Profile
 
 MACHINES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 

@@ -13,9 +13,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Status
 from sparkenv.cuda import rules
 from sparkenv.environment.markers import applies, marker_environment
-from sparkenv.report import Status
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement

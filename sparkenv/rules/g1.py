@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from sparkenv.rules import Lazy, Rule, Stage, lazy_names
 
 if TYPE_CHECKING:
+    from sparkenv.core.report import Finding
     from sparkenv.facts.resolved import ResolvedFacts
-    from sparkenv.report import Finding
     from sparkenv.rules.g1_declared import declared, fix_for, resolved_cpu_only
     from sparkenv.rules.g1_driver import driver_for_image, judge_driver
     from sparkenv.rules.g1_installed import installed

@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.environment import launch, nccl
 from sparkenv.facts.parallelism import Parallelism
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, g10_agreement, g10_link, parallelism
 
 if TYPE_CHECKING:

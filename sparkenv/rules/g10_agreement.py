@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate, multinode
-from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.environment import digest

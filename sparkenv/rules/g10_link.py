@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.environment.launch import Launch, Setting
 from sparkenv.environment.nccl import DeviceList
 from sparkenv.knowledge import multinode
-from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.knowledge.records.multinode import Multinode

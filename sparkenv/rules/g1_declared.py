@@ -7,15 +7,15 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import cuda_major
 
 if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
     from sparkenv.facts.resolved import ResolvedFacts
-    from sparkenv.profiles import Profile
+    from sparkenv.knowledge.profiles import Profile
 
 
 _finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's

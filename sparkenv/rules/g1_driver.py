@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from functools import partial
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import driver as drv
 from sparkenv.knowledge import drivers
-from sparkenv.report import Finding, GotchaId, Status
 
 _finding = partial(Finding, GotchaId.G1, subject=drv.SUBJECT)  # every finding here: G1, about the driver
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import cuda_major, wrong_cpu
 from sparkenv.rules.cuda_major import Binding, Evidence
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
-from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import cuda_major
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:

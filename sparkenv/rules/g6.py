@@ -7,10 +7,10 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.environment import parsers
 from sparkenv.environment.servers import identify
 from sparkenv.knowledge import gate
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:

@@ -16,11 +16,11 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import coverage, toolchain
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.knowledge import gate
 from sparkenv.knowledge import toolchain as toolchain_data
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage, g7_coverage
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from sparkenv.core.report import Status
 from sparkenv.cuda.coverage import Capability, KernelTarget, cap_text, parse_target, runs_on
 from sparkenv.knowledge import kernels
-from sparkenv.report import Status
 
 
 @dataclass(frozen=True)

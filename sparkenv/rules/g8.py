@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import playbook_issues
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:

@@ -7,14 +7,14 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import packages
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules import unsloth
 from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
-    from sparkenv.profiles import Profile
+    from sparkenv.knowledge.profiles import Profile
 
 _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
 from sparkenv.facts import ngc
 from sparkenv.knowledge import packages
-from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts

@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts import ngc
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.rules.g9_installed import NO_CONTAINER_FIX, ngc_torch
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from sparkenv.report import Finding, GotchaId, Status
+from sparkenv.core.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from sparkenv.facts.image import BaseCheck

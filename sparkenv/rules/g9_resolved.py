@@ -8,15 +8,15 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import packages
-from sparkenv.report import Finding, GotchaId, Status
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
     from sparkenv.facts.graph import Edge
     from sparkenv.facts.resolved import ResolvedFacts
-    from sparkenv.profiles import Profile
+    from sparkenv.knowledge.profiles import Profile
 
 _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 

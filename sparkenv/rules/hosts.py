@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import Finding
 from sparkenv.cuda import driver as drv
 from sparkenv.knowledge import hosts
-from sparkenv.report import Finding
 
 if TYPE_CHECKING:
     from sparkenv.knowledge.records.hosts import HostIssue

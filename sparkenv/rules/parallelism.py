@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts.parallelism import Parallelism
 from sparkenv.knowledge import multinode
-from sparkenv.report import Finding, GotchaId, Status
 
 G = GotchaId.G10
 SUBJECT = "parallelism"

@@ -4,7 +4,7 @@ of those rules, so every stage that runs them sees the same verdict."""
 
 from __future__ import annotations
 
-from sparkenv.report import Finding, GotchaId, Status
+from sparkenv.core.report import Finding, GotchaId, Status
 
 
 def replaced_on_purpose(findings: list[Finding], allowed: frozenset[str]) -> list[Finding]:

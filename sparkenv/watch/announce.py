@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sparkenv.core.report import Finding, Status
 from sparkenv.facts.timeseries import clock
 from sparkenv.render.text import finding_line
-from sparkenv.report import Finding, Status
 
 LOUD = {Status.FAIL: 0, Status.ERROR: 1, Status.WARN: 2}
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from sparkenv import cli_options as opts
-from sparkenv.errors import SparkenvError
+from sparkenv.cli import options as opts
+from sparkenv.core.errors import SparkenvError
 from sparkenv.gate import options as watching
 
 
@@ -61,7 +61,7 @@ def watch(
 
         rec = record.read(report)
         if plot:
-            from sparkenv import outputs
+            from sparkenv.core import outputs
 
             title = f"sparkenv watch: {' '.join(rec.header.get('workload') or [])[:80]}"
             outputs.write_one(plot, plotting.render(reading.series(rec), rec.events, title))

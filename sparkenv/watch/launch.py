@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
 
 DEFAULT_FOLDER = "sparkenv-watch"
 POLICIES = ("report", "stop")
@@ -58,9 +58,9 @@ def start(folder: str, interval_s: float, policy: str, workload: list[str]) -> s
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     sys.stderr.flush()
-    from sparkenv import children
+    from sparkenv.core import children
 
-    # its own session (sparkenv/children.py): it outlives the gate, which execs the workload next
+    # its own session (sparkenv/core/children.py): it outlives the gate, which execs the workload next
     return children.spawn(argv, env, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
 
 

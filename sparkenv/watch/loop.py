@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from sparkenv import rules
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts.timeseries import Sample, Series, clock
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.watch.announce import Announcer, line
 
 PLOT_EVERY_S = 60.0  # the plot is rewritten this often too: a container's PID 1 ending kills the watcher
@@ -187,7 +187,7 @@ class Watcher:
         self._write(self.files.plot, plot.render(series, self.events, title))
 
     def _write(self, path: str, text: str) -> None:
-        from sparkenv import outputs
+        from sparkenv.core import outputs
 
         with contextlib.suppress(OSError, outputs.OutputError):  # a full disk must not end the watch
             outputs.write_one(path, text)
@@ -280,7 +280,7 @@ def watch(o: Options) -> int:
     def stop(signum: int, _frame: Any) -> None:
         raise _Stop(signum)
 
-    from sparkenv import signals
+    from sparkenv.core import signals
 
     signals.install_handler(stop, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     try:

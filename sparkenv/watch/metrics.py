@@ -4,8 +4,8 @@ collector's --collector.textfile.directory at the watch folder. Written whole or
 
 from __future__ import annotations
 
+from sparkenv.core.report import Finding, Status
 from sparkenv.facts.timeseries import Sample
-from sparkenv.report import Finding, Status
 
 NAME = "sparkenv_watch.prom"
 

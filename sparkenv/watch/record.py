@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
 from sparkenv.facts.timeseries import Sample
 
 SCHEMA = "sparkenv.watch/1"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 from sparkenv import rules
+from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts.timeseries import KIB_PER_GIB, Series, clock
 from sparkenv.render.text import finding_line
-from sparkenv.report import Finding, GotchaId, Status
 from sparkenv.watch.record import Record
 
 

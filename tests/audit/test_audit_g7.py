@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from kernel_helpers import cuda_ptxas
 
-from sparkenv.report import LINE_RE
+from sparkenv.core.report import LINE_RE
 
 
 @pytest.fixture

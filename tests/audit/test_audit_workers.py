@@ -219,7 +219,7 @@ def slow(task, cap):
     return read(task, cap)
 scan.read_ahead = slow
 sys.argv = ["sparkenv", "audit", sys.argv[1]]
-from sparkenv.entry import main
+from sparkenv.cli.entry import main
 main()
 """
 
@@ -270,6 +270,6 @@ def _children_of(pid: int) -> list[int]:
 
 
 def _workers_alive() -> list[int]:
-    from sparkenv import children
+    from sparkenv.core import children
 
     return [pid for pid in children._forked if Path(f"/proc/{pid}").exists()] + _children_of(os.getpid())

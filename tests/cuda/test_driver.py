@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv import datafiles
+from sparkenv.core import datafiles
+from sparkenv.core.report import Status
 from sparkenv.cuda import driver
-from sparkenv.report import Status
 from sparkenv.rules import g1 as judged
 
 H200 = Path(__file__).parents[1] / "fixtures" / "machines" / "h200"

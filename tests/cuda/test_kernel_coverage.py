@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sparkenv.core.report import Status
 from sparkenv.cuda import coverage, fatbin
 from sparkenv.knowledge import kernels as kernels_data
 from sparkenv.knowledge.records.kernels import Limits
-from sparkenv.report import Status
 from sparkenv.rules import g7, g7_coverage
 
 H200, GB10, B200 = (9, 0), (12, 1), (10, 0)

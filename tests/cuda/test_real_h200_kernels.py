@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkenv.core.report import Status
 from sparkenv.cuda import coverage
-from sparkenv.report import Status
 from sparkenv.rules import g7
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

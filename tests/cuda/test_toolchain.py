@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from kernel_helpers import cuda_ptxas
 
+from sparkenv.core.report import Status
 from sparkenv.cuda import toolchain
-from sparkenv.report import Status
 from sparkenv.rules import g7 as judged
 
 GB10, H200 = (12, 1), (9, 0)

@@ -10,11 +10,11 @@ import shlex
 
 import pytest
 
+from sparkenv.core.report import Status
 from sparkenv.environment import launch
 from sparkenv.facts.parallelism import Parallelism
 from sparkenv.gate.probes import probe_configs
 from sparkenv.knowledge import multinode
-from sparkenv.report import Status
 from sparkenv.rules import parallelism
 
 RAY = {"RAY_ADDRESS": "192.168.177.11:6379"}

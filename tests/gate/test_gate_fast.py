@@ -19,9 +19,9 @@ from conftest import make_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.report import LINE_RE
 from sparkenv.gate import facts_file
-from sparkenv.report import LINE_RE
 
 DRIVERS = Path(__file__).parents[1] / "fixtures" / "machines" / "drivers"
 SLACK = 2.0  # interpreter start on this shared 2-core machine, on top of the promised deadline + 1 s
@@ -355,7 +355,7 @@ def test_the_schema_is_valid_json_schema_and_the_recordings_follow_it():
 def test_the_fast_path_knows_every_option_the_typer_command_declares():
     import typer.main
 
-    from sparkenv.cli import app
+    from sparkenv.cli.commands import app
     from sparkenv.gate import fastpath
 
     command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "gate")
@@ -380,8 +380,8 @@ def test_the_fast_path_builds_the_reporting_bundle_the_typer_command_builds(argv
     """Both parsers of `sparkenv gate` hand the same ReportOptions to the same emit."""
     import typer.main
 
-    from sparkenv import cli_options
-    from sparkenv.cli import app
+    from sparkenv.cli import options as cli_options
+    from sparkenv.cli.commands import app
     from sparkenv.gate import fastpath
     from sparkenv.render.options import ReportOptions
 
@@ -491,9 +491,10 @@ def test_a_signal_inside_a_rules_crash_wrapper_still_stops_the_gate():
     """The gate's probe-time handler raises a KeyboardInterrupt, not an Exception: a SIGTERM that lands
     while a rule runs inside the one crash wrapper (`except Exception`) ends the gate with 128 + signal; it
     never becomes the rule's ERROR line, nor an internal error if it lands outside entry.run's handler."""
-    from sparkenv import rules, signals
+    from sparkenv import rules
+    from sparkenv.core import signals
+    from sparkenv.core.report import GotchaId
     from sparkenv.gate import orchestrate
-    from sparkenv.report import GotchaId
 
     def stopped_mid_rule(_facts):
         os.kill(os.getpid(), signal.SIGTERM)  # a real signal to this process, handled by the real handler

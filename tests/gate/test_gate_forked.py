@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv import children
+from sparkenv.core import children
 from sparkenv.gate import early, forked, probes
 
 

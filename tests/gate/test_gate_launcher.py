@@ -28,7 +28,7 @@ SHOW = (
 # main's launcher before this change: `python3 -I`, site and every .pth code line run
 BEFORE = (
     f"import sys; sys.argv[0] = 'sparkenv'; sys.path.insert(0, {str(ROOT)!r}); "
-    "from sparkenv.entry import main; main()"
+    "from sparkenv.cli.entry import main; main()"
 )
 
 

@@ -21,7 +21,7 @@ HARNESS = textwrap.dedent(
         os._exit(0)
     os.execvp = listed
     sys.argv = ["sparkenv", "gate", "-q", "--", sys.executable, "-c", "pass"]
-    from sparkenv import entry
+    from sparkenv.cli import entry
     entry.main()
     """
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 import gate_helpers as gh
 import pytest
 
-from sparkenv.report import LINE_RE
+from sparkenv.core.report import LINE_RE
 
 
 def gate(run, tmp_path: Path, facts: dict, *args: str, name: str = "facts.json"):

@@ -1,5 +1,5 @@
 """The gate's start-up shortcuts keep its verdicts: Triton found from the folder listing (no
-metadata read), its ptxas releases remembered per file (sparkenv/stat_cache.py) and read again whenever
+metadata read), its ptxas releases remembered per file (sparkenv/core/stat_cache.py) and read again whenever
 the file changed, names canonicalised as packaging does, the modules the start does without, and the
 --deep torch process started first and used once."""
 

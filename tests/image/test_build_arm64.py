@@ -27,7 +27,7 @@ import arm64_standin as arm
 import build_helpers as bh
 import pytest
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]
@@ -191,7 +191,7 @@ def test_build_for_arm64_tags_an_arm64_image_that_audited_itself(engine, app) ->
     assert labels["io.sparkenv.lock-hash"].startswith("sha256:")
     assert labels["io.sparkenv.base-digest"] == engine.images.get(arm.STANDIN_TAG).id
     report = json.loads((pylock.parent / f"image-audit.{NAME}.json").read_text())
-    assert report["schema"] == "sparkenv.report/1" and report["command"] == "audit"
+    assert report["schema"] == "sparkenv.core.report/1" and report["command"] == "audit"
     by = {(f["id"], f["subject"]): f["status"] for f in report["findings"]}
     # NGC's torch, read inside the arm64 image: its aarch64 libtorch_cuda.so needs libcudart.so.13
     assert by[("G1", "torch")] == "PASS", report["findings"]

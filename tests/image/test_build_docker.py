@@ -142,7 +142,7 @@ def same_gate_either_way(ref: str) -> None:
     runtime) exactly as when started with site, as the image started it before (python3 -I)."""
     before = (
         "import sys; sys.argv[0] = 'sparkenv'; sys.path.insert(0, '/opt/sparkenv/lib'); "
-        "from sparkenv.entry import main; main()"
+        "from sparkenv.cli.entry import main; main()"
     )
     reports = {}
     for name, argv in (
@@ -181,7 +181,7 @@ def test_build_run_and_rebuild(engine, wheels, index, tmp_path: Path) -> None:  
     assert labels["io.sparkenv.base-digest"] == engine.images.get(bh.STANDIN_TAG).id
     assert img.attrs["Architecture"] == "amd64"
     report = tmp_path / "image-audit.standin.json"
-    assert '"schema": "sparkenv.report/1"' in report.read_text()
+    assert '"schema": "sparkenv.core.report/1"' in report.read_text()
     assert leftovers(engine) == []
 
     # Run it: the gate's lines, NGC's entrypoint parts, then the workload with its output and exit status.
@@ -348,7 +348,7 @@ def test_no_permission_on_the_socket_is_exit_3(engine) -> None:  # type: ignore[
     """A real permission error: a forked child drops to user nobody, then connects to the root socket."""
     if os.geteuid() != 0:
         pytest.skip("needs root to drop privileges")
-    from sparkenv.errors import ServiceMissing
+    from sparkenv.core.errors import ServiceMissing
     from sparkenv.image import engine as eng
 
     read, write = os.pipe()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv.errors import SparkenvError
-from sparkenv.image_reference import check_tag
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.image_reference import check_tag
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "lockfiles" / "pylock.ngc-25-11.toml"

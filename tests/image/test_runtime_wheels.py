@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkenv.core.errors import ServiceMissing
 from sparkenv.environment import wheel_tags
-from sparkenv.errors import ServiceMissing
 from sparkenv.image import runtime
 from tests.artifacts import Index, serve
 

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from packaging.utils import canonicalize_name
 
-from sparkenv import datafiles, knowledge
+from sparkenv import knowledge
+from sparkenv.core import datafiles
 from sparkenv.knowledge import KnowledgeError
 from sparkenv.knowledge.schema import DistName, is_record
 
@@ -195,7 +196,7 @@ def test_a_broken_shipped_file_ends_the_command_with_one_line_and_exit_2(tmp_pat
             "-I",
             "-c",
             f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
-            "from sparkenv.entry import main; sys.argv = ['sparkenv', 'explain']; main()",
+            "from sparkenv.cli.entry import main; sys.argv = ['sparkenv', 'explain']; main()",
         ],
         capture_output=True,
         text=True,

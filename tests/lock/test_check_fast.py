@@ -13,13 +13,13 @@ import pytest
 def _typer_check():  # type: ignore[no-untyped-def]
     import typer.main
 
-    from sparkenv.cli import app
+    from sparkenv.cli.commands import app
 
     return next(c for c in typer.main.get_command(app).commands.values() if c.name == "check")
 
 
 def test_the_fast_path_knows_every_option_the_typer_command_declares():
-    from sparkenv.optionspec import spellings
+    from sparkenv.core.optionspec import spellings
     from sparkenv.resolve import check_args
 
     declared = {o for p in _typer_check().params for o in p.opts if o.startswith("-")}
@@ -40,7 +40,7 @@ def test_the_fast_path_knows_every_option_the_typer_command_declares():
     ],
 )
 def test_the_fast_path_reads_what_the_typer_command_reads(argv):
-    from sparkenv import cli_options
+    from sparkenv.cli import options as cli_options
     from sparkenv.resolve import check_args
 
     params = _typer_check().make_context("check", list(argv)).params
@@ -72,7 +72,7 @@ def test_help_typos_and_missing_values_go_to_typer(run, tmp_path, argv):
 
 
 def test_both_paths_print_the_same_report(run, tmp_path):
-    """The fast path and the typer command (reached through `python -m sparkenv.cli`) agree, byte for
+    """The fast path and the typer command (reached through `python -m sparkenv.cli.commands`) agree, byte for
     byte, on the text and on the exit code."""
     req = tmp_path / "requirements.txt"
     req.write_text("cupy-cuda12x\nunsloth\ntorch>=2.8\n", encoding="utf-8")
@@ -98,7 +98,7 @@ def test_check_imports_only_what_it_uses(tmp_path):
     code = (
         "import atexit, sys; "
         "atexit.register(lambda: print('MODULES', *sorted(sys.modules), file=sys.stderr)); "
-        f"sys.argv = ['sparkenv', 'check', {str(req)!r}, '-q']; from sparkenv.entry import main; main()"
+        f"sys.argv = ['sparkenv', 'check', {str(req)!r}, '-q']; from sparkenv.cli.entry import main; main()"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES "))
@@ -138,10 +138,10 @@ def test_check_imports_only_what_it_uses(tmp_path):
 def test_the_audit_fast_path_matches_the_typer_command():
     import typer.main
 
-    from sparkenv import cli_options
     from sparkenv.audit import audit_args
-    from sparkenv.cli import app
-    from sparkenv.optionspec import spellings
+    from sparkenv.cli import options as cli_options
+    from sparkenv.cli.commands import app
+    from sparkenv.core.optionspec import spellings
 
     command = next(c for c in typer.main.get_command(app).commands.values() if c.name == "audit")
     declared = {o for p in command.params for o in p.opts if o.startswith("-")}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
 from sparkenv.resolve.check import check
 
 
@@ -194,7 +194,7 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path, run):
     assert r.code == 1 and r.lines[-1].startswith("verdict: blocked")
     import re
 
-    from sparkenv.report import LINE_RE
+    from sparkenv.core.report import LINE_RE
 
     assert all(LINE_RE.match(ln) for ln in r.lines[:-1]), r.out
     r = run("check", str(req), "--profile", "ngc-99.99")

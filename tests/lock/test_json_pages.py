@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sparkenv import fetch
+from sparkenv.core import fetch
 from sparkenv.resolve import fallbacks
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"

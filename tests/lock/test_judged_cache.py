@@ -315,7 +315,7 @@ def test_no_credential_is_kept(run, tmp_path):
 def test_the_kept_judgement_is_what_a_full_one_says_in_process(monkeypatch, tmp_path):
     """judged_cache.load gives back exactly what save kept (statuses, evidence, fixes, odd text)."""
     monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path))
-    from sparkenv.report import Finding, Status
+    from sparkenv.core.report import Finding, Status
     from sparkenv.resolve import judged_cache
 
     found = [

@@ -17,14 +17,14 @@ from artifacts import Index, serve
 from test_lock_signals import _alive, silent_index  # noqa: F401 - the fixture
 
 # the lean entry and the typer command, both with argv[0] "sparkenv" (the usage line names it)
-LEAN = "import sys; sys.argv[0] = 'sparkenv'; from sparkenv.entry import main; main()"
+LEAN = "import sys; sys.argv[0] = 'sparkenv'; from sparkenv.cli.entry import main; main()"
 TYPED = "import sys; sys.argv[0] = 'sparkenv'; from sparkenv.cli import main; main()"
 
 
 def _typer_lock():  # type: ignore[no-untyped-def]
     import typer.main
 
-    from sparkenv.cli import app
+    from sparkenv.cli.commands import app
 
     return next(c for c in typer.main.get_command(app).commands.values() if c.name == "lock")
 
@@ -38,7 +38,7 @@ def _python(code: str, *args: str, env: dict[str, str] | None = None, cwd: Path 
 
 
 def test_the_lean_parser_knows_every_option_the_typer_command_declares():
-    from sparkenv.optionspec import spellings
+    from sparkenv.core.optionspec import spellings
     from sparkenv.resolve import lock_args
 
     declared = {o for p in _typer_lock().params for o in p.opts if o.startswith("-")}
@@ -103,7 +103,7 @@ def test_uv_starts_before_what_only_judges_its_answer(solo, tmp_path):
     req.write_text("solo\n")
     code = (
         "import atexit, sys\n"
-        "import sparkenv.children as c\n"
+        "import sparkenv.core.children as c\n"
         "spawn = c.spawn\n"
         "def spy(*a, **k):\n"
         "    print('AT_SPAWN', *sorted(sys.modules), file=sys.stderr)\n"
@@ -111,7 +111,7 @@ def test_uv_starts_before_what_only_judges_its_answer(solo, tmp_path):
         "c.spawn = spy\n"
         "atexit.register(lambda: print('AT_EXIT', *sorted(sys.modules), file=sys.stderr))\n"
         "sys.argv[0] = 'sparkenv'\n"
-        "from sparkenv.entry import main; main()\n"
+        "from sparkenv.cli.entry import main; main()\n"
     )
     env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sp")}
     args = ("lock", str(req), "--index-url", ix.url, "--output-dir", str(tmp_path / "out"), "-q")
@@ -145,7 +145,7 @@ def test_a_declared_fail_found_while_uv_resolves_stops_uv_and_writes_nothing(sil
     pid_file = tmp_path / "uv.pid"
     code = (
         "import sys\n"
-        "import sparkenv.children as c\n"
+        "import sparkenv.core.children as c\n"
         "spawn = c.spawn\n"
         "def spy(*a, **k):\n"
         "    p = spawn(*a, **k)\n"
@@ -153,7 +153,7 @@ def test_a_declared_fail_found_while_uv_resolves_stops_uv_and_writes_nothing(sil
         "    return p\n"
         "c.spawn = spy\n"
         "sys.argv[0] = 'sparkenv'\n"
-        "from sparkenv.entry import main; main()\n"
+        "from sparkenv.cli.entry import main; main()\n"
     )
     env = {"TMPDIR": str(tmp), "UV_CACHE_DIR": str(tmp_path / "uv"), "UV_HTTP_TIMEOUT": "120"}
     out = tmp_path / "out"

@@ -11,7 +11,7 @@ import pytest
 from artifacts import Index, platform_args, serve
 from packaging.pylock import Pylock
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 
 LINUX = 'platform_system == "Linux"'
 

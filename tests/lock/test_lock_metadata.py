@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from artifacts import Index, serve
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 from sparkenv.resolve import metadata, remote_zip
 
 # ~2,400 members with long names: a central directory of ~250 KiB, far past the last 64 KiB of the file

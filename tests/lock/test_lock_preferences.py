@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from artifacts import Index, serve
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 from sparkenv.resolve import preferences
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from pypi_lock import by as _by
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 
 pytestmark = pytest.mark.network
 NGC_TORCH = "2.10.0a0+b558c986e8.nv25.11"

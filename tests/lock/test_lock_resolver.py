@@ -10,7 +10,7 @@ import pytest
 from artifacts import Index, serve
 from packaging.pylock import Pylock
 
-from sparkenv.datafiles import parse_toml
+from sparkenv.core.datafiles import parse_toml
 
 ARM = "cp312-cp312-manylinux_2_28_aarch64"
 NGC_TORCH = "2.10.0a0+b558c986e8.nv25.11"  # what the ngc-25.11 profile provides

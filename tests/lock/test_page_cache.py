@@ -16,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from packaging.version import Version
 
-from sparkenv import credentials, fetch, profiles
+from sparkenv.core import credentials, fetch
+from sparkenv.knowledge import profiles
 from sparkenv.resolve import fallbacks, page_cache
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"

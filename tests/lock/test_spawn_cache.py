@@ -278,7 +278,7 @@ def test_a_secret_in_uvs_variables_is_never_kept(locker: Locker):
 
 SPY = (
     "import sys\n"
-    "import sparkenv.children as c\n"
+    "import sparkenv.core.children as c\n"
     "spawn, pid_file = c.spawn, sys.argv.pop(1)\n"
     "def spy(*a, **k):\n"
     "    p = spawn(*a, **k)\n"
@@ -288,7 +288,7 @@ SPY = (
     "    return p\n"
     "c.spawn = spy\n"
     "sys.argv[0] = 'sparkenv'\n"
-    "from sparkenv.entry import main; main()\n"
+    "from sparkenv.cli.entry import main; main()\n"
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkenv.report import Status
+from sparkenv.core.report import Status
 from sparkenv.rules import g10_agreement as judge_agreement
 
 

@@ -77,7 +77,7 @@ def test_install_verify_status_uninstall(venv: Path) -> None:
 def test_audit_sees_the_installed_override(venv: Path) -> None:
     """sparkenv audit's G2 check looks for the same file name in the site folder."""
     sparkenv("patch", "sdpa", "--install", str(venv))
-    from sparkenv import datafiles
+    from sparkenv.core import datafiles
     from sparkenv.environment import target
 
     assert datafiles.load("packages")["sdpa_override_pth"] == PTH

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from sparkenv.core.report import LINE_RE, Finding, GotchaId, Report, Status, parse_ids
 from sparkenv.render import json_report, junit, sarif, text
-from sparkenv.report import LINE_RE, Finding, GotchaId, Report, Status, parse_ids
 from sparkenv.rules import GOTCHAS
 
 

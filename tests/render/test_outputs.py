@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv import outputs
+from sparkenv.core import outputs
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -107,7 +107,7 @@ def test_a_fifo_with_a_reader_gets_the_report(env, clean_root, tmp_path: Path):
         reader.join(10)
         os.close(fd)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(b"".join(got))["schema"] == "sparkenv.report/1"
+    assert json.loads(b"".join(got))["schema"] == "sparkenv.core.report/1"
 
 
 def test_write_all_moves_every_file_or_none(tmp_path: Path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from sparkenv.report import COMMANDS, LINE_RE
+from sparkenv.core.report import COMMANDS, LINE_RE
 
 FACTS = Path(__file__).parents[1] / "fixtures" / "facts"
 
@@ -128,7 +128,7 @@ EVERY_COMMAND += ("--waive", "--waivers")
 
 def _shared_help(command: str) -> dict[str, str]:
     """The shared reporting options of a command, as the typer options declare them: option -> help."""
-    from sparkenv import cli_options
+    from sparkenv.cli import options as cli_options
 
     params = cli_options.GATE_PARAMETERS if command == "gate" else cli_options.PARAMETERS
     out = {}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkenv import rules
-from sparkenv.report import Finding, Status, merge_by_subject
+from sparkenv.core.report import Finding, Status, merge_by_subject
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import gate_helpers
 from conftest import ElfFactory, Env, make_env
 from packaging.requirements import Requirement
 
-from sparkenv import profiles
 from sparkenv.audit import scan
 from sparkenv.cuda import coverage
 from sparkenv.environment import target
@@ -26,6 +25,7 @@ from sparkenv.facts.installed import AuditFacts
 from sparkenv.facts.live import GateFacts
 from sparkenv.facts.resolved import Locked, ResolvedFacts
 from sparkenv.facts.timeseries import GpuProcess, GpuReading, Sample, Series
+from sparkenv.knowledge import profiles
 from sparkenv.lock import read as lockread
 from sparkenv.resolve import inputs
 from sparkenv.resolve import run as resolve_run

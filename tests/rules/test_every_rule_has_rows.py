@@ -9,7 +9,7 @@ from pathlib import Path
 from rule_table import Row, registry
 
 from sparkenv import rules
-from sparkenv.report import Status
+from sparkenv.core.report import Status
 
 HERE = Path(__file__).parent
 

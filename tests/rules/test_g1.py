@@ -6,7 +6,7 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
-from sparkenv.report import Status
+from sparkenv.core.report import Status
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
 CU130 = "install the CUDA 13 build from https://download.pytorch.org/whl/cu130 or use the NGC image"

@@ -7,8 +7,8 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
+from sparkenv.core.report import Status
 from sparkenv.knowledge import packages
-from sparkenv.report import Status
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
 DROP = "pip uninstall flash-attn and use SDPA"

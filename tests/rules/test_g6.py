@@ -6,7 +6,7 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
-from sparkenv.report import Status
+from sparkenv.core.report import Status
 
 VLLM = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
 

@@ -7,8 +7,8 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
+from sparkenv.core.report import Status
 from sparkenv.cuda import coverage
-from sparkenv.report import Status
 
 REBUILD = "install a build of mylib with kernels for 12.1"
 TORCH_13 = "use a CUDA 13 torch (cu130 index or NGC) built with sm_120"

@@ -7,7 +7,7 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
-from sparkenv.report import Status
+from sparkenv.core.report import Status
 
 ROWS = [
     Row(

@@ -10,10 +10,10 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
+from sparkenv.core.report import Status
 from sparkenv.facts import image as base_facts
 from sparkenv.facts.lockfile import Currency, LockFileFacts, Outcome
 from sparkenv.facts.resolved import FallbackFacts
-from sparkenv.report import Status
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
 SHIPPED_LOCK = str(Path(__file__).resolve().parents[2] / "lockfiles" / "pylock.ngc-25-11.toml")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from sparkenv import rules
+from sparkenv.core.report import Status
 from sparkenv.facts import image as base_facts
 from sparkenv.facts.lockfile import Currency, LockFileFacts, Outcome
 from sparkenv.image.base_report import findings as judged
-from sparkenv.report import Status
 
 BASE_CHECK = Path(str(resources.files("sparkenv.image").joinpath("base_check.py")))
 

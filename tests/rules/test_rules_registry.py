@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sparkenv import gotchas, profiles, rules
+from sparkenv import gotchas, rules
 from sparkenv.audit.run import audit
+from sparkenv.core.report import LINE_RE, Finding, Status
 from sparkenv.facts.resolved import Locked
-from sparkenv.report import LINE_RE, Finding, Status
+from sparkenv.knowledge import profiles
 from sparkenv.resolve import policy
 from sparkenv.resolve.check import check
 
@@ -79,7 +80,7 @@ def _crash(facts):
 def test_an_audit_rule_that_raises_is_an_error_line(env, clean_root, monkeypatch, capsys):
     """A fault we cannot cause for real (every shipped rule handles the facts we can build), so a
     crashing rule is added to the registry; everything else runs for real, through the CLI's main()."""
-    from sparkenv import cli
+    from sparkenv.cli.commands import app as cli
     from sparkenv.rules import g9
 
     monkeypatch.setattr(g9, "RULES", (*g9.RULES, rules.Rule(rules.Stage.INSTALLED, _crash, "nothing")))

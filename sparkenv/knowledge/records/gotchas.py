@@ -4,8 +4,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from sparkenv.core.report import GotchaId
 from sparkenv.knowledge.schema import KnowledgeError, build
-from sparkenv.report import GotchaId
 
 
 class GotchaText(NamedTuple):

@@ -4,8 +4,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from sparkenv.core.report import GotchaId, Status
 from sparkenv.knowledge.schema import build
-from sparkenv.report import GotchaId, Status
 
 
 class HostIssue(NamedTuple):

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.printable import printable
 
 _ALNUM = r"[a-z0-9]+"
 _SEPARATOR = r"(?:[_.]|__|[-]+)"

@@ -17,8 +17,8 @@ import errno
 import os
 import stat
 
-from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.printable import printable
 
 MiB = 1 << 20
 # Big enough for any real metadata file (torch's RECORD is ~2 MiB, a CUDA venv's largest ~6 MiB), small

@@ -1,6 +1,6 @@
 """A command-line option declared once: its spellings, type, default and help, for both parsers of a command
-— the typer command (sparkenv/cli_options.py builds its parameter from it) and the lean parser of the
-commands users wait on (sparkenv/fastargs.py reads the same declaration). Adding an option to `check`,
+— the typer command (sparkenv/cli/options.py builds its parameter from it) and the lean parser of the
+commands users wait on (sparkenv/core/fastargs.py reads the same declaration). Adding an option to `check`,
 `audit` or the reporting options is one Option in one tuple; no second table to keep in step.
 
 Declared without typer: the lean parsers must not import it (typer pulls click and pydantic, which cost

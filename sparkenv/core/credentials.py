@@ -16,7 +16,7 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sparkenv.redact import redact
+from sparkenv.core.redact import redact
 
 if TYPE_CHECKING:  # imported where a request is made: `sparkenv lock` starts uv before any (20 ms)
     import urllib.request
@@ -106,7 +106,7 @@ def _keyring(service: str, user: str) -> str | None:
     a failure, or no answer within the timeout). The child is killed with its group on every path."""
     import subprocess
 
-    from sparkenv import children
+    from sparkenv.core import children
 
     key = (service, user)
     with _lock:

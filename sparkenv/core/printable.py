@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sparkenv.redact import redact
+from sparkenv.core.redact import redact
 
 # Lone surrogates (undecodable bytes), and control characters other than tab and newlines: a file name
 # holding ESC would drive the terminal, and XML 1.0 cannot carry C0 controls at all (JUnit).
@@ -28,7 +28,7 @@ def _escape(m: re.Match[str]) -> str:
 
 def printable(text: str) -> str:
     """`text` with every lone surrogate and control character written as an escape (`\\xff`), and no
-    credential (the user-info of a URL: sparkenv.redact): what any output may carry."""
+    credential (the user-info of a URL: sparkenv.core.redact): what any output may carry."""
     text = redact(text)
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 

@@ -1,5 +1,5 @@
-"""Typer options built from the declared ones (sparkenv/optionspec.py), so a command's typer parser and
-its lean one (sparkenv/fastargs.py) read one declaration. The reporting options every report-producing
+"""Typer options built from the declared ones (sparkenv/core/optionspec.py), so a command's typer parser and
+its lean one (sparkenv/core/fastargs.py) read one declaration. The reporting options every report-producing
 command shares (render/options.py) are added to each command by `@reporting()`, which hands the command
 one ReportOptions; `typer_option` gives a typer-only command's parameter from a shared declaration."""
 
@@ -12,8 +12,8 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from sparkenv import optionspec
-from sparkenv.optionspec import Option
+from sparkenv.core import optionspec
+from sparkenv.core.optionspec import Option
 from sparkenv.render.options import GATE_REPORTING, REPORTING, ReportOptions, bundle
 
 __all__ = [
@@ -37,7 +37,7 @@ ENVIRONMENT = typer.Argument(
 
 
 def typer_option(option: Option) -> Any:
-    """The typer option of a declared one (sparkenv/optionspec.py): its spellings, metavar, help, envvar."""
+    """The typer option of a declared one (core/optionspec.py): its spellings, metavar, help, envvar."""
     return typer.Option(
         *option.flags, metavar=option.metavar, help=option.help, envvar=option.envvar, hidden=option.hidden
     )
@@ -67,7 +67,7 @@ def reporting(*, gate: bool = False, options: Sequence[Option] = ()) -> Callable
     `reporting=ReportOptions(...)`, already checked: a bad --select or --format is exit 2 before any work.
     The command declares `*, reporting: opts.ReportOptions` and passes it to `emit(report, reporting)`.
     `options`: the command's own declared options (those its lean parser reads too), added after its
-    arguments; the command gets their values as `values={name: value}` (sparkenv.optionspec.values)."""
+    arguments; the command gets their values as `values={name: value}` (sparkenv.core.optionspec.values)."""
     shared = GATE_PARAMETERS if gate else PARAMETERS
     declared = tuple(parameter(o) for o in options)
 

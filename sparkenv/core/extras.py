@@ -7,7 +7,7 @@ adds uv, `sparkenv[build]` the docker SDK, `sparkenv[all]` both. A command missi
 
 from __future__ import annotations
 
-from sparkenv.errors import ServiceMissing
+from sparkenv.core.errors import ServiceMissing
 
 EXTRAS = {
     "lock": ("uv", "`sparkenv lock` (and `sparkenv build INPUT…`) resolve with uv"),

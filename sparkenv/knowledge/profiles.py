@@ -14,9 +14,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from sparkenv import schema
-from sparkenv.errors import SparkenvError
-from sparkenv.names import canonical
+from sparkenv.core import schema
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.names import canonical
 
 PLATFORMS = {
     "linux/aarch64": "aarch64",
@@ -154,7 +154,7 @@ class Profile:
 def _data_dir():
     """The shipped profiles: a plain folder (importlib.resources, which imports tempfile, zipfile and a
     dozen more, only where sparkenv runs from a zip archive, as datafiles.load does)."""
-    here = Path(__file__).resolve().parent / "data" / "profiles"
+    here = Path(__file__).resolve().parent.parent / "data" / "profiles"
     if here.is_dir():
         return here
     from importlib import resources
@@ -170,7 +170,7 @@ def _parse(text: str, where: str) -> Profile:
     if not data.get("source"):
         data["source"] = f"{where} (hand-written)"
     provides = _values(data, where)
-    from sparkenv.image_reference import check_digest, check_image
+    from sparkenv.core.image_reference import check_digest, check_image
 
     if data.get("image"):  # "" is allowed: a profile for a venv, built on with --base
         check_image(str(data["image"]), f"{where}: image")
@@ -195,7 +195,7 @@ def _parse(text: str, where: str) -> Profile:
 
 
 def _toml(text: str, where: str) -> dict[str, Any]:
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.core.datafiles import TOMLDecodeError, parse_toml
 
     try:
         return parse_toml(text)
@@ -267,7 +267,7 @@ def _shipped_file(name: str) -> Profile | None:
 
 @functools.cache
 def _defaults_file() -> dict[str, Any]:
-    from sparkenv.datafiles import parse_toml
+    from sparkenv.core.datafiles import parse_toml
 
     return parse_toml(_data_dir().joinpath("_default.toml").read_text(encoding="utf-8"))
 
@@ -295,7 +295,7 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
         path = Path(name_or_path)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        from sparkenv import safe_read
+        from sparkenv.core import safe_read
 
         try:
             text = safe_read.read_text(path, what="a profile file", limit=1 << 20)

@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparkenv.errors import SparkenvError
-from sparkenv.report import GOTCHA_PATTERN, Finding, GotchaId, Report, Status
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.report import GOTCHA_PATTERN, Finding, GotchaId, Report, Status
 
 DEFAULT_FILE = ".sparkenv-waivers.toml"
 _WAIVE_RE = re.compile(rf"({GOTCHA_PATTERN}):(.+)")
@@ -54,8 +54,8 @@ def from_option(text: str) -> Waiver:
 
 def read_file(path: Path, required: bool) -> list[Waiver]:
     """The waivers of a file; a missing default file is no waivers, a named one must exist."""
-    from sparkenv import safe_read
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.core import safe_read
+    from sparkenv.core.datafiles import TOMLDecodeError, parse_toml
 
     if not path.exists() and not required:
         return []

@@ -1,5 +1,5 @@
-"""How every sparkenv process starts its output and ends: shared by the typer CLI (sparkenv.cli) and
-the gate's fast path (sparkenv.entry), so both survive any stream encoding and end with the same lines."""
+"""How every sparkenv process starts its output and ends: shared by the typer CLI (sparkenv.cli.commands) and
+the gate's fast path (sparkenv.cli.entry), so both survive any stream encoding and end with the same lines."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from sparkenv.errors import SparkenvError
-from sparkenv.redact import redact
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.redact import redact
 
 BROKEN_PIPE_EXIT = 128 + 13  # what a shell reports for a writer killed by SIGPIPE (`sparkenv … | head`)
 
@@ -152,7 +152,7 @@ def _suppress_os() -> Any:
 
 
 def stopped(signum: int | None) -> None:
-    from sparkenv import signals
+    from sparkenv.core import signals
 
     line, code = signals.closing_line(signum)
     print(line, file=sys.stderr)

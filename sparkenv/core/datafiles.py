@@ -6,7 +6,7 @@ import functools
 import os
 from typing import Any
 
-_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
 def parser() -> Any:
@@ -48,7 +48,7 @@ def parse_toml(text: str) -> dict[str, Any]:
 def read_user_toml(path: str | os.PathLike[str], what: str, limit: int = 16 << 20) -> dict[str, Any]:
     """A user-supplied TOML file (profile, pyproject, lock) read through the safe-read helper; every way
     it can be unreadable is an UnreadableFile (exit 2) naming the file."""
-    from sparkenv.safe_read import UnreadableFile, read_text
+    from sparkenv.core.safe_read import UnreadableFile, read_text
 
     text = read_text(path, what=what, limit=limit)
     tomllib = parser()

@@ -9,7 +9,7 @@ class SparkenvError(Exception):
     exit_code = 2
 
     def __str__(self) -> str:
-        from sparkenv.redact import redact
+        from sparkenv.core.redact import redact
 
         return redact(super().__str__())
 

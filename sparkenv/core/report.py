@@ -6,9 +6,9 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from sparkenv.printable import printable
+from sparkenv.core.printable import printable
 
-SCHEMA = "sparkenv.report/1"
+SCHEMA = "sparkenv.core.report/1"
 # The commands that report, as report.schema.json names them (a test keeps the two equal).
 COMMANDS = ("audit", "check", "lock", "build", "gate", "patch")
 
@@ -48,7 +48,7 @@ class _Gotcha(str, enum.Enum):
 def _catalogue() -> list[str]:
     """The G-numbers in order, read from the catalogue (data/gotchas.toml): a gotcha added there is a
     GotchaId, a valid report id and a valid waiver id without another edit."""
-    from sparkenv.datafiles import load
+    from sparkenv.core.datafiles import load
 
     return list(load("gotchas"))
 
@@ -182,7 +182,7 @@ def parse_ids(values: list[str] | tuple[str, ...] | None, option: str) -> frozen
     A value that is not a G-number is a usage error naming the option (exit 2)."""
     if not values:
         return None
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core.errors import SparkenvError
 
     found: set[GotchaId] = set()
     for value in values:

@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sparkenv.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError
 
 Check = Callable[[Any], bool]
 

@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from sparkenv import process_exit
-from sparkenv.report import GotchaId
+from sparkenv.cli import process_exit
+from sparkenv.core.report import GotchaId
 
 app = typer.Typer(
     name="sparkenv",
@@ -137,8 +137,8 @@ def main() -> None:
 
 
 def _main() -> None:
-    from sparkenv import signals
-    from sparkenv.errors import SparkenvError
+    from sparkenv.core import signals
+    from sparkenv.core.errors import SparkenvError
 
     _survive_any_encoding()
     signals.install()

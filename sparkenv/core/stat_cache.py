@@ -1,4 +1,4 @@
-"""What sparkenv read from a file's bytes, remembered per file in the cache folder (sparkenv/cache.py), so
+"""What sparkenv read from a file's bytes, remembered per file in the cache folder (core/cache.py), so
 that a start re-reads only the files that changed.
 
 An entry belongs to one path and holds the file's stat key: size, mtime_ns, ctime_ns and inode. Any
@@ -30,7 +30,7 @@ class StatCache:
         self.path, self.reader, self.entries, self.dirty = path, reader, {}, False
         if path is None:
             return
-        from sparkenv import safe_read
+        from sparkenv.core import safe_read
 
         try:
             # through safe_read: a FIFO put in the cache's place must not hang a start, nor a huge file
@@ -47,8 +47,8 @@ class StatCache:
     @classmethod
     def in_cache_folder(cls, name: str, reader: str) -> StatCache:
         """The cache file `name` in the cache folder; an unusable folder gives a cache that keeps nothing."""
-        from sparkenv import cache
-        from sparkenv.errors import SparkenvError
+        from sparkenv.core import cache
+        from sparkenv.core.errors import SparkenvError
 
         try:
             return cls(cache.folder() / name, reader)
@@ -81,7 +81,7 @@ class StatCache:
         # sparkenv's one atomic write, imported only when there is something to save (the gate's start)
         import json
 
-        from sparkenv import outputs
+        from sparkenv.core import outputs
 
         # entries of files that are gone (a removed venv, a test's temporary folder) are dropped
         self.entries = {p: e for p, e in self.entries.items() if os.path.exists(p)}

@@ -1,8 +1,8 @@
 """The `sparkenv` command's first stop: `sparkenv gate`, `check`, `lock` and `audit` take a fast path that
 never imports typer (the gate runs before every workload, check on every commit, lock beside a uv that
-takes under a second warm; see sparkenv/fastargs.py);
-every other command goes to the typer app in sparkenv.cli. All end the same way
-(sparkenv/process_exit.py)."""
+takes under a second warm; see sparkenv/core/fastargs.py);
+every other command goes to the typer app in sparkenv.cli.commands. All end the same way
+(sparkenv/cli/process_exit.py)."""
 
 from __future__ import annotations
 
@@ -12,22 +12,23 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["gate"]:
-        from sparkenv import process_exit
+        from sparkenv.cli import process_exit
 
         process_exit.guarded(lambda: _gate(argv[1:]))
     elif argv[:1] and argv[0] in LEAN:
-        from sparkenv import process_exit
+        from sparkenv.cli import process_exit
 
         process_exit.guarded(lambda: _lean(LEAN[argv[0]], argv[1:]))
-    from sparkenv.cli import main as cli_main
+    from sparkenv.cli.commands import main as cli_main
 
     cli_main()
 
 
 def _gate(argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option)."""
-    from sparkenv import children, process_exit, signals
-    from sparkenv.errors import SparkenvError
+    from sparkenv.cli import process_exit
+    from sparkenv.core import children, signals
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.gate import entry, fastpath
 
     process_exit.survive_any_encoding()
@@ -54,7 +55,7 @@ def _gate(argv: list[str]) -> None:
         process_exit.internal_error(exc)
 
 
-# Commands with a parser of their own (sparkenv/fastargs.py): module with parse(argv) and run(args)
+# Commands with a parser of their own (sparkenv/core/fastargs.py): module with parse(argv) and run(args)
 LEAN = {
     "check": "sparkenv.resolve.check_args",
     "lock": "sparkenv.resolve.lock_args",
@@ -66,8 +67,9 @@ def _lean(module_name: str, argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option …)."""
     import importlib
 
-    from sparkenv import process_exit, signals
-    from sparkenv.errors import SparkenvError
+    from sparkenv.cli import process_exit
+    from sparkenv.core import signals
+    from sparkenv.core.errors import SparkenvError
 
     process_exit.survive_any_encoding()
     signals.install()

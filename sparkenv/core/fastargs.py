@@ -1,6 +1,6 @@
 """A command line read without typer, click or pydantic, for the commands users wait on (the gate before
 every workload, `check` in pre-commit hooks, `audit` of an unchanged environment): those imports cost more
-than the commands' own work. It reads the options a command declares (sparkenv/optionspec.py: the same
+than the commands' own work. It reads the options a command declares (sparkenv/core/optionspec.py: the same
 declarations the typer command is built from) — `--name VALUE`, `--name=VALUE`, flags, repeated options,
 `--` — and gives up (None) on anything else (--help, a typo, a missing value), so that the typer command
 answers with its usual help or error."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparkenv.optionspec import Option, spellings
+from sparkenv.core.optionspec import Option, spellings
 
 
 def parse(
@@ -60,7 +60,7 @@ def _store(values: dict[str, object], option: Option, spelled: str, raw: str) ->
         try:
             values[option.name] = option.kind(raw)
         except ValueError:
-            from sparkenv.errors import SparkenvError
+            from sparkenv.core.errors import SparkenvError
 
             raise SparkenvError(f"{spelled}: {raw!r} is not a number") from None
     else:

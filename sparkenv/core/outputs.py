@@ -20,9 +20,9 @@ import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
-from sparkenv.redact import redact
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.printable import printable
+from sparkenv.core.redact import redact
 
 PathLike = str | os.PathLike[str]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.printable import printable
 
 # What marks a project's top folder, looked for from the lock's folder upwards.
 _PROJECT_MARKERS = (".git", "pyproject.toml", ".hg", "setup.py", "setup.cfg")

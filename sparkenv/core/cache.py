@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sparkenv.errors import SparkenvError
-from sparkenv.printable import printable
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.printable import printable
 
 
 def root() -> Path:

@@ -175,7 +175,7 @@ def fork(work: Callable[[], object], register: bool = True, own_group: bool = Fa
         if pid == 0:  # pragma: no cover - the worker's side; tests see its effects
             code = 1
             try:
-                from sparkenv import signals
+                from sparkenv.core import signals
 
                 # the parent's handlers would raise into its own code here; a signal it ignores stays so
                 signals.install_handler(signal.SIG_DFL, _STOPPING)  # type: ignore[arg-type]
