@@ -127,7 +127,7 @@ def _collect(self, deadline):
         T.setdefault("answers", []).append(time.clock_gettime(time.CLOCK_MONOTONIC))
 forked.Forked._collect = _collect
 if VARIANT == "shutdown":
-    from sparkenv.gate import nvml
+    from sparkenv.environment import nvml
     early._gpu_probe = lambda: nvml.probe(shutdown=True)
 if VARIANT == "nonvml":  # timing only: what the gate costs when no NVML session precedes the workload
     early._gpu_probe = lambda: {"available": False, "source": "nvml", "error": "left out (gate_exec.py)"}

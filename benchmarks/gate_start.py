@@ -81,7 +81,7 @@ import json, sys, time
 t0 = time.perf_counter()
 import pynvml
 t1 = time.perf_counter(); pynvml.nvmlInit(); t2 = time.perf_counter()
-from sparkenv.gate import nvml
+from sparkenv.environment import nvml
 t3 = time.perf_counter(); nvml._read(pynvml, 0.0, None); t4 = time.perf_counter()
 pynvml.nvmlShutdown(); t5 = time.perf_counter()
 print(json.dumps({"import pynvml": t1 - t0, "nvmlInit": t2 - t1, "the gate's NVML reads": t4 - t3,

@@ -78,7 +78,7 @@ def _line(label: str, xs: list[float]) -> str:
 
 def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | None) -> None:
     path = str(Path(path).resolve())
-    from sparkenv.knowledge import profiles
+    from sparkenv.environment import profiles
     from sparkenv.resolve import inputs, run, uvdriver
 
     prof = profiles.load(None)

@@ -20,8 +20,7 @@ sys.path.insert(0, "/opt/sparkenv/lib")
 from packaging import tags
 
 from sparkenv.cuda import elf
-from sparkenv.environment import target
-from sparkenv.gate import ldcache
+from sparkenv.environment import ldcache, target
 
 SITE = "/usr/local/lib/python3.11/dist-packages"
 

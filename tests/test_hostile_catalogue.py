@@ -707,7 +707,7 @@ def test_profiles_new_probe_that_never_answers_is_stopped_at_its_timeout(hostile
     went away"), and its container is removed. In-process with read_image's own `timeout` argument
     (PROBE_TIMEOUT, 120 s, has no option or variable to shorten it from the command line)."""
     from sparkenv.core.errors import SparkenvError
-    from sparkenv.resolve.profile_from_image import read_image
+    from sparkenv.image.profile_from_image import read_image
 
     started = time.monotonic()
     with pytest.raises(SparkenvError) as raised:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sparkenv.core.datafiles import parse_toml
 from sparkenv.core.errors import SparkenvError
-from sparkenv.knowledge import profiles
+from sparkenv.environment import profiles
 from sparkenv.resolve import inputs
 
 REPO = Path(__file__).resolve().parents[1]

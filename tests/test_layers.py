@@ -97,7 +97,43 @@ def upward(root: Path) -> list[str]:
 
 def folder(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 else "sparkenv"
+    if module in PAYLOADS:  # copied alone into targets: a folder of its own
+        return module
+    if parts[-1] == "commands":  # a stage's commands.py is the CLI's, wherever it sits
+        return "cli"
+    return parts[1] if len(parts) >= 2 else "sparkenv"
+
+
+def folder_cycles(root: Path) -> list[list[str]]:
+    """Folders that import each other, through any modules: image -> resolve -> image is a cycle even when
+    no single chain of modules closes it. Each as the sorted folders of one strongly connected set."""
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in imports(root):
+        if folder(a) != folder(b):
+            graph.setdefault(folder(a), set()).add(folder(b))
+    found = []
+    for start in sorted(graph):
+        reach, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in reach:
+                    reach.add(nxt)
+                    todo.append(nxt)
+        if start in reach:
+            members = sorted(f for f in reach if start in _reaches(graph, f))
+            if members not in found:
+                found.append(members)
+    return found
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
 
 
 def cycles(root: Path, within: bool = False) -> list[list[str]]:
@@ -149,6 +185,12 @@ def test_no_cycle_joins_two_folders():
     assert cycles(ROOT) == []
 
 
+def test_no_two_folders_import_each_other():
+    """Module cycles can miss it: gate -> watch.launch and watch.sampler -> gate.nvml closed no module
+    cycle, yet the two folders depended on each other (NVML reading now lives in environment/)."""
+    assert folder_cycles(ROOT) == []
+
+
 def test_no_cycle_inside_a_folder_either():
     """render/emit ↔ render/options and the gate's early → entry → probes → early were cycles once: a
     module's imports can be read top to bottom, inside a folder too."""
@@ -187,6 +229,14 @@ def test_a_planted_cycle_between_folders_is_found(tree: Path):
     elf.write_text(elf.read_text() + "\nfrom sparkenv.core import report  # planted\n")
     found = cycles(tree)
     assert any({"sparkenv.core.report", "sparkenv.cuda.elf"} <= set(c) for c in found), found
+
+
+def test_a_planted_folder_cycle_without_a_module_cycle_is_found(tree: Path):
+    """watch/sampler.py reading NVML from gate/ again, as it once did: no module cycle, a folder cycle."""
+    sampler = tree / "sparkenv" / "watch" / "sampler.py"
+    sampler.write_text(sampler.read_text() + "\nfrom sparkenv.gate import probes  # planted\n")
+    assert cycles(tree) == []
+    assert ["gate", "watch"] in folder_cycles(tree)
 
 
 def test_a_planted_cycle_inside_a_folder_is_found(tree: Path):

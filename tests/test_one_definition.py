@@ -267,7 +267,7 @@ GUARDS = [
     # as well) through pins.pinned_clause: the one reader of a specifier's pinning clauses
     Guard(
         "exact-pin extraction",
-        ("environment/pins.py",),
+        ("core/pins.py",),
         _exact_pin,
         "def pin(spec):\n    return spec.version if spec.operator == '==' else None\n",
     ),

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from sparkenv.environment.pins import exact_pin
+from sparkenv.core.pins import exact_pin
 from sparkenv.facts.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
 from sparkenv.facts.ngc import RELEASE_VARIABLE, NgcFacts
 

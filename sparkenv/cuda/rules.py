@@ -136,7 +136,7 @@ def pinned_major(key: str, specifier: str) -> int | None:
     """Major of an exact pin on a versioned CUDA wheel: cuda-toolkit[..]==13.0.2 -> 13."""
     if key not in versioned_names():
         return None
-    from sparkenv.environment.pins import pinned_clause
+    from sparkenv.core.pins import pinned_clause
 
     version = pinned_clause(specifier)
     head = version.split(".")[0] if version else ""

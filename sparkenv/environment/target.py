@@ -194,7 +194,7 @@ def _finish(
     if version is None and interpreter is not None:
         version = _version_from_name(interpreter.resolve().name)
     if machine:
-        from sparkenv.knowledge.profiles import canonical_machine
+        from sparkenv.environment.profiles import canonical_machine
 
         return Target(description, dirs, canonical_machine(machine), "--machine", version, interpreter)
     found = _interpreter_machine(interpreter)

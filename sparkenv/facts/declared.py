@@ -9,7 +9,7 @@ from packaging.markers import Marker
 from packaging.specifiers import SpecifierSet
 
 from sparkenv.environment.markers import applies
-from sparkenv.knowledge.profiles import Profile
+from sparkenv.environment.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Declared:
 
     @property
     def exact(self) -> str | None:
-        from sparkenv.environment.pins import exact_pin
+        from sparkenv.core.pins import exact_pin
 
         return exact_pin(self.specifier)
 

@@ -12,9 +12,9 @@ from packaging.requirements import Requirement
 from sparkenv.cuda.coverage import ObjectKernels
 from sparkenv.cuda.elf import ElfInfo
 from sparkenv.environment.markers import evaluator
+from sparkenv.environment.profiles import Profile
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
-from sparkenv.knowledge.profiles import Profile
 
 if TYPE_CHECKING:
     from packaging.markers import Marker

@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from sparkenv.gate.reading import UnreadableFile, read_bytes
+from sparkenv.environment.reading import UnreadableFile, read_bytes
 
 SCHEMA = "sparkenv.deep-cache/1"
 ENV = "SPARKENV_GATE_DEEP_CACHE"

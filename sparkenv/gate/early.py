@@ -60,7 +60,7 @@ def _started(fn: Callable[[], Any]) -> Any:
 
 
 def _gpu_probe() -> Any:
-    from sparkenv.gate import nvml
+    from sparkenv.environment import nvml
 
     return nvml.probe(shutdown=False)  # the child's exit closes NVML, after it has answered
 

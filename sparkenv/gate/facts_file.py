@@ -11,7 +11,7 @@ from typing import Any
 
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.printable import printable
-from sparkenv.gate.reading import UnreadableFile, read_bytes
+from sparkenv.environment.reading import UnreadableFile, read_bytes
 
 FACTS_SCHEMA = "sparkenv.facts/1"
 LIMIT = 32 << 20  # a real snapshot is ~20 KiB; its dists of a 2,000-package image well under 1 MiB

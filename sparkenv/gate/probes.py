@@ -21,9 +21,9 @@ from sparkenv.core import children
 from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
 from sparkenv.environment.intent import nvfp4_intent
+from sparkenv.environment.reading import UnreadableFile, read_text
 from sparkenv.gate import early, forked, orchestrate
 from sparkenv.gate.facts_file import FACTS_SCHEMA
-from sparkenv.gate.reading import UnreadableFile, read_text
 from sparkenv.knowledge import gate
 
 ENV_KEYS = (
@@ -292,7 +292,7 @@ def probe_torch(opts: Options, deadline: float) -> dict[str, Any]:
 
 
 def _nvml(sample_s: float, deadline: float) -> dict[str, Any]:
-    from sparkenv.gate import nvml  # here only where no child read it (gate/early.py)
+    from sparkenv.environment import nvml  # here only where no child read it (gate/early.py)
 
     return nvml.probe(sample_s, deadline)
 
@@ -369,7 +369,7 @@ def probe_container() -> dict[str, Any]:
 
 def probe_loader() -> dict[str, Any]:
     """Where a leftover CUDA 12 runtime could be picked up by the dynamic loader."""
-    from sparkenv.gate import ldcache
+    from sparkenv.environment import ldcache
 
     hits: list[str] = []
     for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.cuda import elf, rules
-from sparkenv.gate import ldcache
-from sparkenv.gate.reading import UnreadableFile, read_text
+from sparkenv.environment import ldcache
+from sparkenv.environment.reading import UnreadableFile, read_text
 
 _VERSION = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.M)
 _CUDA = re.compile(r"""^cuda\s*(?::[^=\n]*)?=\s*(None|['"]([^'"]*)['"])""", re.M)

@@ -15,9 +15,9 @@ from pathlib import Path
 from sparkenv.core import credentials, safe_read
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.redact import redact
+from sparkenv.environment import profiles
+from sparkenv.environment.profiles import Profile
 from sparkenv.facts.lock import Lock
-from sparkenv.knowledge import profiles
-from sparkenv.knowledge.profiles import Profile
 from sparkenv.lock import write as lockwrite
 
 TEMPLATE = "ngc.Dockerfile"

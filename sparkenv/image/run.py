@@ -76,8 +76,8 @@ def findings_of(audit: dict) -> list[Finding]:
 
 def build(req: BuildRequest) -> BuildOutcome:
     req.reporting.check()
+    from sparkenv.environment import profiles
     from sparkenv.image import base_probe, context, engine, runtime
-    from sparkenv.knowledge import profiles
     from sparkenv.render.emit import write_atomic
 
     started = time.perf_counter()
@@ -245,7 +245,7 @@ def _platform(req: BuildRequest, locked, prof) -> tuple[str, str]:  # type: igno
     """(platform, machine): --platform, else the lock's, else the profile's; a bad value names where it
     came from (the option or the lock)."""
     from sparkenv.core.errors import SparkenvError
-    from sparkenv.knowledge import profiles
+    from sparkenv.environment import profiles
 
     source = "--platform" if req.platform else f"{locked.path}: [tool.sparkenv] platform ="
     platform = req.platform or locked.platform or prof.platform

@@ -46,7 +46,7 @@ class Target:
 
     def python_platform(self) -> str:
         """uv's --python-platform for the image's CPU and glibc (profiles.uv_platform)."""
-        from sparkenv.knowledge.profiles import uv_platform
+        from sparkenv.environment.profiles import uv_platform
 
         return uv_platform(self.machine, self.glibc)
 

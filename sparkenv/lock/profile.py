@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sparkenv.core import confine, project
 from sparkenv.core.errors import SparkenvError
+from sparkenv.environment import profiles
 from sparkenv.facts.lock import Lock
-from sparkenv.knowledge import profiles
 from sparkenv.lock.write import profile_hash
 
 

@@ -292,7 +292,7 @@ def _parse_requirements(path: Path, include_nested: bool = False) -> Pinned:
     """Normalized name -> (exact version or None, sha256 hashes), in pip's own syntax."""
     from pip_requirements_parser import RequirementsFile
 
-    from sparkenv.environment.pins import exact_pin
+    from sparkenv.core.pins import exact_pin
 
     try:
         # from_file, never from_string (it needs a temporary file, and breaks on pathlib): the caller has

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 # `sparkenv lock` names its files (paths_for) before uv starts: nothing more is imported then
 if TYPE_CHECKING:
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.lock import Lock, LockStage
-    from sparkenv.knowledge.profiles import Profile
 
 
 def profile_hash(profile: Profile) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparkenv.core import project
-from sparkenv.knowledge import profiles
+from sparkenv.environment import profiles
 from sparkenv.resolve import inputs as inputs_mod
 
 if TYPE_CHECKING:

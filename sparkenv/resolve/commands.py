@@ -1,4 +1,4 @@
-"""`sparkenv check`, `sparkenv lock` and `sparkenv profiles`: the resolve stage on the command line."""
+"""`sparkenv check` and `sparkenv lock`: the resolve stage on the command line."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ _INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject
 def register(app: typer.Typer) -> None:
     app.command("check")(check)
     app.command("lock")(lock)
-    app.add_typer(_profiles_app(), name="profiles")
 
 
 @opts.reporting(options=CHECK)
@@ -84,90 +83,3 @@ def lock(
     from sparkenv.resolve import lock_args
 
     raise typer.Exit(lock_args.run(lock_args.LockArgs.of(inputs or [], values, reporting)))
-
-
-def _profiles_app() -> typer.Typer:
-    group = typer.Typer(
-        help="The resolution targets (NGC images, the Unsloth and vLLM images, a bare Spark) and writing "
-        "your own.\n\nWithout a subcommand: list the shipped profiles.",
-        invoke_without_command=True,
-        no_args_is_help=False,
-        rich_markup_mode=None,
-    )
-    group.callback()(profiles_list)
-    group.command("new")(profiles_new)
-    return group
-
-
-def profiles_list(
-    ctx: typer.Context,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the profiles as JSON.")] = False,
-) -> None:
-    """List the shipped profiles: image, Python, CUDA, platform, what each base provides, source."""
-    if ctx.invoked_subcommand:
-        return
-    import json
-    from dataclasses import asdict
-
-    from sparkenv.knowledge import profiles
-
-    shipped = profiles.shipped()
-    default = profiles.default_name()
-    if json_out:
-        typer.echo(
-            json.dumps({"default": default, "profiles": [asdict(p) for p in shipped.values()]}, indent=2)
-        )
-        return
-    for p in shipped.values():
-        mark = " (default)" if p.name == default else ""
-        typer.echo(f"{p.name}{mark}")
-        image = p.image or "no base image"
-        typer.echo(f"    {image} · Python {p.python_minor} · CUDA {p.cuda} · {p.python_platform}")
-        if p.provides:
-            known = [f"{k} {v}" for k, v in p.provides.items() if v]
-            unknown = [k for k, v in p.provides.items() if not v]
-            text = ", ".join(known)
-            if unknown:
-                text += ("; " if text else "") + "version not recorded: " + ", ".join(unknown)
-            typer.echo(f"    provides {text}")
-        typer.echo(f"    reviewed {p.reviewed or 'never'} · source {p.source}")
-    typer.echo(
-        "\nYour own target: a TOML file with name and image (the rest defaults to the Spark's), or "
-        "`sparkenv profiles new NAME --from-image IMAGE`; use it with --profile FILE."
-    )
-
-
-def profiles_new(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="The profile's name (a-z, 0-9, . _ -).")],
-    from_image: Annotated[
-        str,
-        typer.Option(
-            "--from-image",
-            metavar="IMAGE",
-            help="The image to read (pulled when absent). It runs once, with its entrypoint bypassed and no "
-            "network.",
-        ),
-    ],
-    output: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--output", "-o", metavar="FILE", help="Where to write it. Default: ./NAME.toml."),
-    ] = None,
-    platform: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--platform", metavar="OS/ARCH", help="The platform to pull, e.g. linux/arm64."),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace FILE when it exists.")] = False,
-) -> None:
-    """Write a complete profile from an image: Python, CUDA, glibc/manylinux, platform, every distribution
-    it provides with its version, its environment and its digest (needs Docker: sparkenv[build]).
-
-    Examples:
-
-      sparkenv profiles new ngc-26.01 --from-image nvcr.io/nvidia/pytorch:26.01-py3
-
-      sparkenv profiles new my-unsloth --from-image unsloth-dgx-spark -o profiles/my-unsloth.toml
-    """
-    from sparkenv.resolve import profile_from_image
-
-    dest, text = profile_from_image.write_profile(name, from_image, output, force, platform)
-    typer.echo(profile_from_image.summary(dest, text))

@@ -37,10 +37,10 @@ from packaging.version import InvalidVersion, Version
 
 from sparkenv.core.redact import redact
 from sparkenv.environment.markers import applies
+from sparkenv.environment.profiles import Profile
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
 from sparkenv.knowledge import packages
-from sparkenv.knowledge.profiles import Profile
 from sparkenv.resolve import page_cache
 from sparkenv.resolve.default_index import installers_default
 

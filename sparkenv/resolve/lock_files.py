@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.core.redact import redact
+from sparkenv.environment import profiles
 from sparkenv.facts.lock import FORMAT
-from sparkenv.knowledge import profiles
 from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite

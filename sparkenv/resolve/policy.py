@@ -12,9 +12,9 @@ from sparkenv.facts.declared import Declared, DeclaredFacts
 
 if TYPE_CHECKING:  # the lock's facts are imported where the lock needs them: check does not
     from sparkenv.core.report import Finding
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.lockfile import LockFileFacts
     from sparkenv.facts.resolved import Locked
-    from sparkenv.knowledge.profiles import Profile
 
 
 def check_declared(

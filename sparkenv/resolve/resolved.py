@@ -12,8 +12,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from sparkenv.core.report import Finding
+from sparkenv.environment import profiles
 from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
-from sparkenv.knowledge import profiles
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import metadata, policy, uvdriver
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.core import project, signals
 from sparkenv.core.errors import SparkenvError
-from sparkenv.knowledge import profiles
+from sparkenv.environment import profiles
 from sparkenv.lock import write as lockwrite
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import spawn_cache, timeline, uvdriver

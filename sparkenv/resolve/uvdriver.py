@@ -19,7 +19,7 @@ from sparkenv.resolve.uv_binary import uv_binary
 from sparkenv.resolve.uv_process import RUST_LOG, Running, environment, stopped
 
 if TYPE_CHECKING:
-    from sparkenv.knowledge.profiles import Profile
+    from sparkenv.environment.profiles import Profile
 
 __all__ = ["RUST_LOG", "Running", "environment", "stopped"]  # started here, run in resolve/uv_process.py
 
@@ -230,7 +230,7 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    from sparkenv.environment.pins import exact_pin
+    from sparkenv.core.pins import exact_pin
 
     m = _FAILED.search(stderr)
     if m is None:

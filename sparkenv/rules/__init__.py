@@ -32,7 +32,7 @@ Where things go (read this before adding a check):
   while the workload runs).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
-  a profile (type and loading) is `sparkenv/knowledge/profiles.py`.
+  a profile (type and loading) is `sparkenv/environment/profiles.py`.
 - A rule that raises becomes one ERROR line naming it (`run_rule`), at every stage: never a traceback,
   never exit 70, never a hidden PASS.
 

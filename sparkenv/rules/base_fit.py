@@ -17,8 +17,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.base_image import BaseImage
-    from sparkenv.knowledge.profiles import Profile
 
 MACHINES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 

@@ -75,7 +75,7 @@ def _accepts(e: Edge, version: str) -> bool:
 
 
 def _exact(e: Edge) -> str | None:
-    from sparkenv.environment.pins import exact_pin
+    from sparkenv.core.pins import exact_pin
 
     return exact_pin(e.req.specifier)
 

@@ -13,9 +13,9 @@ from sparkenv.knowledge import packages
 from sparkenv.rules import cuda_major
 
 if TYPE_CHECKING:
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.declared import Declared, DeclaredFacts
     from sparkenv.facts.resolved import ResolvedFacts
-    from sparkenv.knowledge.profiles import Profile
 
 
 _finding = partial(Finding, GotchaId.G1)  # every finding of this module is G1's

@@ -24,12 +24,12 @@ from sparkenv.rules.cuda_major import Binding
 from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.declared import Declared, DeclaredFacts
     from sparkenv.facts.installed import AuditFacts, DistFacts
     from sparkenv.facts.live import GateFacts
     from sparkenv.facts.override import OverrideFacts
     from sparkenv.facts.resolved import ResolvedFacts, SdistBuild
-    from sparkenv.knowledge.profiles import Profile
 
 _finding = partial(Finding, GotchaId.G2)  # every finding of this module is G2's
 
@@ -112,7 +112,7 @@ def _compiled(d: Declared, profile: Profile, provider: str | None, wheel_cpus: l
 def source_fix(key: str, version: str, profile: Profile) -> str:
     """What to do about a package that would compile CUDA code at install, fitted to the profile in use:
     another shipped profile only when one provides it, SDPA only for flash-attn."""
-    from sparkenv.knowledge import profiles
+    from sparkenv.environment import profiles
 
     others = sorted(
         name for name, p in profiles.shipped().items() if p.provider(key) and name != profile.name

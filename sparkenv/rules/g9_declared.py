@@ -13,8 +13,8 @@ from sparkenv.rules import unsloth
 from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.declared import Declared, DeclaredFacts
-    from sparkenv.knowledge.profiles import Profile
 
 _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 

@@ -14,9 +14,9 @@ from sparkenv.knowledge import packages
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+    from sparkenv.environment.profiles import Profile
     from sparkenv.facts.graph import Edge
     from sparkenv.facts.resolved import ResolvedFacts
-    from sparkenv.knowledge.profiles import Profile
 
 _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from artifacts import Index, serve
 
-from sparkenv.knowledge import profiles
+from sparkenv.environment import profiles
 
 
 @pytest.fixture(scope="module")

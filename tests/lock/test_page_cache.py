@@ -17,7 +17,7 @@ import pytest
 from packaging.version import Version
 
 from sparkenv.core import credentials, fetch
-from sparkenv.knowledge import profiles
+from sparkenv.environment import profiles
 from sparkenv.resolve import fallbacks, page_cache
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"

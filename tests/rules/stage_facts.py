@@ -18,14 +18,13 @@ from packaging.requirements import Requirement
 
 from sparkenv.audit import scan
 from sparkenv.cuda import coverage
-from sparkenv.environment import target
+from sparkenv.environment import profiles, target
 from sparkenv.facts import graph
 from sparkenv.facts.declared import DeclaredFacts
 from sparkenv.facts.installed import AuditFacts
 from sparkenv.facts.live import GateFacts
 from sparkenv.facts.resolved import Locked, ResolvedFacts
 from sparkenv.facts.timeseries import GpuProcess, GpuReading, Sample, Series
-from sparkenv.knowledge import profiles
 from sparkenv.lock import read as lockread
 from sparkenv.resolve import inputs
 from sparkenv.resolve import run as resolve_run

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from sparkenv.environment import profiles
 from sparkenv.facts.base_image import BaseImage
-from sparkenv.knowledge import profiles
 from sparkenv.rules.base_fit import differences
 
 NGC = profiles.load("ngc-25.11")

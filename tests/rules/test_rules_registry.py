@@ -10,8 +10,8 @@ import pytest
 from sparkenv import gotchas, rules
 from sparkenv.audit.run import audit
 from sparkenv.core.report import LINE_RE, Finding, Status
+from sparkenv.environment import profiles
 from sparkenv.facts.resolved import Locked
-from sparkenv.knowledge import profiles
 from sparkenv.resolve import policy
 from sparkenv.resolve.check import check
 

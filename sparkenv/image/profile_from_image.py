@@ -75,7 +75,7 @@ def _toml_str(value: str) -> str:
 
 def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str:
     """The profile's TOML text, commented: where each value came from, and what is UNVERIFIED."""
-    from sparkenv.knowledge import profiles
+    from sparkenv.environment import profiles
 
     digest = facts.repo_digests[0] if facts.repo_digests else ""
     identity = f"{image}@{digest}" if digest else f"{image} (image id {facts.image_id}, not from a registry)"
@@ -169,7 +169,7 @@ def write_profile(
 ) -> tuple[Path, str]:
     """Run IMAGE, write NAME's profile (default ./NAME.toml); the text is checked by sparkenv's own
     profile reader before anything is written, and written whole or not at all."""
-    from sparkenv.knowledge import profiles
+    from sparkenv.environment import profiles
     from sparkenv.render.emit import write_atomic
 
     if not profiles.NAME_RE.fullmatch(name):
@@ -197,6 +197,6 @@ def summary(dest: Path, text: str) -> str:
 
 
 def _reparse(dest: Path, text: str):  # type: ignore[no-untyped-def]
-    from sparkenv.knowledge import profiles
+    from sparkenv.environment import profiles
 
     return profiles.parse(text, os.fspath(dest))

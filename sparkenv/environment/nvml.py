@@ -27,7 +27,7 @@ def library_path() -> str | None:
     on a machine without the driver, this look-up says so without paying for it."""
     import os
 
-    from sparkenv.gate import ldcache
+    from sparkenv.environment import ldcache
 
     machine = os.uname().machine  # what platform.machine() says on Linux, without importing platform
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)

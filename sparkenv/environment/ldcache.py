@@ -12,7 +12,7 @@ import functools
 import os
 import struct
 
-from sparkenv.gate.reading import UnreadableFile, read_bytes
+from sparkenv.environment.reading import UnreadableFile, read_bytes
 
 CACHE = "/etc/ld.so.cache"
 # The cache to read instead (an image's root mounted elsewhere; tests that need a machine without CUDA).
