@@ -1,10 +1,10 @@
-"""sparkenv's HTTP requests with connections kept open (sparkenv/core/fetch.py's pool) against one connection
+"""sparkenv's HTTP requests with connections kept open (sparkenv/index/fetch.py's pool) against one connection
 per request (the pool held at zero idle connections: what urllib does), side by side in one run.
 
     python benchmarks/fetch_keepalive.py [--runs 5] [--lock pylock.toml]
 
 The requests are those a cold lock makes after uv names its picks: the tail (central directory) of every
-binary wheel a lock holds, by range request, 16 threads at once as resolve/early.py reads them, and one
+binary wheel a lock holds, by range request, 16 threads at once as lock/early.py reads them, and one
 thread at a time as the members of one wheel were read. The lock file: --lock, else one written by
 `sparkenv lock` of the shipped playbook input (needs the package index the client is configured for).
 Printed: wall time, this process's CPU time, connections opened; medians; interleaved rounds.
@@ -25,9 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sparkenv.core import credentials, fetch  # noqa: E402
 from sparkenv.core.datafiles import parse_toml  # noqa: E402
-from sparkenv.resolve import wheel_files  # noqa: E402
+from sparkenv.index import (  # noqa: E402
+    credentials,
+    fetch,
+    wheel_files,
+)
 
 
 def _urls(lock: Path) -> list[str]:

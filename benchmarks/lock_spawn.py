@@ -6,7 +6,7 @@ a run costs a fraction of a second and the rounds can be many; the index is neve
     python benchmarks/lock_spawn.py [--runs 15] [--input FILE] --before DIR
 
 Cases, interleaved, each first in turn: a warm re-lock (a lock and, after, its spawn cache entry from an
-earlier full lock: resolve/spawn_cache.py), a miss with the earlier lock present (a fresh
+earlier full lock: lock/spawn_cache.py), a miss with the earlier lock present (a fresh
 SPARKENV_CACHE_DIR), the first lock (no earlier lock, fresh cache). Run it from any folder.
 """
 

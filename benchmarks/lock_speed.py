@@ -14,7 +14,7 @@ commands meet the index's latency of that moment, which drifts between rounds) a
 - uv warm, sparkenv cold: the case where sparkenv used to download again what uv had just fetched.
 - first: cold caches and no earlier lock, for both (every other case re-locks: bare uv re-reads the
   output file it wrote last time and prefers its versions, and sparkenv hands uv the lock it replaces
-  the same way, resolve/preferences.py — each command keeps its own output between its runs).
+  the same way, lock/preferences.py — each command keeps its own output between its runs).
 Inputs: the shipped playbook input and benchmarks/inputs/large-project.txt (a vLLM-sized project) unless
 --input names others. --before DIR: also time the sparkenv of another checkout (PYTHONPATH=DIR), in the
 same rounds: before and after from one run. Needs the package index (PyPI by default).
@@ -79,7 +79,8 @@ def _line(label: str, xs: list[float]) -> str:
 def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | None) -> None:
     path = str(Path(path).resolve())
     from sparkenv.environment import profiles
-    from sparkenv.resolve import inputs, run, uvdriver
+    from sparkenv.lock import uvdriver
+    from sparkenv.resolve import inputs, run
 
     prof = profiles.load(None)
     inp = inputs.read([path])
@@ -204,7 +205,7 @@ def _print_case(
 
 
 def _breakdown(timeline: Path, span: list[float]) -> dict[str, float]:
-    """One run's timeline (sparkenv/resolve/timeline.py) as spans from this benchmark's spawn of it; {}
+    """One run's timeline (sparkenv/lock/timeline.py) as spans from this benchmark's spawn of it; {}
     when it lacks the marks these spans need."""
     import json
 
@@ -268,7 +269,7 @@ def _same_output(work: Path) -> str:
 
 
 def _same_when_kept(work: Path, warm: dict[str, str], lock_run) -> None:  # type: ignore[no-untyped-def]
-    """The re-lock right after the fill, which takes the judgement kept by it (resolve/judged_cache.py),
+    """The re-lock right after the fill, which takes the judgement kept by it (lock/judged_cache.py),
     against before's full judgement: the same files and findings."""
     import json
 

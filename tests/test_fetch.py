@@ -1,4 +1,4 @@
-"""sparkenv/core/fetch.py: one TLS context for all of sparkenv's requests, made the way urlopen makes its own,
+"""index/fetch.py: one TLS context for all of sparkenv's requests, made the way urlopen makes its own,
 so a CA the user trusts through SSL_CERT_FILE is trusted, and an untrusted certificate is refused as
 before. A real HTTPS server on 127.0.0.1 with a certificate made by openssl here."""
 
@@ -101,7 +101,7 @@ class _Counted(SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def plain_server(tmp_path):
-    from sparkenv.core import fetch
+    from sparkenv.index import fetch
 
     (tmp_path / "page").write_text("kept open")
     (tmp_path / "big").write_bytes(bytes(range(256)) * 4096)
@@ -128,7 +128,7 @@ def plain_server(tmp_path):
 
 
 def test_requests_to_one_host_share_a_connection(plain_server):
-    from sparkenv.core import fetch
+    from sparkenv.index import fetch
 
     url, connections = plain_server()
     got = [fetch.urlopen(f"{url}/page", 10).read() for _ in range(5)]
@@ -137,7 +137,7 @@ def test_requests_to_one_host_share_a_connection(plain_server):
 
 
 def test_a_server_that_closes_after_each_answer_is_served_on_new_connections(plain_server):
-    from sparkenv.core import fetch
+    from sparkenv.index import fetch
 
     url, connections = plain_server(protocol="HTTP/1.0")  # it says so: Connection: close
     assert [fetch.urlopen(f"{url}/page", 10).read() for _ in range(3)] == [b"kept open"] * 3
@@ -145,7 +145,7 @@ def test_a_server_that_closes_after_each_answer_is_served_on_new_connections(pla
 
 
 def test_a_connection_the_server_dropped_while_idle_is_replaced_and_the_request_answered(plain_server):
-    from sparkenv.core import fetch
+    from sparkenv.index import fetch
 
     url, connections = plain_server(drop=True)  # drops it without a word: the client finds out on use
     assert [fetch.urlopen(f"{url}/page", 10).read() for _ in range(3)] == [b"kept open"] * 3
@@ -153,7 +153,7 @@ def test_a_connection_the_server_dropped_while_idle_is_replaced_and_the_request_
 
 
 def test_a_response_closed_before_its_end_does_not_leave_its_bytes_to_the_next_request(plain_server):
-    from sparkenv.core import fetch
+    from sparkenv.index import fetch
 
     url, connections = plain_server()
     with fetch.urlopen(f"{url}/big", 10) as resp:
@@ -168,7 +168,7 @@ def test_a_response_closed_before_its_end_does_not_leave_its_bytes_to_the_next_r
 def test_a_missing_file_is_an_http_error_and_the_connection_still_serves(plain_server):
     import urllib.error
 
-    from sparkenv.core import fetch
+    from sparkenv.index import fetch
 
     url, _ = plain_server()
     with pytest.raises(urllib.error.HTTPError) as err:

@@ -6,7 +6,8 @@ Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
   5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, gotchas.py
   4 rules    rules/: every judgement
   3 facts    facts/: the typed facts each stage gathers and the rules read (frozen, no I/O)
-  2 readers  cuda/, environment/, knowledge/ (profiles included): pure readers of files, ELF, data
+  2 readers  cuda/, environment/ (profiles included), knowledge/, index/: pure readers of files, ELF,
+             data, and the package index
   1 core     core/ (report, outputs, safe reads, signals, the cache …), the package's
              __init__, and patches/sdpa.py: a standard-library-only payload that `patch sdpa --install`
              copies into a target, so any layer may read its one definition of the SDPA mode
@@ -24,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 STAGES = {"resolve", "lock", "image", "audit", "gate", "multinode", "patches", "render", "watch", "gotchas"}
-READERS = {"cuda", "environment", "knowledge"}
+READERS = {"cuda", "environment", "knowledge", "index"}
 PAYLOADS = {"sparkenv.patches.sdpa"}
 NAMES = {6: "CLI", 5: "stage", 4: "rules", 3: "facts", 2: "reader", 1: "core"}
 

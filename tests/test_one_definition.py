@@ -37,7 +37,7 @@ def _atomic_write(node: ast.AST) -> bool:
 
 
 def _cache_variable(node: ast.AST) -> bool:
-    return _text(node) == "SPARKENV_CACHE_DIR"  # (resolve/uv_cache.py's XDG_CACHE_HOME is uv's folder)
+    return _text(node) == "SPARKENV_CACHE_DIR"  # (index/uv_cache.py's XDG_CACHE_HOME is uv's folder)
 
 
 def _sdpa_off_words(node: ast.AST) -> bool:

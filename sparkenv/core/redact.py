@@ -1,6 +1,6 @@
 """The one redaction of credentials: nothing sparkenv writes (locks, reports, logs, images) holds the
 user-info of a URL. Credentials stay where uv and pip read them (environment variables, netrc, keyring);
-sparkenv's own requests find them there (sparkenv.core.credentials), never in what it wrote."""
+sparkenv's own requests find them there (sparkenv.index.credentials), never in what it wrote."""
 
 from __future__ import annotations
 

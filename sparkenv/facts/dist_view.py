@@ -57,7 +57,7 @@ class WheelDist:
     key: str
     version: str
     requires: tuple[str, ...]
-    paths: tuple[str, ...]  # its central directory's shared objects and GPU code (resolve/wheel_files.py)
+    paths: tuple[str, ...]  # its central directory's shared objects and GPU code (lock/wheel_files.py)
     shared_objects: list[SharedObject] = field(default_factory=list)
     kernels: list[coverage.ObjectKernels] = field(default_factory=list)
     unread: str = ""

@@ -36,7 +36,7 @@ class FallbackFacts:
 
 @dataclass(frozen=True)
 class SdistBuild:
-    """What an sdist builds, read from its own build files (resolve/sdist_scan.py; judged in rules/g2.py).
+    """What an sdist builds, read from its own build files (lock/sdist_scan.py; judged in rules/g2.py).
 
     kind: 'cuda' (compiles CUDA or C++ against torch), 'native' (C/C++/Cython/Rust, not against torch),
     'pure' (nothing to compile), 'unknown' (the sdist could not be read; evidence says why)."""
@@ -49,7 +49,7 @@ class SdistBuild:
 
 @dataclass(frozen=True)
 class BuildFailure:
-    """uv could not build or download one package while resolving (resolve/uvdriver.py reads uv's words)."""
+    """uv could not build or download one package while resolving (lock/uvdriver.py reads uv's words)."""
 
     key: str
     version: str
@@ -62,7 +62,7 @@ class BuildFailure:
 @dataclass(frozen=True)
 class WheelElves:
     """The ELF and fatbin facts of a GPU package wheel's shared objects read at lock
-    (resolve/wheel_elf.py)."""
+    (lock/wheel_elf.py)."""
 
     objects: tuple[tuple[str, ElfInfo], ...]  # (path in the wheel, its ELF facts) of the members read
     unread: str = ""  # why some were not read (past the budget …); "" when all were
@@ -116,10 +116,10 @@ class ResolvedFacts:
     # Packages uv could not build or download; the rest was resolved without them.
     build_failures: tuple[BuildFailure, ...] = ()
     # The shared objects each resolved binary wheel ships (its zip central directory), or why it could
-    # not be read (resolve/wheel_files.py): the paths the audit reads from RECORD, known at lock.
+    # not be read (lock/wheel_files.py): the paths the audit reads from RECORD, known at lock.
     wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
     # DT_NEEDED of the shared objects in the GPU packages' wheels ((path, ElfInfo) …), or why they were
-    # not read (resolve/wheel_elf.py: a budget per lock).
+    # not read (lock/wheel_elf.py: a budget per lock).
     wheel_elves: dict[str, WheelElves] = field(default_factory=dict)
     # The extras each declared requirement asks for (`vllm[audio]`): where the chains start.
     root_extras: dict[str, set[str]] = field(default_factory=dict)

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from sparkenv.core import credentials, safe_read
+from sparkenv.core import safe_read
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.redact import redact
 from sparkenv.environment import profiles
 from sparkenv.environment.profiles import Profile
 from sparkenv.facts.lock import Lock
+from sparkenv.index import credentials
 from sparkenv.lock import write as lockwrite
 
 TEMPLATE = "ngc.Dockerfile"

@@ -217,7 +217,7 @@ def dependency_wheels(target: Target, timeout: float = DOWNLOAD_TIMEOUT) -> list
 
 def uv() -> str:
     """uv's binary (the `uv` package of sparkenv[build], else uv on PATH), or exit 3 naming the extra."""
-    from sparkenv.resolve.uvdriver import uv_binary
+    from sparkenv.lock.uvdriver import uv_binary
 
     try:
         return uv_binary()
@@ -303,8 +303,9 @@ def _download(url: str, digest: str, dest: Path, timeout: float) -> None:
     import urllib.parse
     import urllib.request
 
-    from sparkenv.core import credentials, outputs
+    from sparkenv.core import outputs
     from sparkenv.core.redact import redact
+    from sparkenv.index import credentials
 
     if dest.is_file() and sha256(dest) == digest:
         return

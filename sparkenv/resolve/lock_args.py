@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 from sparkenv.core import fastargs, optionspec
 from sparkenv.core.errors import SparkenvError
+from sparkenv.lock import timeline
 from sparkenv.render import options as reporting
-from sparkenv.resolve import timeline
 from sparkenv.resolve.options import LOCK
 
 OPTIONS = (*LOCK, *reporting.REPORTING)
@@ -77,11 +77,11 @@ def run(args: LockArgs) -> int:
     from pathlib import Path
 
     from sparkenv.core import signals
-    from sparkenv.resolve import spawn_cache
+    from sparkenv.lock import spawn_cache
 
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
     pending: dict[Path, str] = {}
-    # a re-lock starts uv from the command its last lock ran (resolve/spawn_cache.py), before the modules
+    # a re-lock starts uv from the command its last lock ran (lock/spawn_cache.py), before the modules
     # that compute it are imported; the lock computes it anyway and keeps that uv only when equal
     key = spawn_cache.key(tuple(args._replace(check_only=False, timeout=0.0, reporting=None)))
     early = None
@@ -124,8 +124,8 @@ def _lock(
     cached: Any,
 ) -> Any:
     """The lock itself (resolve/run.py, imported here: after the early uv, if any, started)."""
+    from sparkenv.lock.preferences import Upgrade
     from sparkenv.resolve import run as stage
-    from sparkenv.resolve.preferences import Upgrade
 
     return stage.lock(
         args.inputs,

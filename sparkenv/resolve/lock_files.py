@@ -13,8 +13,8 @@ from sparkenv.facts.lock import FORMAT
 from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
+from sparkenv.lock.uvdriver import IndexOptions, Stage
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve.uvdriver import IndexOptions, Stage
 
 
 def relative(path: Path, out_dir: Path) -> str:

@@ -14,8 +14,10 @@ from packaging.utils import canonicalize_name
 from sparkenv.core.report import Finding
 from sparkenv.environment import profiles
 from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
+from sparkenv.index import metadata
+from sparkenv.lock import uvdriver
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import metadata, policy, uvdriver
+from sparkenv.resolve import policy
 
 
 @dataclass
@@ -23,7 +25,7 @@ class Judged:
     """The resolved set's findings; whether every read they rest on gave its answer (metadata, file
     lists, RECORDs, sdists, ELF within the budget, index pages, a newer release's metadata); and the
     sha256 of each index page read (project -> digest). Only a complete judgement is kept for a re-lock
-    (resolve/judged_cache.py): a read that failed now might not fail next time."""
+    (lock/judged_cache.py): a read that failed now might not fail next time."""
 
     findings: list[Finding]
     complete: bool
@@ -43,7 +45,7 @@ def judged(
     so_files: dict[str, tuple[str, ...] | str] | None = None,
 ) -> Judged:
     from sparkenv.facts import graph
-    from sparkenv.resolve import fallbacks
+    from sparkenv.lock import fallbacks
 
     env = profile.marker_env()
     requires, problems = _requirements_of(locked, metas)
@@ -156,7 +158,7 @@ def _wheel_reads(
 ) -> tuple[Any, Any]:
     """Every binary wheel's file list (unless read already: `so_files`, wheel_files.read's answer), and
     the ELF of the GPU packages' shared objects."""
-    from sparkenv.resolve import wheel_elf, wheel_files
+    from sparkenv.lock import wheel_elf, wheel_files
 
     so_files = wheel_files.read(refs(raw)) if so_files is None else so_files
     gpu = _gpu_packages(locked, edges, so_files)
@@ -167,7 +169,7 @@ def _wheel_reads(
 
 def _gpu_packages(locked: dict[str, Locked], edges: list, so_files: dict[str, Any]) -> set[str]:  # type: ignore[type-arg]
     """Whose shared objects' ELF to read (resolve/wheel_elf.is_gpu_wheel)."""
-    from sparkenv.resolve import wheel_elf
+    from sparkenv.lock import wheel_elf
 
     gpu = {e.source for e in edges if wheel_elf.built_against(e.target)}
     return {
@@ -182,7 +184,7 @@ def _sdist_builds(refs: list[metadata.FileRef]) -> dict[str, SdistBuild]:
     """What each sdist compiles, read from the sdist; packages.toml's known answers (rules/g2.sdist_build)
     need no download."""
     from sparkenv.knowledge import packages
-    from sparkenv.resolve import sdist_scan
+    from sparkenv.lock import sdist_scan
 
     known = packages().compiles_cuda
     return sdist_scan.scan([r for r in refs if r.key not in known])
@@ -194,7 +196,7 @@ def _failed(
     """Each package uv could not build, with its sdist on the index (to read what it builds and needs)."""
     from packaging.version import InvalidVersion, Version
 
-    from sparkenv.resolve import fallbacks
+    from sparkenv.lock import fallbacks
 
     out, refs = [], []
     for bf in failures:
@@ -225,7 +227,7 @@ def _fallbacks(
     reads: Any = None,
 ) -> list:  # type: ignore[type-arg]
     """Declared requirements not pinned exactly, and sdist-only picks: what the index says of them."""
-    from sparkenv.resolve import fallbacks
+    from sparkenv.lock import fallbacks
 
     env = profile.marker_env()
     keys = fallback_roots(inp, profile) | {k for k, p in locked.items() if p.sdist and not p.wheels}

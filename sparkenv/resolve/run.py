@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from sparkenv.core import project, signals
 from sparkenv.core.errors import SparkenvError
 from sparkenv.environment import profiles
+from sparkenv.lock import spawn_cache, timeline, uvdriver
 from sparkenv.lock import write as lockwrite
+from sparkenv.lock.preferences import KEEP, Upgrade
+from sparkenv.lock.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import spawn_cache, timeline, uvdriver
 from sparkenv.resolve.check import profile_for as _profile
-from sparkenv.resolve.preferences import KEEP, Upgrade
-from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 
 if TYPE_CHECKING:
     # what judges (the rules, the report) is imported once uv has started: only uv's command is
@@ -47,14 +47,14 @@ def _index(inp: inputs_mod.Inputs, index_url: str | None, extra: list[str]) -> I
 
 def _remember(index: IndexOptions) -> None:
     """uv gets the URLs as given; sparkenv's own requests find their user-info by realm (never written)."""
-    from sparkenv.core import credentials
+    from sparkenv.index import credentials
 
     credentials.remember([index.index_url, *index.extra_index_urls])
 
 
 def _reads_from(index: IndexOptions) -> str | None:
     """The index sparkenv's own requests read (pages, metadata): the one uv resolves against."""
-    from sparkenv.core import credentials
+    from sparkenv.index import credentials
 
     return index.index_url or credentials.default_index()
 
@@ -190,13 +190,13 @@ def lock(
     nothing). `binding` gives the findings as the user will see them (--select/--ignore, waivers): the
     write is decided on those, so `verdict: ready` always means the lock was written, and a FAIL the user
     ignored or waived does not withhold it. A lock already at the output path gives uv its versions as
-    preferences (resolve/preferences.py) unless `upgrade` says otherwise.
+    preferences (lock/preferences.py) unless `upgrade` says otherwise.
 
     uv starts as soon as its command is known (inputs, profile, stages, what is kept out); the judgement
     of the declared requirements and everything else that does not shape uv's command run while it
     resolves. A declared FAIL then stops uv and ends the lock as it would have before uv started.
     `cached`: the command line's key in the spawn cache and the uv started from it, if any
-    (resolve/spawn_cache.py): kept when its command is the one computed here, else replaced."""
+    (lock/spawn_cache.py): kept when its command is the one computed here, else replaced."""
 
     started = time.perf_counter()
     from sparkenv.core import outputs as output_files
@@ -247,7 +247,7 @@ def lock(
         finally:
             if uv is not None:
                 uv.close()
-    from sparkenv.resolve import filing
+    from sparkenv.core import filing
 
     try:
         return _judged(
@@ -289,7 +289,7 @@ def _judged(
         outcome = lockstatus.Outcome(*shown, inputs_fail=True)
         findings = [*declared, *policy.check_lockfile(lockstatus.LockFileFacts(outcome=outcome))]
         return Report("lock", target, merge_by_subject(findings), profile=profile.name)
-    from sparkenv.resolve import judged_cache
+    from sparkenv.lock import judged_cache
 
     judgement = judged_cache.key(
         "judgement", judged_cache.code_stamp(), judged_cache.text_sha256(resolution.text), inp, profile,
@@ -371,7 +371,7 @@ def _layout(
     """The key of the lock's files as rendered (resolve/lock_files.render) beside the judgement's: where
     they and the inputs are (paths are written relative to the lock folder), the inputs' bytes (their
     hash is written), the project root a profile file is named from, the options recorded."""
-    from sparkenv.resolve import judged_cache
+    from sparkenv.lock import judged_cache
 
     folder = lock_paths[0].parent
     root = project.root(folder) if profile.file else None
@@ -382,9 +382,9 @@ def _layout(
 
 
 def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution) -> list[Finding] | None:
-    """The resolved set's findings kept for this judgement's key (resolve/judged_cache.py), when every
+    """The resolved set's findings kept for this judgement's key (lock/judged_cache.py), when every
     index page they rest on is, asked again now as a full judgement asks it, the same bytes; else None."""
-    from sparkenv.resolve import judged_cache
+    from sparkenv.lock import judged_cache
 
     entry = judged_cache.load(judgement)
     if entry is None:
@@ -403,7 +403,7 @@ def _kept_judgement(judgement: str, index: IndexOptions, resolution: _Resolution
 def _digests_now(entry: Any) -> dict[str, Any]:
     """The sha256 of each index page a kept judgement rests on as the index serves it now, known as the
     full judgement knows it (resolve/page_cache.digest_now: fresh, a 304, the same bytes), by URL."""
-    from sparkenv.resolve import page_cache
+    from sparkenv.index import pages as page_cache
 
     return page_cache.digests_now(sorted({url for url, _ in entry.pages.values()}))
 
@@ -422,7 +422,9 @@ def _judge_afresh(
 ) -> list[Finding]:
     """The resolved set's findings, read and judged; kept for the next re-lock when complete (every
     read answered, no build failure, no ERROR)."""
-    from sparkenv.resolve import judged_cache, metadata, resolved, wheel_files
+    from sparkenv.index import metadata
+    from sparkenv.lock import judged_cache, wheel_files
+    from sparkenv.resolve import resolved
 
     _say(progress, f"uv resolved {len(locked)} package(s) in {took:.1f} s; reading their metadata …")
     t_resolved = time.perf_counter()
@@ -461,7 +463,7 @@ class _Resolution:
     pages: dict[str, Any] = field(default_factory=dict)
     early: Any = None  # resolve.early.EarlyReads
     # what a kept judgement's key before uv is made of, less the lock replaced and --upgrade
-    # (resolve/judged_cache.py); and that key
+    # (lock/judged_cache.py); and that key
     before_uv: tuple[Any, ...] = ()
     before_key: str = ""
     expected: str = ""  # the judgement's key expected before uv, when there was one
@@ -559,9 +561,9 @@ class _Resolving:
         """What runs while uv resolves: the early reads of its picks (fed by its log), the index pages of
         the declared names (for old fallbacks), the imports and data files that judge its answer. When
         the last lock with the same inputs, options and lock to replace came to a judgement that was
-        kept (resolve/judged_cache.py), uv is expected to answer as it did then: only the index pages
+        kept (lock/judged_cache.py), uv is expected to answer as it did then: only the index pages
         that judgement rests on are read, and the imports that take it."""
-        from sparkenv.resolve import judged_cache
+        from sparkenv.lock import judged_cache
 
         reads = _reads_from(self.index)
         self.out.before_uv = (
@@ -579,7 +581,8 @@ class _Resolving:
             self.out.digests = _digests_now(entry)
             _head_start(full=False)
             return
-        from sparkenv.resolve import early, fallbacks, resolved
+        from sparkenv.lock import early, fallbacks
+        from sparkenv.resolve import resolved
 
         self.out.early = early.EarlyReads(reads)
         self.running.read_log(self.out.early.line)
@@ -727,8 +730,8 @@ def _head_start(full: bool = True) -> None:
                 rules.module(gid)
             for name in (
                 "sparkenv.facts.graph", "sparkenv.lock.from_uv", "sparkenv.lock.read", "sparkenv.lock.write",
-                "sparkenv.resolve.lock_files", "sparkenv.resolve.wheel_files", "sparkenv.resolve.wheel_elf",
-                "sparkenv.resolve.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock",
+                "sparkenv.resolve.lock_files", "sparkenv.lock.wheel_files", "sparkenv.lock.wheel_elf",
+                "sparkenv.lock.sdist_scan", "sparkenv.rules.cuda_builds", "packaging.pylock",
             ):  # fmt: skip
                 importlib.import_module(name)
             from sparkenv.core import datafiles

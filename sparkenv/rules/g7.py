@@ -1,7 +1,7 @@
 """G7 — GPU code that does not run on the target GPU (and NVFP4 on SM121): every stage's judgement.
 
 resolved: the same judgement of each package, on the fatbin headers of its resolved wheel's shared
-objects read at lock (resolve/wheel_elf.py, within a budget; what was not read is said, never passed);
+objects read at lock (lock/wheel_elf.py, within a budget; what was not read is said, never passed);
 installed: the GPU code (fatbin targets) of every shared object against the target GPU, judged per
 package by sparkenv/cuda/coverage.py (which suffix runs where is data/kernels.toml); Triton's ptxas
 (audit, and build's self-audit of its image);

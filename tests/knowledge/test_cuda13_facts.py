@@ -88,8 +88,8 @@ def test_the_index_agrees_with_the_data(fact):
     import json
     import urllib.request
 
-    from sparkenv.resolve import remote_zip
-    from sparkenv.resolve.default_index import installers_default
+    from sparkenv.index import remote_zip
+    from sparkenv.index.default_index import installers_default
 
     page = urllib.request.Request(
         f"{installers_default()}{fact.key}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from artifacts import Index, file_url, metadata_text, serve, tar_gz
 
-from sparkenv.resolve import metadata, sdist_scan, wheel_files
+from sparkenv.index import metadata
+from sparkenv.lock import sdist_scan, wheel_files
 
 ARM = "cp312-cp312-manylinux_2_17_aarch64"
 SO = {"native/_ext.so": b"\x7fELF" + b"\0" * 64}

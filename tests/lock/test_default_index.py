@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sparkenv.resolve import default_index
+from sparkenv.index import default_index
 
 
 def test_the_default_index_is_the_one_pip_and_uv_state():

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkenv.resolve import filing, metadata
+from sparkenv.core import filing
+from sparkenv.index import metadata
 
 
 def test_queued_files_are_kept_at_once_and_on_disk_after_wait(tmp_path: Path):

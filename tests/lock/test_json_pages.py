@@ -1,4 +1,4 @@
-"""PEP 691 JSON index pages read in part (resolve/fallbacks.py): only the objects of the wanted files are
+"""PEP 691 JSON index pages read in part (lock/fallbacks.py): only the objects of the wanted files are
 decoded, and what comes out is what decoding the whole page gives. A page served over loopback HTTP
 with the JSON content type, laid out as a large index lays its pages out (a nested object before each
 "filename", PEP 700 versions and upload times, a yanked file), and pages the partial reading must not
@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sparkenv.core import fetch
-from sparkenv.resolve import fallbacks
+from sparkenv.index import fetch
+from sparkenv.lock import fallbacks
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 

@@ -1,5 +1,5 @@
 """A re-lock whose answer did not change takes the judgement kept from the last lock
-(resolve/judged_cache.py): the same lock files byte for byte and the same findings as a full judgement;
+(lock/judged_cache.py): the same lock files byte for byte and the same findings as a full judgement;
 anything the judgement reads that changed (uv's answer, an index page, the inputs, an option, sparkenv
 itself) has it judged again; a damaged entry is not trusted; an incomplete judgement is not kept; no
 credential is kept. Real wheels on a loopback index, the real uv, the real CLI; whether the kept
@@ -316,7 +316,7 @@ def test_the_kept_judgement_is_what_a_full_one_says_in_process(monkeypatch, tmp_
     """judged_cache.load gives back exactly what save kept (statuses, evidence, fixes, odd text)."""
     monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path))
     from sparkenv.core.report import Finding, Status
-    from sparkenv.resolve import judged_cache
+    from sparkenv.lock import judged_cache
 
     found = [
         Finding("G1", Status.FAIL, "no CUDA 13 library", "quantlib", ("a", "b"), "pin it"),

@@ -1,5 +1,5 @@
-"""Reads started while uv resolves (resolve/early.py) and uv's cache of multi-tag wheels
-(resolve/uv_cache.py): real wheels on a loopback index, the real `uv pip compile` and its resolver log."""
+"""Reads started while uv resolves (lock/early.py) and uv's cache of multi-tag wheels
+(index/uv_cache.py): real wheels on a loopback index, the real `uv pip compile` and its resolver log."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 
 from artifacts import Index, file_url, serve
 
-from sparkenv.resolve import early, metadata, uv_cache, wheel_files
+from sparkenv.index import metadata, uv_cache
+from sparkenv.lock import early, wheel_files
 
 # three platform tags, as many real wheels have: a name that long uv files under a hash of its tags
 ARM = "cp312-cp312-manylinux2014_aarch64.manylinux_2_17_aarch64.manylinux_2_28_aarch64"

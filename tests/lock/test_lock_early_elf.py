@@ -1,4 +1,4 @@
-"""The ELF of GPU wheels read while uv resolves (resolve/early.py, resolve/wheel_elf.py), a wheel's
+"""The ELF of GPU wheels read while uv resolves (lock/early.py, lock/wheel_elf.py), a wheel's
 members fetched a few at a time, and the wheel the lock reads when uv picked another of the same
 version: real shared objects compiled here, in real wheels served over loopback HTTP. What matters is
 that the lock's answer is the one a read after uv gives: an early read only saves the wait."""
@@ -11,7 +11,8 @@ import zipfile
 import pytest
 from artifacts import Index, file_url, serve
 
-from sparkenv.resolve import early, metadata, wheel_elf, wheel_files
+from sparkenv.index import metadata
+from sparkenv.lock import early, wheel_elf, wheel_files
 
 ARM = "cp312-cp312-manylinux_2_28_aarch64"
 

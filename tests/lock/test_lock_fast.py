@@ -126,8 +126,8 @@ def test_uv_starts_before_what_only_judges_its_answer(solo, tmp_path):
     later = {
         "typer", "click", "pydantic", "pip_requirements_parser", "sparkenv.render.emit",
         "sparkenv.rules.g1_declared", "sparkenv.rules.g9_declared", "sparkenv.resolve.resolved",
-        "sparkenv.resolve.metadata", "sparkenv.facts.resolved", "sparkenv.facts.graph",
-        "sparkenv.resolve.early", "urllib.request",
+        "sparkenv.index.metadata", "sparkenv.facts.resolved", "sparkenv.facts.graph",
+        "sparkenv.lock.early", "urllib.request",
     }  # fmt: skip
     assert not at_spawn & later
     assert {"sparkenv.rules.g1_declared", "sparkenv.resolve.resolved", "sparkenv.render.emit"} <= at_exit

@@ -10,7 +10,7 @@ import pytest
 from artifacts import Index, serve
 
 from sparkenv.core.datafiles import parse_toml
-from sparkenv.resolve import metadata, remote_zip
+from sparkenv.index import metadata, remote_zip
 
 # ~2,400 members with long names: a central directory of ~250 KiB, far past the last 64 KiB of the file
 MANY = {f"bigpkg/data/{'x' * 40}_{i:05d}.txt": b"." for i in range(2400)}
@@ -139,7 +139,7 @@ def test_the_metadata_uv_cached_while_resolving_is_read_without_a_request(run, t
         metadata_gets = [p for p, _ in server.requests if p.endswith((".metadata", ".whl"))]
     finally:
         server.shutdown()
-    from sparkenv.resolve import uv_cache
+    from sparkenv.index import uv_cache
 
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
     got = uv_cache.requires("cached-1.0-py3-none-any.whl", index_is_pypi=False)

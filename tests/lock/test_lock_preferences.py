@@ -10,7 +10,7 @@ import pytest
 from artifacts import Index, serve
 
 from sparkenv.core.datafiles import parse_toml
-from sparkenv.resolve import preferences
+from sparkenv.lock import preferences
 
 
 @pytest.fixture

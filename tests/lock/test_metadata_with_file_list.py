@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from artifacts import Index, dist_info, file_url, metadata_text, record, serve
 
-from sparkenv.resolve import metadata, remote_zip, wheel_files
+from sparkenv.index import metadata, remote_zip
+from sparkenv.lock import wheel_files
 
 ARM = "cp312-cp312-manylinux_2_17_aarch64"
 SO = {"native/_ext.so": b"\x7fELF" + b"\0" * 64}

@@ -1,4 +1,4 @@
-"""What sparkenv keeps of the index pages it reads (resolve/page_cache.py, through fallbacks.releases),
+"""What sparkenv keeps of the index pages it reads (index/pages.py, through fallbacks.releases),
 against a real index over loopback HTTP that says how long its pages are fresh and answers conditional
 requests: a fresh page is not asked for again, a stale one is revalidated (304: taken as kept; 200: what
 changed shows up in the old-fallback verdict), a damaged file is not trusted and is rewritten, and no
@@ -16,9 +16,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from packaging.version import Version
 
-from sparkenv.core import credentials, fetch
 from sparkenv.environment import profiles
-from sparkenv.resolve import fallbacks, page_cache
+from sparkenv.index import credentials, fetch
+from sparkenv.index import pages as page_cache
+from sparkenv.lock import fallbacks
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 

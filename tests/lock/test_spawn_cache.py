@@ -1,4 +1,4 @@
-"""A re-lock starts uv from the command the last lock of the same command line ran (resolve/spawn_cache.py),
+"""A re-lock starts uv from the command the last lock of the same command line ran (lock/spawn_cache.py),
 then computes its own and keeps that uv only when the two are the same. What users rely on: the lock is
 the one a lock without the cache writes, whatever changed in between (an input edited in place with its
 size and mtime put back, an include, the profile, the index, the lock being replaced); a wrong or damaged

@@ -23,7 +23,7 @@ def _kernels(ctx, build: str | None, gpu=None):
 
 
 def _wheel(ctx, build: str, unread: str = ""):
-    """mylib's resolved wheel at lock, its one member (nvcc's `build`) read as resolve/wheel_elf.py reads
+    """mylib's resolved wheel at lock, its one member (nvcc's `build`) read as lock/wheel_elf.py reads
     it: the bytes through the audit's fatbin reader (environment/kernels.read_bytes)."""
     from sparkenv.cuda import elf
     from sparkenv.environment import kernels

@@ -29,8 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparkenv.resolve import timeline
-from sparkenv.resolve.uv_process import Running
+from sparkenv.lock import timeline
+from sparkenv.lock.uv_process import Running
 
 FORMAT = "sparkenv-spawn-cache 1"
 _WORK = "\x01WORK\x01"  # the work folder's path in a stored command and its files
@@ -118,7 +118,7 @@ class Early:
 
     def claim(self, stage: Any, errors: Any) -> Running:
         """The lock takes this uv over (its work folder too): its errors are read as the lock's own uv's
-        (`errors`: resolve/uvdriver.py error) and name the lock's own stage."""
+        (`errors`: lock/uvdriver.py error) and name the lock's own stage."""
         self.claimed = True
         self.running.stage, self.running.errors = stage, errors
         return self.running
@@ -165,7 +165,7 @@ def start(key_text: str | None, timeout: float) -> Early | None:
         for name, text in files.items():
             with open(work / name, "x", encoding="utf-8") as fh:
                 fh.write(text)
-        from sparkenv.resolve.uv_process import environment
+        from sparkenv.lock.uv_process import environment
 
         out = work / _output(argv)
         running = Running(_Named(Path(argv[3]).stem), argv, out, timeout, environment(None, True), True)
@@ -307,7 +307,7 @@ class Cached:
         only a cache."""
         if self.key is None or self.kept is None:
             return
-        from sparkenv.resolve import preferences
+        from sparkenv.lock import preferences
 
         stamps, work, argv, files, lock, upgrade = self.kept
         where = os.path.abspath(lock)

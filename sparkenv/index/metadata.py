@@ -20,9 +20,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from sparkenv.core import credentials, fetch
 from sparkenv.core.errors import SparkenvError
-from sparkenv.resolve import remote_zip
+from sparkenv.index import credentials, fetch, remote_zip
 
 
 @dataclass(frozen=True)
@@ -54,14 +53,14 @@ def cache_dir() -> Path:
 
 def store(sha256: str, text: str, suffix: str = ".metadata", behind: bool = False) -> None:
     """Keep `text` in the cache by the file's sha256. `behind`: made by the filing thread
-    (resolve/filing.py), as a lock files after uv's exit what it read early."""
+    (core/filing.py), as a lock files after uv's exit what it read early."""
     import contextlib
 
     from sparkenv.core import outputs
 
     path = cache_dir() / f"{sha256}{suffix}"
     if behind:
-        from sparkenv.resolve import filing
+        from sparkenv.core import filing
 
         filing.later(path, text)
         return
@@ -70,9 +69,9 @@ def store(sha256: str, text: str, suffix: str = ".metadata", behind: bool = Fals
 
 
 def cached(sha256: str, suffix: str = ".metadata") -> str | None:
-    """The text kept by the file's sha256: queued in this process (resolve/filing.py), else on disk;
+    """The text kept by the file's sha256: queued in this process (core/filing.py), else on disk;
     None when there is none."""
-    from sparkenv.resolve import filing
+    from sparkenv.core import filing
 
     path = cache_dir() / f"{sha256}{suffix}"
     text = filing.kept(path)
@@ -96,7 +95,7 @@ def _pep658(ref: FileRef, timeout: float) -> str | None:
 
 FROM_WHEEL = "the wheel's METADATA"
 
-# URL -> (text, how), of files read before their sha256 was known (resolve/early.py, from uv's cached
+# URL -> (text, how), of files read before their sha256 was known (lock/early.py, from uv's cached
 # page): taken by a read of the same URL, and filed then under the sha256 that read names
 _BY_URL: dict[str, tuple[str, str]] = {}
 
@@ -156,9 +155,9 @@ def read(
     refs: list[FileRef], timeout: float = 30.0, index_url: str | None = None
 ) -> dict[str, Metadata | str]:
     """key -> its metadata, or a one-line reason it could not be read. What uv cached while resolving
-    (resolve/uv_cache.py) comes first: no second download of what uv fetched a moment before."""
-    from sparkenv.resolve import uv_cache
-    from sparkenv.resolve.default_index import is_installers_default
+    (index/uv_cache.py) comes first: no second download of what uv fetched a moment before."""
+    from sparkenv.index import uv_cache
+    from sparkenv.index.default_index import is_installers_default
 
     if not refs:
         return {}

@@ -1,4 +1,4 @@
-"""What sparkenv keeps of the index pages it read (resolve/fallbacks.py), by URL, under the index's own
+"""What sparkenv keeps of the index pages it read (lock/fallbacks.py), by URL, under the index's own
 HTTP caching rules, as uv keeps its pages.
 
 A page of a big project is megabytes of JSON (thousands of files), read beside uv on every lock, and
@@ -137,11 +137,11 @@ _JSON = "application/vnd.pypi.simple.v1+json"
 
 def get(url: str, timeout: float, conditional: dict[str, str]) -> tuple[int, bytes, Any] | None:
     """(status, body, headers) of the page: a success, or 304 to a conditional request; None when it
-    cannot be read. Asked with the credentials sparkenv finds for its realm (sparkenv.core.credentials)."""
+    cannot be read. Asked with the credentials sparkenv finds for its realm (sparkenv.index.credentials)."""
     import contextlib
     import urllib.error
 
-    from sparkenv.core import credentials, fetch
+    from sparkenv.index import credentials, fetch
 
     # compressed: a JSON page is text, 5-20 x smaller gzipped, and a large project's pages are tens of MB
     headers = {"Accept": f"{_JSON}, text/html;q=0.1", "Accept-Encoding": "gzip", **conditional}
@@ -243,7 +243,7 @@ V = TypeVar("V")
 
 
 def at_once(keys: list[K], read: Callable[[K], V], readers: int, name: str) -> dict[K, Future[V]]:
-    """read(key) for each key, `readers` at a time, so the connections are reused (sparkenv/core/fetch.py)
+    """read(key) for each key, `readers` at a time, so the connections are reused (sparkenv/index/fetch.py)
     rather than one opened per page all at once. Daemon threads: a lock stopped by a signal or an
     error does not wait for them to time out."""
     import threading

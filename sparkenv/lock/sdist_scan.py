@@ -18,9 +18,8 @@ import zipfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-from sparkenv.core import fetch
 from sparkenv.facts.resolved import SdistBuild
-from sparkenv.resolve import metadata
+from sparkenv.index import fetch, metadata
 
 SDIST_CAP = 64 * 1024**2
 # the classifier's version is in the cache's name: a changed reading never meets an old answer

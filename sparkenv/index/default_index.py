@@ -28,7 +28,7 @@ def _pip_default() -> str | None:
 def _uv_default() -> str | None:
     from sparkenv.core import children
     from sparkenv.core.errors import SparkenvError
-    from sparkenv.resolve.uv_binary import uv_binary
+    from sparkenv.index.uv_binary import uv_binary
 
     try:
         proc = children.spawn([uv_binary(), "pip", "compile", "--help"], text=True)

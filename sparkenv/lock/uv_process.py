@@ -1,7 +1,7 @@
 """One `uv pip compile` process under way: started, its log read, its answer awaited, killed on every way
 out. A module of its own, importing nothing but the process registry, so that a re-lock whose uv command
-is cached (resolve/spawn_cache.py) starts uv before the lock's own modules (inputs, profiles, packaging's
-parsers: a tenth of a second) are imported; resolve/uvdriver.py builds the command and starts it here.
+is cached (lock/spawn_cache.py) starts uv before the lock's own modules (inputs, profiles, packaging's
+parsers: a tenth of a second) are imported; lock/uvdriver.py builds the command and starts it here.
 
 uv runs in its own process group (its own session, core/children.py), so a timeout, Ctrl-C, SIGTERM or
 SIGHUP stops uv and everything it started, not only its first process."""
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.core import children
-from sparkenv.resolve import timeline
+from sparkenv.lock import timeline
 
 # uv's log filter that prints only its resolver's decisions (a few hundred lines for a large project),
-# which resolve/early.py reads as uv writes them
+# which lock/early.py reads as uv writes them
 RUST_LOG = "uv_resolver::resolver=debug"
 
 
@@ -36,7 +36,7 @@ class Running:
     """One `uv pip compile` started: `result()` waits for the pylock text it wrote, `stop()` kills it. The
     caller may work while uv resolves (`sparkenv lock` judges the declared requirements then); every way
     out — result(), stop(), an error, a signal — kills uv's whole group and reaps it. `stage`: what the
-    errors name (resolve/uvdriver.py Stage, or anything with a `name`)."""
+    errors name (lock/uvdriver.py Stage, or anything with a `name`)."""
 
     def __init__(
         self,
@@ -51,7 +51,7 @@ class Running:
         import subprocess
 
         self.stage, self.out = stage, out
-        self.errors = errors  # uv's failure read from its stderr (resolve/uvdriver.py error)
+        self.errors = errors  # uv's failure read from its stderr (lock/uvdriver.py error)
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
         self._kept: list[str] = []

@@ -87,8 +87,8 @@ class EarlyReads:
             return
         key, version, filename = got
         if filename.endswith(".whl"):  # what uv has cached of it is parsed now, not after uv returns
-            from sparkenv.resolve import uv_cache
-            from sparkenv.resolve.default_index import is_installers_default
+            from sparkenv.index import uv_cache
+            from sparkenv.index.default_index import is_installers_default
 
             uv_cache.requires(filename, is_installers_default(self.index_url))
         if not _worth_reading(filename) or _answered(self.names.get(filename, ""), filename, key):
@@ -120,8 +120,9 @@ class EarlyReads:
                 job.done.set()
 
     def _read(self, job: _Job) -> None:
+        from sparkenv.index import metadata
         from sparkenv.knowledge import packages
-        from sparkenv.resolve import metadata, sdist_scan, wheel_files
+        from sparkenv.lock import sdist_scan, wheel_files
 
         urls, hashes = self._files_of(job)
         if not urls.get(job.filename):
@@ -149,8 +150,9 @@ class EarlyReads:
         """(file name -> URL, file name -> sha256) of the picked version's files. A wheel's: from the
         page uv cached (uv_cache.file_urls: URLs only, read by URL), else from the index page, as an
         sdist's always are (its scan is kept by the sha256)."""
-        from sparkenv.resolve import fallbacks, uv_cache
-        from sparkenv.resolve.default_index import is_installers_default
+        from sparkenv.index import uv_cache
+        from sparkenv.index.default_index import is_installers_default
+        from sparkenv.lock import fallbacks
 
         if job.filename.endswith(".whl"):
             prefix = job.filename.split("-", 2)
@@ -167,7 +169,7 @@ class EarlyReads:
     def _read_elf(self, ref: Any, job: _Job) -> None:
         """The ELF of a wheel the lock will read it of (wheel_elf.is_gpu_wheel; its Requires-Dist
         taken whatever their markers but an extra), into wheel_elf's memory, on a budget of its own."""
-        from sparkenv.resolve import wheel_elf, wheel_files
+        from sparkenv.lock import wheel_elf, wheel_files
 
         files = wheel_files.read_one(ref, self.timeout)[1]  # from the cache just filled
         if not isinstance(files, tuple):
@@ -182,8 +184,9 @@ class EarlyReads:
     def _needs_gpu(self, ref: Any) -> bool:
         """Whether a Requires-Dist of the wheel names torch or a CUDA library, whatever its marker but
         an extra: from uv's cache, else the metadata the lock would read (read now, into its cache)."""
-        from sparkenv.resolve import metadata, uv_cache, wheel_elf
-        from sparkenv.resolve.default_index import is_installers_default
+        from sparkenv.index import metadata, uv_cache
+        from sparkenv.index.default_index import is_installers_default
+        from sparkenv.lock import wheel_elf
 
         requires = uv_cache.requires(ref.filename, is_installers_default(self.index_url))
         if requires is None:
@@ -246,7 +249,7 @@ def _sorts_first(pick: str, names: list[str]) -> str:
     the pick itself when none sorts before it."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-    from sparkenv.resolve import wheel_files
+    from sparkenv.lock import wheel_files
 
     def kinds(name: str) -> tuple[set[tuple[str, str]], set[tuple[str, ...]]]:
         try:
@@ -268,7 +271,7 @@ def _sorts_first(pick: str, names: list[str]) -> str:
 
 
 def _worth_reading(filename: str) -> bool:
-    from sparkenv.resolve import wheel_files
+    from sparkenv.lock import wheel_files
 
     return wheel_files.is_binary(filename) if filename.endswith(".whl") else True
 
@@ -276,8 +279,9 @@ def _worth_reading(filename: str) -> bool:
 def _answered(sha256: str, filename: str, key: str = "") -> bool:
     """Whether the readers after uv need nothing read of this file: the cache holds it, or packages.toml
     knows what the sdist builds."""
+    from sparkenv.index import metadata
     from sparkenv.knowledge import packages
-    from sparkenv.resolve import metadata, sdist_scan
+    from sparkenv.lock import sdist_scan
 
     if key and not filename.endswith(".whl") and key in packages().compiles_cuda:
         return True
@@ -290,7 +294,7 @@ def _answered(sha256: str, filename: str, key: str = "") -> bool:
 def _names() -> dict[str, str]:
     import json
 
-    from sparkenv.resolve import metadata
+    from sparkenv.index import metadata
 
     try:
         data = json.loads((metadata.cache_dir() / NAMES).read_text(encoding="utf-8"))
@@ -304,7 +308,7 @@ def _names() -> dict[str, str]:
 def _remember(names: dict[str, str], files: dict[str, str]) -> None:
     import json
 
-    from sparkenv.resolve import metadata
+    from sparkenv.index import metadata
 
     new = {f: sha for f, sha in files.items() if sha and names.get(f) != sha and _worth_reading(f)}
     if new:

@@ -12,7 +12,7 @@ says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256
 
 The members of a wheel are fetched a few at a time (AHEAD range requests in flight) and read in order:
 which are read and what the budget is charged are decided in the order of `paths`, as with one request
-at a time. A read that starts while uv still resolves (`read_early`, from resolve/early.py, on a budget
+at a time. A read that starts while uv still resolves (`read_early`, from lock/early.py, on a budget
 of its own) keeps a complete answer in memory only, with what each member cost; the lock's own read, in
 its order and on its budget, takes it only when every member fits what is left (exactly as it would
 have read it) and then files it on disk. What the lock could not have read whole is read again: the
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from sparkenv.cuda import coverage, elf
 from sparkenv.environment import kernels
 from sparkenv.facts.resolved import WheelElves
-from sparkenv.resolve import metadata, remote_zip
+from sparkenv.index import metadata, remote_zip
 
 # Compressed bytes, what crosses the network. GPU extension members deflate about 3.5x (autoawq-kernels,
 # nccl-extensions, torchcodec wheels): these are the download the earlier 64 MiB / 512 MiB budgets on
@@ -351,7 +351,7 @@ def is_gpu_wheel(key: str, version: str, files: tuple[str, ...], needs_gpu: Call
     version says their major), nor torch's family (its metadata says whether it is a CUDA build), nor a
     wheel that carries a per-release CUDA library (judged by which one it carries)."""
     from sparkenv.cuda import rules as cuda_rules
-    from sparkenv.resolve import wheel_files
+    from sparkenv.lock import wheel_files
     from sparkenv.rules import cuda_builds, cuda_major, cuda_per_release
 
     return (

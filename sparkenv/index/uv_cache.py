@@ -162,7 +162,7 @@ def file_urls(key: str, prefix: str, index_is_pypi: bool) -> dict[str, str]:
     reading the page again. uv's page files are in its own format, not a public one; what is taken from
     one is only a URL spelled out whole in it (`http(s)://…/<file name>`). Nothing read there is
     trusted: what is read at such a URL is kept by that URL, and used only when the lock names the same
-    URL (resolve/wheel_files.py, resolve/wheel_elf.py)."""
+    URL (lock/wheel_files.py, lock/wheel_elf.py)."""
     root = cache_dir()
     if root is None or not prefix:
         return {}

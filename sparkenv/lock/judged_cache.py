@@ -10,7 +10,7 @@ resolved set found is kept here under a key made of everything it reads:
   a rule or a data file edited in place changes the key), the interpreter and `packaging`'s version;
 - and, checked on every use, the sha256 of each index page the judgement read (the old-fallback verdict
   changes when a package releases): the page is asked of the index as the full judgement asks it
-  (resolve/page_cache.py: a fresh page, a 304, the same bytes again) and must hash as it did.
+  (index/pages.py: a fresh page, a 304, the same bytes again) and must hash as it did.
 The wheels, sdists and metadata the judgement reads are named by the sha256 in uv's answer: the same
 answer means the same bytes. Nothing depends on the date or on an environment variable beyond those.
 
@@ -81,7 +81,7 @@ def code_stamp() -> str:
 
 def reads_stamp(index_url: str | None) -> str:
     """The index sparkenv's own reads go to: `index_url`, else the installers' default
-    (resolve/default_index.py) as known without asking it (importing pip costs ~20 ms): where pip's
+    (index/default_index.py) as known without asking it (importing pip costs ~20 ms): where pip's
     definition of it is (size, mtime), else which uv would be asked."""
     if index_url is not None:
         return index_url
@@ -93,7 +93,7 @@ def reads_stamp(index_url: str | None) -> str:
         with contextlib.suppress(OSError):
             st = defined.stat()
             return f"pip {defined} {st.st_size} {st.st_mtime_ns}"
-    from sparkenv.resolve.uv_binary import uv_binary
+    from sparkenv.index.uv_binary import uv_binary
 
     try:
         uv = uv_binary()

@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.core.errors import ServiceMissing, SparkenvError
-from sparkenv.resolve import preferences
-from sparkenv.resolve.preferences import KEEP, Upgrade
-from sparkenv.resolve.uv_binary import uv_binary
-from sparkenv.resolve.uv_process import RUST_LOG, Running, environment, stopped
+from sparkenv.index.uv_binary import uv_binary
+from sparkenv.lock import preferences
+from sparkenv.lock.preferences import KEEP, Upgrade
+from sparkenv.lock.uv_process import RUST_LOG, Running, environment, stopped
 
 if TYPE_CHECKING:
     from sparkenv.environment.profiles import Profile
 
-__all__ = ["RUST_LOG", "Running", "environment", "stopped"]  # started here, run in resolve/uv_process.py
+__all__ = ["RUST_LOG", "Running", "environment", "stopped"]  # started here, run in lock/uv_process.py
 
 DEFAULT_TIMEOUT = 600.0
 _UNREACHABLE = re.compile(
@@ -106,7 +106,7 @@ def plan(
     """Each stage's job (stage, uv's command, its output file) and the files the commands read, by name
     in `work` (nothing written: `prepare` writes them; a cached command is compared with them before).
     `excluded`: names kept out of resolution (default: all the base provides). `previous`: the lock
-    about to be replaced, whose versions uv prefers (resolve/preferences.py) unless `upgrade` says."""
+    about to be replaced, whose versions uv prefers (lock/preferences.py) unless `upgrade` says."""
     uv = uv_binary()
     files: dict[str, str] = {}
     excludes = None
@@ -148,7 +148,7 @@ def prepare(work: Path, *args: Any, **kwargs: Any) -> list[tuple[Stage, list[str
 def _netrc_lines(index: IndexOptions) -> list[str]:
     if not (index.index_url or index.extra_index_urls):
         return []  # nothing to look up: uv starts sooner
-    from sparkenv.core import credentials
+    from sparkenv.index import credentials
 
     urls = [u for u in (index.index_url, *index.extra_index_urls) if u and not credentials.in_url(u)]
     return credentials.netrc_lines(urls, netrc=False)

@@ -5,7 +5,7 @@ somewhere that caps it); on a Spark that is how a 2023 sdist-only inference serv
 Looked at: the declared requirements that are not pinned exactly, and every package only an sdist
 fits. Their index pages (PEP 691 JSON with PEP 700 upload times where the index serves it, else the
 PEP 503 HTML) are fetched concurrently; what the rule takes of each is kept by URL under the index's
-HTTP caching (resolve/page_cache.py). A package the user capped themselves is their choice, not a
+HTTP caching (index/pages.py). A package the user capped themselves is their choice, not a
 fallback.
 """
 
@@ -40,9 +40,9 @@ from sparkenv.environment.markers import applies
 from sparkenv.environment.profiles import Profile
 from sparkenv.facts.graph import Edge
 from sparkenv.facts.resolved import FallbackFacts
+from sparkenv.index import pages as page_cache
+from sparkenv.index.default_index import installers_default
 from sparkenv.knowledge import packages
-from sparkenv.resolve import page_cache
-from sparkenv.resolve.default_index import installers_default
 
 
 @dataclass
@@ -117,7 +117,7 @@ _Entry = tuple[
 
 
 # redacted page URL -> sha256 of the bytes behind the last answer releases() gave for it in this process
-# ("" when the page could not be read): what a judged lock rests on (resolve/judged_cache.py)
+# ("" when the page could not be read): what a judged lock rests on (lock/judged_cache.py)
 _DIGESTS: dict[str, str] = {}
 
 
@@ -132,9 +132,9 @@ def releases(
     index_url: str | None, key: str, timeout: float = 20.0, include: str = ""
 ) -> dict[Version, Release] | None:
     """The project's releases on the index (yanked files left out); None when the page cannot be read.
-    `index_url` None: the installers' own default index (resolve/default_index.py), None when they name none.
+    `index_url` None: the installers' own default index (index/default_index.py), None when they name none.
     `include`: a version to parse besides the newest ones (the one uv picked, for the early reads).
-    What is kept of the page (resolve/page_cache.py) is taken where the index's caching allows it (a
+    What is kept of the page (index/pages.py) is taken where the index's caching allows it (a
     fresh page, a 304), or where the page came again byte for byte; the page is decoded otherwise."""
     url = _page_url(index_url, key)
     if url is None:
@@ -503,7 +503,7 @@ def _unmet(
     """Which requirement of a newer release stops it: one it needs that has no file for the target, or
     one the lock's other packages exclude. Reads that release's metadata (PEP 658, else the wheel).
     `reads` notes the pages read and any read that failed (the answer then says less than it could)."""
-    from sparkenv.resolve import metadata
+    from sparkenv.index import metadata
 
     reads = reads if reads is not None else Reads()
     fits = [f for f in rel.files if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3])]
@@ -532,7 +532,7 @@ def _unmet(
 def _metadata_of(ref: Any, reads: Reads) -> str | None:
     """A newer release's METADATA (PEP 658, else from the wheel); None when it cannot be read. `reads`
     notes a read whose answer may differ next time."""
-    from sparkenv.resolve import metadata, remote_zip
+    from sparkenv.index import metadata, remote_zip
 
     text = None
     if ref.sha256:  # the file's bytes are known by their hash: its metadata is cached by it, never stale
@@ -566,7 +566,7 @@ PAGE_READERS = 8  # pages read at once: each one more at a time costs a connecti
 
 def prefetch(index_url: str | None, keys: list[str]) -> dict[str, Future[dict[Version, Release] | None]]:
     """Start reading these index pages now (while uv resolves): the declared names are known before.
-    PAGE_READERS at a time, so the connections are reused (sparkenv/core/fetch.py) rather than one opened
+    PAGE_READERS at a time, so the connections are reused (sparkenv/index/fetch.py) rather than one opened
     per page all at once. Daemon threads: a lock stopped by a signal or an error does not wait for them
     to time out."""
     return page_cache.at_once(keys, lambda k: releases(index_url, k), PAGE_READERS, "sparkenv-page")

@@ -1,5 +1,5 @@
 """Where the uv program is: the one the `uv` package installed beside sparkenv, else uv on PATH. A module of
-its own so that modules below the uv driver (resolve/default_index.py) find uv without importing it."""
+its own so that modules below the uv driver (index/default_index.py) find uv without importing it."""
 
 from __future__ import annotations
 

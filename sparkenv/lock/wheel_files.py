@@ -1,5 +1,5 @@
 """The shared objects each resolved binary wheel ships, read from its zip central directory by HTTP
-range requests (resolve/remote_zip.py): what the audit reads from RECORD after install, known at lock.
+range requests (index/remote_zip.py): what the audit reads from RECORD after install, known at lock.
 
 Only wheels with a platform tag are read (a `*-none-any` wheel ships no native code for a CPU). The list
 is cached by the file's sha256 beside the metadata cache (content-addressed, never stale). A wheel whose
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from sparkenv.facts.dist_view import GPU_SUFFIXES
-from sparkenv.resolve import metadata, remote_zip
+from sparkenv.index import metadata, remote_zip
 
 
 def is_binary(filename: str) -> bool:
@@ -40,20 +40,20 @@ def ships_gpu_code(files: tuple[str, ...]) -> bool:
     return any(f.lower().endswith(GPU_SUFFIXES) for f in files)
 
 
-# URL -> native files, of wheels read before their sha256 was known (resolve/early.py, from uv's cached
+# URL -> native files, of wheels read before their sha256 was known (lock/early.py, from uv's cached
 # page): taken by a read of the same URL, and filed then under the sha256 that read names
 _BY_URL: dict[str, tuple[str, ...]] = {}
 
 
 def _known(ref: metadata.FileRef) -> tuple[str, ...] | None:
     """The wheel's native files where no download is needed: kept in the cache by its sha256, or read
-    moments ago at the URL the lock names (resolve/early.py; then filed under the sha256 now)."""
+    moments ago at the URL the lock names (lock/early.py; then filed under the sha256 now)."""
     if ref.sha256:
         text = metadata.cached(ref.sha256, ".native-2")
         if text is not None:
             return tuple(ln for ln in text.splitlines() if ln)
         early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
-        if early is not None:  # filed beside the judgement (resolve/filing.py): it is after uv's exit
+        if early is not None:  # filed beside the judgement (core/filing.py): it is after uv's exit
             metadata.store(ref.sha256, "".join(f"{n}\n" for n in early), ".native-2", behind=True)
         return early
     return _BY_URL.get(ref.url)

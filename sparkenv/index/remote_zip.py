@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from typing import IO
 
-from sparkenv.core import credentials, fetch
+from sparkenv.index import credentials, fetch
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 # The EOCD record (22 bytes) sits after a comment of at most 65535 bytes; the ZIP64 locator (20) before it.
