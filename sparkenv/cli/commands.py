@@ -138,31 +138,27 @@ def main() -> None:
 
 def _main() -> None:
     from sparkenv.core import signals
-    from sparkenv.core.errors import SparkenvError
 
-    _survive_any_encoding()
-    signals.install()
-    try:
-        # Without standalone mode click returns the exit code of typer.Exit instead of raising it.
-        code = app(standalone_mode=False)
+    def body() -> int:
+        try:
+            # Without standalone mode click returns the exit code of typer.Exit instead of raising it.
+            code = app(standalone_mode=False)
+        except typer.Exit as exc:
+            return exc.exit_code
+        except typer.Abort:
+            raise KeyboardInterrupt from None
+        except process_exit.OutputFailed:
+            raise
+        except Exception as exc:
+            if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+                exc.show()  # click's usage errors: usage line + "Error: …", exit 2
+                return exc.exit_code
+            raise
         if code == 130:  # typer turns Ctrl-C (and our SIGTERM/SIGHUP) into a silent Exit(130)
             _stopped(signals.received())
-        sys.exit(code if isinstance(code, int) else 0)
-    except process_exit.OutputFailed:
-        raise
-    except SparkenvError as exc:
-        print(f"sparkenv: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        _stopped(signals.received())
-    except Exception as exc:
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()  # click's usage errors: usage line + "Error: …", exit 2
-            sys.exit(exc.exit_code)
-        process_exit.internal_error(exc)
+        return code if isinstance(code, int) else 0
+
+    sys.exit(process_exit.run(body))
 
 
 _stopped = process_exit.stopped
-_survive_any_encoding = process_exit.survive_any_encoding

@@ -27,32 +27,21 @@ def main() -> None:
 def _gate(argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option)."""
     from sparkenv.cli import process_exit
-    from sparkenv.core import children, signals
-    from sparkenv.core.errors import SparkenvError
+    from sparkenv.core import children
     from sparkenv.gate import entry, fastpath
 
-    process_exit.survive_any_encoding()
-    signals.install()
-    try:
+    def body() -> int | None:
         args = fastpath.parse(argv)
         if args is None:
-            return
+            return None
         entry.start_early(args)  # NVML and the --deep torch process run while the rest is imported
         entry.finish(entry.run(args))
-    except process_exit.OutputFailed:
-        children.kill_all()
-        raise
-    except SparkenvError as exc:
-        children.kill_all()  # a probe started early never outlives the gate
-        print(f"sparkenv: error: {exc}", file=sys.stderr)
-        entry.finish(exc.exit_code)
-    except KeyboardInterrupt:  # before the probes' own handler is in place (gate/entry.py)
-        if children.kill_all():
-            signals.cleaned("the gate's probes were killed")
-        process_exit.stopped(signals.received())
-    except Exception as exc:
-        children.kill_all()
-        process_exit.internal_error(exc)
+        return None
+
+    def cleanup() -> str | None:  # a probe started early never outlives the gate
+        return "the gate's probes were killed" if children.kill_all() else None
+
+    process_exit.run(body, cleanup=cleanup, finish=entry.finish)
 
 
 # Commands with a parser of their own (sparkenv/core/fastargs.py): module with parse(argv) and run(args)
@@ -68,26 +57,18 @@ def _lean(module_name: str, argv: list[str]) -> None:
     import importlib
 
     from sparkenv.cli import process_exit
-    from sparkenv.core import signals
-    from sparkenv.core.errors import SparkenvError
 
-    process_exit.survive_any_encoding()
-    signals.install()
-    try:
+    module = None
+
+    def body() -> int | None:
+        nonlocal module
         module = importlib.import_module(module_name)
         args = module.parse(argv)
-        if args is None:
-            return
-        code = module.run(args)
-    except process_exit.OutputFailed:
-        raise  # guarded() says it in one line
-    except SparkenvError as exc:
-        print(f"sparkenv: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        process_exit.stopped(signals.received())
-    except Exception as exc:
-        process_exit.internal_error(exc)
+        return None if args is None else module.run(args)
+
+    code = process_exit.run(body)
+    if code is None:
+        return
     if getattr(module, "SKIP_TEARDOWN", False):
         process_exit.leave(code)
     sys.exit(code)

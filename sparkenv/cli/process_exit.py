@@ -100,6 +100,44 @@ class _Closed:
         raise OSError(errno.EBADF, "closed")
 
 
+def run(
+    body: Callable[[], int | None],
+    *,
+    cleanup: Callable[[], str | None] | None = None,
+    finish: Callable[[int], object] = sys.exit,
+) -> int | None:
+    """The one way a command ends, for the typer app and both fast paths: the streams made safe and the
+    signal handlers in place, then `body`; its result is returned (None: the typer command answers
+    instead). A SparkenvError is one line and its exit code, an interrupt the closing line and 128 +
+    signal, anything else an internal error (exit 70); `cleanup` runs first on every one of these ways
+    out (what it cleaned, when it says, is reported on an interrupt), and `finish` exits."""
+    from sparkenv.core import signals
+
+    survive_any_encoding()
+    signals.install()
+    try:
+        return body()
+    except OutputFailed:
+        if cleanup:
+            cleanup()
+        raise  # guarded() says it in one line
+    except SparkenvError as exc:
+        if cleanup:
+            cleanup()
+        print(f"sparkenv: error: {exc}", file=sys.stderr)
+        finish(exc.exit_code)
+    except KeyboardInterrupt:
+        cleaned = cleanup() if cleanup else None
+        if cleaned:
+            signals.cleaned(cleaned)
+        stopped(signals.received())
+    except Exception as exc:
+        if cleanup:
+            cleanup()
+        internal_error(exc)
+    return None  # not reached: every way out above exits
+
+
 def guarded(body: Callable[[], None]) -> None:
     """Run a command's main function; a failing stdout/stderr, met while it ran or when its last output
     is flushed before exit (else the interpreter's own flush at shutdown fails: exit 120 and a
