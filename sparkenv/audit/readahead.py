@@ -1,14 +1,13 @@
 """Reading metadata and shared objects in forked worker processes: a first audit's reading, spread.
 
 A first audit of a large CUDA venv spends most of its time in readers that need nothing but a path: the
-metadata reader, the ELF reader and the fatbin header reader (one library alone, cuFFT's 287 MB, took
-0.19 s on the H200 machine). The audit's process hands every `.dist-info` folder to a pool of forked
-workers, then each shared object as soon as a distribution's RECORD names it, checks requirements
-meanwhile, and takes the workers' answers in its usual order (audit/scan.py). Nothing is judged in a
-worker: it returns what the readers returned, as plain data (the memo's shapes), with the stat key it
-took before reading, as the audit's process takes one before its own reads. A task without an answer (a
-worker killed, timed out, crashed, a path too long for a task) is read by the audit's own process, as
-without workers: the findings are those of a serial read.
+metadata reader, the ELF reader and the fatbin header reader (benchmarks/audit_phases.py). The audit's
+process hands every `.dist-info` folder to a pool of forked workers, then each shared object as soon as a
+distribution's RECORD names it, checks requirements meanwhile, and takes the workers' answers in its usual
+order (audit/scan.py). Nothing is judged in a worker: it returns what the readers returned, as plain data
+(the memo's shapes), with the stat key it took before reading, as the audit's process takes one before its
+own reads. A task without an answer (a worker killed, timed out, crashed, a path too long for a task) is
+read by the audit's own process, as without workers: the findings are those of a serial read.
 
 Tasks go through one pipe as fixed-size records (each written whole, as writes up to PIPE_BUF are, and
 read whole), so any idle worker takes the next path; answers come back on one pipe per worker. Every

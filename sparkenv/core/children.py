@@ -122,10 +122,10 @@ def forget(proc: subprocess.Popen[Any]) -> None:
 def wait(proc: subprocess.Popen[Any], timeout: float) -> None:
     """`proc.wait(timeout)`, returning the moment the child exits; subprocess.TimeoutExpired as Popen's.
 
-    Popen.wait with a timeout polls, sleeping up to 50 ms between looks: a lock learnt of uv's exit 25 ms
-    late on average. A Linux pidfd (5.3 and later) turns readable when the process exits, and poll()
-    wakes then; where there is none (another system, an older kernel, a child already reaped) Popen's
-    own wait is used. A signal during the poll runs its handler as during Popen's sleeps."""
+    Popen.wait with a timeout polls, sleeping up to 50 ms between looks: a lock learnt of uv's exit late. A
+    Linux pidfd (5.3 and later) turns readable when the process exits, and poll() wakes then; where there is
+    none (another system, an older kernel, a child already reaped) Popen's own wait is used. A signal during
+    the poll runs its handler as during Popen's sleeps."""
     import math
     import select
     import subprocess

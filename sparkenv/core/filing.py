@@ -1,12 +1,11 @@
 """Cache files a lock makes after uv's exit, made by one thread beside the judgement.
 
-Making a file is kernel work: 0.5-0.8 ms for a small new file on the 2-core machine's ext4 disk (a
-temporary opened, written, renamed into place), and once uv's pylock names each file's sha256 a large
-project's lock files the answers read early at their URLs under it (lock/wheel_files.py,
-index/metadata.py): 43 files, 40 ms on the main thread between uv's exit and the lock. That kernel work
-runs without the GIL, and once uv has exited both cores are free: one thread makes the files while the
-main thread judges. Each text is kept in memory for the process too (`kept`), so a reader that asks
-before its file exists finds it there instead of downloading it again.
+Making a file is kernel work (a temporary opened, written, renamed into place), and once uv's pylock names
+each file's sha256 a large project's lock files the answers read early at their URLs under it
+(lock/wheel_files.py, index/metadata.py): tens of files between uv's exit and the lock. That kernel work
+runs without the GIL, and once uv has exited both cores are free: one thread makes the files while the main
+thread judges. Each text is kept in memory for the process too (`kept`), so a reader that asks before its
+file exists finds it there instead of downloading it again.
 
 `wait()` ends the filing, every queued file made or given up (a cache that cannot be written only costs
 time, as resolve/metadata.store says); the lock calls it on every way out, atexit for any other caller.

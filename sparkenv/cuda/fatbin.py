@@ -184,13 +184,13 @@ class _Budget:
 
 class _Window:
     """Reads through a window: a fatbin holds thousands of small entries and padding between
-    compilation units. One pread per header and an 8-byte step through padding made the gate's NVFP4 check
-    take 7.4 s on a real torch 2.11 (4.3 s without it); with the window and next_magic, 5.3 s.
+    compilation units: one pread per header and an 8-byte step through padding are slow on a real
+    torch (benchmarks/fatbin_vs_cuobjdump.py).
 
     A miss near the window's end reads a full window (the entries that follow); a miss far from it (a
     jump over a large payload) reads a small one, and a search takes what the window already holds
-    before reading on: on the H200's torch venv a fixed 64 KiB read per miss copied 52 MB for
-    libcublasLt's 5,700 entry headers and 1.2 GB for libcufft's 287 MB file."""
+    before reading on: a fixed read per miss copies far more than the headers for the large CUDA
+    libraries (benchmarks/kernel_reads.py)."""
 
     NEAR = 1 << 12  # what a far miss reads: an entry header and the few that may follow it
     # A search that found nothing in a window reads twice as much next time, up to this: cuFFT 12.0's
@@ -421,8 +421,8 @@ def _kernel_entries(
     budget: _Budget,
     tally: dict[tuple[int, int, int], int],
 ) -> str | None:
-    """The entry headers of one fatbin, payloads skipped: the reader's inner loop (~25,000 entries in the
-    H200's torch venv), so the window's buffer is read in place and the count kept in a local."""
+    """The entry headers of one fatbin, payloads skipped: the reader's inner loop (tens of thousands of
+    entries in a torch venv), so the window's buffer is read in place and the count kept in a local."""
     size, unpack_from, most = _ENTRY.size, _ENTRY.unpack_from, budget.limits.max_entries
     entries = out.entries
     try:

@@ -35,8 +35,8 @@ def marker_environment(machine: str, python: str | None) -> dict[str, str]:
 
 
 # (marker text, environment without "extra", extra) -> whether it holds: a lock evaluates the same few
-# hundred markers thousands of times (every edge, every extra, every rule that walks the graph), ~0.1 ms
-# apiece; the answer depends on nothing else.
+# hundred markers thousands of times (every edge, every extra, every rule that walks the graph); the
+# answer depends on nothing else.
 _HOLDS: dict[tuple[str, tuple[tuple[str, str], ...], str], bool] = {}
 
 

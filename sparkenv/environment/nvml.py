@@ -1,5 +1,5 @@
 """The GPU as NVML sees it, through NVIDIA's Python binding (nvidia-ml-py, module `pynvml`), in-process:
-~30 ms instead of a nvidia-smi process per query, and typed values instead of parsed text.
+no nvidia-smi process per query, and typed values instead of parsed text.
 
 The facts keep nvidia-smi's field names ("temperature.gpu", "power.draw" in W, "memory.total" in MiB …),
 so snapshots recorded with nvidia-smi replay through the same checks. A value NVML does not support on

@@ -1,6 +1,6 @@
 """Parsers for what the gate's probes read: /proc/meminfo, nvidia-smi CSV, command lines, simple configs.
 
-Pure functions of text, tested against the real outputs in tests/fixtures (H200, GB10).
+Pure functions of text, tested against real machine outputs in tests/fixtures.
 """
 
 from __future__ import annotations

@@ -86,8 +86,7 @@ def start(gpu: bool, torch: list[str] | None) -> None:
 
 
 # The live checks, by G-number, in groups of about even cost (importing the rule modules and loading
-# the data they read: 4-16 ms a group on the H200 machine, 66 ms for all in one process; judging: G7
-# and G10 the slowest; benchmarks/gate_exec.py).
+# the data they read; judging: G7 and G10 the slowest; benchmarks/gate_exec.py).
 # Each group's modules are imported by a worker forked at the start, while the probes run; it judges
 # the facts once they are in (gate/run.py). A G-number in no group is judged by the gate itself.
 CHECK_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -142,8 +141,8 @@ def interpreter_key(python: str, read_kernels: bool, part: str = "") -> tuple[An
 
 
 # The interpreter's probes in two children, side by side: torch's files, and the distributions (the
-# listing that dists and kernel_coverage share). In one child they took ~0.05 s on the H200 machine's
-# torch venv, the last of the probes to answer.
+# listing that dists and kernel_coverage share). In one child they were the last of the probes to
+# answer (benchmarks/gate_profile.py).
 INTERPRETER_PARTS: dict[str, tuple[str, ...]] = {
     "torch": ("torch_static",),
     "packages": ("dists", "kernel_coverage"),

@@ -19,7 +19,7 @@ LIMIT = 32 << 20  # a real snapshot is ~20 KiB; its dists of a 2,000-package ima
 
 @functools.cache
 def _validator() -> Any:
-    # fastjsonschema: pure Python, no dependencies, compiles the schema once (~20 ms); only a replay pays.
+    # fastjsonschema: pure Python, no dependencies, compiles the schema once; only a replay pays.
     from importlib import resources  # only to replay a snapshot: the gate's start does without it
 
     import fastjsonschema

@@ -2,14 +2,13 @@
 here, then sparkenv.cli.entry's main as every start.
 
 Without -S the interpreter's `site` runs, before any gate code, the code lines of every .pth file in the
-base's site-packages and its sitecustomize: on the H200 machine's torch venv (numba-cuda's redirector,
-coverage's, …) `python -I -c pass` takes 0.073 s, `python -I -S -c pass` 0.013 s (benchmarks/README.md,
-"The gate, fifth session"). The gate judges the workload's interpreter through
-sys.path (probes.installed_dists and static_torch read the folders on it), and its forked probes and
-check workers inherit it, so sys.path must still be what `site` makes it: `complete_path` has the
-interpreter's own site.py make it — a distribution's patches (Debian's dist-packages), a venv's
-pyvenv.cfg, duplicates, the path lines of .pth files — with the code lines and sitecustomize left out.
-Same path, same findings (tests/gate/test_gate_launcher.py compares both starts)."""
+base's site-packages and its sitecustomize (numba-cuda's redirector, coverage's, …): on a real torch venv
+that is most of the interpreter's start (benchmarks/gate_start.py). The gate judges the workload's
+interpreter through sys.path (probes.installed_dists and static_torch read the folders on it), and its
+forked probes and check workers inherit it, so sys.path must still be what `site` makes it: `complete_path`
+has the interpreter's own site.py make it — a distribution's patches (Debian's dist-packages), a venv's
+pyvenv.cfg, duplicates, the path lines of .pth files — with the code lines and sitecustomize left out. Same
+path, same findings (tests/gate/test_gate_launcher.py compares both starts)."""
 
 from __future__ import annotations
 

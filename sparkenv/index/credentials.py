@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.redact import redact
 
-if TYPE_CHECKING:  # imported where a request is made: `sparkenv lock` starts uv before any (20 ms)
+if TYPE_CHECKING:  # imported where a request is made: `sparkenv lock` starts uv before any
     import urllib.request
 
 Realm = tuple[str, str, int | None]

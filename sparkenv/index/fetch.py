@@ -2,8 +2,8 @@
 and one TLS context for the whole process.
 
 `urllib.request.urlopen` without a context builds a new TLS context for every connection, and building
-one loads the system's CA bundle again: ~25 ms of CPU per request, more than the request itself takes
-over a warm network, for the hundreds of requests a lock makes. One context made the default way
+one loads the system's CA bundle again: more CPU per request than the request itself takes over a
+warm network, for the hundreds of requests a lock makes. One context made the default way
 (`ssl.create_default_context`, as urlopen's is, so SSL_CERT_FILE and the system store count alike) is
 made once and shared: its TLS sessions are reused too. The opener is urllib's default one otherwise
 (proxies from the environment, redirects).
@@ -14,7 +14,7 @@ answer some of them only after its timeout (seen: 5 s stalls, and "Temporary fai
 resolution" at 32 at once). A failed look-up is not kept.
 
 Connections are kept open and reused (HTTP/1.1 keep-alive): a new connection costs a TCP and a TLS
-handshake, 0.05-0.4 s on a slow network, and a lock makes hundreds of requests to two or three hosts.
+handshake (benchmarks/fetch_keepalive.py), and a lock makes hundreds of requests to two or three hosts.
 urllib closes every connection after one request (it sends `Connection: close`); here a connection whose
 response was read whole goes back to a small pool per host (scheme, host, port), shared by the threads,
 and the next request to that host takes it. A response closed before its end, a server that said it

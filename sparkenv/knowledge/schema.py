@@ -7,7 +7,7 @@ read-only mappings; `DistName` fields are canonicalised as packaging does (PEP 5
 no caller compares a raw name from a data file.
 
 Records are typing.NamedTuple classes: immutable, typed, with defaults, like a frozen dataclass, but a
-tenth of the cost to define (~35 us against ~330 us each, best of 30 on the 2-core machine), and the gate
+fraction of the cost to define (benchmarks/knowledge_load.py), and the gate
 defines two dozen of them on every start. `_toml_keys` maps a field to a TOML key of another name
 (`[[server]]` -> servers).
 """

@@ -59,8 +59,8 @@ def folder() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def code_stamp() -> str:
-    """sparkenv as it is on disk: every file of the package by its identity (stat_cache.stat_key: ~3 ms
-    for ~250 files), its version, the interpreter and packaging's version (markers and specifiers are
+    """sparkenv as it is on disk: every file of the package by its identity (stat_cache.stat_key, no file
+    read), its version, the interpreter and packaging's version (markers and specifiers are
     its)."""
     import packaging
 
@@ -81,7 +81,7 @@ def code_stamp() -> str:
 
 def reads_stamp(index_url: str | None) -> str:
     """The index sparkenv's own reads go to: `index_url`, else the installers' default
-    (index/default_index.py) as known without asking it (importing pip costs ~20 ms): where pip's
+    (index/default_index.py) as known without asking it (importing pip costs more than the check): where pip's
     definition of it is (size, mtime), else which uv would be asked."""
     if index_url is not None:
         return index_url

@@ -55,8 +55,8 @@ def kept(previous: Path) -> dict[str, str]:
         text = previous.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return {}
-    # the layout sparkenv's writer (and uv's) gives each package: read in ~1 ms where tomllib takes ~10
-    # ms, before uv can start; any other layout is parsed whole
+    # the layout sparkenv's writer (and uv's) gives each package: read by pattern, faster than a TOML
+    # parse before uv can start (benchmarks/lock_spawn.py); any other layout is parsed whole
     pairs = _PAIR.findall(text) or _parsed_pairs(text)
     out: dict[str, str] = {}
     for name, version in pairs:

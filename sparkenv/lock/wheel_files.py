@@ -96,8 +96,8 @@ def read(refs: list[metadata.FileRef], timeout: float = 30.0) -> dict[str, tuple
     wanted = [r for r in refs if r.is_wheel and is_binary(r.filename)]
     # what needs no download is taken here, in turn, as metadata.read does; threads only for the network:
     # filing an early answer under its sha256 is a file made, and a pool of 16 threads making them in one
-    # folder was slower than one thread (seen after uv's exit, large project: 43 files, 63-72 ms from the
-    # pool against 44 ms in turn); one filing thread makes them now, beside the judgement
+    # folder was slower than one thread (benchmarks/lock_speed.py --breakdown); one filing thread makes
+    # them now, beside the judgement
     known = {r.filename: k for r in wanted if (k := _known(r)) is not None}
     remote = [r for r in wanted if r.filename not in known]
     got: dict[str, tuple[str, tuple[str, ...] | str]] = {}

@@ -17,7 +17,7 @@ from sparkenv.resolve.options import LOCK
 
 OPTIONS = (*LOCK, *reporting.REPORTING)
 # the lock has loaded several hundred modules: its process ends without freeing them one by one
-# (sparkenv/cli/process_exit.py leave), ~30 ms after the report is out
+# (sparkenv/cli/process_exit.py leave) once the report is out
 SKIP_TEARDOWN = True
 
 

@@ -22,7 +22,7 @@ from sparkenv.resolve.check import profile_for as _profile
 
 if TYPE_CHECKING:
     # what judges (the rules, the report) is imported once uv has started: only uv's command is
-    # needed before (the report, the policy, the credentials: ~20 ms of imports after uv's spawn)
+    # needed before (the report, the policy, the credentials are imported after uv's spawn)
     from sparkenv.core.report import Finding, Report
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.facts.resolved import Locked

@@ -1,5 +1,6 @@
-"""One reading of the machine for the watcher: NVML in-process (nvidia-ml-py, no CUDA context, about
-5 ms of CPU on an H200) and /proc. Nothing here judges; a value this GPU does not offer is None."""
+"""One reading of the machine for the watcher: NVML in-process (nvidia-ml-py, no CUDA context; its cost:
+benchmarks/README.md, watch_overhead.py) and /proc. Nothing here judges; a value this GPU does not offer is
+None."""
 
 from __future__ import annotations
 
