@@ -46,7 +46,7 @@ def repo(tmp_path: Path) -> Path:
     (root / "sub" / "deeper").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "requirements.txt").write_text("peft\n")
-    source = Path(profiles.__file__).parent / "data" / "profiles" / "ngc-25.11.toml"
+    source = Path(profiles.__file__).parents[1] / "data" / "profiles" / "ngc-25.11.toml"
     (root / "standin.toml").write_text(source.read_text().replace('name = "ngc-25.11"', 'name = "standin"'))
     return root
 

@@ -64,7 +64,7 @@ def _version_line() -> str:
         version = metadata.version("sparkenv")
     except metadata.PackageNotFoundError:
         version = "0+unknown (not installed)"
-    where = Path(__file__).resolve().parent
+    where = Path(__file__).resolve().parents[1]
     return f"sparkenv {version} ({where}; Python {sys.version.split()[0]})"
 
 

@@ -35,7 +35,7 @@ def test_audit_lock_finds_the_locks_profile_and_notices_a_change(env, run, index
     sub.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
     (repo / "requirements.txt").write_text("peft\n")
-    shipped = Path(profiles.__file__).parent / "data" / "profiles" / "ngc-25.11.toml"
+    shipped = Path(profiles.__file__).parents[1] / "data" / "profiles" / "ngc-25.11.toml"
     profile = repo / "standin.toml"
     profile.write_text(shipped.read_text().replace('name = "ngc-25.11"', 'name = "standin"'))
     cache = {"SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")}
