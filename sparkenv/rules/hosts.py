@@ -1,6 +1,6 @@
 """Known-bad host kernel builds, drivers and settings (data/hosts.toml), matched against what the gate
-read: the running kernel (`uname -r`), /proc/meminfo (as gate/parsers.parse_meminfo reads it, kB) and
-the driver. Pure."""
+or `sparkenv host` read: the running kernel (`uname -r`), /proc/meminfo (as gate/parsers.parse_meminfo
+reads it, kB), the driver and (host only) the kernel module's flavour and whether this is a Spark. Pure."""
 
 from __future__ import annotations
 
@@ -25,15 +25,21 @@ def judge(
     driver: str | None,
     cuda: str | None = None,
     multi_node: bool = False,
+    module: str | None = None,
+    spark: bool = False,
 ) -> list[Finding]:
-    """One finding per known issue that matches; nothing when none does."""
+    """One finding per known issue that matches; nothing when none does. An issue about the module's
+    flavour matches only where the flavour was read (`module`), a Spark-only one only where `spark`."""
     out = []
     for issue in hosts().issues:
         if not _matches(issue, kernel, meminfo or {}, driver, cuda):
             continue
+        if (issue.module and issue.module != module) or (issue.spark_only and not spark):
+            continue
         status = issue.multi_node_status if multi_node else issue.status
         seen = [f"kernel {kernel}" if issue.kernel else None, f"driver {driver}" if driver else None]
         seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.meminfo]
+        seen.append(f"{module} kernel module" if issue.module else None)
         out.append(
             Finding(
                 id=issue.gotcha,
