@@ -3,7 +3,8 @@
 Layers, top to bottom (DESIGN.md, README "Where things are"):
   6 CLI      cli.py, cli_options.py, entry.py, __main__.py and every stage's commands.py (thin: options in,
              a stage called, the report handed to a renderer)
-  5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, gotchas.py
+  5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, host/,
+             gotchas.py
   4 rules    rules/: every judgement
   3 facts    facts/: the typed facts each stage gathers and the rules read (frozen, no I/O)
   2 readers  cuda/, environment/, knowledge/, profiles.py: pure readers of files, ELF, data
@@ -24,7 +25,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 CLI_MODULES = {"sparkenv.cli", "sparkenv.cli_options", "sparkenv.entry", "sparkenv.__main__", "sparkenv"}
-STAGES = {"resolve", "lock", "image", "audit", "gate", "multinode", "patches", "render", "watch", "gotchas"}
+STAGES = {
+    "resolve",
+    "lock",
+    "image",
+    "audit",
+    "gate",
+    "multinode",
+    "patches",
+    "render",
+    "watch",
+    "host",
+    "gotchas",
+}
 READERS = {"cuda", "environment", "knowledge", "profiles"}
 PAYLOADS = {"sparkenv.patches.sdpa"}
 NAMES = {6: "CLI", 5: "stage", 4: "rules", 3: "facts", 2: "reader", 1: "core"}

@@ -19,6 +19,25 @@ def reviewed() -> str:
     return hosts().reviewed
 
 
+def matching(
+    kernel: str | None,
+    meminfo: Mapping[str, int] | None,
+    driver: str | None,
+    cuda: str | None = None,
+    module: str | None = None,
+    spark: bool = False,
+) -> list[HostIssue]:
+    """The known issues that match. One about the module's flavour matches only where the flavour was
+    read (`module`), a Spark-only one only where `spark`."""
+    return [
+        issue
+        for issue in hosts().issues
+        if _matches(issue, kernel, meminfo or {}, driver, cuda)
+        and not (issue.module and issue.module != module)
+        and not (issue.spark_only and not spark)
+    ]
+
+
 def judge(
     kernel: str | None,
     meminfo: Mapping[str, int] | None,
@@ -28,14 +47,9 @@ def judge(
     module: str | None = None,
     spark: bool = False,
 ) -> list[Finding]:
-    """One finding per known issue that matches; nothing when none does. An issue about the module's
-    flavour matches only where the flavour was read (`module`), a Spark-only one only where `spark`."""
+    """One finding per known issue that matches (see `matching`); nothing when none does."""
     out = []
-    for issue in hosts().issues:
-        if not _matches(issue, kernel, meminfo or {}, driver, cuda):
-            continue
-        if (issue.module and issue.module != module) or (issue.spark_only and not spark):
-            continue
+    for issue in matching(kernel, meminfo, driver, cuda, module, spark):
         status = issue.multi_node_status if multi_node else issue.status
         seen = [f"kernel {kernel}" if issue.kernel else None, f"driver {driver}" if driver else None]
         seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.meminfo]
