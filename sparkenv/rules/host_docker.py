@@ -283,5 +283,8 @@ def image_disk(f: HostFacts) -> list[Finding]:
 
 
 def g9(f: HostFacts) -> list[Finding]:
-    """G9's one host rule: each Docker check above, one finding per subject."""
+    """G9's one host rule: each Docker check above, one finding per subject (one line in all for a
+    snapshot that holds none of it)."""
+    if not f.has_setup:
+        return _not_read(f, "docker") or []
     return docker_access(f) + docker_engine(f) + nvidia_runtime(f) + gpu_container(f) + image_disk(f)
