@@ -189,6 +189,13 @@ def nvidia_runtime(f: HostFacts) -> list[Finding]:
     ]
 
 
+def _runtime_missing(f: HostFacts) -> bool:
+    """Whether nvidia_runtime says FAIL for a missing runtime (the one line for that problem)."""
+    named, empty = _gpu_specs(f)
+    has_gpu = bool(f.driver_version) or f.is_spark
+    return has_gpu and "nvidia" not in (f.engine.get("runtimes") or []) and not named and not empty
+
+
 def gpu_container(f: HostFacts) -> list[Finding]:
     """With --image: one container of it, asked for every GPU, lists them (nvidia-smi -L)."""
     subject = "docker:gpu-container"
@@ -224,6 +231,15 @@ def gpu_container(f: HostFacts) -> list[Finding]:
             )
         ]
     if "could not select device driver" in said or "unknown or invalid runtime" in said:
+        if _runtime_missing(f):
+            return [
+                _f(
+                    Status.SKIP,
+                    f"a container of {image} cannot be given the GPU (see docker:nvidia-runtime)",
+                    subject,
+                    evidence,
+                )
+            ]
         return [
             _f(
                 Status.FAIL,
