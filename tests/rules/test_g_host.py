@@ -52,7 +52,9 @@ OFF_SPARK = {  # an x86 machine without GPU or driver, as this test machine read
 }
 NO_DOCKER = {
     "host_setup__socket": {
-        "host": "unix:///var/run/docker.sock", "path": "/var/run/docker.sock", "exists": False
+        "host": "unix:///var/run/docker.sock",
+        "path": "/var/run/docker.sock",
+        "exists": False,
     },
     "host_setup__docker": {"answered": False, "error": "no socket at unix:///var/run/docker.sock"},
 }
