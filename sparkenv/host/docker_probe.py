@@ -18,7 +18,9 @@ from typing import Any
 from urllib.parse import quote, urlparse
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
-API = "/v1.41"  # Docker Engine 20.10 and later answer it; DeviceRequests (--gpus) came in 1.40
+# Unversioned paths: the engine answers in its own API version, so an old or new engine both answer
+# (DeviceRequests, what --gpus sends, came in API 1.40, Engine 19.03).
+API = ""
 GPU_COMMAND = ["nvidia-smi", "-L"]  # injected by the NVIDIA runtime; one line per GPU it exposes
 
 
