@@ -54,6 +54,7 @@ def gather(opts: Options) -> dict[str, Any]:
     take("driver", probe_driver, facts)
     take("meminfo", probe_meminfo, facts)
     take("gpu", probe_gpu, facts)
+    take("container", probe_container, facts)
     setup: dict[str, Any] = {}
     from sparkenv.host import docker_probe
 
@@ -100,6 +101,14 @@ def probe_meminfo() -> dict[str, int]:
     from sparkenv.safe_read import read_text
 
     return parsers.parse_meminfo(read_text("/proc/meminfo", what="/proc/meminfo", limit=1 << 20))
+
+
+def probe_container() -> dict[str, Any]:
+    """The gate's container markers (its `container` section): `sparkenv host` belongs outside one."""
+    from sparkenv.environment import container
+
+    found = container.detect()
+    return {"markers": list(found.markers), "checked": list(found.checked)}
 
 
 def probe_gpu() -> dict[str, Any]:

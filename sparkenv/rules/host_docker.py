@@ -298,9 +298,29 @@ def image_disk(f: HostFacts) -> list[Finding]:
     return [_f(Status.PASS, f"{free:.1f} GiB free for images at {disk.get('path')}", subject, evidence)]
 
 
+def where(f: HostFacts) -> list[Finding]:
+    """An INFO where container markers are seen: inside a container, what is read is the container's
+    (its socket, its user, its groups), not the Spark's. Markers alone (a VM can carry /.dockerenv)."""
+    markers = (f.section("container") or {}).get("markers") or []
+    if not markers:
+        return []
+    return [
+        _f(
+            Status.INFO,
+            "container markers seen: if this runs inside a container, the Docker and driver lines describe "
+            "the container, not the Spark",
+            "host:where",
+            tuple(markers),
+            "run sparkenv host on the Spark itself, as the user who starts containers",
+        )
+    ]
+
+
 def g9(f: HostFacts) -> list[Finding]:
     """G9's one host rule: each Docker check above, one finding per subject (one line in all for a
     snapshot that holds none of it)."""
     if not f.has_setup:
         return _not_read(f, "docker") or []
-    return docker_access(f) + docker_engine(f) + nvidia_runtime(f) + gpu_container(f) + image_disk(f)
+    return (
+        where(f) + docker_access(f) + docker_engine(f) + nvidia_runtime(f) + gpu_container(f) + image_disk(f)
+    )
