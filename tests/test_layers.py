@@ -3,7 +3,8 @@
 Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
   6 CLI      cli/ (the typer app, the lean entry, the one place a command ends), __main__.py and every
              stage's commands.py (thin: options in, a stage called, the report handed to a renderer)
-  5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, gotchas.py
+  5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, host/,
+             gotchas.py
   4 rules    rules/: every judgement
   3 facts    facts/: the typed facts each stage gathers and the rules read (frozen, no I/O)
   2 readers  cuda/, environment/ (profiles included), knowledge/, index/: pure readers of files, ELF,
@@ -24,7 +25,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STAGES = {"resolve", "lock", "image", "audit", "gate", "multinode", "patches", "render", "watch", "gotchas"}
+STAGES = {
+    "resolve",
+    "lock",
+    "image",
+    "audit",
+    "gate",
+    "multinode",
+    "patches",
+    "render",
+    "watch",
+    "host",
+    "gotchas",
+}
 READERS = {"cuda", "environment", "knowledge", "index"}
 PAYLOADS = {"sparkenv.patches.sdpa"}
 NAMES = {6: "CLI", 5: "stage", 4: "rules", 3: "facts", 2: "reader", 1: "core"}

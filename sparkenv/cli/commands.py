@@ -112,6 +112,7 @@ def explain(
 # here through register(app); each keeps its heavy imports inside the command, so start-up stays cheap.
 # Listed in the order of the stages, earliest first: `sparkenv --help` shows them so.
 STAGE_COMMANDS: tuple[str, ...] = (
+    "sparkenv.host.commands",
     "sparkenv.resolve.commands",
     "sparkenv.image.commands",
     "sparkenv.audit.commands",

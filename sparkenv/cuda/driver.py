@@ -38,6 +38,22 @@ def parse_proc_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def module_flavour(proc_version: str | None, taint: str | None) -> str | None:
+    """The NVIDIA kernel module's flavour, "open" or "proprietary", or None when neither text says.
+
+    The open module's version line names itself ('NVIDIA UNIX Open Kernel Module for aarch64 580.95.05');
+    the proprietary one's does not ('NVIDIA UNIX aarch64 Kernel Module 580.95.05'). Where the line is
+    hidden, the kernel's taint flags of the module (/sys/module/nvidia/taint) tell: 'P' is set for a
+    module whose license is not GPL-compatible (the proprietary module's license is "NVIDIA", the open
+    one's "Dual MIT/GPL"), 'O'/'E' (out of tree, unsigned) for both."""
+    first = (proc_version or "").strip().splitlines()[0] if (proc_version or "").strip() else ""
+    if "Kernel Module" in first:
+        return "open" if "Open Kernel Module" in first else "proprietary"
+    if taint is not None and taint.strip():
+        return "proprietary" if "P" in taint else "open"
+    return None
+
+
 def cuda_release(text: str) -> tuple[int, int, int | None] | None:
     """CUDA_VERSION '13.0.2.006' -> (13, 0, 2); '13.1' -> (13, 1, None); torch.version.cuda '13.0'."""
     m = _CUDA.match(text or "")

@@ -9,6 +9,8 @@ from typing import Any
 PROC_DRIVER = "/proc/driver/nvidia/version"
 # The bare version, where /proc/driver/nvidia is hidden (some container runtimes)
 SYS_MODULE = "/sys/module/nvidia/version"
+# The kernel's taint flags of the loaded module: 'P' for a proprietary license (cuda/driver.module_flavour)
+SYS_TAINT = "/sys/module/nvidia/taint"
 
 
 def read() -> dict[str, Any]:
@@ -31,3 +33,13 @@ def read() -> dict[str, Any]:
 def version() -> str | None:
     """The kernel module's version, or None where no NVIDIA driver is loaded (or it cannot be read)."""
     return read()["version"]
+
+
+def taint() -> str | None:
+    """The loaded nvidia module's taint flags ("POE", "OE"), or None where no module is loaded."""
+    from sparkenv.core.safe_read import UnreadableFile, read_text
+
+    try:
+        return read_text(SYS_TAINT, what="the NVIDIA module's taint flags", limit=4096).strip()
+    except UnreadableFile:
+        return None

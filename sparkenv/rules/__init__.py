@@ -56,6 +56,7 @@ GOTCHAS = tuple(GotchaId)  # G1 … G10, in order: the catalogue's (data/gotchas
 class Stage(str, enum.Enum):
     """Where a judgement is made, earliest first; the value is what `sparkenv explain` prints."""
 
+    HOST = "host"  # sparkenv host: the Spark itself, outside any container (Docker, driver, kernel, CPU)
     DECLARED = "declared"  # sparkenv check, and the first step of sparkenv lock: the project's inputs
     RESOLVED = "resolved"  # sparkenv lock: every file of the resolved set, with its Requires-Dist
     LOCKFILE = "lockfile"  # sparkenv lock: may the lock be written; lock --check: a lock against its inputs
@@ -77,6 +78,7 @@ _COMMANDS = {
     Stage.INSTALLED: "sparkenv audit, sparkenv build (its image audits itself)",
     Stage.LIVE: "sparkenv gate",
     Stage.WATCH: "sparkenv gate --watch, sparkenv watch",
+    Stage.HOST: "sparkenv host",
 }
 
 
@@ -142,6 +144,7 @@ HAS_STAGE: dict[Stage, frozenset[str]] = {
     Stage.RESOLVED: frozenset({"G1", "G2", "G7", "G9"}),
     Stage.LOCKFILE: frozenset({"G9"}),
     Stage.IMAGE: frozenset({"G9"}),
+    Stage.HOST: frozenset({"G1", "G3", "G4", "G9", "G10"}),
 }
 
 

@@ -63,6 +63,14 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
 
 RULES = (
     Rule(
+        Stage.HOST,
+        Lazy("host_system", "g1"),
+        "outside any container: the NVIDIA kernel module (/proc/driver/nvidia/version: version and "
+        "flavour, open or proprietary; /sys/module/nvidia/taint), whether NVML reaches the GPU, and the "
+        "kernel, DGX OS release (/etc/dgx-release), driver and module flavour against known-bad hosts "
+        "(data/hosts.toml, dated)",
+    ),
+    Rule(
         Stage.DECLARED,
         Lazy("g1_declared", "declared"),
         "each requirement's name (-cu12), version label (+cu128, +cpu), exact pin of a versioned CUDA "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.environment import launch, nccl
 from sparkenv.facts.parallelism import Parallelism
-from sparkenv.rules import Rule, Stage, g10_agreement, g10_link, parallelism
+from sparkenv.rules import Lazy, Rule, Stage, g10_agreement, g10_link, parallelism
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
@@ -171,6 +171,12 @@ PARTS = (
 )
 
 RULES = (
+    Rule(
+        Stage.HOST,
+        Lazy("host_system", "g10"),
+        "CmaTotal in /proc/meminfo (RDMA registration between two Sparks) and the G10 entries of "
+        "data/hosts.toml",
+    ),
     Rule(
         Stage.LIVE,
         live,

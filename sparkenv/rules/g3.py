@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate
-from sparkenv.rules import Rule, Stage
+from sparkenv.rules import Lazy, Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
@@ -157,6 +157,11 @@ def _pressure(s: Series, w: Watch) -> Finding:
 
 
 RULES = (
+    Rule(
+        Stage.HOST,
+        Lazy("host_system", "g3"),
+        "whether earlyoom or systemd-oomd runs (/proc/*/comm), and swap (/proc/meminfo SwapTotal)",
+    ),
     Rule(
         Stage.LIVE,
         live,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate
-from sparkenv.rules import Rule, Stage
+from sparkenv.rules import Lazy, Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
@@ -291,6 +291,12 @@ def _heat(s: Series, i: int, w: Watch) -> Finding:
 
 
 RULES = (
+    Rule(
+        Stage.HOST,
+        Lazy("host_system", "g4"),
+        "every core's cpufreq governor and range in /sys, and the fastest core's frequency while one busy"
+        " loop is pinned to it for a second",
+    ),
     Rule(
         Stage.LIVE,
         live,

@@ -59,6 +59,15 @@ __all__ = [
 
 RULES = (
     Rule(
+        Stage.HOST,
+        Lazy("host_docker", "g9"),
+        "the Docker socket, its group and mode and this user's right to it; the Engine API's /_ping and "
+        "/info within a timeout; the engine's runtimes (nvidia) and the CDI specs in /etc/cdi, "
+        "/var/run/cdi and the engine's CDI folders (kind nvidia.com/gpu, the devices they name); with "
+        "--image, one container of it asked for every GPU (as docker run --gpus all) running nvidia-smi "
+        "-L within --timeout, removed afterwards; free space where the engine keeps images",
+    ),
+    Rule(
         Stage.DECLARED,
         Lazy("g9_declared", "declared"),
         "pins on what the profile's base provides, drift-prone packages (torch, triton, xformers, "

@@ -1,6 +1,6 @@
 """Known-bad host kernel builds, drivers and settings (data/hosts.toml), matched against what the gate
-read: the running kernel (`uname -r`), /proc/meminfo (as gate/parsers.parse_meminfo reads it, kB) and
-the driver. Pure."""
+or `sparkenv host` read: the running kernel (`uname -r`), /proc/meminfo (as gate/parsers.parse_meminfo
+reads it, kB), the driver and (host only) the kernel module's flavour and whether this is a Spark. Pure."""
 
 from __future__ import annotations
 
@@ -19,21 +19,41 @@ def reviewed() -> str:
     return hosts().reviewed
 
 
+def matching(
+    kernel: str | None,
+    meminfo: Mapping[str, int] | None,
+    driver: str | None,
+    cuda: str | None = None,
+    module: str | None = None,
+    spark: bool = False,
+) -> list[HostIssue]:
+    """The known issues that match. One about the module's flavour matches only where the flavour was
+    read (`module`), a Spark-only one only where `spark`."""
+    return [
+        issue
+        for issue in hosts().issues
+        if _matches(issue, kernel, meminfo or {}, driver, cuda)
+        and not (issue.module and issue.module != module)
+        and not (issue.spark_only and not spark)
+    ]
+
+
 def judge(
     kernel: str | None,
     meminfo: Mapping[str, int] | None,
     driver: str | None,
     cuda: str | None = None,
     multi_node: bool = False,
+    module: str | None = None,
+    spark: bool = False,
 ) -> list[Finding]:
-    """One finding per known issue that matches; nothing when none does."""
+    """One finding per known issue that matches (see `matching`); nothing when none does."""
     out = []
-    for issue in hosts().issues:
-        if not _matches(issue, kernel, meminfo or {}, driver, cuda):
-            continue
+    for issue in matching(kernel, meminfo, driver, cuda, module, spark):
         status = issue.multi_node_status if multi_node else issue.status
         seen = [f"kernel {kernel}" if issue.kernel else None, f"driver {driver}" if driver else None]
         seen += [f"{k}: {(meminfo or {}).get(k)} kB" for k in issue.meminfo]
+        seen.append(f"{module} kernel module" if issue.module else None)
         out.append(
             Finding(
                 id=issue.gotcha,

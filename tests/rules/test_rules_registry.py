@@ -111,7 +111,7 @@ def test_explain_lists_exactly_the_stages_the_registry_runs(run):
         listed = [ln.split(" — ")[0].strip() for ln in section.splitlines()[1:] if " — " in ln]
         assert listed == [r.stage.value for r in rules.rules_of(gid)], gid
     g1 = gotchas.lookup("G1")
-    assert [c[0] for c in g1.checks()] == ["declared", "resolved", "installed", "live"]
+    assert [c[0] for c in g1.checks()] == ["host", "declared", "resolved", "installed", "live"]
 
 
 def test_every_rule_module_declares_its_stages():

@@ -1,4 +1,5 @@
-"""data/hosts.toml: host kernel builds, drivers and settings reported broken on DGX Spark."""
+"""data/hosts.toml: host kernel builds, drivers and settings reported broken on DGX Spark, and what the
+host checks (`sparkenv host`) print as fixes, with their sources."""
 
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -21,10 +22,30 @@ class HostIssue(NamedTuple):
     meminfo: Mapping[str, int] = MappingProxyType({})  # kB values /proc/meminfo must report
     driver_below: str | None = None
     cuda_at_least: str | None = None
+    module: str | None = None  # the NVIDIA kernel module's flavour: "open" or "proprietary"
+    spark_only: bool = False  # only on a DGX Spark (GB10)
+
+
+class HostChecks(NamedTuple):
+    docker_group_fix: str
+    docker_group_source: str
+    docker_start_fix: str
+    runtime_fix: str
+    toolkit_source: str
+    cdi_fix: str
+    cdi_source: str
+    image_free_gib: float
+    cpu_load_fraction: float
+    governor_fix: str
+    cppc_fix: str
+    cppc_source: str
+    oom_fix: str
+    oom_source: str
 
 
 class Hosts(NamedTuple):
     reviewed: str
+    checks: HostChecks
     issues: tuple[HostIssue, ...] = ()
     _toml_keys = MappingProxyType({"issues": "issue"})  # field -> the TOML key it reads
 
