@@ -59,7 +59,7 @@ def judge_driver(
         if unknown:
             return _finding(
                 status=Status.INFO,
-                summary=f"driver {driver} runs every CUDA release up to {unknown.newest} (needs >= "
+                summary=f"driver {driver} runs every CUDA release up to {unknown.newest} ({req.row} needs >= "
                 f"{req.minimum}); {where}: {unknown.summary()}",
                 evidence=evidence,
                 fix=unknown.refresh,
