@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sparkenv.facts.ngc import RELEASE_VARIABLE
 from sparkenv.knowledge.known import newer_than_known
 from sparkenv.report import Finding, GotchaId, Status
 
@@ -56,9 +57,7 @@ def profile(gid: GotchaId, prof: Profile) -> list[Finding]:
     """The profile's UNVERIFIED values, and its NGC release when that is newer than the data knows."""
     from sparkenv.cuda.rules import ngc_release
 
-    out = base(
-        gid, prof.env.get("NVIDIA_PYTORCH_VERSION") or ngc_release(prof.provides.get("torch", "")), prof.name
-    )
+    out = base(gid, prof.env.get(RELEASE_VARIABLE) or ngc_release(prof.provides.get("torch", "")), prof.name)
     if prof.unverified:
         refresh = (
             f"sparkenv profiles new {prof.name} --from-image {prof.image} (on a machine that has it) reads "
