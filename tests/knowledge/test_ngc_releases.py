@@ -193,3 +193,28 @@ def test_check_says_a_profiles_unverified_values_once(tmp_path: Path) -> None:
         f"G9 INFO: profile ngc-26.09: UNVERIFIED in sparkenv's data — {', '.join(prof.unverified)}"
     )
     assert check("spark-bare") == []
+
+
+def test_build_says_the_lock_profiles_unverified_values_once(tmp_path: Path) -> None:
+    """`sparkenv build --dry-run` (no engine needed) on the shipped lock: its profile's UNVERIFIED values are
+    the first line of the report, once."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparkenv", "build", "--dry-run", "--lock", "lockfiles/pylock.ngc-25-11.toml"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "SPARKENV_CACHE_DIR": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = [ln for ln in proc.stdout.splitlines() if "UNVERIFIED in sparkenv's data" in ln]
+    unverified = ", ".join(profiles.shipped()["ngc-25.11"].unverified)
+    assert said == [
+        f"G9 INFO: profile ngc-25.11: UNVERIFIED in sparkenv's data — {unverified} (no public source "
+        "confirmed them; sparkenv/data/profiles/ngc-25.11.toml says where each value was read)"
+    ]
