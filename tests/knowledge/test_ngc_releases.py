@@ -218,3 +218,33 @@ def test_build_says_the_lock_profiles_unverified_values_once(tmp_path: Path) -> 
         f"G9 INFO: profile ngc-25.11: UNVERIFIED in sparkenv's data — {unverified} (no public source "
         "confirmed them; sparkenv/data/profiles/ngc-25.11.toml says where each value was read)"
     ]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in profiles.shipped() if n.startswith("ngc-vllm-")))
+def test_each_ngc_vllm_profile_names_its_notes_and_a_known_release(name: str) -> None:
+    prof = profiles.shipped()[name]
+    release = name.removeprefix("ngc-vllm-")
+    notes = "https://docs.nvidia.com/deeplearning/frameworks/vllm-release-notes/rel-{}.html"
+    assert prof.source == notes.format(release.replace(".", "-"))
+    assert prof.image == f"nvcr.io/nvidia/vllm:{release}-py3"
+    assert prof.env["NVIDIA_PYTORCH_VERSION"] == release and release in cuda().ngc
+    req = drv.requirement(prof.cuda)
+    assert req is not None and req.known, f"{name}: CUDA {prof.cuda} has no row in drivers.toml"
+    assert prof.provides["vllm"] and "vllm" in prof.unverified
+
+
+def test_profiles_lists_what_each_profile_leaves_unverified() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "sparkenv", "profiles"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    block = out.split("\nngc-26.09\n", 1)[1].split("\n\n", 1)[0].split("\nngc-", 1)[0]
+    unverified = ", ".join(profiles.shipped()["ngc-26.09"].unverified)
+    assert f"    UNVERIFIED (no public source confirmed): {unverified}" in block
+    assert "    holds cudnn 9.26.0, nccl 2.31.2" in block
