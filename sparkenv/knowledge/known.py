@@ -95,19 +95,25 @@ def newer_than_known(kind: Kind, value: str | None) -> Unknown | None:
     from sparkenv.knowledge import drivers
 
     data = drivers()
-    refresh = f"refresh sparkenv/data/drivers.toml [toolkit] from NVIDIA's table ({data.source})"
+    file = "sparkenv/data/drivers.toml"
+    refresh = f"refresh {file} [toolkit] from NVIDIA's table ({data.source})"
     if kind == "cuda":
         newest = newest_cuda(key[0])
-        if not newest:
-            return None  # a major the table does not hold at all: the driver judgement says so
+        if not newest:  # a major the table does not hold: past it when above every major it holds
+            overall = newest_cuda()
+            if key[0] <= (_key(overall) or (0,))[0]:
+                return None
+            return Unknown(
+                kind, _show(key[:3]), overall, "sparkenv/data/drivers.toml", data.reviewed, refresh
+            )
         top = _key(newest) or ()
         # "13.4" (torch.version.cuda: no update) is within 13.4.x, "13.5" past 13.4.1; CUDA_VERSION's
         # fourth part (13.0.2.006) is a build number
         past = key[:2] > top[:2] if len(key) < 3 else key[:3] > top
         if not past:
             return None
-        return Unknown(kind, _show(key[:3]), newest, "sparkenv/data/drivers.toml", data.reviewed, refresh)
+        return Unknown(kind, _show(key[:3]), newest, file, data.reviewed, refresh)
     newest = newest_driver()
     if key[0] <= (_key(newest) or (0,))[0]:
         return None  # a newer build of a known branch adds no CUDA release
-    return Unknown(kind, value or "", newest, "sparkenv/data/drivers.toml", data.reviewed, refresh)
+    return Unknown(kind, value or "", newest, file, data.reviewed, refresh)

@@ -38,6 +38,15 @@ def judge_driver(
             summary=f"driver {driver}; CUDA release of {where} unknown",
         )
     req = drv.requirement(cuda)
+    unknown = newer_than_known("cuda", cuda)
+    if req is None and unknown:  # a CUDA major past the table: nothing in it says what that needs
+        below = drv.version(driver) < drv.version(drivers().toolkit[unknown.newest])
+        return _finding(
+            status=Status.WARN if below else Status.INFO,  # below even the newest known release's minimum
+            summary=f"driver {driver}; {where}: {unknown.summary()}",
+            evidence=(f"CUDA {cuda}",),
+            fix=unknown.refresh,
+        )
     if req is None:
         return _finding(
             status=Status.WARN,
@@ -47,7 +56,6 @@ def judge_driver(
             fix="check NVIDIA's CUDA toolkit release notes for its minimum driver",
         )
     source = drivers().source
-    unknown = newer_than_known("cuda", cuda)
     stale = _stale(cuda, req, unknown)
     evidence = (f"kernel module {driver}", f"CUDA {req.release} needs >= {req.minimum} ({source})")
     if req.row in drivers().unverified:
