@@ -50,7 +50,7 @@ def _catalogue() -> list[str]:
     GotchaId, a valid report id and a valid waiver id without another edit."""
     from sparkenv.core.datafiles import load
 
-    return list(load("gotchas"))
+    return [k for k, v in load("gotchas").items() if isinstance(v, dict)]  # not `reviewed`, the file's date
 
 
 # G1 … G10, from the catalogue. `GotchaId.G1` works as on a hand-written enum.

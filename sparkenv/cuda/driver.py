@@ -78,6 +78,7 @@ class Requirement:
     minimum: str  # the toolkit's minimum driver, as NVIDIA writes it
     floor: Version | None  # the major's minor-version-compatibility floor
     known: bool  # False: the release is newer than the table; minimum is the newest of its major
+    row: str = ""  # the [toolkit] row the minimum came from ("13.4.1")
 
 
 def requirement(cuda: str) -> Requirement | None:
@@ -96,14 +97,15 @@ def requirement(cuda: str) -> Requirement | None:
     if update is None:  # the update is unknown: the GA is the lowest bar of that minor
         key = next((k for k in same_major if k[:2] == (major, minor)), None)
         if key is not None:
-            return Requirement(f"{major}.{minor} (GA; update unknown)", table[key], floor, True)
+            return Requirement(f"{major}.{minor} (GA; update unknown)", table[key], floor, True, show(key))
     elif (major, minor, update) in table:
-        return Requirement(f"{major}.{minor}.{update}", table[(major, minor, update)], floor, True)
+        key = (major, minor, update)
+        return Requirement(f"{major}.{minor}.{update}", table[key], floor, True, show(key))
     older = [k for k in same_major if k <= (major, minor, update or 0)]
     if not older:
         return None
     shown = f"{major}.{minor}" + (f".{update}" if update is not None else "")
-    return Requirement(shown, table[older[-1]], floor, False)
+    return Requirement(shown, table[older[-1]], floor, False, show(older[-1]))
 
 
 def newest_supported(driver: Version) -> str | None:

@@ -14,7 +14,8 @@ from sparkenv.knowledge import cuda
 _VENDOR_HASH = re.compile(r"^(lib[\w+]+?)[.-][0-9a-f]{8}(\.so(?:\.[\w.]*)?)$")
 _CUDA_LABEL = re.compile(r"\+(?:.*[.+])?cu(\d{2,3})(?!\d)")
 _CPU_LABEL = re.compile(r"\+(?:.*\.)?cpu(?:\.|$)")
-_NGC_LABEL = re.compile(r"\+.*?\bnv(\d\d\.\d\d)\b")
+# .nv26.08 as torch prints it; .nv26.8 as its installed distribution's METADATA (PEP 440 drops the 0)
+_NGC_LABEL = re.compile(r"\+.*?\bnv(\d\d)\.(\d\d?)(?!\d)")
 _INDEX_LABEL = re.compile(r"/(cu\d{2,3}|cpu)(?:/|$)")  # PyTorch's channels: /whl/cu128, /whl/cpu
 _NAME_PREFIX = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -106,9 +107,9 @@ def is_cpu_label(version: str) -> bool:
 
 
 def ngc_release(version: str) -> str | None:
-    """2.9.0a0+145a3a7bda.nv25.10 -> '25.10'."""
+    """2.9.0a0+145a3a7bda.nv25.10 -> '25.10'; 2.14.0a0+4fdf77b940.nv26.8.63802676 -> '26.08'."""
     m = _NGC_LABEL.search(version)
-    return m.group(1) if m else None
+    return f"{m.group(1)}.{int(m.group(2)):02d}" if m else None
 
 
 def ngc_cuda_major(release: str) -> int | None:

@@ -79,6 +79,8 @@ _SCHEMA = {
     "provides": schema.STRING_TABLE,
     "satisfies": schema.STRING_TABLE,
     "env": schema.STRING_TABLE,
+    "components": schema.STRING_TABLE,
+    "unverified": schema.STRINGS,
 }
 
 
@@ -98,6 +100,12 @@ class Profile:
     provides: dict[str, str] = field(default_factory=dict)  # normalized name -> version ("" unknown)
     satisfies: dict[str, str] = field(default_factory=dict)  # other name -> provided name
     env: dict[str, str] = field(default_factory=dict)
+    # What the image holds that is not a Python distribution, as its release notes list it (cudnn, nccl,
+    # ubuntu, ...): data for the report, never resolved against.
+    components: dict[str, str] = field(default_factory=dict)
+    # Keys of this profile whose value no public source confirmed ("torch", "cudnn", "cuda", ...): each
+    # stage that uses the profile says so once (rules/data_age.py).
+    unverified: tuple[str, ...] = ()
     path: str = ""  # the file it came from
     file: str = ""  # a profile loaded from a file: that file's real path (a shipped profile: "")
 
@@ -190,6 +198,8 @@ def _parse(text: str, where: str) -> Profile:
         provides=provides,
         satisfies={canonical(k): canonical(v) for k, v in (data.get("satisfies") or {}).items()},
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
+        components={str(k): str(v) for k, v in (data.get("components") or {}).items()},
+        unverified=_unverified(data, provides, where),
         path=where,
     )
 
@@ -240,6 +250,17 @@ def _values(data: dict[str, Any], where: str) -> dict[str, str]:
             except InvalidVersion:
                 raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
     return provides
+
+
+def _unverified(data: dict[str, Any], provides: dict[str, str], where: str) -> tuple[str, ...]:
+    """The keys `unverified` names, each one the profile holds (a field, a provided distribution or a
+    component): a name it does not hold is a typo that would hide what is unconfirmed."""
+    names = [str(n) for n in data.get("unverified") or ()]
+    held = {*_SCHEMA, *provides, *(data.get("components") or {})}
+    for name in names:
+        if name not in held and canonical(name) not in provides:
+            raise SparkenvError(f"{where}: unverified names {name!r}, which the profile does not hold")
+    return tuple(dict.fromkeys(names))
 
 
 @functools.cache

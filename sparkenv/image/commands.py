@@ -208,6 +208,12 @@ def profiles_list(
             if unknown:
                 text += ("; " if text else "") + "version not recorded: " + ", ".join(unknown)
             typer.echo(f"    provides {text}")
+        if p.components:
+            typer.echo(
+                "    holds " + ", ".join(f"{k} {v or '(not recorded)'}" for k, v in p.components.items())
+            )
+        if p.unverified:
+            typer.echo(f"    UNVERIFIED (no public source confirmed): {', '.join(p.unverified)}")
         typer.echo(f"    reviewed {p.reviewed or 'never'} · source {p.source}")
     typer.echo(
         "\nYour own target: a TOML file with name and image (the rest defaults to the Spark's), or "

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sparkenv.core import project
-from sparkenv.core.report import Finding, Report, Status
+from sparkenv.core.report import Finding, GotchaId, Report, Status
 from sparkenv.render.emit import Shown, shown
 from sparkenv.render.options import ReportOptions
 
@@ -94,7 +94,10 @@ def build(req: BuildRequest) -> BuildOutcome:
 
     gpu_text = target_gpu(req.gpu, prof)
     driver = driver_check(req.driver, prof)  # a finding of the build's report
-    driver_findings = [driver] if driver else []
+    from sparkenv.rules import data_age
+
+    # the profile's UNVERIFIED values and a base newer than the data: said once, first, as check says them
+    driver_findings = [*([driver] if driver else []), *data_age.profile(GotchaId.G9, prof)]
     ca_path = _ca_bundle(req.ca_bundle)
     ref = req.tag or req.push or f"sparkenv/{prof.file_stem}:latest"
     base = context.default_base(prof, req.base)

@@ -13,7 +13,9 @@ Where things go (read this before adding a check):
   `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
   one precedence and one severity table), `unsloth.py` (the Unsloth family), `hosts.py` (known-bad
   host builds), `wrong_cpu.py` (shared objects of another CPU), `replaced.py` (a base package replaced
-  on purpose), `base_fit.py` (a base image, as read, against a lock's profile: build's first check).
+  on purpose), `base_fit.py` (a base image, as read, against a lock's profile: build's first check),
+  `data_age.py` (what the dated data does not know: a profile's UNVERIFIED values, an NGC release or a
+  driver newer than the newest known, decided by knowledge/known.py for every stage).
   Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
   pure readers from `sparkenv/environment/` (`markers.py`, the marker environment of a target;
   `pins.py`, exact pins); they never import a stage package (tests/test_layers.py).

@@ -98,7 +98,9 @@ RULES = (
         Lazy("g1_live", "live"),
         "by default from files: torch's version label, libtorch_cuda.so's CUDA libraries resolved the "
         "way the loader will, the driver (/proc/driver/nvidia/version or NVML) against the minimum for "
-        "that CUDA major; with --deep torch.version.cuda and the first CUDA operation in an isolated "
-        "process; a CUDA 12 runtime on the loader path",
+        "that CUDA release and the compatibility mode it runs in (native, forward, minor-version), a "
+        "CUDA release or driver newer than data/drivers.toml knows (an INFO); with --deep "
+        "torch.version.cuda and the first CUDA operation in an isolated process; a CUDA 12 runtime on the "
+        "loader path",
     ),
 )

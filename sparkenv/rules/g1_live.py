@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
+from sparkenv.rules import data_age
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
@@ -35,6 +36,7 @@ def live(f: GateFacts) -> list[Finding]:
         err = f.error_finding(GotchaId.G1, "torch_static", "torch")
         out = [err] if err else [_static(f)]
     out += _driver(f)
+    out += data_age.driver(GotchaId.G1, f.driver_version)
     out += _loader(f)
     return out
 

@@ -71,7 +71,8 @@ RULES = (
         Stage.DECLARED,
         Lazy("g9_declared", "declared"),
         "pins on what the profile's base provides, drift-prone packages (torch, triton, xformers, "
-        "transformers) pinned exactly or not, the Unsloth family in a --no-deps stage or not",
+        "transformers) pinned exactly or not, the Unsloth family in a --no-deps stage or not; the "
+        "profile's UNVERIFIED values and an NGC release newer than the data knows (INFO, rules/data_age.py)",
     ),
     Rule(
         Stage.RESOLVED,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import packages
-from sparkenv.rules import unsloth
+from sparkenv.rules import data_age, unsloth
 from sparkenv.rules.replaced import replaced_on_purpose
 
 if TYPE_CHECKING:
@@ -20,7 +20,10 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 
 def declared(facts: DeclaredFacts) -> list[Finding]:
-    return replaced_on_purpose(_declared(facts), facts.allow_replace)
+    return [
+        *replaced_on_purpose(_declared(facts), facts.allow_replace),
+        *data_age.profile(GotchaId.G9, facts.profile),
+    ]
 
 
 def _from_source(facts: DeclaredFacts) -> list[Finding]:

@@ -11,6 +11,7 @@ from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
 from sparkenv.facts import ngc
 from sparkenv.knowledge import packages
+from sparkenv.rules import data_age
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
@@ -21,7 +22,16 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 
 
 def installed(facts: AuditFacts) -> list[Finding]:
-    return [_container(facts), *_ngc(facts), *_lock_profile(facts), *_drift(facts), *_requirements(facts)]
+    torch = facts.dists.get("torch")
+    release = facts.ngc.release or rules.ngc_release(torch.version if torch else "")
+    return [
+        _container(facts),
+        *_ngc(facts),
+        *data_age.base(GotchaId.G9, release, "this environment"),
+        *_lock_profile(facts),
+        *_drift(facts),
+        *_requirements(facts),
+    ]
 
 
 def _lock_profile(facts: AuditFacts) -> list[Finding]:

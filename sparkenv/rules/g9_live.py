@@ -7,7 +7,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
+from sparkenv.cuda.rules import ngc_release
 from sparkenv.facts import ngc
+from sparkenv.rules import data_age
 from sparkenv.rules.g9_installed import NO_CONTAINER_FIX, ngc_torch
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ def live(f: GateFacts) -> list[Finding]:
     torch_version = (f.torch or {}).get("version") or f.dists.get("torch")
     if image.detected and torch_version:
         out.append(ngc_torch(image, str(torch_version)))
+    release = image.release or ngc_release(str(torch_version or ""))
+    out += data_age.base(GotchaId.G9, release, "this machine's image")
     # Triton's ptxas is G7's to judge (g7.judge_triton_ptxas) wherever its facts were read; only
     # without them is the unset variable worth a line here: one judgement per fact.
     judged_by_g7 = bool((f.section("kernel_coverage") or {}).get("triton"))

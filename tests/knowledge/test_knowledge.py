@@ -88,7 +88,11 @@ def test_the_shipped_file_loads_once_and_says_what_its_toml_says(name):
     loaded = _loader(name)()
     assert _loader(name)() is loaded  # cached: read once per process
     tp = typing.get_type_hints(_module(name).parse)["return"]
-    _same(tp, loaded, datafiles.load(name), name)
+    raw = datafiles.load(name)
+    if name == "gotchas":  # the catalogue's review date sits beside G1 … G10 and is not one of them
+        assert str(raw["reviewed"])
+        raw = {k: v for k, v in raw.items() if k != "reviewed"}
+    _same(tp, loaded, raw, name)
     if is_record(type(loaded)):
         with pytest.raises(AttributeError):
             setattr(loaded, loaded._fields[0], None)

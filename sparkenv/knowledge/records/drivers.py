@@ -17,6 +17,7 @@ class Drivers(NamedTuple):
     toolkit: Mapping[str, str]  # CUDA release "13.0.2" -> its minimum driver
     minor_compat: Mapping[str, str]  # CUDA major "13" -> the driver that runs every release of it
     forward_compat: ForwardCompat
+    unverified: tuple[str, ...] = ()  # [toolkit] rows whose minimum is not NVIDIA's exact figure
 
 
 def parse(data: dict[str, Any]) -> Drivers:

@@ -17,6 +17,7 @@ class GotchaText(NamedTuple):
 
 def parse(data: dict[str, Any]) -> Mapping[GotchaId, GotchaText]:
     """G1 … G10 in order, or one KnowledgeError naming the file and the key (a missing gotcha too)."""
+    data = {k: v for k, v in data.items() if k != "reviewed"}  # the file's date, beside G1 … G10
     found = build(Mapping[GotchaId, GotchaText], data, "gotchas")
     missing = [g.value for g in GotchaId if g not in found]
     if missing:

@@ -16,6 +16,7 @@ class PlaybookIssue(NamedTuple):
 class PlaybookIssues(NamedTuple):
     as_of: str
     repository: str
+    reviewed: str
     issues: tuple[PlaybookIssue, ...]
     _toml_keys = MappingProxyType({"issues": "issue"})  # field -> the TOML key it reads
 
