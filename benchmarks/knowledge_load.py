@@ -21,7 +21,7 @@ from sparkenv.knowledge import FILES as NAMES  # every data file, as the package
 # Both import what every command imports anyway (the report: Finding, Status, GotchaId), so the
 # difference is the records alone.
 COMMON = "import sparkenv.core.report\n"
-RAW = COMMON + f"from sparkenv import datafiles\nfor n in {NAMES!r}: datafiles.load(n)"
+RAW = COMMON + f"from sparkenv.core import datafiles\nfor n in {NAMES!r}: datafiles.load(n)"
 RECORDS = COMMON + (
     f"import importlib\nfor n in {NAMES!r}: getattr(importlib.import_module('sparkenv.knowledge'), n)()"
 )

@@ -193,7 +193,7 @@ def test_sparkenvs_own_requests_ask_the_keyring_only_when_told(private, tmp_path
     user_only = private.url.replace("http://", f"http://{USER}@")
     code = (
         "import sys, urllib.request, urllib.error\n"
-        "from sparkenv import credentials\n"
+        "from sparkenv.index import credentials\n"
         "credentials.remember([sys.argv[1]])\n"
         "req = credentials.request(sys.argv[2])\n"
         "try:\n"

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 _ASK = (
-    "import sys, urllib.error; from sparkenv import fetch\n"
+    "import sys, urllib.error; from sparkenv.index import fetch\n"
     "try:\n"
     "    for _ in range(3): print(fetch.urlopen(sys.argv[1], 10).read().decode())\n"
     "except urllib.error.URLError as exc: print('refused', exc.reason); sys.exit(1)\n"

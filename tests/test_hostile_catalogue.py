@@ -524,7 +524,7 @@ def test_a_setsid_grandchild_is_killed_with_the_registry(tmp_path):
     process-wide."""
     code = (
         "import os, sys, time\n"
-        "from sparkenv import children\n"
+        "from sparkenv.core import children\n"
         "proc = children.spawn(['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300'])\n"
         "pid = int(proc.stdout.readline())\n"
         "time.sleep(0.2)\n"

@@ -6,7 +6,6 @@ options are here too: `sparkenv watch` (watch/commands.py) and `gate --watch` sh
 from __future__ import annotations
 
 from sparkenv.core.optionspec import Option
-from sparkenv.watch.options import WATCHER_DIR, WATCHER_INTERVAL, WATCHER_POLICY
 
 POLICY = Option(
     "policy",
@@ -106,6 +105,29 @@ WATCH = Option(
     "per condition on stderr, a record that survives a hard power-off, a metrics textfile and a plot "
     "(sparkenv watch --help). The workload keeps its PID, signals and exit status. Also "
     "$SPARKENV_GATE_WATCH=1.",
+)
+
+
+# The watcher's options, as `sparkenv watch` spells them (--dir, --interval, --policy); the gate spells the
+# same options --watch-dir, --watch-interval and --watch-policy (`in_the_gate`), with the same help and
+# variable. Declared here, not in watch/: the gate's start imports nothing of the watcher without --watch.
+WATCHER_DIR = Option(
+    "dir",
+    ("--dir",),
+    metavar="DIR",
+    envvar="SPARKENV_WATCH_DIR",
+    help="Where the record, the metrics textfile and the plot go (default ./sparkenv-watch). Also "
+    "$SPARKENV_WATCH_DIR.",
+)
+WATCHER_INTERVAL = Option(
+    "interval", ("--interval",), float, metavar="SECONDS", help="Seconds between readings (default 2)."
+)
+WATCHER_POLICY = Option(
+    "policy",
+    ("--policy",),
+    metavar="report|stop",
+    help="report (default): say what is seen. stop: send the workload SIGTERM, saying why, before "
+    "predicted memory exhaustion or near the temperature shutdown point.",
 )
 
 

@@ -8,7 +8,7 @@ import typer
 
 from sparkenv.cli import options as opts
 from sparkenv.core.errors import SparkenvError
-from sparkenv.watch import options as watching
+from sparkenv.gate import options as watching
 
 
 def register(app: typer.Typer) -> None:

@@ -78,7 +78,7 @@ def test_both_paths_print_the_same_report(run, tmp_path):
     req.write_text("cupy-cuda12x\nunsloth\ntorch>=2.8\n", encoding="utf-8")
     fast = run("check", str(req), "--select", "G1")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "NVIDIA_PYTORCH_VERSION")}
-    code = "import sys; from sparkenv.cli import main; sys.argv[0] = 'sparkenv'; main()"
+    code = "import sys; from sparkenv.cli.commands import main; sys.argv[0] = 'sparkenv'; main()"
     typed = subprocess.run(
         [sys.executable, "-c", code, "check", str(req), "--select", "G1"],
         capture_output=True,

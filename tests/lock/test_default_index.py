@@ -26,7 +26,7 @@ def test_without_pip_the_default_comes_from_uv():
     # default is what uv's own help states
     code = (
         "import sys; sys.modules['pip'] = None\n"
-        "from sparkenv.resolve import default_index as d\n"
+        "from sparkenv.index import default_index as d\n"
         "assert d._pip_default() is None\n"
         "print(d.installers_default())\n"
     )

@@ -126,7 +126,7 @@ def test_a_multi_tag_wheels_metadata_is_read_from_uvs_cache_only_when_unambiguou
         filed = [p.name for p in (tmp_path / "uv").glob("wheels-v8/index/*/native/*.msgpack")]
         assert len(filed) == 1 and filed[0] != f"{arm[len('native-') : -len('.whl')]}.msgpack", filed
         # read in another process: this one keeps what it found (uv_cache._FOUND) and asks again below
-        code = f"from sparkenv.resolve import uv_cache; print(uv_cache.requires({arm!r}, False))"
+        code = f"from sparkenv.index import uv_cache; print(uv_cache.requires({arm!r}, False))"
         got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         assert got.stdout.strip() == "[<Requirement('dep-a')>]", got.stdout + got.stderr
         r = run(

@@ -18,7 +18,7 @@ from test_lock_signals import _alive, silent_index  # noqa: F401 - the fixture
 
 # the lean entry and the typer command, both with argv[0] "sparkenv" (the usage line names it)
 LEAN = "import sys; sys.argv[0] = 'sparkenv'; from sparkenv.cli.entry import main; main()"
-TYPED = "import sys; sys.argv[0] = 'sparkenv'; from sparkenv.cli import main; main()"
+TYPED = "import sys; sys.argv[0] = 'sparkenv'; from sparkenv.cli.commands import main; main()"
 
 
 def _typer_lock():  # type: ignore[no-untyped-def]
