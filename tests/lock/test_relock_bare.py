@@ -1,0 +1,89 @@
+"""A re-lock on the `spark-bare` profile (no base image: the CUDA libraries and torch's family are in the
+resolved set) takes the judgement kept by the lock before it, as a re-lock on an NGC profile does. What
+made the difference: a GPU wheel whose shared object is over the per-file read budget (the CUDA libraries'
+largest, 128–203 MiB compressed) is read so by every lock, and such a read used to count as one a later
+lock might finish, so the judgement was never kept and the wheel's members were fetched again each time.
+Real wheels (a real aarch64 ELF, a member of bytes that do not deflate) on a loopback index, the real uv,
+the real CLI; whether the kept judgement was taken is read from the lock's own timeline."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from artifacts import Index, serve
+from test_judged_cache import Locker
+
+from sparkenv.resolve import wheel_elf
+
+ARM = "cp312-cp312-manylinux_2_28_aarch64"
+BARE = ("--profile", "spark-bare")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory, elves):
+    ix = Index(tmp_path_factory.mktemp("index"))
+    small = elves.linked(("libcudart.so.13",), arch="aarch64", soname="libops.so").read_bytes()
+    # over the per-file budget in compressed bytes: random bytes after a real ELF, as a CUDA library's
+    # largest shared object is to the lock
+    big = small + random.Random(45).randbytes(wheel_elf.PER_OBJECT + (1 << 20))
+    ix.wheel(
+        "big-ops",
+        "1.0",
+        tag=ARM,
+        requires=["nvidia-cuda-runtime==13.0.96"],
+        files={"big_ops/_small.so": small, "big_ops/libbig.so.1": big},
+    )
+    ix.wheel("nvidia-cuda-runtime", "13.0.96", tag=ARM)
+    ix.wheel("demo", "1.0")
+    server = serve(ix, ranges=True)
+    ix.requests = server.requests  # type: ignore[attr-defined]
+    yield ix
+    server.shutdown()
+
+
+@pytest.fixture
+def lock(run, index: Index, tmp_path: Path) -> Locker:
+    return Locker(run, index, tmp_path)
+
+
+def _member_reads(ix: Index, since: int) -> list[str]:
+    """Range requests for big-ops' members (not its central directory, a tail range) since `since`."""
+    got = ix.requests[since:]  # type: ignore[attr-defined]
+    return [r for p, r in got if "big_ops" in p and r and not r.startswith("bytes=-")]
+
+
+def test_a_bare_relock_takes_the_kept_judgement(lock, index):
+    first = lock("big-ops\n", *BARE)
+    assert first.code == 0, first.out + first.err
+    assert not lock.kept
+    # the big member is left unread, and the report says so (an INFO, never a PASS)
+    said = [f for f in first.json()["findings"] if f["subject"] == "big-ops" and "read budget" in f["summary"]]
+    assert said and all(f["status"] == "INFO" for f in said), first.json()["findings"]
+    written = lock.files()
+    again = lock(None, *BARE)
+    assert lock.expected and lock.kept, lock.marks
+    assert again.json()["findings"] == first.json()["findings"]
+    assert lock.files() == written  # byte for byte
+    # judged in full again (no kept judgement): the wheel's read is kept too, no member is fetched again
+    lock.forget()
+    asked = len(index.requests)
+    full = lock(None, *BARE)
+    assert not lock.kept and "metadata read" in lock.marks
+    assert full.json()["findings"] == first.json()["findings"]
+    assert _member_reads(index, asked) == []
+
+
+def test_a_bare_relock_with_a_changed_input_is_judged_again(lock):
+    first = lock("big-ops\n", *BARE)
+    assert first.code == 0, first.out + first.err
+    # the same resolved set from other inputs: the inputs are part of what the judgement rests on
+    changed = lock("big-ops>=1\n", *BARE)
+    assert not lock.kept and not lock.expected and "metadata read" in lock.marks
+    assert changed.json()["findings"] == first.json()["findings"]
+    lock(None, *BARE)
+    assert lock.kept
+    # another resolved set: judged again
+    lock("big-ops\ndemo\n", *BARE)
+    assert not lock.kept and "metadata read" in lock.marks
