@@ -63,6 +63,11 @@ class Budget:
 Objects = tuple[tuple[str, elf.ElfInfo], ...]
 
 
+def _limits() -> list[int]:
+    """What a read leaves unread depends on: a kept partial read holds for these limits only."""
+    return [PER_OBJECT, MAX_INFLATED, MAX_OBJECTS]
+
+
 def _suffix(cap: coverage.Capability) -> str:
     # what is kept depends on the fatbin reader and on the GPU (the data sections are read only where
     # .nv_fatbin has no code for it)
@@ -76,7 +81,7 @@ def _cached(sha256: str, cap: coverage.Capability) -> WheelElves | None:
             (o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data["objects"]
         )
         unread = data.get("unread", "")
-        if not isinstance(unread, str):
+        if not isinstance(unread, str) or (unread and data.get("limits") != _limits()):
             return None
         return WheelElves(objects, unread, tuple(kernels.from_json(data["kernels"])))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -88,7 +93,12 @@ def _store(sha256: str, cap: coverage.Capability, found: WheelElves) -> None:
         {"path": p, "machine": i.machine, "soname": i.soname, "needed": list(i.needed)}
         for p, i in found.objects
     ]
-    data = {"objects": rows, "kernels": kernels.to_json(found.kernels), "unread": found.unread}
+    data = {
+        "objects": rows,
+        "kernels": kernels.to_json(found.kernels),
+        "unread": found.unread,
+        "limits": _limits(),
+    }
     metadata.store(sha256, json.dumps(data), _suffix(cap))
 
 

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
-from artifacts import Index, serve
+from artifacts import Index, file_url, serve
 from test_judged_cache import Locker
 
 from sparkenv.resolve import wheel_elf
@@ -59,8 +59,9 @@ def test_a_bare_relock_takes_the_kept_judgement(lock, index):
     assert first.code == 0, first.out + first.err
     assert not lock.kept
     # the big member is left unread, and the report says so (an INFO, never a PASS)
-    said = [f for f in first.json()["findings"] if f["subject"] == "big-ops" and "read budget" in f["summary"]]
-    assert said and all(f["status"] == "INFO" for f in said), first.json()["findings"]
+    found = first.json()["findings"]
+    said = [f for f in found if f["subject"] == "big-ops" and "read budget" in f["summary"]]
+    assert said and all(f["status"] == "INFO" for f in said), found
     written = lock.files()
     again = lock(None, *BARE)
     assert lock.expected and lock.kept, lock.marks
@@ -87,3 +88,35 @@ def test_a_bare_relock_with_a_changed_input_is_judged_again(lock):
     # another resolved set: judged again
     lock("big-ops\ndemo\n", *BARE)
     assert not lock.kept and "metadata read" in lock.marks
+
+
+def test_a_read_past_a_files_limit_is_kept_one_cut_by_the_locks_budget_is_not(index, tmp_path, monkeypatch):
+    """In process, the wheel's read itself: what every lock reads of it is kept in the cache (and taken
+    with no request); what the lock's budget cut short is not (a later lock reads more)."""
+    import hashlib
+    import zipfile
+
+    from sparkenv.cuda import coverage
+    from sparkenv.resolve import metadata, wheel_files
+
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "sp"))
+    fname = next(p.name for p in (index.root / "files").glob("big_ops-*.whl"))
+    sha = hashlib.sha256((index.root / "files" / fname).read_bytes()).hexdigest()
+    ref = metadata.FileRef("big-ops", fname, file_url(index.url, fname), sha)
+    with zipfile.ZipFile(index.root / "files" / fname) as zf:
+        paths = wheel_files.shared_objects(tuple(n for n in zf.namelist() if ".so" in n))
+    assert len(paths) == 2
+
+    cut = wheel_elf.read_one(ref, paths, wheel_elf.Budget(1), 10)
+    assert not cut.settled and cut.objects == () and "past the read budget" in cut.unread
+    assert wheel_elf._cached(sha, coverage.gb10()) is None
+
+    whole = wheel_elf.read_one(ref, paths, wheel_elf.Budget(), 10)
+    assert whole.settled and [p for p, _ in whole.objects] == ["big_ops/_small.so"]
+    assert "big_ops/libbig.so.1" in whole.unread and "past the read budget" in whole.unread
+    asked = len(index.requests)
+    assert wheel_elf.read_one(ref, paths, wheel_elf.Budget(), 10) == whole
+    assert index.requests[asked:] == []
+    # kept for the limits it was read under only: with a larger one the member would be read
+    monkeypatch.setattr(wheel_elf, "PER_OBJECT", wheel_elf.PER_OBJECT * 2)
+    assert wheel_elf._cached(sha, coverage.gb10()) is None
