@@ -1,8 +1,9 @@
 """A re-lock on the `spark-bare` profile (no base image: the CUDA libraries and torch's family are in the
 resolved set) takes the judgement kept by the lock before it, as a re-lock on an NGC profile does. What
-made the difference: a GPU wheel whose shared object is over the per-file read budget (the CUDA libraries'
-largest, 128–203 MiB compressed) is read so by every lock, and such a read used to count as one a later
-lock might finish, so the judgement was never kept and the wheel's members were fetched again each time.
+made the difference: a GPU wheel whose shared object is over the per-file read budget (as the largest
+libraries of the CUDA wheels torch pulls in are) is read so by every lock, and such a read used to count
+as one a later lock might finish, so the judgement was never kept and the wheel's members were fetched
+again each time.
 Real wheels (a real aarch64 ELF, a member of bytes that do not deflate) on a loopback index, the real uv,
 the real CLI; whether the kept judgement was taken is read from the lock's own timeline."""
 
