@@ -68,23 +68,33 @@ def _limits() -> list[int]:
     return [PER_OBJECT, MAX_INFLATED, MAX_OBJECTS]
 
 
-def _suffix(cap: coverage.Capability) -> str:
+def _suffix(cap: coverage.Capability, partial: bool = False) -> str:
     # what is kept depends on the fatbin reader and on the GPU (the data sections are read only where
-    # .nv_fatbin has no code for it)
-    return f".elf-{kernels.READER}-sm{cap[0]}{cap[1]}.json"
+    # .nv_fatbin has no code for it). A read that left members unread goes in a file of its own: an
+    # earlier sparkenv, which knows no "unread" in an entry, would take it for a whole read
+    return f".elf-{kernels.READER}-sm{cap[0]}{cap[1]}{'.partial' if partial else ''}.json"
 
 
 def _cached(sha256: str, cap: coverage.Capability) -> WheelElves | None:
+    for partial in (False, True):
+        text = metadata.cached(sha256, _suffix(cap, partial))
+        if text is not None:
+            return _entry(text, partial)
+    return None
+
+
+def _entry(text: str, partial: bool) -> WheelElves | None:
+    """A kept read; None when damaged, or a partial one kept under other limits than these."""
     try:
-        data = json.loads((metadata.cache_dir() / f"{sha256}{_suffix(cap)}").read_text(encoding="utf-8"))
+        data = json.loads(text)
         objects = tuple(
             (o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data["objects"]
         )
-        unread = data.get("unread", "")
-        if not isinstance(unread, str) or (unread and data.get("limits") != _limits()):
+        unread = data.get("unread", "") if partial else ""
+        if not isinstance(unread, str) or (partial and (not unread or data.get("limits") != _limits())):
             return None
         return WheelElves(objects, unread, tuple(kernels.from_json(data["kernels"])))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -93,13 +103,10 @@ def _store(sha256: str, cap: coverage.Capability, found: WheelElves) -> None:
         {"path": p, "machine": i.machine, "soname": i.soname, "needed": list(i.needed)}
         for p, i in found.objects
     ]
-    data = {
-        "objects": rows,
-        "kernels": kernels.to_json(found.kernels),
-        "unread": found.unread,
-        "limits": _limits(),
-    }
-    metadata.store(sha256, json.dumps(data), _suffix(cap))
+    data: dict[str, object] = {"objects": rows, "kernels": kernels.to_json(found.kernels)}
+    if found.unread:
+        data |= {"unread": found.unread, "limits": _limits()}
+    metadata.store(sha256, json.dumps(data), _suffix(cap, partial=bool(found.unread)))
 
 
 def _read_member(
