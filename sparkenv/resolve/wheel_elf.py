@@ -90,8 +90,11 @@ def _entry(text: str, partial: bool) -> WheelElves | None:
         objects = tuple(
             (o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data["objects"]
         )
-        unread = data.get("unread", "") if partial else ""
-        if not isinstance(unread, str) or (partial and (not unread or data.get("limits") != _limits())):
+        unread = data.get("unread", "")
+        # a whole read names nothing unread; a partial one names what, under these limits
+        if not isinstance(unread, str) or bool(unread) != partial:
+            return None
+        if partial and data.get("limits") != _limits():
             return None
         return WheelElves(objects, unread, tuple(kernels.from_json(data["kernels"])))
     except (ValueError, KeyError, TypeError, AttributeError):
