@@ -2,7 +2,8 @@
 caches; and `sparkenv check` on a 50-line requirements file against the interpreter's start and the
 parsers of pip and pip-requirements-parser.
 
-    python benchmarks/lock_speed.py [--runs 5] [--input FILE]... [--before DIR] [--only check]
+    python benchmarks/lock_speed.py [--runs 5] [--input FILE]... [--profile NAME]... [--before DIR]
+                                    [--only check]
 
 Cases, each run interleaved, each command first in turn, so drift in the index's latency and the
 machine's load hits all alike; wall time and CPU time (user + system of the whole process tree: uv
@@ -16,8 +17,12 @@ commands meet the index's latency of that moment, which drifts between rounds) a
   output file it wrote last time and prefers its versions, and sparkenv hands uv the lock it replaces
   the same way, lock/preferences.py — each command keeps its own output between its runs).
 Inputs: the shipped playbook input and benchmarks/inputs/large-project.txt (a vLLM-sized project) unless
---input names others. --before DIR: also time the sparkenv of another checkout (PYTHONPATH=DIR), in the
-same rounds: before and after from one run. Needs the package index (PyPI by default).
+--input names others. --profile (repeatable; default: the default profile) locks each input for each
+profile, each against the bare uv command of that profile, and with more than one a closing table puts
+each case's ratios side by side (e.g. the warm re-lock on an NGC base and on spark-bare:
+`--profile ngc-25.11 --profile spark-bare --cases warm`). --before DIR: also time the sparkenv of
+another checkout (PYTHONPATH=DIR), in the same rounds: before and after from one run. Needs the package
+index (PyPI by default).
 Targets: lock <= 1.10 x bare uv, cold and warm; check <= 0.15 s.
 """
 
@@ -76,13 +81,18 @@ def _line(label: str, xs: list[float]) -> str:
     return f"{label:<34} median {statistics.median(xs):7.3f} s  {sorted(round(x, 2) for x in xs)}"
 
 
-def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | None) -> None:
+def _lock_cases(
+    path: str, args: argparse.Namespace, before: dict[str, str] | None, profile: str | None = None
+) -> dict[str, tuple[float, float, float, float]]:
+    """Each case's ratios of sparkenv lock to bare uv: (medians' ratio, round by round median, its 90 %
+    interval)."""
     path = str(Path(path).resolve())
     from sparkenv.environment import profiles
     from sparkenv.lock import uvdriver
     from sparkenv.resolve import inputs, run
 
-    prof = profiles.load(None)
+    prof = profiles.load(profile)
+    chosen = ("--profile", profile) if profile else ()
     inp = inputs.read([path])
     work = Path(tempfile.mkdtemp(prefix="lockbench-"))
     resolve_stage, _ = run._stages(inp, prof)
@@ -92,7 +102,7 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
 
     def sparkenv_cmd(out: str) -> list[str]:
         return [sys.executable, "-m", "sparkenv", "lock", path, "--output-dir", str(work / out),
-                "--exclude-newer", AS_OF, "-q"]  # fmt: skip
+                "--exclude-newer", AS_OF, *chosen, "-q"]  # fmt: skip
 
     outputs = [Path(c[c.index("--output-file") + 1]) for c in bare]  # what bare uv re-reads next time
     warm = {"UV_CACHE_DIR": str(work / "uv"), "SPARKENV_CACHE_DIR": str(work / "sp")}
@@ -135,6 +145,7 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
     print(f"inputs: {path} ({len(inp.requirements)} requirements), profile {prof.name}, {args.runs} runs")
     print(f"bare command: {' '.join(bare[0][1:3])} … ({len(bare)} uv process)")
     first, case = False, "fill"
+    ratios: dict[str, tuple[float, float, float, float]] = {}
     # uv's cache first: uv's answer with a cold cache and with a warm one may differ (seen with uv 0.13:
     # other versions of two packages), and both locks below must see the same cache
     bare_run(warm)
@@ -169,16 +180,19 @@ def _lock_cases(path: str, args: argparse.Namespace, before: dict[str, str] | No
             shift = round_no % len(runs)  # each command goes first in turn: no order favoured
             for name, go in runs[shift:] + runs[:shift]:
                 rows[name].append(go())
-        _print_case(case, rows, {t: parts[(case, t)] for t in ("after", "before") if parts.get((case, t))})
+        trees = {t: parts[(case, t)] for t in ("after", "before") if parts.get((case, t))}
+        ratios[case] = _print_case(case, rows, trees)
         for d in work.glob("cold-*"):
             shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
+    return ratios
 
 
 def _print_case(
     case: str, rows: dict[str, list[tuple[float, float]]], trees: dict[str, list[dict[str, float]]]
-) -> None:
-    """One case's medians (wall, CPU), each lock's ratios to bare uv, and the breakdown of each tree."""
+) -> tuple[float, float, float, float]:
+    """One case's medians (wall, CPU), each lock's ratios to bare uv, and the breakdown of each tree;
+    returns this sparkenv's ratios (medians' ratio, round by round median and its 90 % interval)."""
     print(f"[{case}] (load {os.getloadavg()[0]:.1f}; CPU = user + system of the whole process tree)")
     for name, got in rows.items():
         print(_line(f"  {name}", [w for w, _ in got]) + f"  CPU {statistics.median(c for _, c in got):.3f} s")
@@ -186,6 +200,7 @@ def _print_case(
     cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
     base = "bare uv pip compile"
     rng = random.Random(23)
+    mine = (0.0, 0.0, 0.0, 0.0)
     for name in list(rows)[1:]:
         ratio, cratio = med[name] / med[base], cpu[name] / cpu[base]
         verdict = "met" if ratio <= 1.10 else "MISSED"
@@ -195,6 +210,8 @@ def _print_case(
         per = [w / b for (w, _), (b, _) in zip(rows[name], rows[base], strict=True)]
         lo, hi = bootstrap(per, rng)
         print(f"    round by round: {statistics.median(per):.2f} x [{lo:.2f}, {hi:.2f}] (90 % bootstrap)")
+        if name == "sparkenv lock":
+            mine = (ratio, statistics.median(per), lo, hi)
     if "sparkenv lock (before)" in rows:
         after, before = rows["sparkenv lock"], rows["sparkenv lock (before)"]
         diff = [a - b for (a, _), (b, _) in zip(after, before, strict=True)]
@@ -202,6 +219,24 @@ def _print_case(
         print(f"  after - before, round by round: {statistics.median(diff):+.3f} s [{lo:+.3f}, {hi:+.3f}]")
     if trees:
         _print_breakdown(trees, med[base])
+    return mine
+
+
+def _print_side_by_side(got: dict[tuple[str, str], dict[str, tuple[float, float, float, float]]]) -> None:
+    """Each input and case, a column per profile: sparkenv lock / the bare uv of that profile."""
+    profs = list(dict.fromkeys(p for _, p in got))
+    print(f"side by side, sparkenv lock / its own bare uv, wall (load {os.getloadavg()[0]:.1f}):")
+    print(f"  {'input':<28} {'case':<7} " + " ".join(f"{p:>36}" for p in profs))
+    for inp in dict.fromkeys(i for i, _ in got):
+        for case in dict.fromkeys(c for (i, _), cases in got.items() if i == inp for c in cases):
+            cells = []
+            for prof in profs:
+                r = got.get((inp, prof), {}).get(case)
+                verdict = "" if r is None else ("met" if r[0] <= 1.10 else "MISSED")
+                text = "-" if r is None else f"{r[0]:.2f} x ({r[1]:.2f} [{r[2]:.2f}, {r[3]:.2f}]) {verdict}"
+                cells.append(f"{text:>36}")
+            print(f"  {inp:<28} {case:<7} " + " ".join(cells))
+    print("  (medians' ratio; in brackets round by round, median [90 % bootstrap]; target <= 1.10 x)")
 
 
 def _breakdown(timeline: Path, span: list[float]) -> dict[str, float]:
@@ -342,6 +377,9 @@ def main() -> None:
         "--cases", default="warm,cold,uv-warm,first", help="comma-separated: warm, cold, uv-warm, first"
     )
     ap.add_argument("--before", metavar="DIR", help="a checkout whose sparkenv runs beside this one")
+    ap.add_argument(
+        "--profile", action="append", help="lock for this profile (repeatable); default: the default one"
+    )
     ap.add_argument("--only", choices=("lock", "check"), help="only the lock cases, or only check")
     ap.add_argument(
         "--breakdown",
@@ -355,8 +393,12 @@ def main() -> None:
             ROOT / "lockfiles" / "inputs" / "playbook-unsloth.txt",
             ROOT / "benchmarks" / "inputs" / "large-project.txt",
         ]
+        got = {}
         for path in args.input or [str(p) for p in default]:
-            _lock_cases(path, args, before)
+            for prof in args.profile or [None]:
+                got[(Path(path).name, prof or "default")] = _lock_cases(path, args, before, prof)
+        if len(args.profile or []) > 1:
+            _print_side_by_side(got)
     if args.only != "lock":
         _check_case(args, before)
 

@@ -67,6 +67,10 @@ class WheelElves:
     objects: tuple[tuple[str, ElfInfo], ...]  # (path in the wheel, its ELF facts) of the members read
     unread: str = ""  # why some were not read (past the budget …); "" when all were
     kernels: tuple[ObjectKernels, ...] = ()  # the members read that carry GPU code (fatbin headers)
+    # every lock reads this wheel so: all of it, or all but members over a limit of their own (a file's
+    # size, the files a wheel); False when a later lock may read more (the lock's budget ran out, a
+    # read failed)
+    settled: bool = True
 
 
 @dataclass(frozen=True)

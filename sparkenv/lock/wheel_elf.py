@@ -8,7 +8,10 @@ anywhere in it, so a member is downloaded whole (by range requests through the z
 size is at most PER_OBJECT bytes, and all members together at most BUDGET compressed bytes per lock
 (the budget is what crosses the network). It is inflated into a temporary file, not memory, and read
 there with pread as an installed file is. What is left unread is returned with the reason, and the rule
-says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256.
+says so (an INFO, never a silent PASS). Results are cached by the wheel's sha256 when every lock reads
+the wheel so (settled): read whole, or whole but for members over a limit of their own (PER_OBJECT,
+MAX_INFLATED, MAX_OBJECTS), which no lock reads. A read cut short by the lock's budget, or that failed,
+is not kept: a later lock, charged nothing for what is cached, may read more.
 
 The members of a wheel are fetched a few at a time (AHEAD range requests in flight) and read in order:
 which are read and what the budget is charged are decided in the order of `paths`, as with one request
@@ -60,20 +63,41 @@ class Budget:
 Objects = tuple[tuple[str, elf.ElfInfo], ...]
 
 
-def _suffix(cap: coverage.Capability) -> str:
+def _limits() -> list[int]:
+    """What a read leaves unread depends on: a kept partial read holds for these limits only."""
+    return [PER_OBJECT, MAX_INFLATED, MAX_OBJECTS]
+
+
+def _suffix(cap: coverage.Capability, partial: bool = False) -> str:
     # what is kept depends on the fatbin reader and on the GPU (the data sections are read only where
-    # .nv_fatbin has no code for it)
-    return f".elf-{kernels.READER}-sm{cap[0]}{cap[1]}.json"
+    # .nv_fatbin has no code for it). A read that left members unread goes in a file of its own: an
+    # earlier sparkenv, which knows no "unread" in an entry, would take it for a whole read
+    return f".elf-{kernels.READER}-sm{cap[0]}{cap[1]}{'.partial' if partial else ''}.json"
 
 
 def _cached(sha256: str, cap: coverage.Capability) -> WheelElves | None:
+    for partial in (False, True):
+        text = metadata.cached(sha256, _suffix(cap, partial))
+        if text is not None:
+            return _entry(text, partial)
+    return None
+
+
+def _entry(text: str, partial: bool) -> WheelElves | None:
+    """A kept read; None when damaged, or a partial one kept under other limits than these."""
     try:
-        data = json.loads((metadata.cache_dir() / f"{sha256}{_suffix(cap)}").read_text(encoding="utf-8"))
+        data = json.loads(text)
         objects = tuple(
             (o["path"], elf.ElfInfo(o["machine"], o["soname"], tuple(o["needed"]))) for o in data["objects"]
         )
-        return WheelElves(objects, kernels=tuple(kernels.from_json(data["kernels"])))
-    except (OSError, ValueError, KeyError, TypeError):
+        unread = data.get("unread", "")
+        # a whole read names nothing unread; a partial one names what, under these limits
+        if not isinstance(unread, str) or bool(unread) != partial:
+            return None
+        if partial and data.get("limits") != _limits():
+            return None
+        return WheelElves(objects, unread, tuple(kernels.from_json(data["kernels"])))
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -82,8 +106,10 @@ def _store(sha256: str, cap: coverage.Capability, found: WheelElves) -> None:
         {"path": p, "machine": i.machine, "soname": i.soname, "needed": list(i.needed)}
         for p, i in found.objects
     ]
-    data = {"objects": rows, "kernels": kernels.to_json(found.kernels)}
-    metadata.store(sha256, json.dumps(data), _suffix(cap))
+    data: dict[str, object] = {"objects": rows, "kernels": kernels.to_json(found.kernels)}
+    if found.unread:
+        data |= {"unread": found.unread, "limits": _limits()}
+    metadata.store(sha256, json.dumps(data), _suffix(cap, partial=bool(found.unread)))
 
 
 def _read_member(
@@ -204,8 +230,8 @@ def read_one(
         if ref.sha256:
             _store(ref.sha256, cap, early)
         return early
-    done, costs = _read(ref, paths, budget, timeout, cap)
-    if costs is not None and ref.sha256:
+    done, _ = _read(ref, paths, budget, timeout, cap)
+    if done.settled and ref.sha256:
         _store(ref.sha256, cap, done)
     return done
 
@@ -260,11 +286,14 @@ def _read(
     cap: coverage.Capability,
     stop: Callable[[], bool] = lambda: False,
 ) -> tuple[WheelElves, tuple[int, ...] | None]:
-    """The answer, and the compressed size of each member when every one was read (else None)."""
+    """The answer, and the compressed size of each member when every one was read (else None). The
+    answer is settled unless the lock's budget left a member unread that fits a file's limit, or the
+    read failed."""
     out: list[tuple[str, elf.ElfInfo]] = []
     found: list[coverage.ObjectKernels] = []
     skipped: list[str] = []
     costs: list[int] = []
+    cut = False  # a member within its own limits left unread: the lock's budget had run out
     ahead: _Ahead | None = None
     try:
         fh, _ = remote_zip.open_remote(ref.url, timeout)
@@ -272,13 +301,15 @@ def _read(
             ahead = _fetch_ahead(zf, paths, budget)
             for path in paths:
                 if stop():
-                    return WheelElves(tuple(out), "stopped", tuple(found)), None
+                    return WheelElves(tuple(out), "stopped", tuple(found), settled=False), None
                 info = zf.getinfo(path)
-                if (
+                own_limit = (
                     len(out) >= MAX_OBJECTS
                     or info.file_size > MAX_INFLATED
-                    or not budget.take(info.compress_size)
-                ):
+                    or info.compress_size > PER_OBJECT
+                )
+                if own_limit or not budget.take(info.compress_size):
+                    cut = cut or not own_limit
                     skipped.append(f"{path} ({info.compress_size >> 20} MiB compressed)")
                     continue
                 costs.append(info.compress_size)
@@ -290,9 +321,9 @@ def _read(
                     if gpu is not None:
                         found.append(gpu)
     except remote_zip.Unreadable as exc:
-        return WheelElves(tuple(out), str(exc), tuple(found)), None
+        return WheelElves(tuple(out), str(exc), tuple(found), settled=False), None
     except (zipfile.BadZipFile, zlib.error, KeyError, OSError, EOFError, ValueError) as exc:
-        return WheelElves(tuple(out), f"not a readable zip: {exc}", tuple(found)), None
+        return WheelElves(tuple(out), f"not a readable zip: {exc}", tuple(found), settled=False), None
     finally:
         if ahead is not None:
             ahead.close()
@@ -302,7 +333,7 @@ def _read(
             f"{skipped[0]}{more} past the read budget ({PER_OBJECT >> 20} MiB a file, {BUDGET >> 20} MiB "
             f"a lock, compressed; {MAX_OBJECTS} files a wheel)"
         )
-        return WheelElves(tuple(out), why, tuple(found)), None
+        return WheelElves(tuple(out), why, tuple(found), settled=not cut), None
     return WheelElves(tuple(out), kernels=tuple(found)), tuple(costs)
 
 

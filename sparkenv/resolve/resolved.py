@@ -102,9 +102,10 @@ def _all_read(
         and all(isinstance(f, tuple) for f in so_files.values())
         and all(records.values())
         and all(b.kind != "unknown" for b in sdists.values())
-        # a wheel left past the read budget is read on a later run (what was read is cached and charged
-        # nothing then): the judgement is not final yet
-        and all(not e.unread for e in elves.values())
+        # a wheel the lock's budget cut short is read further on a later run (what was read whole is
+        # cached and charged nothing then): the judgement is not final yet. One whose members left
+        # unread are each over a limit of their own is read so by every lock: final (wheel_elf)
+        and all(e.settled for e in elves.values())
     )
 
 

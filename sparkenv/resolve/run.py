@@ -439,11 +439,13 @@ def _judge_afresh(
         inp, profile, locked, raw, metas, allowed, _reads_from(index), resolution.pages, resolution.failures,
         so_files,
     )  # fmt: skip
+    # the time is the whole judgement's (file lists, ELF, RECORDs, sdists, index pages, the rules), not
+    # the metadata's alone
     _say(
         progress,
-        f"read the metadata of {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s "
-        f"({sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} from "
-        "caches)",
+        f"read and judged {len(metas)} file(s) in {time.perf_counter() - t_resolved:.1f} s (their "
+        f"metadata: {sum(1 for m in metas.values() if isinstance(m, metadata.Metadata) and m.via in CACHED)} "
+        "from caches)",
     )
     if got.complete and not resolution.failures and judged_cache.keepable(got.findings):
         judged_cache.save(judgement, got.findings, got.pages)
