@@ -10,7 +10,7 @@ from sparkenv.printable import printable
 
 SCHEMA = "sparkenv.report/1"
 # The commands that report, as report.schema.json names them (a test keeps the two equal).
-COMMANDS = ("audit", "check", "lock", "build", "gate", "patch")
+COMMANDS = ("audit", "check", "lock", "build", "gate", "patch", "attest")
 
 
 class _Gotcha(str, enum.Enum):

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CLI_MODULES = {"sparkenv.cli", "sparkenv.cli_options", "sparkenv.entry", "sparkenv.__main__", "sparkenv"}
 STAGES = {"resolve", "lock", "image", "audit", "gate", "multinode", "patches", "render", "watch", "gotchas"}
+STAGES |= {"attest"}
 READERS = {"cuda", "environment", "knowledge", "profiles"}
 PAYLOADS = {"sparkenv.patches.sdpa"}
 NAMES = {6: "CLI", 5: "stage", 4: "rules", 3: "facts", 2: "reader", 1: "core"}

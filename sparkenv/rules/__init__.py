@@ -63,6 +63,7 @@ class Stage(str, enum.Enum):
     INSTALLED = "installed"  # sparkenv audit, and build's self-audit of its image: read from outside
     LIVE = "live"  # sparkenv gate: the running machine, as the image's entrypoint
     WATCH = "watch"  # sparkenv gate --watch, sparkenv watch: readings over time beside the workload
+    ATTEST = "attest"  # sparkenv attest, gate --attest: the kernels the workload's window launched
 
     @property
     def commands(self) -> str:
@@ -77,6 +78,7 @@ _COMMANDS = {
     Stage.INSTALLED: "sparkenv audit, sparkenv build (its image audits itself)",
     Stage.LIVE: "sparkenv gate",
     Stage.WATCH: "sparkenv gate --watch, sparkenv watch",
+    Stage.ATTEST: "sparkenv attest, sparkenv gate --attest",
 }
 
 
@@ -142,6 +144,7 @@ HAS_STAGE: dict[Stage, frozenset[str]] = {
     Stage.RESOLVED: frozenset({"G1", "G2", "G7", "G9"}),
     Stage.LOCKFILE: frozenset({"G9"}),
     Stage.IMAGE: frozenset({"G9"}),
+    Stage.ATTEST: frozenset({"G2", "G7"}),
 }
 
 

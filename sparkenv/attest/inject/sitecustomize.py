@@ -15,8 +15,8 @@ workload goes on untouched. Standard library only: the workload's environment ne
 - Nothing is sent anywhere. Another sitecustomize further down the path is run too.
 
 Variables: SPARKENV_ATTEST_DIR (on), SPARKENV_ATTEST_SECONDS, SPARKENV_ATTEST_STEPS, SPARKENV_ATTEST_MARKERS
-(`|`-separated parts of operator names kept as a kernel's callers), SPARKENV_ATTEST_REPORTER (a JSON argv
-run at the window's end with the record's path appended: gate --attest's report).
+(`|`-separated parts of operator names kept as a kernel's callers). The probe starts no process: gate
+--attest's report comes from a sparkenv beside the workload that follows the record.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ DIR = "SPARKENV_ATTEST_DIR"
 SECONDS = "SPARKENV_ATTEST_SECONDS"
 STEPS = "SPARKENV_ATTEST_STEPS"
 MARKERS = "SPARKENV_ATTEST_MARKERS"
-REPORTER = "SPARKENV_ATTEST_REPORTER"
 RECORD_VERSION = 1
 TICK_S = 1.0
 GRACE_S = 5.0  # after the deadline, how often the record says the main thread has not stopped it yet
@@ -90,6 +89,7 @@ class Window:
             _write(self.fh, header)
             return self._close()
         try:
+            from torch._C._profiler import _ExperimentalConfig
             from torch.autograd import (
                 ProfilerActivity,
                 ProfilerConfig,
@@ -98,13 +98,14 @@ class Window:
                 _prepare_profiler,
                 _supported_activities,
             )
-            from torch._C._profiler import _ExperimentalConfig
 
             acts = {ProfilerActivity.CPU}
             if ProfilerActivity.CUDA in _supported_activities():
                 acts.add(ProfilerActivity.CUDA)
             header["activities"] = sorted(a.name for a in acts)
-            config = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+            config = ProfilerConfig(
+                ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig()
+            )
             _prepare_profiler(config, acts)
             _enable_profiler(config, acts)
         except Exception as exc:  # another torch, a profiler already running: said, the workload goes on
@@ -162,7 +163,7 @@ class Window:
         kind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
         def call(_arg: Any) -> int:
-            try:
+            try:  # noqa: SIM105 — contextlib is not imported into every workload for this
                 self.stop(reason)
             except Exception:  # never into the workload's frame
                 pass
@@ -211,10 +212,9 @@ class Window:
             },
         )
         self._close()
-        _report(self.path)
 
     def _close(self) -> None:
-        try:
+        try:  # noqa: SIM105
             self.fh.close()
         except (OSError, AttributeError):
             pass
@@ -222,31 +222,36 @@ class Window:
 
 def read_events(events: list[Any], markers: tuple[str, ...]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Kineto's events -> rows: each kernel (name, device, callers among the markers) with its count and
-    GPU time; each outermost operator that launched no GPU work (name, count, wall time). Operators nest by
-    time on their thread; a GPU event names the innermost operator it was launched from
-    (linked_correlation_id)."""
+    GPU time; each outermost operator that touched no GPU (no GPU event linked to it or an operator inside it,
+    no CUDA runtime call inside it): name, count, wall time. Operators and runtime calls nest by time on
+    their thread; a GPU event names the innermost operator it was launched from (linked_correlation_id)."""
     ops: dict[int, tuple[str, int]] = {}  # correlation id -> (name, parent correlation id)
-    by_thread: dict[int, list[tuple[int, int, int, str]]] = {}
+    by_thread: dict[int, list[tuple[int, int, int, str, bool]]] = {}
     device: list[Any] = []
     for e in events:
         if str(e.device_type()).endswith("CPU"):
-            if e.is_async() or _runtime_call(e):
+            if e.is_async():
                 continue
             by_thread.setdefault(e.start_thread_id(), []).append(
-                (e.start_ns(), -e.end_ns(), e.correlation_id(), e.name())
+                (e.start_ns(), -e.end_ns(), e.correlation_id(), e.name(), _runtime_call(e))
             )
-        else:
+        elif not _annotation(e):
             device.append(e)
-    spans: dict[int, tuple[int, str]] = {}  # correlation id -> (duration, name)
+    spans: dict[int, tuple[int, int]] = {}  # correlation id -> (start, duration)
+    called: set[int] = set()  # operators that made a CUDA runtime call (a launch, a copy, a handle's set-up)
     for rows in by_thread.values():
         rows.sort()
         stack: list[tuple[int, int]] = []  # (end, id)
-        for start, neg_end, cid, name in rows:
+        for start, neg_end, cid, name, runtime in rows:
             end = -neg_end
             while stack and stack[-1][0] <= start:
                 stack.pop()
+            if runtime:
+                if stack:
+                    called.add(stack[-1][1])
+                continue
             ops[cid] = (name, stack[-1][1] if stack else 0)
-            spans[cid] = (end - start, name)
+            spans[cid] = (start, end - start)
             stack.append((end, cid))
     launched: set[int] = set()
     kernels: dict[tuple[str, int, str], list[int]] = {}
@@ -271,21 +276,41 @@ def read_events(events: list[Any], markers: tuple[str, ...]) -> tuple[list[dict[
         {"kind": "kernel", "name": k[0], "device": k[1], "under": k[2], "count": c, "gpu_ns": ns}
         for k, (c, ns) in sorted(kernels.items(), key=lambda kv: -kv[1][1])
     ]
+    for cid in called:  # an operator whose kernel's GPU event was lost still touched the GPU
+        seen = 0
+        while cid and cid in ops and cid not in launched and seen < 256:
+            launched.add(cid)
+            cid, seen = ops[cid][1], seen + 1
+    first_gpu: dict[str, int] = {}  # each operator name's first call that touched the GPU
+    for cid in launched:
+        name, start = ops[cid][0], spans[cid][0]
+        if start < first_gpu.get(name, start + 1):
+            first_gpu[name] = start
     cpu: dict[str, list[int]] = {}
     for cid, (name, parent) in ops.items():
         if cid in launched:
             continue
         if parent and parent not in launched:
             continue  # inside an operator that ran on the CPU too: counted there
+        start, took = spans[cid]
+        if start < first_gpu.get(name, start):
+            continue  # a first call that set up its GPU path (a library's handle, cuDNN's run-time compile)
         got = cpu.setdefault(name, [0, 0])
         got[0] += 1
-        got[1] += spans[cid][0]
+        got[1] += took
     out += [
         {"kind": "cpu_op", "name": name, "count": c, "ns": ns}
         for name, (c, ns) in sorted(cpu.items(), key=lambda kv: -kv[1][1])
     ]
     summary = {"device_events": len(device), "device_ns": device_ns, "cpu_ops": len(ops)}
     return out, summary
+
+
+def _annotation(e: Any) -> bool:
+    """A range on the GPU's timeline (record_function's, e.g. Optimizer.step#AdamW.step) spanning kernels,
+    not a kernel: counting it would count their time twice."""
+    flag = getattr(e, "is_user_annotation", None)
+    return bool(flag()) if flag is not None else False
 
 
 def _runtime_call(e: Any) -> bool:
@@ -337,21 +362,6 @@ def _capability() -> list[int] | None:
     return None
 
 
-def _report(path: str) -> None:
-    """gate --attest: the report of this window, by sparkenv's own interpreter, on this stderr."""
-    argv = os.environ.get(REPORTER)
-    if not argv:
-        return
-    try:
-        import subprocess
-
-        cmd = [str(a) for a in json.loads(argv)] + [path]
-        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), start_new_session=True)
-        threading.Thread(target=child.wait, daemon=True).start()
-    except Exception:
-        pass
-
-
 class _Finder:
     """At the front of sys.meta_path until torch is imported: wraps torch's loader so the window starts
     right after torch's own module has run."""
@@ -380,11 +390,11 @@ class _Finder:
 
             def exec_module(self, module: Any) -> None:
                 real.exec_module(module)
-                try:
+                try:  # noqa: SIM105
                     sys.meta_path.remove(finder)
                 except ValueError:
                     pass
-                try:
+                try:  # noqa: SIM105
                     window.start(module)
                 except Exception:  # the workload's import of torch never fails because of us
                     pass

@@ -26,8 +26,8 @@ nvcc -shared -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 -o "$W/libext_
 cuobjdump -lptx -lelf "$W/libext_ptx.so" "$W/libext_sass.so" >>"$W/log.txt" 2>&1
 attest ext-ptx 3 ext_case.py "$W/libext_ptx.so" 5
 attest ext-sass 3 ext_case.py "$W/libext_sass.so" 5
-attest cpu-op 3 cpu_op_case.py 6
-attest train 4 train_case.py 6 "$W/train/crosscheck.json"
+attest cpu-op 8 cpu_op_case.py 14
+attest train 8 train_case.py 14 "$W/train/crosscheck.json"
 ls -la "$W"/*/ >>"$W/log.txt"
 cp "$W"/libext_*.so "$W/ext-ptx/" 2>/dev/null
 tar -C "$W" -czf "$OUT/attest-gpu.tar.gz" . && log "packed $(du -sh "$OUT/attest-gpu.tar.gz")"

@@ -1,5 +1,6 @@
-"""A GPU program for `sparkenv attest`: SDPA with one backend forced (flash, efficient, cudnn, math), random
-bf16 tensors, forward and backward in a loop for SECONDS. Run on the GPU machine (tests/attest/gpu/run_all.sh)."""
+"""A GPU program for `sparkenv attest`: SDPA with one backend forced (flash, efficient, cudnn,
+math), random bf16 tensors, forward and backward in a loop for SECONDS. Run on the GPU machine
+(tests/attest/gpu/run_all.sh)."""
 
 import sys
 import time
@@ -14,7 +15,9 @@ BACKENDS = {
     "math": SDPBackend.MATH,
 }
 backend, seconds = sys.argv[1], float(sys.argv[2])
-q, k, v = (torch.randn(4, 16, 1024, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+q, k, v = (
+    torch.randn(4, 16, 1024, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3)
+)
 proj = torch.nn.Linear(64, 64, device="cuda", dtype=torch.bfloat16)
 end, n = time.monotonic() + seconds, 0
 with sdpa_kernel(BACKENDS[backend]):
