@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.attest import record, run
-from sparkenv.facts.attest import AttestFacts, ProcessRecord
+from sparkenv.facts.attest import AttestFacts, KernelRow, ProcessRecord
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "attest"
 
@@ -74,3 +74,8 @@ def gathered(
 
 def one(path: os.PathLike[str] | str) -> ProcessRecord:
     return record.read(str(path))
+
+
+def one_row(row: dict[str, Any]) -> KernelRow:
+    """A kernel row as the probe writes it, as the record reader makes it."""
+    return KernelRow(row["name"], row["count"], row["gpu_ns"], row.get("under", ""), row.get("device", 0))
