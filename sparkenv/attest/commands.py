@@ -85,6 +85,7 @@ def attest(
       sparkenv attest --record sparkenv-attest/attest-4242.jsonl
     """
     import os
+    import sys
 
     from sparkenv.attest import launch, run
     from sparkenv.bounds import seconds_problem
@@ -96,11 +97,13 @@ def attest(
             "give a workload after -- (sparkenv attest -- CMD) or --record FILE|DIR, not both"
         )
     if record:
-        if follow is not None:
-            report = run.follow(follow, record, jit_cache, attention, seconds or 30.0)
-        else:
+        if follow is None:
             report = run.judge(run.gather(record, attention, os.environ, jit_cache), record)
-        raise typer.Exit(emit(report, reporting))
+            raise typer.Exit(emit(report, reporting))
+        code = emit(run.follow(follow, record, jit_cache, attention, seconds or 30.0), reporting)
+        sys.stdout.flush()
+        run.after_follow(follow, jit_cache)
+        raise typer.Exit(code)
     window = seconds if seconds is not None else (600.0 if steps else 30.0)
     problem = seconds_problem(window, zero_ok=False)
     if problem:

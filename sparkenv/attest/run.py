@@ -19,6 +19,7 @@ from sparkenv.report import Report
 
 ATTENTION = ("sdpa", "flash-attn", "any")
 POLL_S = 0.2
+GONE_S = 1.0  # how often the follower looks whether the workload is gone, its report given
 
 
 def wanted_attention(option: str | None, env: Mapping[str, str]) -> tuple[str, str]:
@@ -128,6 +129,14 @@ def follow(pid: int, run_dir: str, jit: str | None, attention: str | None, secon
     windows ended, or once it is gone."""
     wait_for_windows(run_dir, lambda: not os.path.exists(f"/proc/{pid}"), time.monotonic() + seconds)
     return judge(gather(run_dir, attention, os.environ, jit), run_dir)
+
+
+def after_follow(pid: int, jit: str | None) -> None:
+    """The follower, its report given: once the workload is gone, its private JIT cache goes too."""
+    while os.path.exists(f"/proc/{pid}"):
+        time.sleep(GONE_S)
+    if jit:
+        shutil.rmtree(jit, ignore_errors=True)
 
 
 def start_follower(run_dir: str, env: Mapping[str, str], seconds: float) -> None:

@@ -29,7 +29,9 @@ Where things go (read this before adding a check):
   (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `image/` (Stage.IMAGE: the
   facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE),
   `watch/` (Stage.WATCH: the time series of `facts/timeseries.py`, judged again at every reading
-  while the workload runs).
+  while the workload runs), `attest/` (Stage.ATTEST: the kernels a workload's window launched,
+  `facts/attest.py`, judged by rules/attest_g2.py and attest_g7.py with the classifier
+  rules/attest_kernels.py over data/kernel_paths.toml).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
   a profile (type and loading) is `sparkenv/profiles.py`.
