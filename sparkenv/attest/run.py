@@ -127,13 +127,24 @@ def finish(running: Any) -> int:
 def follow(pid: int, run_dir: str, jit: str | None, attention: str | None, seconds: float) -> Report:
     """gate --attest's sparkenv beside the workload (which has the gate's PID): the report once its
     windows ended, or once it is gone."""
-    wait_for_windows(run_dir, lambda: not os.path.exists(f"/proc/{pid}"), time.monotonic() + seconds)
+    wait_for_windows(run_dir, lambda: gone(pid), time.monotonic() + seconds)
     return judge(gather(run_dir, attention, os.environ, jit), run_dir)
+
+
+def gone(pid: int) -> bool:
+    """The workload has ended: no such process, or one that exited and waits to be reaped (a zombie: its
+    parent may be waiting for this follower to close the stderr it shares)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"Z", b"X")
 
 
 def after_follow(pid: int, jit: str | None) -> None:
     """The follower, its report given: once the workload is gone, its private JIT cache goes too."""
-    while os.path.exists(f"/proc/{pid}"):
+    while not gone(pid):
         time.sleep(GONE_S)
     if jit:
         shutil.rmtree(jit, ignore_errors=True)
