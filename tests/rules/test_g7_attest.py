@@ -29,8 +29,9 @@ ROWS = [
         "the families' shares add up to 100.0 % of the profiler's total"),
     Row(RULE, "a family's row", lambda c: ah.facts("train"), "family cuDNN attention", Status.INFO, None,
         "cuDNN attention (cuDNN): "),
-    Row(RULE, "a killed process: the record is partial", lambda c: ah.gathered(ah.cut(c.tmp_path, "train", 30)),
-        "GPU time", Status.WARN, "--seconds", "the window did not end in pid"),
+    Row(RULE, "a killed process: the record is partial",
+        lambda c: ah.gathered(ah.cut(c.tmp_path, "train", 30)), "GPU time", Status.WARN, "--seconds",
+        "the window did not end in pid"),
 ]  # fmt: skip
 
 
