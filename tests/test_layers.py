@@ -36,6 +36,7 @@ STAGES = {
     "render",
     "watch",
     "host",
+    "attest",
     "gotchas",
 }
 READERS = {"cuda", "environment", "knowledge", "index"}

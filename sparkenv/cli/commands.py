@@ -118,6 +118,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.audit.commands",
     "sparkenv.gate.commands",
     "sparkenv.watch.commands",
+    "sparkenv.attest.commands",
     "sparkenv.patches.commands",
 )
 

@@ -10,7 +10,7 @@ from sparkenv.core.printable import printable
 
 SCHEMA = "sparkenv.core.report/1"
 # The commands that report, as report.schema.json names them (a test keeps the two equal).
-COMMANDS = ("audit", "check", "lock", "build", "gate", "patch", "host")
+COMMANDS = ("audit", "check", "lock", "build", "gate", "patch", "host", "attest")
 
 
 class _Gotcha(str, enum.Enum):

@@ -43,6 +43,7 @@ class GateArgs:
     watch_dir: str | None
     watch_interval: float | None
     watch_policy: str | None
+    attest: float  # --attest N: the probe's window over the workload's first N seconds (sparkenv/attest/)
     reporting: ReportOptions
 
 
@@ -71,6 +72,11 @@ def validate(a: GateArgs) -> str:
         raise SparkenvError(f"--policy/$SPARKENV_GATE: {a.policy!r} is not one of {', '.join(POLICIES)}")
     _seconds("--deadline", a.deadline, zero_ok=False)
     _seconds("--sample", a.sample, zero_ok=True)
+    _seconds("--attest", a.attest, zero_ok=True)
+    if a.attest and not a.workload:
+        raise SparkenvError(
+            "--attest watches a workload: give it after --, e.g. sparkenv gate --attest 20 -- CMD"
+        )
     if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
         raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
     workers_wanted()  # a bad $SPARKENV_GATE_WORKERS: exit 2 before any probe
@@ -255,7 +261,21 @@ def start_workload(a: GateArgs) -> None:
 
         folder = a.watch_dir or launch.DEFAULT_FOLDER
         launch.start(folder, a.watch_interval or 2.0, a.watch_policy or "report", a.workload)
+    if a.attest:
+        _attest(a.attest)
     exec_workload(a.workload)
+
+
+def _attest(seconds: float) -> None:
+    """--attest: the workload's environment gets the probe (sparkenv/attest/launch.py), and a sparkenv
+    beside it reports on this stderr when its window ends."""
+    from sparkenv.attest import launch, run
+
+    folder = launch.run_folder(os.environ.get("SPARKENV_ATTEST_DIR") or launch.DEFAULT_FOLDER)
+    env = launch.environment(os.environ, folder, seconds)
+    run.start_follower(folder, env, seconds)
+    os.environ.clear()
+    os.environ.update(env)
 
 
 def exec_workload(cmd: list[str]) -> None:

@@ -106,6 +106,17 @@ WATCH = Option(
     "(sparkenv watch --help). The workload keeps its PID, signals and exit status. Also "
     "$SPARKENV_GATE_WATCH=1.",
 )
+ATTEST = Option(
+    "attest",
+    ("--attest",),
+    float,
+    default=0.0,
+    metavar="SECONDS",
+    help="For the first SECONDS after the workload imports torch, record which GPU kernels it runs (torch's "
+    "profiler, in the workload's own Python), then stop and free it: the attention backend (G2), PTX "
+    "JIT-compiled, GPU operators on the CPU (G7), said on stderr when the window ends (sparkenv attest "
+    "--help). Records go to $SPARKENV_ATTEST_DIR (default ./sparkenv-attest).",
+)
 
 
 # The watcher's options, as `sparkenv watch` spells them (--dir, --interval, --policy); the gate spells the
@@ -155,4 +166,5 @@ GATE = (
     DEADLINE,
     WATCH,
     *(in_the_gate(o) for o in (WATCHER_DIR, WATCHER_INTERVAL, WATCHER_POLICY)),
+    ATTEST,
 )  # in --help's order

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from sparkenv.knowledge.records.gate import Gate
     from sparkenv.knowledge.records.gotchas import GotchaText
     from sparkenv.knowledge.records.hosts import Hosts
+    from sparkenv.knowledge.records.kernel_paths import KernelPaths
     from sparkenv.knowledge.records.kernels import Kernels
     from sparkenv.knowledge.records.multinode import Multinode
     from sparkenv.knowledge.records.packages import Packages
@@ -44,6 +45,7 @@ FILES = (
     "gate",
     "gotchas",
     "hosts",
+    "kernel_paths",
     "kernels",
     "multinode",
     "packages",
@@ -70,6 +72,7 @@ drivers: Callable[[], Drivers] = _loader("drivers")
 gate: Callable[[], Gate] = _loader("gate")
 gotchas: Callable[[], Mapping[GotchaId, GotchaText]] = _loader("gotchas")
 hosts: Callable[[], Hosts] = _loader("hosts")
+kernel_paths: Callable[[], KernelPaths] = _loader("kernel_paths")
 kernels: Callable[[], Kernels] = _loader("kernels")
 multinode: Callable[[], Multinode] = _loader("multinode")
 packages: Callable[[], Packages] = _loader("packages")

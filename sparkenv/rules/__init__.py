@@ -31,7 +31,9 @@ Where things go (read this before adding a check):
   (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `image/` (Stage.IMAGE: the
   facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE),
   `watch/` (Stage.WATCH: the time series of `facts/timeseries.py`, judged again at every reading
-  while the workload runs).
+  while the workload runs), `attest/` (Stage.ATTEST: the kernels a workload's window launched,
+  `facts/attest.py`, judged by rules/attest_g2.py and attest_g7.py with the classifier
+  rules/attest_kernels.py over data/kernel_paths.toml).
   They decide nothing themselves.
 - The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
   a profile (type and loading) is `sparkenv/environment/profiles.py`.
@@ -66,6 +68,7 @@ class Stage(str, enum.Enum):
     INSTALLED = "installed"  # sparkenv audit, and build's self-audit of its image: read from outside
     LIVE = "live"  # sparkenv gate: the running machine, as the image's entrypoint
     WATCH = "watch"  # sparkenv gate --watch, sparkenv watch: readings over time beside the workload
+    ATTEST = "attest"  # sparkenv attest, gate --attest: the kernels the workload's window launched
 
     @property
     def commands(self) -> str:
@@ -81,6 +84,7 @@ _COMMANDS = {
     Stage.LIVE: "sparkenv gate",
     Stage.WATCH: "sparkenv gate --watch, sparkenv watch",
     Stage.HOST: "sparkenv host",
+    Stage.ATTEST: "sparkenv attest, sparkenv gate --attest",
 }
 
 
@@ -147,6 +151,7 @@ HAS_STAGE: dict[Stage, frozenset[str]] = {
     Stage.LOCKFILE: frozenset({"G9"}),
     Stage.IMAGE: frozenset({"G9"}),
     Stage.HOST: frozenset({"G1", "G3", "G4", "G9", "G10"}),
+    Stage.ATTEST: frozenset({"G2", "G7"}),
 }
 
 

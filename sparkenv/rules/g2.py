@@ -19,7 +19,7 @@ from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.patches.sdpa import mode_from_env
-from sparkenv.rules import Rule, Stage, cuda_major, unsloth, wrong_cpu
+from sparkenv.rules import Lazy, Rule, Stage, cuda_major, unsloth, wrong_cpu
 from sparkenv.rules.cuda_major import Binding
 from sparkenv.rules.replaced import replaced_on_purpose
 
@@ -565,5 +565,12 @@ RULES = (
         live,
         "flash-attn imported and run on the GPU (in the torch probe); with Unsloth, whether the SDPA "
         "override is active and what Unsloth's dispatch picks, SPARKENV_SDPA",
+    ),
+    Rule(
+        Stage.ATTEST,
+        Lazy("attest_g2", "attention"),
+        "which attention backend the window's kernels ran (the operators they were launched under, "
+        "their names: data/kernel_paths.toml) against the one asked for (--attention, SPARKENV_SDPA), "
+        "with its share of GPU time",
     ),
 )

@@ -21,7 +21,7 @@ from sparkenv.cuda import coverage, toolchain
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.knowledge import gate
 from sparkenv.knowledge import toolchain as toolchain_data
-from sparkenv.rules import Rule, Stage, g7_coverage
+from sparkenv.rules import Lazy, Rule, Stage, g7_coverage
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
@@ -503,5 +503,13 @@ RULES = (
         "the GPU's compute capability, torch's arch list, every package's kernels for the live GPU (as "
         "the audit reads them), Triton's ptxas and TORCH_CUDA_ARCH_LIST as the workload sees them, NVFP4 "
         "intent and the SM targets of NVFP4-capable packages' kernels",
+    ),
+    Rule(
+        Stage.ATTEST,
+        Lazy("attest_g7", "kernels"),
+        "the window's kernels: a private CUDA JIT cache that filled and the loaded libraries that "
+        "have only PTX for the GPU; GPU operators that launched nothing on the GPU (ran on the CPU) "
+        "with their share of the window; GPU time per backend family and library "
+        "(data/kernel_paths.toml)",
     ),
 )

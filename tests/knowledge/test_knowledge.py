@@ -152,6 +152,8 @@ HOSTILE = [
     ("watch", ("throttle", "source"), DELETE, "throttle.source is missing"),
     ("gotchas", ("G1", "title"), 1, "G1.title must be a string"),
     ("gotchas", ("G11",), {"title": "", "symptom": "", "cause": "", "fix": ""}, "must be one of G1, G2"),
+    ("kernel_paths", ("family", 0, "pattern"), "(", "family[0].pattern is not a valid regular expression"),
+    ("kernel_paths", ("cpu", "fail_share"), DELETE, "cpu.fail_share is missing"),
     ("packages", ("drift_prone",), "torch", "drift_prone must be a list"),
     ("packages", ("fallback_days",), DELETE, "fallback_days is missing"),
     # what the shipped file said before it was loaded this way: TOML put the key into the last table

@@ -1,0 +1,122 @@
+"""Read the probe's records (attest-<pid>.jsonl) into facts/attest.py's facts. A record cut short (a killed
+process: no end line, a half-written last line) is read as far as it goes and marked unfinished; a file
+that is no record at all is a one-line error naming it (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from sparkenv.core.errors import SparkenvError
+from sparkenv.facts.attest import CpuOp, KernelRow, LibraryCode, ProcessRecord
+
+MAX_BYTES = 256 << 20
+
+
+def paths(where: str) -> list[str]:
+    """The records in a folder (sorted), or the one file named."""
+    if os.path.isdir(where):
+        return sorted(
+            os.path.join(where, n)
+            for n in os.listdir(where)
+            if n.startswith("attest-") and n.endswith(".jsonl")
+        )
+    if os.path.isfile(where):
+        return [where]
+    raise SparkenvError(f"{where}: no such attest record or folder")
+
+
+def read(path: str) -> ProcessRecord:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise SparkenvError(f"{path}: cannot read the attest record: {exc.strerror}") from None
+    if len(data) > MAX_BYTES:
+        raise SparkenvError(f"{path}: larger than {MAX_BYTES >> 20} MiB: not an attest record")
+    rows: list[dict[str, Any]] = []
+    for n, line in enumerate(data.splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            if n == len(data.splitlines()):
+                break  # the last line, cut by a kill: the record ends before it
+            raise SparkenvError(f"{path}: line {n} is not JSON: not an attest record") from None
+        if not isinstance(row, dict) or not isinstance(row.get("kind"), str):
+            raise SparkenvError(f"{path}: line {n} has no kind: not an attest record")
+        rows.append(row)
+    if not rows or rows[0]["kind"] != "header":
+        raise SparkenvError(f"{path}: no header line: not an attest record")
+    try:
+        return _record(path, rows)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise SparkenvError(f"{path}: a malformed row ({exc.__class__.__name__}: {exc})") from None
+
+
+def _record(path: str, rows: list[dict[str, Any]]) -> ProcessRecord:
+    head = rows[0]
+    kernels, ops, libraries, jit, end, last_t, late = [], [], (), {}, None, 0.0, False
+    for row in rows[1:]:
+        kind = row["kind"]
+        if kind == "kernel":
+            kernels.append(
+                KernelRow(
+                    str(row["name"]), int(row["count"]), int(row["gpu_ns"]), str(row.get("under") or ""),
+                    int(row.get("device") or 0),
+                )
+            )  # fmt: skip
+        elif kind == "cpu_op":
+            ops.append(CpuOp(str(row["name"]), int(row["count"]), int(row["ns"])))
+        elif kind == "libraries":
+            libraries = tuple(str(p) for p in row["paths"])
+        elif kind == "jit_cache":
+            jit = row
+        elif kind in ("tick", "late"):
+            last_t = max(last_t, float(row["t"]))
+            late = late or kind == "late"
+        elif kind == "end":
+            end = row
+    cap = (end or {}).get("capability")
+    return ProcessRecord(
+        path=path,
+        pid=int(head["pid"]),
+        argv=tuple(str(a) for a in head.get("argv") or ()),
+        torch=head.get("torch"),
+        torch_cuda=head.get("torch_cuda"),
+        problem=head.get("problem") or (end or {}).get("problem"),
+        finished=end is not None,
+        reason=(end or {}).get("reason"),
+        window_s=float(end["window_s"]) if end else last_t,
+        read_s=float(end["read_s"]) if end and "read_s" in end else None,
+        capability=(int(cap[0]), int(cap[1])) if cap else None,
+        kernels=tuple(kernels),
+        cpu_ops=tuple(ops),
+        device_ns=int(end["device_ns"]) if end and "device_ns" in end else None,
+        jit_folder=jit.get("folder") or head.get("jit_cache"),
+        jit_files=int(jit["files"]) if "files" in jit else None,
+        jit_bytes=int(jit["bytes"]) if "bytes" in jit else None,
+        libraries=libraries,
+        late=late,
+    )
+
+
+def library_code(records: list[ProcessRecord]) -> tuple[LibraryCode, ...]:
+    """The fatbin targets of the shared objects the processes had loaded, read only where a JIT cache
+    filled (the question is then which of them had only PTX): headers only, as the audit reads them."""
+    from sparkenv.cuda import fatbin
+
+    wanted = dict.fromkeys(p for r in records if r.jit_files for p in r.libraries)
+    out = []
+    for path in wanted:
+        if not os.path.isfile(path):
+            continue
+        found = fatbin.scan(path, deep=False)
+        if found.targets:
+            out.append(
+                LibraryCode(
+                    path, tuple(sorted(t.name for t in found.targets)), found.complete,
+                    {t.name: n for t, n in found.payload.items()},
+                )
+            )  # fmt: skip
+    return tuple(out)

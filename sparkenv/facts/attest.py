@@ -1,0 +1,85 @@
+"""The facts of Stage.ATTEST: what a workload's own process launched during `sparkenv attest`'s window (the
+probe's record, sparkenv/attest/inject/sitecustomize.py), the private CUDA JIT cache it was given, and the
+GPU code of the shared objects it had loaded, where the cache filled. Frozen; no I/O here: the stage
+(sparkenv/attest/record.py) reads the records into these."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One GPU kernel (or copy/fill) name with the attention operators it was launched under."""
+
+    name: str
+    count: int
+    gpu_ns: int
+    under: str = ""  # callers among the probe's markers, outermost first, " > "-joined
+    device: int = 0
+
+
+@dataclass(frozen=True)
+class CpuOp:
+    """An outermost operator that launched nothing on the GPU: it ran on the CPU."""
+
+    name: str
+    count: int
+    ns: int  # wall time inside it
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """One process's window, as its record says; `finished` False: the record was cut (the process was
+    killed, or ended, before the profiler stopped): what it holds is partial."""
+
+    path: str
+    pid: int
+    argv: tuple[str, ...] = ()
+    torch: str | None = None
+    torch_cuda: str | None = None
+    problem: str | None = None  # the probe could not profile (said in the record)
+    finished: bool = False
+    reason: str | None = None  # what ended the window: seconds, steps, exit
+    window_s: float | None = None  # the window as it ran (or the last tick of a cut record)
+    read_s: float | None = None  # what reading the profile cost the workload, after the window
+    capability: tuple[int, int] | None = None
+    kernels: tuple[KernelRow, ...] = ()
+    cpu_ops: tuple[CpuOp, ...] = ()
+    device_ns: int | None = None  # the probe's own total of every GPU event's time
+    jit_folder: str | None = None
+    jit_files: int | None = None
+    jit_bytes: int | None = None
+    libraries: tuple[str, ...] = ()
+    late: bool = False  # the deadline passed before the main thread ran Python again
+
+
+@dataclass(frozen=True)
+class LibraryCode:
+    """The fatbin targets of one loaded shared object (sparkenv/cuda/fatbin.py), read after the window."""
+
+    path: str
+    targets: tuple[str, ...]
+    complete: bool = True
+    payload: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class AttestFacts:
+    records: tuple[ProcessRecord, ...]
+    attention_wanted: str = "any"  # "sdpa", "flash-attn" or "any"
+    wanted_why: str = ""
+    library_code: tuple[LibraryCode, ...] = ()
+    jit_folder: str | None = None  # the private cache the launcher made (also where no record came)
+    jit_files: int | None = None
+    jit_bytes: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def kernels(self) -> tuple[KernelRow, ...]:
+        return tuple(k for r in self.records for k in r.kernels)
+
+    @property
+    def gpu_ns(self) -> int:
+        return sum(k.gpu_ns for k in self.kernels)

@@ -1,0 +1,82 @@
+"""G2 at Stage.ATTEST (`sparkenv attest`, `gate --attest`): the attention backend the workload's kernels
+actually ran, against the one asked for (SDPA or flash-attn), with its share of the window's GPU time."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from sparkenv.core.report import Finding, GotchaId, Status
+from sparkenv.rules.attest_kernels import backends, ms, percent
+
+if TYPE_CHECKING:
+    from sparkenv.facts.attest import AttestFacts
+
+_finding = partial(Finding, GotchaId.G2, subject="attention")
+_WANTED = {"sdpa": "SDPA", "flash-attn": "flash-attn"}
+
+
+def attention(facts: AttestFacts) -> list[Finding]:
+    if not facts.records:
+        return [
+            _finding(status=Status.SKIP, summary="no attest record: no process loaded torch with the probe")
+        ]
+    rows = facts.kernels
+    total = sum(r.gpu_ns for r in rows)
+    if not total:
+        return [_finding(status=Status.SKIP, summary="no GPU kernel ran in the window: attention not seen")]
+    ran = backends(rows)
+    why = (facts.wanted_why,) if facts.wanted_why else ()
+    if not ran:
+        return [
+            _finding(
+                status=Status.INFO,
+                summary=f"no attention kernel ran in the window ({ms(total)} of GPU time in other kernels)",
+                evidence=why,
+            )
+        ]
+    evidence = (
+        tuple(
+            f"{a.name}: {ms(ns)}, {percent(ns, total)} of GPU time, {n:,} launches ({a.source})"
+            for a, n, ns in ran
+        )
+        + why
+    )
+    said = ", ".join(f"{a.name} ({percent(ns, total)} of GPU time)" for a, _n, ns in ran)
+    wanted = facts.attention_wanted
+    wrong = [(a, ns) for a, _n, ns in ran if wanted in _WANTED and a.api != wanted]
+    if wrong:
+        names = ", ".join(a.name for a, _ in wrong)
+        share = percent(sum(ns for _, ns in wrong), total)
+        fix = (
+            "make the model's attention SDPA: install the SDPA override (sparkenv patch sdpa --install) or "
+            "uninstall flash-attn; see `sparkenv explain G2`"
+            if wanted == "sdpa"
+            else "check that flash_attn imports and runs in this environment (sparkenv gate --deep)"
+        )
+        return [
+            _finding(
+                status=Status.FAIL,
+                summary=f"attention ran {names}, not the {_WANTED[wanted]} asked for: {share} of the "
+                "window's GPU time",
+                evidence=evidence,
+                fix=fix,
+            )
+        ]
+    fallback = [(a, ns) for a, _n, ns in ran if a.fallback]
+    if fallback:
+        share = percent(sum(ns for _, ns in fallback), total)
+        return [
+            _finding(
+                status=Status.WARN,
+                summary=f"attention ran SDPA's math fallback: {share} of the window's GPU time (its forward "
+                f"kernels; its backward runs as ordinary operators); all backends: {said}",
+                evidence=evidence,
+                fix="the fused kernels refused the inputs (float32, the head size, an explicit mask with "
+                "dropout, "
+                "or sdpa_kernel(SDPBackend.MATH)): run attention in bf16/fp16 with a supported head size; "
+                "torch warns why a fused backend was skipped",
+            )
+        ]
+    asked = f" as asked ({_WANTED[wanted]})" if wanted in _WANTED else ""
+    return [_finding(status=Status.PASS, summary=f"attention ran {said}{asked}", evidence=evidence)]

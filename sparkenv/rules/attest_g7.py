@@ -1,0 +1,234 @@
+"""G7 at Stage.ATTEST (`sparkenv attest`, `gate --attest`): what the workload's window ran on this GPU —
+kernels JIT-compiled from PTX (the private CUDA JIT cache filled: which library had only PTX), GPU
+operators that ran on the CPU with their share of the window, and the GPU time per backend family and
+library (kernels are attributed by name: data/kernel_paths.toml)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from sparkenv.core.report import Finding, GotchaId, Status
+from sparkenv.knowledge import kernel_paths
+from sparkenv.rules.attest_kernels import OTHER, families, family, libraries, ms, percent
+
+if TYPE_CHECKING:
+    from sparkenv.facts.attest import AttestFacts, KernelRow, ProcessRecord
+
+_finding = partial(Finding, GotchaId.G7)
+JIT_SUBJECT = "CUDA JIT cache"
+CPU_SUBJECT = "operators on the CPU"
+TIME_SUBJECT = "GPU time"
+
+
+def kernels(facts: AttestFacts) -> list[Finding]:
+    return [*_jit(facts), *_cpu(facts), *_table(facts)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# PTX compiled by the driver during the window
+
+
+def _jit(facts: AttestFacts) -> list[Finding]:
+    folder = facts.jit_folder or next((r.jit_folder for r in facts.records if r.jit_folder), None)
+    if folder is None:
+        return [
+            _finding(
+                status=Status.SKIP,
+                summary="the workload had no private CUDA JIT cache (CUDA_CACHE_PATH): JIT not observed",
+                subject=JIT_SUBJECT,
+            )
+        ]
+    files = facts.jit_files if facts.jit_files is not None else max((r.jit_files or 0) for r in facts.records)
+    size = facts.jit_bytes if facts.jit_bytes is not None else max((r.jit_bytes or 0) for r in facts.records)
+    if not files:
+        return [
+            _finding(
+                status=Status.PASS,
+                summary="no kernel was JIT-compiled from PTX: the private CUDA JIT cache stayed empty",
+                subject=JIT_SUBJECT,
+                evidence=(f"CUDA_CACHE_PATH={folder}",),
+            )
+        ]
+    caps = {r.capability for r in facts.records if r.capability}
+    culprits = _ptx_only(facts, caps)
+    generated = sorted({f.name for r in facts.kernels if (f := family(r.name)) and f.runtime_compiled})
+    data = kernel_paths().jit
+    if culprits:
+        which = f"PTX only for this GPU in {', '.join(c.rsplit('/', 1)[-1] for c, _ in culprits)}"
+    elif generated:
+        which = f"the kernels {', '.join(generated)} generates at run time (compiled from PTX by design)"
+    else:
+        which = (
+            "no loaded library read here has only PTX for this GPU (PTX made at run time, or a process "
+            "without a record)"
+        )
+    status = Status.FAIL if size >= data.fail_bytes else Status.WARN
+    if generated and not culprits and status is Status.WARN:
+        status = Status.INFO
+    return [
+        _finding(
+            status=status,
+            summary=f"the driver JIT-compiled PTX during the window: {files} file(s), {size / 1024:,.1f} KiB "
+            f"in the private cache; {which}",
+            subject=JIT_SUBJECT,
+            evidence=(
+                f"CUDA_CACHE_PATH={folder}",
+                *(f"{path}: {why}" for path, why in culprits),
+                f"capability: {', '.join(f'{a}.{b}' for a, b in sorted(caps)) or 'not recorded'}",
+                data.source,
+            ),
+            fix="rebuild the library with machine code for this GPU "
+            "(nvcc -gencode arch=compute_XY,code=sm_XY), "
+            "or keep the JIT cache between starts (CUDA_CACHE_PATH on a volume, CUDA_CACHE_MAXSIZE large)"
+            if culprits or status is not Status.INFO
+            else "keep the JIT cache between starts (CUDA_CACHE_PATH on a volume) so each start does not "
+            "compile them again",
+        )
+    ]
+
+
+def _ptx_only(facts: AttestFacts, caps: set[tuple[int, int]]) -> list[tuple[str, str]]:
+    from sparkenv.rules.g7_coverage import judge
+
+    out = []
+    for lib in facts.library_code:
+        for cap in sorted(caps):
+            cov = judge(lib.targets, cap, lib.complete, lib.payload)
+            if cov.jit and not cov.native:
+                out.append((lib.path, cov.reason))
+                break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU operators that ran on the CPU
+
+
+def _cpu(facts: AttestFacts) -> list[Finding]:
+    data = kernel_paths().cpu
+    gpu = [r for r in facts.records if r.torch_cuda and r.finished]
+    if not gpu:
+        cpu_only = [r for r in facts.records if r.torch and not r.torch_cuda]
+        summary = (
+            f"torch {cpu_only[0].torch} is a CPU-only build: every operator ran on the CPU"
+            if cpu_only
+            else "no finished window of a CUDA build of torch: operators' devices not seen"
+        )
+        return [
+            _finding(status=Status.INFO if cpu_only else Status.SKIP, summary=summary, subject=CPU_SUBJECT)
+        ]
+    window_ns = sum((r.window_s or 0.0) for r in gpu) * 1e9
+    ops: dict[str, list[int]] = {}
+    for r in gpu:
+        for op in r.cpu_ops:
+            if data.operators.search(op.name):
+                got = ops.setdefault(op.name, [0, 0])
+                got[0] += op.count
+                got[1] += op.ns
+    if not ops:
+        return [
+            _finding(
+                status=Status.PASS,
+                summary="no GPU operator ran on the CPU in the window",
+                subject=CPU_SUBJECT,
+                evidence=(f"operators judged: {data.operators.pattern}",),
+            )
+        ]
+    no_kernels = not any(r.kernels for r in gpu)
+    out = []
+    for name, (count, ns) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
+        share = ns / window_ns if window_ns else 0.0
+        out.append(
+            _finding(
+                status=Status.FAIL if share >= data.fail_share else Status.INFO,
+                summary=f"{name} ran on the CPU {count:,} times: {ms(ns)}, {percent(ns, window_ns)} of the "
+                f"{window_ns / 1e9:.1f} s window"
+                + (
+                    "; no GPU kernel ran at all"
+                    if no_kernels
+                    else ", while the rest of the model ran on the GPU"
+                ),
+                subject=name,
+                evidence=(f"launched nothing on the GPU while the process used CUDA ({data.source})",),
+                fix="move its module and inputs to the GPU (.to('cuda')): a layer left out of "
+                "model.to(device), "
+                "or a tensor made on the CPU in forward()",
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU time per family and library
+
+
+def _table(facts: AttestFacts) -> list[Finding]:
+    rows = facts.kernels
+    total = sum(r.gpu_ns for r in rows)
+    cut = [r for r in facts.records if not r.finished]
+    if not rows:
+        return [_cut(cut)] if cut else []
+    shares = families(rows)
+    counted = sum(s.gpu_ns for s in shares)
+    by_family: dict[str, list[KernelRow]] = {}
+    for r in sorted(rows, key=lambda r: -r.gpu_ns):
+        by_family.setdefault(_family_name(r.name), []).append(r)
+    probe_total = sum(r.device_ns or 0 for r in facts.records if r.finished)
+    out = [
+        _finding(
+            status=Status.INFO,
+            summary=f"{s.name} ({s.library}): {percent(s.gpu_ns, total)} of GPU time, {ms(s.gpu_ns)}, "
+            f"{s.kernels} kernel(s), {s.launches:,} launches",
+            subject=f"family {s.name}",
+            evidence=tuple(
+                f"{r.name[:160]}: {r.count:,} × {ms(r.gpu_ns)}" for r in by_family.get(s.name, ())[:5]
+            ),
+        )
+        for s in shares
+    ]
+    windows = [r for r in facts.records if r.finished]
+    cost = max((r.read_s or 0.0) for r in windows) if windows else 0.0
+    summary = (
+        f"{len({r.name for r in rows})} kernels, {sum(r.count for r in rows):,} launches, {ms(total)} of GPU "
+        f"time in {len(facts.records)} process(es); the families' shares add up to "
+        f"{percent(counted, probe_total or counted)} of the profiler's total; by library: "
+        + ", ".join(f"{s.name} {percent(s.gpu_ns, total)}" for s in libraries(shares))
+    )
+    evidence = (
+        *(
+            f"pid {r.pid}: window {r.window_s or 0:.1f} s ended by {r.reason}, read in {r.read_s or 0:.2f} s"
+            for r in windows
+        ),
+        "kernels are attributed to libraries by family (their names), not by reading symbol tables",
+    )
+    if cut:
+        out.append(_cut(cut, summary, evidence))
+    else:
+        out.append(
+            _finding(
+                status=Status.PASS,
+                summary=summary
+                + (f"; the window cost the workload {cost:.2f} s after it ended" if cost else ""),
+                subject=TIME_SUBJECT,
+                evidence=evidence,
+            )
+        )
+    return out
+
+
+def _family_name(kernel: str) -> str:
+    fam = family(kernel)
+    return fam.name if fam else OTHER
+
+
+def _cut(cut: list[ProcessRecord], summary: str = "", evidence: tuple[str, ...] = ()) -> Finding:
+    which = ", ".join(f"pid {r.pid} (last seen at +{r.window_s or 0:.1f} s)" for r in cut)
+    return _finding(
+        status=Status.WARN,
+        summary=f"the window did not end in {which}: the process ended or was killed before the profiler "
+        f"stopped, so its record is partial" + (f"; {summary}" if summary else ""),
+        subject=TIME_SUBJECT,
+        evidence=evidence,
+        fix="give the workload a window it outlives (--seconds, --steps)",
+    )
