@@ -472,24 +472,60 @@ def _target_tags(profile: Profile) -> set[tags.Tag]:
     return set(wheel_tags.accepted(profile.python_minor, profile.machine, glibc))
 
 
-def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
-    """Why no file of this release installs on the target (None: one does)."""
+def _python_misfit(rel: Release, profile: Profile) -> str | None:
+    """Why the release's Requires-Python excludes the target's Python (None: it does not)."""
     if rel.requires_python:
         try:
             if not SpecifierSet(rel.requires_python).contains(profile.python, prereleases=True):
                 return f"it requires Python {rel.requires_python}"
         except ValueError:
             pass
+    return None
+
+
+def _has_target_wheel(rel: Release, target: set[tags.Tag]) -> bool:
+    for f in rel.files:
+        try:
+            if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3]):
+                return True
+        except InvalidWheelFilename:
+            continue
+    return False
+
+
+def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
+    """Why no file of this release installs on the target (None: one does)."""
+    misfit = _python_misfit(rel, profile)
+    if misfit:
+        return misfit
     wheels = [f for f in rel.files if f.endswith(".whl")]
     if any(not f.endswith(".whl") for f in rel.files):
         return None
-    for f in wheels:
-        try:
-            if target & set(parse_wheel_filename(f)[3]):
-                return None
-        except InvalidWheelFilename:
-            continue
+    if _has_target_wheel(rel, target):
+        return None
     return f"none of its {len(wheels)} wheel(s) fits {profile.python_platform} and it has no sdist"
+
+
+def nearest_with_wheel(releases: dict[Version, Release], profile: Profile, tried: str = "") -> str:
+    """The release with a wheel that installs on the target nearest to `tried`: the newest such release
+    not newer than it, else the oldest newer one ("" when none has such a wheel). No `tried`: the
+    newest."""
+    target = _target_tags(profile)
+    fitting = sorted(
+        v
+        for v, rel in releases.items()
+        if not _python_misfit(rel, profile) and _has_target_wheel(rel, target)
+    )
+    try:
+        pivot = Version(tried) if tried else None
+    except InvalidVersion:
+        pivot = None
+    if not fitting:
+        return ""
+    if pivot is None:
+        return str(fitting[-1])
+    below = [v for v in fitting if v <= pivot]
+    return str(below[-1] if below else fitting[0])
 
 
 def _unmet(

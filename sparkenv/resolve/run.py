@@ -456,7 +456,7 @@ class _Resolution:
     and the reads started while uv ran (index pages of the declared names, the early reads of uv's picks)."""
 
     text: str = ""
-    failures: list[uvdriver.BuildFailed] = field(default_factory=list)
+    failures: list[uvdriver.Failed] = field(default_factory=list)
     pages: dict[str, Any] = field(default_factory=dict)
     early: Any = None  # resolve.early.EarlyReads
     # what a kept judgement's key before uv is made of, less the lock replaced and --upgrade
@@ -601,7 +601,7 @@ class _Resolving:
                 self.out.text = redact(self.running.result())
                 self.done = True
                 return self.out
-            except uvdriver.BuildFailed as bf:
+            except uvdriver.Failed as bf:
                 if os.environ.get("SPARKENV_DEBUG"):
                     from sparkenv.redact import redact
 
@@ -609,6 +609,9 @@ class _Resolving:
                 if bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES:
                     raise
                 self.out.failures.append(bf)
+                if not bf.key:  # uv's words name no one package to resolve without: the finding is all
+                    self.done = True
+                    return self.out
                 self.skip.append(bf.key)
                 self._spawn()
                 if self.out.early is None:

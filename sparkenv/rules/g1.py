@@ -56,9 +56,14 @@ __all__ = [
 def resolved(facts: ResolvedFacts) -> list[Finding]:
     """Stage.RESOLVED: names, labels and Requires-Dist (g1_declared), and what each wheel ships
     (g1_wheels)."""
-    from sparkenv.rules import g1_declared, g1_wheels
+    from sparkenv.report import GotchaId
+    from sparkenv.rules import g1_declared, g1_wheels, unresolved
 
-    return g1_declared.resolved(facts) + g1_wheels.resolved_wheel_files(facts)
+    return (
+        g1_declared.resolved(facts)
+        + g1_wheels.resolved_wheel_files(facts)
+        + unresolved.findings(facts, GotchaId.G1)
+    )
 
 
 RULES = (
