@@ -22,7 +22,6 @@ _NAME_PREFIX = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 @dataclass(frozen=True)
 class NameMatch:
     major: int
-    cuda13_name: str
     library: bool
 
 
@@ -66,9 +65,8 @@ def name_match(key: str) -> NameMatch | None:
     for rule in cuda().names:
         m = rule.regex.match(key)
         if m:
-            groups = [m.group(0), *m.groups()]
             major_group = next(g for g in m.groups() if g and g.isdigit())
-            return NameMatch(int(major_group), rule.cuda13.format(*groups), rule.library)
+            return NameMatch(int(major_group), rule.library)
     return None
 
 

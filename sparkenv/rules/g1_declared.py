@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.report import Finding, GotchaId, Status
-from sparkenv.rules import cuda_major
+from sparkenv.rules import counterparts, cuda_major
 
 if TYPE_CHECKING:
     from sparkenv.facts.declared import Declared, DeclaredFacts
@@ -63,9 +63,8 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
         return f"install the CUDA {rules.target_major()} build from {packages().cuda13_index}{ngc}"
-    name = rules.name_match(key)
-    if name:
-        return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
+    if counterparts.family(key) is not None or rules.name_match(key):
+        return counterparts.fix(key, rules.target_major(), ngc)
     if kind == "pin":
         return f"use {key} {rules.target_major()}.x{',' if ngc else ''}{ngc}"
     if kind == "ngc":
@@ -73,6 +72,8 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
         first = rules.first_ngc_release(target)
         return f"use an NGC release on CUDA {target}" + (f" ({first} or later)" if first else "")
     target = rules.target_major()
+    if kind != "label":  # only a +cuNNN build comes from PyTorch's index: the others are sent nowhere made up
+        return counterparts.fix(key, target, ngc)
     return (
         f"install a CUDA {target} build (from {packages().cuda13_index} where it has one, or a newer version "
         f"with a CUDA {target} wheel){ngc}"

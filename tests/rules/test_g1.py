@@ -45,7 +45,7 @@ ROWS = [
         lambda c: sf.declared(c, "nvidia-cuda-runtime-cu12==12.8.90\n"),
         "nvidia-cuda-runtime-cu12",
         FAIL,
-        "replace it with nvidia-cuda-runtime 13.x",
+        "replace it with nvidia-cuda-runtime>=13,<14",
     ),
     Row(
         "g1.declared",

@@ -15,7 +15,6 @@ class Soname(NamedTuple):
 
 class NameRule(NamedTuple):
     regex: re.Pattern[str]  # over a canonical name; one group holds the major
-    cuda13: str  # the CUDA 13 name to suggest, {N} the regex's groups
     library: bool = False  # a runtime-library wheel: residue when nothing installed requires it
 
 
