@@ -17,6 +17,7 @@ class Family(NamedTuple):
     versions: str = ""  # the counterpart's versions that carry CUDA 13 (a PEP 440 specifier, may be empty)
     advice: str = ""  # where none exists: the nearest honest way out
     also: str = ""  # what else the fix must say (an index it is served from, a placeholder to avoid)
+    wheel: bool = True  # the counterpart has a wheel for the target on the default index (else sdists)
 
 
 class Counterparts(NamedTuple):
