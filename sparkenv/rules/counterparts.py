@@ -41,7 +41,6 @@ def fix(key: str, target: int, ngc: str = "") -> str:
     if fam is not None:
         return f"no known CUDA {target} build of {key}: {fam.advice}{ngc}"
     return (
-        f"no known CUDA {target} build of {key} (sparkenv's data names none): use a release of it whose "
-        f"wheel is built for CUDA {target} if its publisher has one, or build it against CUDA {target} on "
-        f"the Spark{ngc}"
+        f"no known CUDA {target} build of {key} (sparkenv's data names none): use a CUDA {target} build of "
+        f"it if its publisher has one, build it against CUDA {target} on the Spark{ngc}"
     )

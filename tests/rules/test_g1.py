@@ -186,7 +186,7 @@ ROWS = [
         lambda c: _installed(c, ("mylib", "1.0", {"mylib/_C.so": _so(c, "libcudart.so.12")})),
         "mylib",
         FAIL,
-        "install a CUDA 13 build",
+        "no known CUDA 13 build of mylib",  # never sent to PyTorch's index: it is not a PyTorch package
         "needs CUDA 12",
     ),
     Row(
