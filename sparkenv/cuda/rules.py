@@ -71,6 +71,13 @@ def name_match(key: str) -> NameMatch | None:
 
 
 @functools.cache
+def extra_major(extra: str) -> int | None:
+    """The CUDA major an extra asks for (jax[cuda12], …[cu12], transformer-engine[core_cu12] -> 12)."""
+    m = cuda().extra_regex.match(extra.strip().lower())
+    return int(m.group(1)) if m else None
+
+
+@functools.cache
 def versioned_names() -> frozenset[str]:
     return frozenset(cuda().versioned_names)
 

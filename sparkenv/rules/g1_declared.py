@@ -23,18 +23,26 @@ _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 
 
 def _cuda_fail(
-    key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...], on_base: bool = False
+    key: str,
+    version: str | None,
+    subject_desc: str,
+    evidence: tuple[str, ...],
+    on_base: bool = False,
+    extras: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    """G1 from what a name or version says: -cu12 names, +cu128/+cpu labels, versioned toolkit wheels."""
+    """G1 from what a name, an extra or a version says: -cu12/-cuda120/-cu126 names, [cuda12]/[cu12]
+    extras, +cu128/+cpu labels, versioned toolkit wheels."""
     out: list[Finding] = []
     target = rules.target_major()
-    for e in cuda_major.name_version_evidence(key, version):
+    for e in cuda_major.name_version_evidence(key, version, extras):
         if e.kind == "cpu":
             summary = f"{subject_desc} is a CPU-only build (+cpu): no CUDA at all"
         elif e.major is None or e.major == target:
             continue
         elif e.kind == "name":
             summary = f"{subject_desc} is built for CUDA {e.major} (name) — target is CUDA {target}"
+        elif e.kind == "extra":
+            summary = f"{subject_desc}: {e.text} — target is CUDA {target}"
         elif e.kind == "label":
             summary = f"{subject_desc} is a CUDA {e.major} build (+cu label) — target is CUDA {target}"
         elif e.kind == "pin":
@@ -50,10 +58,20 @@ def _cuda_fail(
                 summary=summary,
                 subject=key,
                 evidence=evidence,
-                fix=fix_for(key, e.kind, on_base),
+                fix=_extra_fix(key, e.major) if e.kind == "extra" else fix_for(key, e.kind, on_base),
             )
         )
     return out
+
+
+def _extra_fix(key: str, major: int | None) -> str:
+    """An extra that asks for another CUDA major: what the extra is called for CUDA 13 is the package's
+    own word, not a suffix to swap."""
+    target = rules.target_major()
+    return (
+        f"drop the CUDA {major} extra of {key}; ask for its CUDA {target} extra where {key} offers one "
+        f"(see its install guide), then `sparkenv lock` resolves what it installs"
+    )
 
 
 def fix_for(key: str, kind: str, on_base: bool = False) -> str:
@@ -134,7 +152,9 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
     assert key is not None
     ev = (d.where,)
     desc = f"{key}{d.specifier}" if str(d.specifier) else key
-    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image))
+    extras = d.extras
+    desc = f"{key}[{','.join(sorted(extras))}]{d.specifier}" if extras else desc
+    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image), extras)
     if d.url and d.url.endswith(".whl"):
         out += _url_wheel(d, profile)
     if not out:
@@ -200,7 +220,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             dep = canonicalize_name(req.name)
             if dep in facts.locked:
                 continue  # judged as itself, with its chain
-            major = cuda_major.requirement_major(dep, str(req.specifier))
+            major = cuda_major.requirement_major(dep, str(req.specifier), req.extras)
             if major is not None and major != target:
                 fails.append(
                     _finding(

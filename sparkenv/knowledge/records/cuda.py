@@ -30,6 +30,7 @@ class Cuda(NamedTuple):
     sonames: tuple[Soname, ...]
     names: tuple[NameRule, ...]
     paths: tuple[PathRule, ...]
+    extra_regex: re.Pattern[str]  # an extra that asks for one CUDA major's build; one group holds it
     ngc: Mapping[str, int]  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
     ngc_source: str  # the release notes each entry was read from
     ngc_checked: str  # when
