@@ -152,9 +152,18 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
     assert key is not None
     ev = (d.where,)
     desc = f"{key}{d.specifier}" if str(d.specifier) else key
-    extras = d.extras
+    provider = profile.provider(key) if not d.url else None
+    # what the base provides is kept out of resolution with its extras (G9 says so): the base's build stands
+    extras = d.extras if provider is None else frozenset()
     desc = f"{key}[{','.join(sorted(extras))}]{d.specifier}" if extras else desc
     out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image), extras)
+    if provider is not None and str(d.specifier):
+        # G9 fails the same pin for replacing the base's build, which is the target's CUDA: one fix for both
+        import dataclasses
+
+        from sparkenv.rules.g9_declared import base_pin_fix
+
+        out = [dataclasses.replace(f, fix=base_pin_fix(provider)) if f.fix else f for f in out]
     if d.url and d.url.endswith(".whl"):
         out += _url_wheel(d, profile)
     if not out:
