@@ -606,10 +606,15 @@ class _Resolving:
                     from sparkenv.redact import redact
 
                     print(redact(bf.raw), file=sys.stderr, flush=True)
-                if bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES:
+                if isinstance(bf, uvdriver.BuildFailed) and (
+                    bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES
+                ):
                     raise
-                self.out.failures.append(bf)
-                if not bf.key:  # uv's words name no one package to resolve without: the finding is all
+                if bf.key not in self.skip:
+                    self.out.failures.append(bf)
+                # uv's words name no one package to resolve without (or one already left out), or enough
+                # were left out: the findings so far are the answer, and no lock is written
+                if not bf.key or bf.key in self.skip or len(self.out.failures) > MAX_BUILD_FAILURES:
                     self.done = True
                     return self.out
                 self.skip.append(bf.key)

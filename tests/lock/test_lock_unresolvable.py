@@ -26,6 +26,8 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.wheel("neverarm", "1.0", tag=X86)
     ix.wheel("numpy", "2.1.0", tag="cp312-cp312-manylinux_2_17_aarch64")
     ix.wheel("usesspeechy", "1.0", requires=["speechy>=2", "numpy"])
+    for i in range(7):
+        ix.wheel(f"x86only{i}", "1.0", tag=X86)
     server = serve(ix)
     yield ix
     server.shutdown()
@@ -112,3 +114,11 @@ def test_an_index_that_refuses_is_a_finding_not_an_error(lock, tmp_path):
 def test_bad_usage_stays_exit_2(lock, tmp_path):
     r = lock("speechy==2.0\n", "--profile", "no-such-profile")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+
+
+def test_many_unresolvable_requirements_are_each_a_finding_never_exit_2(lock):
+    # past the number of re-resolutions the lock makes, the findings so far are the answer (no lock)
+    r = lock("".join(f"x86only{i}\n" for i in range(7)), "--json")
+    assert r.code == 1, r.out + r.err
+    subjects = {f["subject"] for f in r.json()["findings"] if f["id"] == "G1" and f["status"] == "FAIL"}
+    assert len(subjects) >= 6 and subjects <= {f"x86only{i}" for i in range(7)}
