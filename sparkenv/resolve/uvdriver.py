@@ -294,7 +294,9 @@ _UNRESOLVABLE = (
     ("conflict", re.compile(r"you require " + _NAME + r"()")),
 )
 # the hint that lists where wheels exist: "Wheels are available for `x` (v2.0) on the following platform: …"
-_PLATFORMS = re.compile(r"Wheels are available for `[^`]+` \(v[^)]*\) on the following platforms?: (.+)")
+_PLATFORMS = re.compile(
+    r"Wheels are available for `[^`]+` \(v[^)]*\) on the following platforms?: ((?:`[^`]+`(?:,? and |, )?)+)"
+)
 _REFUSED = re.compile(r"(\d{3} [A-Z][A-Za-z ]+)\)")
 
 

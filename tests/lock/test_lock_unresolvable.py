@@ -122,3 +122,21 @@ def test_many_unresolvable_requirements_are_each_a_finding_never_exit_2(lock):
     assert r.code == 1, r.out + r.err
     subjects = {f["subject"] for f in r.json()["findings"] if f["id"] == "G1" and f["status"] == "FAIL"}
     assert len(subjects) >= 6 and subjects <= {f"x86only{i}" for i in range(7)}
+
+
+def test_the_platforms_hint_ends_where_uv_lists_end():
+    # uv's words as uv 0.13 prints them for a release with wheels for three other platforms, then a
+    # second hint: the finding names the platforms and nothing of the next hint
+    from sparkenv.resolve.uvdriver import unresolvable
+
+    stderr = (
+        "  × No solution found when resolving dependencies:\n"
+        "  ╰─▶ Because speechy==2.0 has no wheels with a matching platform tag (e.g., `manylinux_2_39_aarch64`) "
+        "and you require speechy==2.0, we can conclude that your requirements are unsatisfiable.\n\n"
+        "      hint: Wheels are available for `speechy` (v2.0) on the following platforms: "
+        "`manylinux_2_28_x86_64`, `win_amd64` and `macosx_11_0_arm64`\n"
+        "      hint: another hint\n"
+    )
+    u = unresolvable("1-packages", stderr)
+    assert u is not None and (u.key, u.kind, u.tried) == ("speechy", "platform", "2.0")
+    assert u.platforms == "manylinux_2_28_x86_64, win_amd64 and macosx_11_0_arm64"
