@@ -131,8 +131,9 @@ def test_the_platforms_hint_ends_where_uv_lists_end():
 
     stderr = (
         "  × No solution found when resolving dependencies:\n"
-        "  ╰─▶ Because speechy==2.0 has no wheels with a matching platform tag (e.g., `manylinux_2_39_aarch64`) "
-        "and you require speechy==2.0, we can conclude that your requirements are unsatisfiable.\n\n"
+        "  ╰─▶ Because speechy==2.0 has no wheels with a matching platform tag "
+        "(e.g., `manylinux_2_39_aarch64`) and you require speechy==2.0, we can conclude that your "
+        "requirements are unsatisfiable.\n\n"
         "      hint: Wheels are available for `speechy` (v2.0) on the following platforms: "
         "`manylinux_2_28_x86_64`, `win_amd64` and `macosx_11_0_arm64`\n"
         "      hint: another hint\n"
