@@ -1,10 +1,11 @@
-"""A CPU-only build by class, not by name: a distribution that asks for CUDA libraries on another
-platform (its Requires-Dist names a CUDA-bound distribution under a marker that holds on x86_64 Linux and
-not on the target's CPU) and, for the target, neither requires nor ships nor links any CUDA library. The
-same release is GPU-capable elsewhere; on a Spark it runs on the CPU. torch before 2.11 is the known
-case (its aarch64 wheels on the default index list nvidia-*-cu12 for `platform_machine == "x86_64"` only);
-speech and inference engines ship the same shape. One function for the lock (the resolved wheel's
-metadata and file list) and the audit (the installed METADATA, RECORD and ELF): g1_installed.dist_finding.
+"""A CPU-only build by class, not by name: a native distribution (it ships shared objects) that asks for
+CUDA libraries on another platform (its Requires-Dist names a CUDA-bound distribution under a marker that
+holds on x86_64 Linux and not on the target's CPU) and, for the target, neither requires nor ships nor
+links any CUDA library. The same release is GPU-capable elsewhere; on a Spark it runs on the CPU. torch
+before 2.11 is the known case (its aarch64 wheels on the default index list nvidia-*-cu12 for
+`platform_machine == "x86_64"` only); speech and inference engines ship the same shape. One function
+for the lock (the resolved wheel's metadata and file list) and the audit (the installed METADATA, RECORD
+and ELF): g1_installed.dist_finding.
 
 What is not seen: a package whose other-platform wheel bundles or links CUDA while its metadata names
 no CUDA requirement at all (the other wheel's files would have to be read); the data's families (torch,
@@ -62,7 +63,7 @@ def cuda_files(df: DistView) -> list[str]:
 
 def evidence(df: DistView, linked_majors: set[int], machine: str) -> list[str]:
     """Why `df` is a CPU-only build of a GPU-capable distribution on `machine` ([] when it is not one)."""
-    if linked_majors or not df.files_known:
+    if linked_majors or not df.files_known or not df.so_paths:  # pure Python: no build to be CPU-only
         return []
     elsewhere, local = other_platform_cuda(df.requires, machine)
     if not elsewhere or local or cuda_files(df):
