@@ -246,6 +246,17 @@ def release(index_url: str | None, key: str, version: str, timeout: float = 20.0
     return next((r for v, r in _by_version(entries, url).items() if str(v) == version), None)
 
 
+def every_release(index_url: str | None, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
+    """Every release on the project's page, old ones included (releases() keeps the newest only): where
+    the nearest release with a wheel for the target is looked for. None when the page cannot be read."""
+    page = _page(index_url, key, timeout)
+    if page is None:
+        return None
+    url, body, ctype = page
+    entries = _json_entries_whole(body, every=True) if "json" in ctype else _html_entries(body)
+    return _by_version(entries, url) if entries is not None else None
+
+
 def _page_url(index_url: str | None, key: str) -> str | None:
     index_url = index_url or installers_default()
     if index_url is None:
@@ -404,11 +415,11 @@ def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
     return _json_entries_whole(body, include)
 
 
-def _json_entries_whole(body: bytes, include: str = "") -> list[_Entry] | None:
+def _json_entries_whole(body: bytes, include: str = "", every: bool = False) -> list[_Entry] | None:
     entries: list[_Entry] = []
     try:
         page = json.loads(body)
-        wanted = _newest_versions(page.get("versions"))
+        wanted = None if every else _newest_versions(page.get("versions"))
         if wanted is not None and include:
             wanted.append(include)
         for f in page.get("files", []):

@@ -229,7 +229,7 @@ def _unresolved(
 
     out = []
     for u in failures:
-        releases = fallbacks.releases(index_url, u.key) if u.key else None
+        releases = fallbacks.every_release(index_url, u.key) if u.key else None
         nearest = fallbacks.nearest_with_wheel(releases or {}, profile, u.tried)
         out.append(Unresolved(u.key, u.kind, u.tried, u.cause, u.platforms, nearest, releases is not None))
     return tuple(out)

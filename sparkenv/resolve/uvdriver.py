@@ -278,15 +278,17 @@ class Unresolvable(Failed):
         )  # fmt: skip
 
 
-_NAME = r"([A-Za-z0-9][A-Za-z0-9._-]*)"
+# a name where uv's words start one (never the version after `faiss-gpu>=`), then its comparison, if any
+_NAME = r"(?<![\w.=<>~!-])([A-Za-z0-9][A-Za-z0-9._-]*)"
+_OP = r"(?:(?:==|>=|<=|~=|!=|<|>)(\S+))?"
 # uv's reasoning, first match wins: (kind, pattern whose first group names the package, second the version)
 _UNRESOLVABLE = (
-    ("platform", re.compile(_NAME + r"(?:==(\S+))? has no wheels with a matching platform tag")),
+    ("platform", re.compile(_NAME + _OP + r" has no wheels with a matching platform tag")),
     (
         "abi",
-        re.compile(_NAME + r"(?:==(\S+))? has no wheels with a matching Python (?:ABI|implementation) tag"),
+        re.compile(_NAME + _OP + r" has no wheels with a matching Python (?:ABI|implementation) tag"),
     ),
-    ("python", re.compile(_NAME + r"(?:==(\S+))? (?:requires|depends on) Python")),
+    ("python", re.compile(_NAME + _OP + r" (?:requires|depends on) Python")),
     ("refused", re.compile(_NAME + r"() (?:was not found in|could not be fetched from) the package regist")),
     ("version", re.compile(r"there (?:is|are) no versions? of " + _NAME + r"()")),
     ("version", re.compile(r"only " + _NAME + r"()\S* (?:is|are) available")),
@@ -295,7 +297,8 @@ _UNRESOLVABLE = (
 )
 # the hint that lists where wheels exist: "Wheels are available for `x` (v2.0) on the following platform: …"
 _PLATFORMS = re.compile(
-    r"Wheels are available for `[^`]+` \(v[^)]*\) on the following platforms?: ((?:`[^`]+`(?:,? and |, )?)+)"
+    r"Wheels are available for `[^`]+` \(v([^)]*)\) on the following platforms?: "
+    r"((?:`[^`]+`(?:,? and |, )?)+)"
 )
 _REFUSED = re.compile(r"(\d{3} [A-Z][A-Za-z ]+)\)")
 
@@ -327,7 +330,9 @@ def unresolvable(stage: str, stderr: str) -> Unresolvable | None:
     elif kind == "refused":
         kind = "not-found"
     m = _PLATFORMS.search(hint)
-    platforms = m.group(1).replace("`", "").strip().rstrip(".") if m else ""
+    platforms = m.group(2).replace("`", "").strip().rstrip(".") if m else ""
+    if m and kind == "platform":  # the release uv tried last, as its hint names it
+        tried = m.group(1)
     return Unresolvable(stage, key, kind, tried, cause or "no message", platforms, stderr)
 
 

@@ -39,7 +39,7 @@ def fix(key: str, target: int, ngc: str = "") -> str:
         also = f" ({fam.also})" if fam.also else ""
         return f"replace it with {requirement(fam)}{also}{',' if ngc else ''}{ngc}"
     if fam is not None:
-        return f"no known CUDA {target} build of {key}: {fam.advice}{ngc}"
+        return f"no known CUDA {target} build of {key}: {fam.advice}{';' if ngc else ''}{ngc}"
     return (
         f"no known CUDA {target} build of {key} (sparkenv's data names none): use a CUDA {target} build of "
         f"it if its publisher has one, build it against CUDA {target} on the Spark{ngc}"
