@@ -23,7 +23,6 @@ _NAME_PREFIX = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 @dataclass(frozen=True)
 class NameMatch:
     major: int
-    cuda13_name: str
     library: bool
 
 
@@ -67,10 +66,16 @@ def name_match(key: str) -> NameMatch | None:
     for rule in cuda().names:
         m = rule.regex.match(key)
         if m:
-            groups = [m.group(0), *m.groups()]
             major_group = next(g for g in m.groups() if g and g.isdigit())
-            return NameMatch(int(major_group), rule.cuda13.format(*groups), rule.library)
+            return NameMatch(int(major_group), rule.library)
     return None
+
+
+@functools.cache
+def extra_major(extra: str) -> int | None:
+    """The CUDA major an extra asks for (jax[cuda12], …[cu12], transformer-engine[core_cu12] -> 12)."""
+    m = cuda().extra_regex.match(extra.strip().lower())
+    return int(m.group(1)) if m else None
 
 
 @functools.cache

@@ -60,6 +60,22 @@ class BuildFailure:
 
 
 @dataclass(frozen=True)
+class Unresolved:
+    """A requirement uv found no set of versions for (lock/uvdriver.py reads uv's words); the rest was
+    resolved without it. `nearest`: the release of `key` nearest to the one uv tried that has a wheel for
+    the target, read from the index ("" when none has one; `releases_read` False when the page could not be
+    read)."""
+
+    key: str  # "" when uv's words name no single package
+    kind: str  # rules/unresolved.py KINDS
+    tried: str  # the release uv names ("" when none)
+    cause: str  # uv's reasoning in one line
+    platforms: str = ""  # uv's hint: the platforms that have wheels of `tried`
+    nearest: str = ""
+    releases_read: bool = False
+
+
+@dataclass(frozen=True)
 class WheelElves:
     """The ELF and fatbin facts of a GPU package wheel's shared objects read at lock
     (lock/wheel_elf.py)."""
@@ -119,6 +135,8 @@ class ResolvedFacts:
     sdist_builds: dict[str, SdistBuild] = field(default_factory=dict)
     # Packages uv could not build or download; the rest was resolved without them.
     build_failures: tuple[BuildFailure, ...] = ()
+    # Requirements uv found no set of versions for; the rest was resolved without them.
+    unresolved: tuple[Unresolved, ...] = ()
     # The shared objects each resolved binary wheel ships (its zip central directory), or why it could
     # not be read (lock/wheel_files.py): the paths the audit reads from RECORD, known at lock.
     wheel_files: dict[str, tuple[str, ...] | str] = field(default_factory=dict)

@@ -24,6 +24,7 @@ from sparkenv.knowledge.schema import KnowledgeError
 if TYPE_CHECKING:
     from sparkenv.core.report import GotchaId
     from sparkenv.knowledge.records.cuda import Cuda
+    from sparkenv.knowledge.records.cuda13_counterparts import Counterparts
     from sparkenv.knowledge.records.drivers import Drivers
     from sparkenv.knowledge.records.gate import Gate
     from sparkenv.knowledge.records.gotchas import GotchaText
@@ -41,6 +42,7 @@ __all__ = ["FILES", "KnowledgeError"]
 
 FILES = (
     "cuda",
+    "cuda13_counterparts",
     "drivers",
     "gate",
     "gotchas",
@@ -68,6 +70,7 @@ def _loader(name: str) -> Callable[[], Any]:
 
 
 cuda: Callable[[], Cuda] = _loader("cuda")
+cuda13_counterparts: Callable[[], Counterparts] = _loader("cuda13_counterparts")
 drivers: Callable[[], Drivers] = _loader("drivers")
 gate: Callable[[], Gate] = _loader("gate")
 gotchas: Callable[[], Mapping[GotchaId, GotchaText]] = _loader("gotchas")

@@ -246,6 +246,17 @@ def release(index_url: str | None, key: str, version: str, timeout: float = 20.0
     return next((r for v, r in _by_version(entries, url).items() if str(v) == version), None)
 
 
+def every_release(index_url: str | None, key: str, timeout: float = 20.0) -> dict[Version, Release] | None:
+    """Every release on the project's page, old ones included (releases() keeps the newest only): where
+    the nearest release with a wheel for the target is looked for. None when the page cannot be read."""
+    page = _page(index_url, key, timeout)
+    if page is None:
+        return None
+    url, body, ctype = page
+    entries = _json_entries_whole(body, every=True) if "json" in ctype else _html_entries(body)
+    return _by_version(entries, url) if entries is not None else None
+
+
 def _page_url(index_url: str | None, key: str) -> str | None:
     index_url = index_url or installers_default()
     if index_url is None:
@@ -404,11 +415,11 @@ def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
     return _json_entries_whole(body, include)
 
 
-def _json_entries_whole(body: bytes, include: str = "") -> list[_Entry] | None:
+def _json_entries_whole(body: bytes, include: str = "", every: bool = False) -> list[_Entry] | None:
     entries: list[_Entry] = []
     try:
         page = json.loads(body)
-        wanted = _newest_versions(page.get("versions"))
+        wanted = None if every else _newest_versions(page.get("versions"))
         if wanted is not None and include:
             wanted.append(include)
         for f in page.get("files", []):
@@ -472,24 +483,60 @@ def _target_tags(profile: Profile) -> set[tags.Tag]:
     return set(wheel_tags.accepted(profile.python_minor, profile.machine, glibc))
 
 
-def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
-    """Why no file of this release installs on the target (None: one does)."""
+def _python_misfit(rel: Release, profile: Profile) -> str | None:
+    """Why the release's Requires-Python excludes the target's Python (None: it does not)."""
     if rel.requires_python:
         try:
             if not SpecifierSet(rel.requires_python).contains(profile.python, prereleases=True):
                 return f"it requires Python {rel.requires_python}"
         except ValueError:
             pass
+    return None
+
+
+def _has_target_wheel(rel: Release, target: set[tags.Tag]) -> bool:
+    for f in rel.files:
+        try:
+            if f.endswith(".whl") and target & set(parse_wheel_filename(f)[3]):
+                return True
+        except InvalidWheelFilename:
+            continue
+    return False
+
+
+def _fits(rel: Release, profile: Profile, target: set[tags.Tag]) -> str | None:
+    """Why no file of this release installs on the target (None: one does)."""
+    misfit = _python_misfit(rel, profile)
+    if misfit:
+        return misfit
     wheels = [f for f in rel.files if f.endswith(".whl")]
     if any(not f.endswith(".whl") for f in rel.files):
         return None
-    for f in wheels:
-        try:
-            if target & set(parse_wheel_filename(f)[3]):
-                return None
-        except InvalidWheelFilename:
-            continue
+    if _has_target_wheel(rel, target):
+        return None
     return f"none of its {len(wheels)} wheel(s) fits {profile.python_platform} and it has no sdist"
+
+
+def nearest_with_wheel(releases: dict[Version, Release], profile: Profile, tried: str = "") -> str:
+    """The release with a wheel that installs on the target nearest to `tried`: the newest such release
+    not newer than it, else the oldest newer one ("" when none has such a wheel). No `tried`: the
+    newest."""
+    target = _target_tags(profile)
+    fitting = sorted(
+        v
+        for v, rel in releases.items()
+        if not _python_misfit(rel, profile) and _has_target_wheel(rel, target)
+    )
+    try:
+        pivot = Version(tried) if tried else None
+    except InvalidVersion:
+        pivot = None
+    if not fitting:
+        return ""
+    if pivot is None:
+        return str(fitting[-1])
+    below = [v for v in fitting if v <= pivot]
+    return str(below[-1] if below else fitting[0])
 
 
 def _unmet(

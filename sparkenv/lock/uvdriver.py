@@ -190,7 +190,16 @@ def start(
     return Running(stage, cmd, out, timeout, environment(extra_env, log), log, error)
 
 
-class BuildFailed(SparkenvError):
+class Failed(SparkenvError):
+    """uv could not make one named package part of the set (build, download or resolve it): a finding, not
+    the end of the lock; the lock resolves again without `key` (resolve/run.py). `raw`: uv's whole stderr,
+    shown only under SPARKENV_DEBUG=1."""
+
+    key: str
+    raw: str
+
+
+class BuildFailed(Failed):
     """uv could not build (or download) one named package: a finding, not the end of the lock.
     `cause` is the first line of the real cause (the build's own exception, not uv's wrapping);
     `raw` is uv's whole stderr, shown only under SPARKENV_DEBUG=1."""
@@ -257,7 +266,80 @@ def build_failure(stage: str, stderr: str) -> BuildFailed | None:
     return BuildFailed(stage, spec, canonicalize_name(req.name), version, action, cause, stderr, index)
 
 
+class Unresolvable(Failed):
+    """uv found no set of versions: `key` is the package its reasoning starts from ("" when its words name
+    none), `kind` what stops it (rules/unresolved.py KINDS), `tried` the release uv names (`speechy==2.0`),
+    `cause` uv's reasoning in one line, `platforms` its hint's list of platforms that have wheels."""
+
+    def __init__(self, stage: str, key: str, kind: str, tried: str, cause: str, platforms: str, raw: str):
+        super().__init__(f"no set of versions satisfies the inputs ({stage} stage): {cause}")
+        self.key, self.kind, self.tried, self.cause, self.platforms, self.raw = (
+            key, kind, tried, cause, platforms, raw,
+        )  # fmt: skip
+
+
+# a name where uv's words start one (never the version after `faiss-gpu>=`), then its comparison, if any
+_NAME = r"(?<![\w.=<>~!-])([A-Za-z0-9][A-Za-z0-9._-]*)"
+_OP = r"(?:(?:==|>=|<=|~=|!=|<|>)(\S+))?"
+# uv's reasoning, first match wins: (kind, pattern whose first group names the package, second the version)
+_UNRESOLVABLE = (
+    ("platform", re.compile(_NAME + _OP + r" has no wheels with a matching platform tag")),
+    (
+        "abi",
+        re.compile(_NAME + _OP + r" has no wheels with a matching Python (?:ABI|implementation) tag"),
+    ),
+    ("python", re.compile(_NAME + _OP + r" (?:requires|depends on) Python")),
+    ("refused", re.compile(_NAME + r"() (?:was not found in|could not be fetched from) the package regist")),
+    ("version", re.compile(r"there (?:is|are) no versions? of " + _NAME + r"()")),
+    ("version", re.compile(r"only " + _NAME + r"()\S* (?:is|are) available")),
+    ("conflict", re.compile(r"depends? on " + _NAME + r"()")),
+    ("conflict", re.compile(r"you require " + _NAME + r"()")),
+)
+# the hint that lists where wheels exist: "Wheels are available for `x` (v2.0) on the following platform: …"
+_PLATFORMS = re.compile(
+    r"Wheels are available for `[^`]+` \(v([^)]*)\) on the following platforms?: "
+    r"((?:`[^`]+`(?:,? and |, )?)+)"
+)
+_REFUSED = re.compile(r"(\d{3} [A-Z][A-Za-z ]+)\)")
+
+
+def unresolvable(stage: str, stderr: str) -> Unresolvable | None:
+    """uv's "No solution found" read: the package its reasoning is about and why; None for other errors."""
+    from packaging.utils import canonicalize_name
+
+    if "No solution found" not in stderr:
+        return None
+    because, hints = [], []
+    for line in stderr.splitlines():
+        text = line.strip().lstrip("╰─▶").strip()
+        if not text or text.startswith(("×", "error:", "warning:")):
+            continue
+        if text.startswith("hint:"):
+            hints.append(text.removeprefix("hint:").strip())
+        else:
+            because.append(text.removeprefix("cause:").strip())
+    cause = " ".join(" ".join(because).split())
+    hint = " ".join(" ".join(hints).split())
+    found = next(((k, m) for k, pattern in _UNRESOLVABLE if (m := pattern.search(cause))), None)
+    kind, key, tried = "unknown", "", ""
+    if found is not None:
+        kind, key, tried = found[0], canonicalize_name(found[1].group(1)), found[1].group(2) or ""
+    refused = _REFUSED.search(hint) if kind == "refused" else None
+    if refused and "could not be queried" in hint:
+        cause = f"the index refused the request ({refused.group(1)}): {cause}"
+    elif kind == "refused":
+        kind = "not-found"
+    m = _PLATFORMS.search(hint)
+    platforms = m.group(2).replace("`", "").strip().rstrip(".") if m else ""
+    if m and kind == "platform":  # the release uv tried last, as its hint names it
+        tried = m.group(1)
+    return Unresolvable(stage, key, kind, tried, cause or "no message", platforms, stderr)
+
+
 def error(stage: Stage, stderr: str) -> SparkenvError:
+    unresolved = unresolvable(stage.name, stderr)
+    if unresolved is not None:
+        return unresolved
     failed = build_failure(stage.name, stderr)
     # a download that fails because the index cannot be reached is a missing service (exit 3), not a
     # finding about the package; a build that fails is one, whatever its own error says

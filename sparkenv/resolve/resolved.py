@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from sparkenv.core.report import Finding
 from sparkenv.environment import profiles
-from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild
+from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild, Unresolved
 from sparkenv.index import metadata
 from sparkenv.lock import uvdriver
 from sparkenv.resolve import inputs as inputs_mod
@@ -41,7 +41,7 @@ def judged(
     allowed: set[str],
     index_url: str | None = None,
     prefetched: dict[str, Any] | None = None,
-    failures: list[uvdriver.BuildFailed] | None = None,
+    failures: list[uvdriver.Failed] | None = None,
     so_files: dict[str, tuple[str, ...] | str] | None = None,
 ) -> Judged:
     from sparkenv.facts import graph
@@ -49,7 +49,10 @@ def judged(
 
     env = profile.marker_env()
     requires, problems = _requirements_of(locked, metas)
-    failed, failed_refs = _requirements_of_failed(failures or [], index_url, requires)
+    builds = [f for f in failures or [] if isinstance(f, uvdriver.BuildFailed)]
+    failed, failed_refs = _requirements_of_failed(builds, index_url, requires)
+    unresolved = _unresolved([f for f in failures or [] if isinstance(f, uvdriver.Unresolvable)], index_url,
+                             profile)  # fmt: skip
     sdist_refs = [r for r in refs(raw) if not r.is_wheel and not locked[r.key].wheels] + failed_refs
     roots = [d.key for d in inp.requirements if d.key and not d.constraint]
     root_extras = _root_extras(inp, env)
@@ -77,11 +80,15 @@ def judged(
         wheel_files=so_files,
         wheel_elves=elves,
         build_failures=tuple(failed),
+        unresolved=unresolved,
         root_extras=root_extras,
     )
     pages = {k: fallbacks.page_read(index_url, k) for k in sorted(reads.pages)}
     complete = (
-        not failed and not reads.unanswered and _all_read(pages, metas, so_files, records, sdists, elves)
+        not failed
+        and not unresolved
+        and not reads.unanswered
+        and _all_read(pages, metas, so_files, records, sdists, elves)
     )
     return Judged(found, complete, pages)
 
@@ -214,6 +221,21 @@ def _failed(
                 break
         out.append(BuildFailure(bf.key, bf.version, bf.action, bf.cause, sdist, bf.index))
     return out, refs
+
+
+def _unresolved(
+    failures: list[uvdriver.Unresolvable], index_url: str | None, profile: profiles.Profile
+) -> tuple[Unresolved, ...]:
+    """Each requirement uv found no set of versions for, with the release nearest to the one uv tried that
+    has a wheel for the target (from the index page, lock/fallbacks.py)."""
+    from sparkenv.lock import fallbacks
+
+    out = []
+    for u in failures:
+        releases = fallbacks.every_release(index_url, u.key) if u.key else None
+        nearest = fallbacks.nearest_with_wheel(releases or {}, profile, u.tried)
+        out.append(Unresolved(u.key, u.kind, u.tried, u.cause, u.platforms, nearest, releases is not None))
+    return tuple(out)
 
 
 def _fallbacks(

@@ -461,7 +461,7 @@ class _Resolution:
     and the reads started while uv ran (index pages of the declared names, the early reads of uv's picks)."""
 
     text: str = ""
-    failures: list[uvdriver.BuildFailed] = field(default_factory=list)
+    failures: list[uvdriver.Failed] = field(default_factory=list)
     pages: dict[str, Any] = field(default_factory=dict)
     early: Any = None  # resolve.early.EarlyReads
     # what a kept judgement's key before uv is made of, less the lock replaced and --upgrade
@@ -607,14 +607,22 @@ class _Resolving:
                 self.out.text = redact(self.running.result())
                 self.done = True
                 return self.out
-            except uvdriver.BuildFailed as bf:
+            except uvdriver.Failed as bf:
                 if os.environ.get("SPARKENV_DEBUG"):
                     from sparkenv.core.redact import redact
 
                     print(redact(bf.raw), file=sys.stderr, flush=True)
-                if bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES:
+                if isinstance(bf, uvdriver.BuildFailed) and (
+                    bf.key in self.skip or len(self.out.failures) >= MAX_BUILD_FAILURES
+                ):
                     raise
-                self.out.failures.append(bf)
+                if bf.key not in self.skip:
+                    self.out.failures.append(bf)
+                # uv's words name no one package to resolve without (or one already left out), or enough
+                # were left out: the findings so far are the answer, and no lock is written
+                if not bf.key or bf.key in self.skip or len(self.out.failures) > MAX_BUILD_FAILURES:
+                    self.done = True
+                    return self.out
                 self.skip.append(bf.key)
                 self._spawn()
                 if self.out.early is None:

@@ -18,6 +18,8 @@ from sparkenv.cuda import rules
 from sparkenv.environment.markers import applies, marker_environment
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from packaging.requirements import Requirement
 
     from sparkenv.cuda.elf import ElfInfo
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Evidence:
     major: int | None  # None with kind "cpu" means a CPU-only build
-    kind: str  # "needed", "provides", "requires", "label", "ngc", "name", "pin", "path", "cpu"
+    kind: str  # "needed", "provides", "requires", "label", "ngc", "name", "extra", "pin", "path", "cpu"
     text: str
     soname: str | None = None  # for "needed" and "provides"
 
@@ -52,6 +54,7 @@ KIND_ORDER = {
     "label": 3,
     "ngc": 4,
     "name": 5,
+    "extra": 5,
     "pin": 5,
     "path": 6,
     "cpu": 7,
@@ -69,12 +72,17 @@ OTHER_MAJOR = Status.FAIL
 CPU_ONLY = Status.FAIL
 
 
-def name_version_evidence(key: str, version: str | None) -> list[Evidence]:
-    """What a normalized name and a version say about the CUDA major, strongest first."""
+def name_version_evidence(key: str, version: str | None, extras: Iterable[str] = ()) -> list[Evidence]:
+    """What a normalized name, the extras asked of it and a version say about the CUDA major, strongest
+    first."""
     ev: list[Evidence] = []
     name = rules.name_match(key)
     if name:
         ev.append(Evidence(name.major, "name", f"name {key} is the CUDA {name.major} build"))
+    for extra in sorted(extras):
+        major = rules.extra_major(extra)
+        if major is not None:
+            ev.append(Evidence(major, "extra", f"its extra [{extra}] installs the CUDA {major} build"))
     if not version:
         return ev
     pinned = rules.pinned_major(key, f"=={version}")
@@ -100,10 +108,14 @@ def name_version_evidence(key: str, version: str | None) -> list[Evidence]:
     return ev
 
 
-def requirement_major(key: str, specifier: str) -> int | None:
-    """The CUDA major a requirement points to: its name, else an exact pin on a versioned CUDA wheel."""
+def requirement_major(key: str, specifier: str, extras: Iterable[str] = ()) -> int | None:
+    """The CUDA major a requirement points to: its name, else an extra it asks for, else an exact pin on
+    a versioned CUDA wheel."""
     match = rules.name_match(key)
-    return match.major if match else rules.pinned_major(key, specifier)
+    if match:
+        return match.major
+    asked = [m for e in sorted(extras) if (m := rules.extra_major(e)) is not None]
+    return asked[0] if asked else rules.pinned_major(key, specifier)
 
 
 def bindings(facts: AuditFacts) -> dict[str, Binding]:

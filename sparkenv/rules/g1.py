@@ -56,9 +56,14 @@ __all__ = [
 def resolved(facts: ResolvedFacts) -> list[Finding]:
     """Stage.RESOLVED: names, labels and Requires-Dist (g1_declared), and what each wheel ships
     (g1_wheels)."""
-    from sparkenv.rules import g1_declared, g1_wheels
+    from sparkenv.core.report import GotchaId
+    from sparkenv.rules import g1_declared, g1_wheels, unresolved
 
-    return g1_declared.resolved(facts) + g1_wheels.resolved_wheel_files(facts)
+    return (
+        g1_declared.resolved(facts)
+        + g1_wheels.resolved_wheel_files(facts)
+        + unresolved.findings(facts, GotchaId.G1)
+    )
 
 
 RULES = (
@@ -84,7 +89,10 @@ RULES = (
         "through the torch they pin) shows CUDA at all: label, CUDA runtime requirement, CUDA library in "
         "its RECORD; each binary wheel's file list (zip central directory): one library per CUDA release "
         "and none for the target, CUDA libraries of another major it bundles; what GPU packages' shared "
-        "objects link (DT_NEEDED, within a read budget)",
+        "objects link (DT_NEEDED, within a read budget); a package asking for CUDA libraries on another CPU "
+        "only whose wheel for the target has none (a CPU-only build by class); a requirement no file of "
+        "which installs on the target (no wheel for its platform, ABI or Python, no sdist), with the "
+        "nearest release that has a wheel for it",
     ),
     Rule(
         Stage.INSTALLED,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
-from sparkenv.rules import cuda_major
+from sparkenv.rules import counterparts, cuda_major
 
 if TYPE_CHECKING:
     from sparkenv.environment.profiles import Profile
@@ -23,18 +23,26 @@ _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 
 
 def _cuda_fail(
-    key: str, version: str | None, subject_desc: str, evidence: tuple[str, ...], on_base: bool = False
+    key: str,
+    version: str | None,
+    subject_desc: str,
+    evidence: tuple[str, ...],
+    on_base: bool = False,
+    extras: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    """G1 from what a name or version says: -cu12 names, +cu128/+cpu labels, versioned toolkit wheels."""
+    """G1 from what a name, an extra or a version says: -cu12/-cuda120/-cu126 names, [cuda12]/[cu12]
+    extras, +cu128/+cpu labels, versioned toolkit wheels."""
     out: list[Finding] = []
     target = rules.target_major()
-    for e in cuda_major.name_version_evidence(key, version):
+    for e in cuda_major.name_version_evidence(key, version, extras):
         if e.kind == "cpu":
             summary = f"{subject_desc} is a CPU-only build (+cpu): no CUDA at all"
         elif e.major is None or e.major == target:
             continue
         elif e.kind == "name":
             summary = f"{subject_desc} is built for CUDA {e.major} (name) — target is CUDA {target}"
+        elif e.kind == "extra":
+            summary = f"{subject_desc}: {e.text} — target is CUDA {target}"
         elif e.kind == "label":
             summary = f"{subject_desc} is a CUDA {e.major} build (+cu label) — target is CUDA {target}"
         elif e.kind == "pin":
@@ -50,10 +58,20 @@ def _cuda_fail(
                 summary=summary,
                 subject=key,
                 evidence=evidence,
-                fix=fix_for(key, e.kind, on_base),
+                fix=_extra_fix(key, e.major) if e.kind == "extra" else fix_for(key, e.kind, on_base),
             )
         )
     return out
+
+
+def _extra_fix(key: str, major: int | None) -> str:
+    """An extra that asks for another CUDA major: what the extra is called for CUDA 13 is the package's
+    own word, not a suffix to swap."""
+    target = rules.target_major()
+    return (
+        f"drop the CUDA {major} extra of {key}; ask for its CUDA {target} extra where {key} offers one "
+        f"(see its install guide), then `sparkenv lock` resolves what it installs"
+    )
 
 
 def fix_for(key: str, kind: str, on_base: bool = False) -> str:
@@ -63,9 +81,8 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
     ngc = "" if on_base else " or use the NGC image"
     if key in _TORCH_FAMILY or kind == "cpu":
         return f"install the CUDA {rules.target_major()} build from {packages().cuda13_index}{ngc}"
-    name = rules.name_match(key)
-    if name:
-        return f"replace it with {name.cuda13_name}{',' if ngc else ''}{ngc}"
+    if counterparts.family(key) is not None or rules.name_match(key):
+        return counterparts.fix(key, rules.target_major(), ngc)
     if kind == "pin":
         return f"use {key} {rules.target_major()}.x{',' if ngc else ''}{ngc}"
     if kind == "ngc":
@@ -73,6 +90,8 @@ def fix_for(key: str, kind: str, on_base: bool = False) -> str:
         first = rules.first_ngc_release(target)
         return f"use an NGC release on CUDA {target}" + (f" ({first} or later)" if first else "")
     target = rules.target_major()
+    if kind != "label":  # only a +cuNNN build comes from PyTorch's index: the others are sent nowhere made up
+        return counterparts.fix(key, target, ngc)
     return (
         f"install a CUDA {target} build (from {packages().cuda13_index} where it has one, or a newer version "
         f"with a CUDA {target} wheel){ngc}"
@@ -133,7 +152,18 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
     assert key is not None
     ev = (d.where,)
     desc = f"{key}{d.specifier}" if str(d.specifier) else key
-    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image))
+    provider = profile.provider(key) if not d.url else None
+    # what the base provides is kept out of resolution with its extras (G9 says so): the base's build stands
+    extras = d.extras if provider is None else frozenset()
+    desc = f"{key}[{','.join(sorted(extras))}]{d.specifier}" if extras else desc
+    out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image), extras)
+    if provider is not None and str(d.specifier):
+        # G9 fails the same pin for replacing the base's build, which is the target's CUDA: one fix for both
+        import dataclasses
+
+        from sparkenv.rules.g9_declared import base_pin_fix
+
+        out = [dataclasses.replace(f, fix=base_pin_fix(provider)) if f.fix else f for f in out]
     if d.url and d.url.endswith(".whl"):
         out += _url_wheel(d, profile)
     if not out:
@@ -199,7 +229,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
             dep = canonicalize_name(req.name)
             if dep in facts.locked:
                 continue  # judged as itself, with its chain
-            major = cuda_major.requirement_major(dep, str(req.specifier))
+            major = cuda_major.requirement_major(dep, str(req.specifier), req.extras)
             if major is not None and major != target:
                 fails.append(
                     _finding(

@@ -102,6 +102,7 @@ def dist_finding(
     if per_release is not None:
         return per_release
     _cpu_only(df, b, v, on_base)
+    _cpu_only_class(df, b, machine, v)
     _other_major(df, b, target, required_by, has_target, v, on_base)
     if not v.problems and df.unread and not df.gpu_package:
         # its ELF is not read at lock (not a GPU package): only a bundled library of another major is
@@ -158,6 +159,25 @@ def _cpu_only(df: DistView, b: Binding, v: _Verdict, on_base: bool) -> None:
         v.evidence.append(cpu[0].text)
     if cpu:  # the same status for every package and stage: see cuda_major.CPU_ONLY for why
         v.add(cuda_major.CPU_ONLY, f"is a CPU-only build ({cpu[0].text})", fix_for(df.key, "cpu", on_base))
+
+
+def _cpu_only_class(df: DistView, b: Binding, machine: str, v: _Verdict) -> None:
+    """A GPU-capable distribution (CUDA libraries required on another CPU) built without CUDA for this one:
+    a WARN with the evidence (rules/cpu_only_class.py), at lock and at audit alike."""
+    from sparkenv.rules import cpu_only_class
+
+    if v.problems:  # a FAIL already says what is wrong with it
+        return
+    why = cpu_only_class.evidence(df, b.majors, machine)
+    if not why:
+        return
+    v.add(
+        Status.WARN,
+        f"looks like a CPU-only build for {machine}: {'; '.join(why)} — on a Spark it runs on the CPU",
+        f"use a build of {df.key} for {machine} with CUDA {rules.target_major()} if its publisher has one "
+        "(a newer release, another index, an NGC image), or build it against CUDA on the Spark",
+    )
+    v.evidence.extend(why)
 
 
 def _other_major(

@@ -80,7 +80,8 @@ RULES = (
         "resolved packages the base provides, drift-prone packages pinned in the lock; every "
         "Requires-Dist in the resolved graph (markers for the target, extras followed) against the base's "
         "exact versions and the locked ones (a closed lock); declared requirements not pinned exactly and "
-        "sdist-only picks against the newest release on the index (fallbacks)",
+        "sdist-only picks against the newest release on the index (fallbacks); a requirement with no "
+        "release in the range asked, requirements that conflict, a name the index lacks or refuses",
     ),
     Rule(
         Stage.LOCKFILE,

@@ -136,10 +136,18 @@ def _base_provided(d: Declared, profile: Profile, provider: str) -> list[Finding
             summary=f"{key}{d.specifier} ({d.where}) would replace the base's {name}",
             subject=key,
             evidence=ev,
-            fix=f"drop the pin (the base's {provider} is kept out of resolution), or pick a profile "
-            "whose base has it",
+            fix=base_pin_fix(provider),
         )
     ]
+
+
+def base_pin_fix(provider: str) -> str:
+    """The fix for a pin on what the base provides, that G1 gives too when the pin is a build for another
+    CUDA major (torch==…+cu128 on an NGC base): one fix for the subject, since installing the CUDA 13
+    build instead would still replace the base's."""
+    return (
+        f"drop the pin (the base's {provider} is kept out of resolution), or pick a profile whose base has it"
+    )
 
 
 def _declared_unsloth(d: Declared, profile: Profile, staged: bool) -> Finding:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import packages
+from sparkenv.rules import unresolved
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -31,6 +32,7 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         *resolved_base(facts),
         *resolved_closure(facts),
         *resolved_fallback(facts),
+        *unresolved.findings(facts, GotchaId.G9),
     ]
 
 
@@ -297,11 +299,13 @@ def resolved_base(facts: ResolvedFacts) -> list[Finding]:
 
 def resolved_closure(facts: ResolvedFacts) -> list[Finding]:
     """Every requirement in the graph is met by the lock or the base (a --no-deps install adds nothing)."""
-    failed = {bf.key for bf in facts.build_failures}  # G2 says why each is missing: not a second line
+    # G2 (a build) or rules/unresolved.py says why each is missing: not a second line, and no PASS saying
+    # the set is closed beside them
+    failed = {bf.key for bf in facts.build_failures} | unresolved.keys(facts)
     edges = [e for e in facts.edges if e.target not in failed]
     gaps = unclosed(facts.versions, edges, facts.graph_chain, facts.profile, facts.allow_replace)
     known = all(p.requires is not None for p in facts.locked.values())
-    if facts.locked and not gaps and known:
+    if facts.locked and not gaps and known and not facts.unresolved:
         return [closed_info(len(facts.locked), len(facts.edges))]
     return gaps
 

@@ -295,16 +295,18 @@ def test_unreachable_index_is_exit_3_and_leaves_no_file(run, tmp_path, caches):
     assert not (tmp_path / "out").exists()
 
 
-def test_unsatisfiable_is_exit_2_one_line(lock, tmp_path):
+def test_unsatisfiable_is_a_finding_exit_1(lock, tmp_path):
+    # no version in range is a finding about the requirement (tests/lock/test_lock_unresolvable.py), not
+    # bad usage: exit 1, nothing written
     r = lock("peft==9.9\n")
-    assert r.code == 2 and "no set of versions satisfies" in r.err and "peft" in r.err
-    assert len(r.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert r.code == 1 and r.line("G9", "peft").startswith("G9 FAIL: peft") and not r.err.strip()
+    assert not (tmp_path / "out" / "pylock.ngc-25-11.toml").exists()
 
 
 def test_existing_lock_survives_a_failed_run(lock, tmp_path):
     assert lock("transformers==4.57.1\n").code == 0
     before = (tmp_path / "out" / "pylock.ngc-25-11.toml").read_text()
-    assert lock("peft==9.9\n").code == 2
+    assert lock("peft==9.9\n").code == 1
     assert lock("cupy-user\n").code == 1
     assert (tmp_path / "out" / "pylock.ngc-25-11.toml").read_text() == before
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [

@@ -45,7 +45,7 @@ ROWS = [
         lambda c: sf.declared(c, "nvidia-cuda-runtime-cu12==12.8.90\n"),
         "nvidia-cuda-runtime-cu12",
         FAIL,
-        "replace it with nvidia-cuda-runtime 13.x",
+        "replace it with nvidia-cuda-runtime>=13,<14",
     ),
     Row(
         "g1.declared",
@@ -186,7 +186,7 @@ ROWS = [
         lambda c: _installed(c, ("mylib", "1.0", {"mylib/_C.so": _so(c, "libcudart.so.12")})),
         "mylib",
         FAIL,
-        "install a CUDA 13 build",
+        "no known CUDA 13 build of mylib",  # never sent to PyTorch's index: it is not a PyTorch package
         "needs CUDA 12",
     ),
     Row(

@@ -15,7 +15,6 @@ class Soname(NamedTuple):
 
 class NameRule(NamedTuple):
     regex: re.Pattern[str]  # over a canonical name; one group holds the major
-    cuda13: str  # the CUDA 13 name to suggest, {N} the regex's groups
     library: bool = False  # a runtime-library wheel: residue when nothing installed requires it
 
 
@@ -31,6 +30,7 @@ class Cuda(NamedTuple):
     sonames: tuple[Soname, ...]
     names: tuple[NameRule, ...]
     paths: tuple[PathRule, ...]
+    extra_regex: re.Pattern[str]  # an extra that asks for one CUDA major's build; one group holds it
     ngc: Mapping[str, int]  # NGC release (the .nvYY.MM of torch's version) -> CUDA major
     ngc_source: str  # the release notes each entry was read from
     ngc_checked: str  # when
