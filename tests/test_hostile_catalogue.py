@@ -49,6 +49,8 @@ class Case:
     stdout: str = "pipe"  # "pipe", "devfull", "closed", "broken"
     on_stdout: bool = False  # `says` is looked for on stdout (a finding), stderr may be empty
     quiet_ok: bool = False  # stderr may be empty (a report on stdout)
+    gone_cwd: Path | None = None  # a working folder deleted just before sparkenv starts
+    fsize: int | None = None  # the file size limit (`ulimit -f`, bytes) sparkenv runs under
 
 
 @dataclass
@@ -282,6 +284,10 @@ def catalogue(root: Path) -> list[Case]:
         )
     )
 
+    cases += _decoders(root, lockdir / "lockfiles", plain)
+    cases += _long_names(root)
+    cases += _machine_faults(root, plain)
+
     # ---- patch sdpa: the module it reads is /dev/zero or a FIFO ----------------------------------------
     for name, make in (("dev-zero", lambda p: p.symlink_to("/dev/zero")), ("fifo", _fifo)):
         prefix = _venv(root, f"sdpa-{name}")
@@ -289,6 +295,153 @@ def catalogue(root: Path) -> list[Case]:
         (site / "sparkenv-sdpa.pth").write_text("import _sparkenv_sdpa\n")
         make(site / "_sparkenv_sdpa.py")
         cases.append(Case(f"patch/sdpa-module-{name}", ["patch", "sdpa", str(prefix)], (0, 1), quiet_ok=True))
+    return cases
+
+
+def _decoders(root: Path, lockfiles: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 3: every TOML and JSON sparkenv reads from a user or from disk goes through one
+    decoder (datafiles.parse_user_toml / parse_user_json), whose every failure is exit 2 naming the file:
+    an integer over int()'s 4,300 digits (a ValueError, not a decode error: exit 70 before), nesting past
+    the recursion limit, bytes that are not UTF-8."""
+    cases: list[Case] = []
+    big = "1" * 5000
+    toml_bombs = {"big-integer": f"x = {big}\n", "nested": "x = " + "[" * 3000 + "]" * 3000 + "\n"}
+    for bomb, body in toml_bombs.items():
+        d = root / f"toml-{bomb}"
+        (d / "lockfiles").mkdir(parents=True)
+        (d / "p.toml").write_text(body)
+        (d / "w.toml").write_text(body)
+        (d / "pyproject.toml").write_text(f"[tool.sparkenv]\n{body}")
+        (d / "r.txt").write_text("peft\n")
+        for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
+            shutil.copy(lockfiles / name, d / "lockfiles" / name)
+        lock = d / "lockfiles" / "pylock.ngc-25-11.toml"
+        lock.write_text(lock.read_text() + body)
+        for cmd, argv, file in (
+            ("check-profile", ["check", str(d / "r.txt"), "--profile", str(d / "p.toml")], "p.toml"),
+            ("lock-profile", ["lock", str(d / "r.txt"), "--profile", str(d / "p.toml")], "p.toml"),
+            ("check-pyproject", ["check", str(d / "pyproject.toml")], "pyproject.toml"),
+            ("check-waivers", ["check", str(d / "r.txt"), "--waivers", str(d / "w.toml")], "w.toml"),
+            ("lock-check", ["lock", "--check", "--output-dir", str(d / "lockfiles")], lock.name),
+            ("audit-lock", ["audit", str(venv), "--lock", str(lock)], lock.name),
+            ("build-lock", ["build", "--dry-run", "--lock", str(lock)], lock.name),
+        ):
+            cases.append(Case(f"toml-{bomb}/{cmd}", argv, (2,), f"{file}: not valid TOML", deadline=30))
+    json_bombs = {
+        "big-integer": b'{"schema": ' + big.encode() + b"}",
+        "nested": b"[" * 100_000 + b"]" * 100_000,
+        "not-utf8": b'{"schema": "caf\xe9"}',
+    }
+    for bomb, body in json_bombs.items():
+        facts = root / f"json-{bomb}.json"
+        facts.write_bytes(body + b"\n")
+        cases.append(Case(f"json-{bomb}/gate-facts", ["gate", "--facts", str(facts)], (2,), facts.name))
+        cases.append(Case(f"json-{bomb}/watch-report", ["watch", "--report", str(facts)], (2,), facts.name))
+    for name, path, says in (
+        ("fifo", root / "fifo", "a FIFO"),
+        ("dev-zero", "/dev/zero", "a character device"),
+    ):
+        cases.append(Case(f"watch-report/{name}", ["watch", "--report", str(path)], (2,), says, deadline=30))
+    # a hashed requirements file given as the lock holds a line that pins nothing (TypeError before)
+    digest = " --hash=sha256:" + "a" * 64
+    for name, line in (
+        ("bare", "numpy"),
+        ("range", "numpy>=1"),
+        ("compatible", "numpy~=1.0"),
+        ("star", "numpy==1.*"),
+    ):
+        req = root / f"hashed-{name}.txt"
+        req.write_text(f"peft==0.1{digest}\n{line}{digest}\n")
+        cases.append(
+            Case(
+                f"audit-lock/unpinned-{name}", ["audit", str(venv), "--lock", str(req)], (2,), f"{req.name}:2"
+            )
+        )
+    return cases
+
+
+def _long_names(root: Path) -> list[Case]:
+    """Issue 43, item 3: a name over NAME_MAX (255 bytes) or a path over PATH_MAX is refused before use,
+    naming the option (ENAMETOOLONG was exit 70 after the work, at the write)."""
+    long = "x" * 300
+    deep = "/".join(["d"] * 2100)  # 4,199 bytes: every name short, the path over PATH_MAX
+    ok = str(root / "ok.txt")
+    cases = [
+        Case(
+            "long/lock-output-dir",
+            ["lock", ok, "--output-dir", str(root / long)],
+            (2,),
+            "--output-dir: file name too long",
+        ),
+        Case(
+            "long/lock-output-dir-path",
+            ["lock", ok, "--output-dir", str(root / deep)],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/check-report",
+            ["check", ok, "--report", str(root / f"{long}.json")],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/audit-report",
+            ["audit", str(root / "plain"), "--report", str(root / long)],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/check-profile-file",
+            ["check", ok, "--profile", str(root / f"{long}.toml")],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/lock-profile-file",
+            ["lock", ok, "--profile", str(root / f"{long}.toml")],
+            (2,),
+            "file name too long",
+        ),
+        Case("long/check-profile-name", ["check", ok, "--profile", long], (2,), "unknown profile"),
+        Case("long/lock-profile-name", ["lock", ok, "--profile", long], (2,), "unknown profile"),
+        Case(
+            "long/profiles-new-name",
+            ["profiles", "new", long, "--from-image", "x"],
+            (2,),
+            "not a profile name",
+        ),
+        Case(
+            "long/profiles-new-output",
+            ["profiles", "new", "ok", "--from-image", "x", "-o", str(root / long / "p.toml")],
+            (2,),
+            "-o: file name too long",
+        ),
+        Case("long/check-input", ["check", str(root / f"{long}.txt")], (2,), "file name too long"),
+        Case("long/audit-target", ["audit", str(root / long)], (2,), "file name too long"),
+        Case("long/watch-dir", ["watch", "--pid", "1", "--dir", str(root / long)], (2,), "name too long"),
+    ]
+    return cases
+
+
+def _machine_faults(root: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 3: a working folder deleted under the shell is one line, exit 2, at the start; a
+    write that meets the file size limit (`ulimit -f`, as a full disk: errors.os_fault) is one line,
+    exit 3, naming the file — whichever writer meets it (uv's work folder in TMPDIR, the watch record, a
+    report)."""
+    cases: list[Case] = []
+    ok = str(root / "ok.txt")
+    for cmd, argv in (("check", ["check", ok]), ("lock", ["lock", ok]), ("audit", ["audit", str(venv)])):
+        gone = root / f"gone-{cmd}"
+        gone.mkdir()
+        cases.append(Case(f"gone-cwd/{cmd}", argv, (2,), "the working folder cannot be used", gone_cwd=gone))
+    for cmd, argv in (
+        ("lock", ["lock", ok, "--output-dir", str(root / "fsize-lock")]),
+        ("watch", ["watch", "--pid", str(os.getpid()), "--dir", str(root / "fsize-watch")]),
+        ("check-report", ["check", ok, "--report", str(root / "fsize-check.json")]),
+        ("audit-report", ["audit", str(venv), "--report", str(root / "fsize-audit.json")]),
+    ):
+        cases.append(Case(f"ulimit-f/{cmd}", argv, (3,), "(ulimit -f)", fsize=0, deadline=40))
     return cases
 
 
@@ -319,6 +472,17 @@ def _run(case: Case, n: int) -> Ran:
         "SPARKENV_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"hostile-cache-{marker}")
     )
     argv = [sys.executable, "-m", "sparkenv", *case.argv]
+    if case.gone_cwd is not None:  # the shell's folder removed under it, then sparkenv started there
+        gone = str(case.gone_cwd)
+        argv = ["/bin/sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", gone, *argv]
+    limit = case.fsize
+
+    def limited() -> None:
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     started = time.monotonic()
     if case.stdout == "closed":
         # the shell's `>&-`: descriptor 1 closed before the interpreter starts
@@ -329,7 +493,13 @@ def _run(case: Case, n: int) -> Ran:
     else:
         stdout = subprocess.PIPE
     proc = subprocess.Popen(
-        argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        argv,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+        preexec_fn=limited if limit is not None else None,
     )
     if isinstance(stdout, int) and stdout > 2:
         os.close(stdout)
@@ -736,3 +906,89 @@ def test_patch_sdpa_install_check_stops_a_hanging_interpreter_with_its_group(tmp
     while _leftovers(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _leftovers(marker) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged user is made with setuid, which needs root")
+@pytest.mark.parametrize("given", ["venv", "site-packages"])
+def test_another_users_interpreter_is_an_error_naming_it(given: str):
+    """Issue 43: a venv whose bin/python links into a folder this user cannot read (another user's
+    interpreter). Reading the venv raised PermissionError (exit 70 in audit and patch); now exit 2 naming
+    the interpreter, whether the venv or its site-packages folder is given."""
+    import tempfile
+
+    from sparkenv.environment import target
+    from sparkenv.errors import SparkenvError
+
+    home = Path(tempfile.mkdtemp(prefix="sparkenv-other-user-"))
+    home.chmod(0o755)
+    prefix = _venv(home)
+    private = home / "private" / "bin"
+    private.mkdir(parents=True)
+    shutil.copy(os.path.realpath(sys.executable), private / "python3.12")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python").symlink_to(private / "python3.12")
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    _dist(site, "torch", [])
+    for p in (
+        prefix,
+        prefix / "bin",
+        prefix / "lib",
+        prefix / "lib" / "python3.12",
+        site,
+        site / "torch-1.0.dist-info",
+    ):
+        p.chmod(0o755)
+    (prefix / "pyvenv.cfg").chmod(0o644)
+    (home / "private").chmod(0o700)
+    arg = str(prefix if given == "venv" else site)
+
+    def resolve() -> str:
+        try:
+            target.resolve(arg)
+        except SparkenvError as exc:
+            return f"ERROR {exc}"
+        return "resolved as an environment"
+
+    try:
+        answer = _as_nobody(resolve)
+    finally:
+        shutil.rmtree(home)
+    assert answer.startswith("ERROR") and f"{prefix}/bin/python: permission denied" in answer, answer
+    assert "\n" not in answer
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged user is made with setuid, which needs root")
+def test_the_gate_never_reads_an_unlistable_site_folder_as_no_packages():
+    """Issue 43: a venv this user cannot list is never G8 PASS "no known playbook issue matches the
+    installed packages": the gate's listing is an error (G8 ERROR: installed packages unknown). The
+    listing no longer skips a site folder it cannot list (it did, `except OSError: continue`); the target
+    reader refuses such a folder first, so this guards both."""
+    import tempfile
+
+    from sparkenv.environment import target  # noqa: F401 - imported before the fork, as the probe does
+    from sparkenv.gate import probes
+
+    home = Path(tempfile.mkdtemp(prefix="sparkenv-unlistable-"))
+    home.chmod(0o755)
+    prefix = _venv(home)
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    _dist(site, "torch", [])
+    for p in (prefix, prefix / "lib", prefix / "lib" / "python3.12"):
+        p.chmod(0o755)
+    (prefix / "pyvenv.cfg").chmod(0o644)
+    site.chmod(0o711)  # enterable, not listable
+
+    def listed() -> str:
+        from sparkenv.errors import SparkenvError
+
+        try:
+            return f"LISTED {probes.installed_dists(str(site))}"
+        except SparkenvError as exc:
+            return f"ERROR {exc}"
+
+    try:
+        answer = _as_nobody(listed)
+    finally:
+        site.chmod(0o755)
+        shutil.rmtree(home)
+    assert answer.startswith("ERROR") and "permission denied" in answer and str(site) in answer, answer

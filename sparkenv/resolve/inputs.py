@@ -317,15 +317,10 @@ def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str
 
 def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A pyproject.toml's text, its table and its type-checked [tool.sparkenv] settings."""
-    from sparkenv.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.datafiles import parse_user_toml
 
     text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
-    try:
-        data = parse_toml(text)
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses per nesting level
-        raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
+    data = parse_user_toml(text, arg)
     schema.check(data, {"project": schema.TABLE, "tool": schema.TABLE}, arg)
     schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}

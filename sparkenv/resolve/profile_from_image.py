@@ -21,6 +21,8 @@ from pathlib import Path
 
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.base_image import BaseImage
+from sparkenv.printable import printable
+from sparkenv.safe_read import check_length
 
 PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
 ENV_PREFIXES = (
@@ -173,8 +175,12 @@ def write_profile(
     from sparkenv.render.emit import write_atomic
 
     if not profiles.NAME_RE.fullmatch(name):
-        raise SparkenvError(f"{name!r}: not a profile name (a-z, 0-9, '.', '_' and '-': it names lock files)")
+        raise SparkenvError(
+            f"{printable(name)[:120]!r}: not a profile name (1 to 100 of a-z, 0-9, '.', '_' and '-': "
+            "it names lock files)"
+        )
     dest = Path(output or f"{name}.toml")
+    check_length(dest, "-o")
     if dest.exists() and not force:
         raise SparkenvError(f"{dest}: exists; pass --force to replace it")
     if not dest.parent.is_dir():

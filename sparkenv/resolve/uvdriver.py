@@ -134,8 +134,11 @@ def plan(
 
 def write(work: Path, files: dict[str, str]) -> None:
     """The files of a plan, into the work folder."""
+    from sparkenv.errors import writing
+
     for name, text in files.items():
-        (work / name).write_text(text, encoding="utf-8")
+        with writing(work / name):  # the work folder is in TMPDIR, which may be full
+            (work / name).write_text(text, encoding="utf-8")
 
 
 def prepare(work: Path, *args: Any, **kwargs: Any) -> list[tuple[Stage, list[str], Path]]:
