@@ -104,7 +104,7 @@ def catalogue(root: Path) -> list[Case]:
         "include-fifo-after-option": ("--pre -r fifo\n", "a FIFO"),
         "include-fifo-continued": ("-r\\\nfifo\n", "a FIFO"),
         "constraint-fifo-attached": ("-cfifo\n", "a FIFO"),
-        "include-dev-zero": ("-r/dev/zero\n", "a character device"),
+        "include-dev-zero": ("-r/dev/zero\n", "is under /dev"),
         "include-folder": ("-r .\n", "a directory"),
         "include-symlink-loop": ("-r loop-a\n", "symlink loop"),
         "include-missing": ("-r nowhere.txt\n", "no such file"),
@@ -284,6 +284,7 @@ def catalogue(root: Path) -> list[Case]:
         )
     )
 
+    cases += _fenced_includes(root, plain)
     cases += _decoders(root, lockdir / "lockfiles", plain)
     cases += _long_names(root)
     cases += _machine_faults(root, plain)
@@ -295,6 +296,113 @@ def catalogue(root: Path) -> list[Case]:
         (site / "sparkenv-sdpa.pth").write_text("import _sparkenv_sdpa\n")
         make(site / "_sparkenv_sdpa.py")
         cases.append(Case(f"patch/sdpa-module-{name}", ["patch", "sdpa", str(prefix)], (0, 1), quiet_ok=True))
+    return cases
+
+
+INCLUDE_FORMS = {
+    "spaced": "-r {}",
+    "attached": "-r{}",
+    "constraint": "-c {}",
+    "long-equals": "--requirement={}",
+    "long-constraint": "--constraint {}",
+    "after-an-option": "--pre -r {}",
+    "continued": "-r\\\n{}",
+}
+
+
+def _fenced_includes(root: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 1: an include or constraint inside any input file, in every spelling, must lie
+    inside the project (the git top-level here) and never under /proc, /sys or /dev — for a file named on
+    the command line too (it was fenced only for inputs a lock names: `-r /proc/self/environ` made `lock`
+    print the environment, a token in it, through uv's parse error). The refusal names the including
+    file and line; no byte of the outside file is printed (`SECRET` is in it, and in the environment)."""
+    base = root / "fenced"
+    proj = base / "proj"
+    (proj / ".git").mkdir(parents=True)  # the git top-level: the project
+    (base / "secret.txt").write_text(f"{SECRET}\n")
+    (proj / "innocent.txt").symlink_to(base / "secret.txt")
+    targets = {
+        "relative": ("../secret.txt", "points outside the project folder"),
+        "absolute": (str(base / "secret.txt"), "points outside the project folder"),
+        "symlinked": ("innocent.txt", "points outside the project folder"),
+        "proc-environ": ("/proc/self/environ", "is under /proc"),
+        "sys": ("/sys/kernel/hostname", "is under /sys"),
+    }
+    env = {"SPARKENV_TEST_API_TOKEN": SECRET}
+    cases: list[Case] = []
+    for n, (form, spelling) in enumerate(INCLUDE_FORMS.items()):
+        for target, (entry, _says) in targets.items():
+            req = proj / f"req-{form}-{target}.txt"
+            req.write_text(f"peft\n{spelling.format(entry)}\n")
+            cases.append(
+                Case(f"fence/check {form} {target}", ["check", str(req)], (2,), f"{req.name}:2: ", env=env)
+            )
+        # lock and audit --lock: each spelling once, the targets in turn (the reader is the same prescan)
+        target = list(targets)[n % len(targets)]
+        entry, says = targets[target]
+        req = proj / f"req-{form}-{target}.txt"
+        out = ["--output-dir", str(proj / "lockfiles")]  # never the repository's own, were one to pass
+        cases.append(
+            Case(f"fence/lock {form} {target}", ["lock", str(req), *out], (2,), f"{req.name}:2: ", env=env)
+        )
+        hashed = proj / f"hashed-{form}-{target}.txt"
+        hashed.write_text(f"peft==0.1 --hash=sha256:{'a' * 64}\n{spelling.format(entry)}\n")
+        cases.append(
+            Case(
+                f"fence/audit-lock {form} {target}",
+                ["audit", str(venv), "--lock", str(hashed)],
+                (2,),
+                says,
+                env=env,
+            )
+        )
+    # --allow-outside and [tool.sparkenv] allow-outside let a monorepo's shared folder in; never /proc
+    shared = base / "shared"
+    shared.mkdir()
+    (shared / "common.txt").write_text("peft\n")
+    (proj / "uses-shared.txt").write_text("-r ../shared/common.txt\n")
+    (proj / "uses-proc.txt").write_text("-r /proc/self/environ\n")
+    allowed = ["--allow-outside", str(shared)]
+    for cmd, more in (("check", []), ("lock", ["--output-dir", str(proj / "lockfiles")])):
+        cases.append(
+            Case(
+                f"fence/{cmd} shared refused",
+                [cmd, str(proj / "uses-shared.txt"), *more],
+                (2,),
+                "uses-shared.txt:1",
+            )
+        )
+        cases.append(
+            Case(
+                f"fence/{cmd} proc allowed-all",
+                [cmd, str(proj / "uses-proc.txt"), "--allow-outside", "/", *more],
+                (2,),
+                "is under /proc",
+                env=env,
+            )
+        )
+    cases.append(
+        Case(
+            "fence/check shared allowed",
+            ["check", str(proj / "uses-shared.txt"), *allowed],
+            (0, 1),
+            quiet_ok=True,
+        )
+    )
+    mono = base / "mono"
+    (mono / "svc").mkdir(parents=True)
+    (mono / "svc" / "pyproject.toml").write_text(
+        '[project]\nname = "svc"\ndependencies = []\n[tool.sparkenv]\nallow-outside = ["../../shared"]\n'
+    )
+    (mono / "svc" / "r.txt").write_text("-r ../../shared/common.txt\n")
+    cases.append(
+        Case(
+            "fence/check shared allowed by pyproject",
+            ["check", str(mono / "svc" / "r.txt")],
+            (0, 1),
+            quiet_ok=True,
+        )
+    )
     return cases
 
 

@@ -109,7 +109,10 @@ def requirements_file(lock: Lock) -> Path:
         raise SparkenvError(f"{lock.path}: [tool.sparkenv] names no requirements file")
     folder = lock.file.parent
     return confine.inside(
-        confine.project_root(folder), confine.plain_name(lock.requirements, where), folder, where
+        confine.project_root(folder, folder.parent),
+        confine.plain_name(lock.requirements, where),
+        folder,
+        where,
     )
 
 

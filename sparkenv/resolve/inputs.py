@@ -32,6 +32,7 @@ _SETTINGS = {
     "no-deps": schema.STRINGS,
     "index-url": schema.STRING,
     "extra-index-url": schema.STRINGS,
+    "allow-outside": schema.STRINGS,  # folders outside the project an include may name (sparkenv.confine)
 }
 NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
 
