@@ -51,6 +51,7 @@ class Case:
     quiet_ok: bool = False  # stderr may be empty (a report on stdout)
     gone_cwd: Path | None = None  # a working folder deleted just before sparkenv starts
     fsize: int | None = None  # the file size limit (`ulimit -f`, bytes) sparkenv runs under
+    bounded: bool = False  # the one stderr line quotes at most a bounded excerpt of the input
 
 
 @dataclass
@@ -285,6 +286,7 @@ def catalogue(root: Path) -> list[Case]:
     )
 
     cases += _fenced_includes(root, plain)
+    cases += _secrets_in_lines(root, plain)
     cases += _decoders(root, lockdir / "lockfiles", plain)
     cases += _long_names(root)
     cases += _machine_faults(root, plain)
@@ -403,6 +405,56 @@ def _fenced_includes(root: Path, venv: Path) -> list[Case]:
             quiet_ok=True,
         )
     )
+    return cases
+
+
+SECRET_SHAPES = {
+    "env-token": f"HF_TOKEN={SECRET}",
+    "userinfo": f"https://user:{SECRET}@127.0.0.1:9/simple",
+    "query": f"https://127.0.0.1:9/simple?token={SECRET}",
+    "json-key": f'"api_key": "{SECRET}"',
+    "password-var": f"PIP_PASSWORD = '{SECRET}'",
+}
+
+
+def _secrets_in_lines(root: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 2: a line sparkenv cannot read is quoted in its error, but only a bounded, redacted
+    excerpt: a secret in it (a variable named as one, a URL's user-info or query) is hidden, and a
+    100 KB line is not printed whole. Per secret shape, for every command that reads requirements."""
+    cases: list[Case] = []
+    base = root / "secrets"
+    (base / "proj" / ".git").mkdir(parents=True)
+    proj = base / "proj"
+    for shape, text in SECRET_SHAPES.items():
+        line = f"bad line {text} " + "x" * 100_000 + " ==="
+        req = proj / f"req-{shape}.txt"
+        req.write_text(f"peft\n{line}\n")
+        hashed = proj / f"hashed-{shape}.txt"
+        hashed.write_text(f"peft==0.1 --hash=sha256:{'a' * 64}\n{line}\n")
+        out = ["--output-dir", str(proj / "lockfiles")]
+        for cmd, argv, says in (
+            ("check", ["check", str(req)], f"{req.name}:2"),
+            ("lock", ["lock", str(req), *out], f"{req.name}:2"),
+            ("audit-lock", ["audit", str(venv), "--lock", str(hashed)], f"{hashed.name}:2"),
+        ):
+            # a line holding a URL is a URL requirement: check says so in a G9 INFO line quoting it (exit
+            # 0), an audit's lock has nothing to pin by name in it (exit 0), uv cannot parse it (exit 2,
+            # its message quoting the line)
+            url = "://" in text
+            codes, where = ((0,), says if cmd == "check" else "") if url and cmd != "lock" else ((2,), says)
+            if url and cmd == "lock":
+                where = "uv pip compile failed"
+            cases.append(
+                Case(
+                    f"secret-line/{cmd} {shape}",
+                    argv,
+                    codes,
+                    where,
+                    bounded=True,
+                    on_stdout=url and cmd == "check",
+                    quiet_ok=url and cmd != "lock",
+                )
+            )
     return cases
 
 
@@ -675,6 +727,8 @@ def test_hostile_input(ran: dict[str, tuple[Case, Ran]], case_id: str):
     assert r.seconds < case.deadline, shown
     assert r.leftovers == [], shown
     assert SECRET not in r.out + r.err, shown
+    if case.bounded:
+        assert len(r.err) < 1000 and len(r.out) < 2000, shown
 
 
 # ---- judged in-process --------------------------------------------------------------------------------
@@ -1100,3 +1154,52 @@ def test_the_gate_never_reads_an_unlistable_site_folder_as_no_packages():
         site.chmod(0o755)
         shutil.rmtree(home)
     assert answer.startswith("ERROR") and "permission denied" in answer and str(site) in answer, answer
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://127.0.0.1:9/simple?token={SECRET}",
+        f"https://user:{SECRET}@127.0.0.1:9/simple",
+        f"https://user:{SECRET}@127.0.0.1:9/simple?private_token={SECRET}&x=1",
+    ],
+    ids=["query", "userinfo", "both"],
+)
+def test_profiles_new_writes_no_index_token(url: str):
+    """Issue 43, item 2: `profiles new --from-image` copied a token in an index URL's query string into
+    the profile it wrote (only user:password@ was stripped). The profile's text, rendered from an image's
+    facts as the command renders it (the Docker half is test_profiles_new_keeps_no_index_credential), holds
+    the index without user-info or query, and sparkenv's own profile reader reads it back."""
+    import datetime
+
+    from sparkenv import profiles
+    from sparkenv.facts.base_image import BaseImage
+    from sparkenv.resolve.profile_from_image import render
+
+    facts = BaseImage(
+        image="x:1",
+        python="3.12.3",
+        implementation="CPython",
+        machine="aarch64",
+        architecture="arm64",
+        glibc="2.39",
+        cuda="13.0",
+        env={"PIP_INDEX_URL": url, "PIP_EXTRA_INDEX_URL": f"{url} https://127.0.0.1:9/other"},
+    )
+    text = render("mine", "x:1", facts, datetime.date(2026, 1, 1))
+    assert SECRET not in text and "user:" not in text and "?" not in text, text
+    assert 'PIP_INDEX_URL = "https://127.0.0.1:9/simple"' in text, text
+    assert profiles.parse(text, "mine.toml").env["PIP_INDEX_URL"] == "https://127.0.0.1:9/simple"
+
+
+@pytest.mark.parametrize("shape", list(SECRET_SHAPES))
+def test_every_error_line_is_redacted_and_bounded(shape: str):
+    """Issue 43, item 2: every SparkenvError's one line goes through the redaction (errors.py), which
+    now also hides URL query values and variables named as secrets; redact.excerpt bounds a quoted line."""
+    from sparkenv.errors import SparkenvError
+    from sparkenv.redact import excerpt
+
+    line = f"bad line {SECRET_SHAPES[shape]} " + "x" * 10_000
+    assert SECRET not in str(SparkenvError(f"r.txt:2: {line}"))
+    quoted = excerpt(line)
+    assert SECRET not in quoted and len(quoted) <= 120 and "\n" not in quoted

@@ -23,6 +23,7 @@ from sparkenv import confine, safe_read, schema
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.lock import FORMAT, Lock, LockedPackage, LockStage
 from sparkenv.printable import printable
+from sparkenv.redact import excerpt
 
 REQUIREMENTS_LIMIT = 16 << 20
 # Stage names become file names in the build context (requirements.<stage>.txt): no folders.
@@ -308,7 +309,8 @@ def _parse_requirements(path: Path, include_nested: bool = False, pins_required:
         raise SparkenvError(f"{path}: unreadable requirements file: {exc}") from None
     if parsed.invalid_lines:
         bad = parsed.invalid_lines[0]
-        raise SparkenvError(f"{bad.filename}:{bad.line_number}: {bad.error_message.splitlines()[0]}")
+        first = bad.error_message.splitlines()[0] if bad.error_message else "invalid line"
+        raise SparkenvError(f"{bad.filename}:{bad.line_number}: {excerpt(first)}")
     out: Pinned = {}
     for req in parsed.requirements:
         if req.name:

@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 from sparkenv import safe_read, schema
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.declared import Declared
+from sparkenv.redact import excerpt
 
 # [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
 _SETTINGS = {
@@ -142,8 +143,9 @@ def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, 
     if parsed.invalid_lines:
         bad = parsed.invalid_lines[0]
         first = bad.error_message.splitlines()[0] if bad.error_message else "invalid line"
+        # a stranger's line: quoted bounded and redacted, never whole
         raise SparkenvError(
-            f"{_shown(bad.filename, path, arg)}:{bad.line_number}: {first}: {bad.line.strip()}"
+            f"{_shown(bad.filename, path, arg)}:{bad.line_number}: {excerpt(first)}: {excerpt(bad.line)}"
         )
     files = _options(parsed, path, arg, inputs)
     no_deps_files = {f for f in files if NO_DEPS_DIRECTIVE.search(texts.get(f, ""))}
@@ -273,7 +275,8 @@ def _pyproject_requirement(dep: Any, lines: list[str], arg: str, no_deps: set[st
     try:
         r = Requirement(str(dep))
     except InvalidRequirement as exc:
-        raise SparkenvError(f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}") from None
+        why = excerpt(str(exc).splitlines()[0])
+        raise SparkenvError(f"{where}: invalid requirement {excerpt(repr(dep))}: {why}") from None
     key = canonicalize_name(r.name)
     return Declared(
         key,

@@ -22,6 +22,7 @@ from pathlib import Path
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.base_image import BaseImage
 from sparkenv.printable import printable
+from sparkenv.redact import url_without_secrets
 from sparkenv.safe_read import check_length
 
 PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
@@ -52,19 +53,6 @@ def read_image(image: str, platform: str | None = None, timeout: float | None = 
 
     client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
     return base_probe.read(client, image, platform, timeout or base_probe.PROBE_TIMEOUT)
-
-
-def _without_credentials(value: str) -> str:
-    """An index URL with its user:password@ removed (PIP_INDEX_URL=https://user:token@host/simple)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return value
-    if "@" not in parts.netloc:
-        return value
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def _toml_key(key: str) -> str:
@@ -158,10 +146,10 @@ def _env_lines(facts: BaseImage) -> list[str]:
     env = {
         k: v for k, v in sorted(facts.env.items()) if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
     }
-    # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@: nothing
-    # sparkenv writes holds a credential
+    # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@ and its query
+    # string: nothing sparkenv writes holds a credential
     return [
-        f"{_toml_key(k)} = {_toml_str(' '.join(map(_without_credentials, v.split(' '))))}"
+        f"{_toml_key(k)} = {_toml_str(' '.join(map(url_without_secrets, v.split(' '))))}"
         for k, v in env.items()
     ]
 

@@ -141,8 +141,12 @@ class Running:
 
 def _failed(stage: Any, stderr: str) -> Exception:
     from sparkenv.errors import SparkenvError
+    from sparkenv.redact import excerpt
 
-    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {stderr.strip() or 'no message'}")
+    # uv quotes what it read (an input's lines): bounded and redacted, as every quoted input
+    return SparkenvError(
+        f"uv pip compile failed ({stage.name} stage): {excerpt(stderr, 400) or 'no message'}"
+    )
 
 
 def stopped(runs: list[Running]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.errors import ServiceMissing, SparkenvError
+from sparkenv.redact import excerpt
 from sparkenv.resolve import preferences
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uv_binary import uv_binary
@@ -274,8 +275,11 @@ def error(stage: Stage, stderr: str) -> SparkenvError:
     text = " ".join(lines)
     if _UNREACHABLE.search(text) and "No solution found" not in text:
         cause = next((ln for ln in lines if "cause:" in ln or "error:" in ln), lines[0] if lines else "")
-        return ServiceMissing(f"package index unreachable while resolving ({stage.name}): {cause}")
+        return ServiceMissing(
+            f"package index unreachable while resolving ({stage.name}): {excerpt(cause, 400)}"
+        )
     if "No solution found" in text or "unsatisfiable" in text:
         detail = " ".join(ln.lstrip("╰─▶ ").strip() for ln in lines if not ln.startswith("×"))
         return SparkenvError(f"no set of versions satisfies the inputs ({stage.name} stage): {detail}")
-    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {text or 'no message'}")
+    # uv quotes the line it could not read: bounded and redacted, as every quoted input line
+    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {excerpt(text, 400) or 'no message'}")
