@@ -1203,3 +1203,111 @@ def test_every_error_line_is_redacted_and_bounded(shape: str):
     assert SECRET not in str(SparkenvError(f"r.txt:2: {line}"))
     quoted = excerpt(line)
     assert SECRET not in quoted and len(quoted) <= 120 and "\n" not in quoted
+
+
+def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
+    """Issue 43, item 4: after SIGKILL of `sparkenv lock` (which no handler sees), the uv it started kept
+    running against the index. uv now has a parent-death signal (children.spawn die_with_parent): the
+    kernel ends it with sparkenv. The index here accepts connections and never answers, so uv is still
+    waiting on it when sparkenv is killed."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # held open, never answered
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = listener.getsockname()[1]
+    (tmp_path / "r.txt").write_text("peft\n")
+    marker = f"{os.getpid()}-sigkill"
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(
+        {MARK: marker, "SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")}
+    )
+    argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
+    argv += ["--index-url", f"http://127.0.0.1:{port}/simple", "--timeout", "120"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(line.endswith(" uv") for line in _leftovers(marker)):
+            time.sleep(0.1)
+        running = _leftovers(marker)
+        assert any(line.endswith(" uv") for line in running), running  # uv started, and waits on the index
+        proc.kill()  # SIGKILL to sparkenv alone, not its group: nothing of sparkenv's runs on the way out
+        proc.wait(timeout=10)
+        gone_by = time.monotonic() + 5
+        while _leftovers(marker) and time.monotonic() < gone_by:
+            time.sleep(0.1)
+        left = _leftovers(marker)
+    finally:
+        stop.set()
+        for line in _leftovers(marker):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+        for s in held:
+            s.close()
+        listener.close()
+    assert left == [], left
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_lock_beside_a_hostile_pyproject_is_not_misread_by_uv(tmp_path, kind: str):
+    """Issue 43, item 4: uv reads the pyproject.toml of its working folder (for [tool.uv]); a FIFO there
+    blocked it to the lock's timeout, /dev/zero made it read until memory ran out. uv now runs in the
+    lock's work folder, which holds only what sparkenv wrote: the lock of a plain requirements file
+    beside such a pyproject.toml is written, from a loopback index."""
+    from artifacts import Index, serve
+
+    ix = Index(tmp_path / "index")
+    ix.wheel("tinypkg", "1.0")
+    server = serve(ix)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    if kind == "fifo":
+        os.mkfifo(proj / "pyproject.toml")
+    else:
+        (proj / "pyproject.toml").symlink_to("/dev/zero")
+    (proj / "r.txt").write_text("tinypkg\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update({"SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")})
+    argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
+    argv += ["--index-url", ix.url, "--timeout", "30"]
+
+    def limited() -> None:  # uv reading /dev/zero fails at 4 GiB, not at the machine's memory
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=proj,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            preexec_fn=limited,
+        )
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tinypkg" in (proj / "out" / "pylock.ngc-25-11.toml").read_text()

@@ -62,7 +62,13 @@ class Running:
         self._log_lock = threading.Lock()
         try:
             quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
-            self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
+            # in the work folder, which holds only the files sparkenv wrote: uv reads a pyproject.toml (its
+            # [tool.uv]) from its working folder and the folders above, and a FIFO or /dev/zero there hung
+            # it or filled memory; the inputs' paths are absolute already (inputs._local). It dies with
+            # sparkenv, SIGKILL included.
+            self.proc = children.spawn(
+                cmd, env, text=True, stdout=quiet_out, cwd=out.parent, die_with_parent=True
+            )
         except OSError as exc:
             from sparkenv.errors import ServiceMissing
 
