@@ -101,6 +101,12 @@ def check_folder(folder: PathLike, option: str) -> None:
 
     check_length(folder, option)
     path = os.path.abspath(os.fspath(folder))
+    real = os.path.realpath(path)
+    # the file system's root and the kernel's own folders are no output folder: `--output-dir /` wrote
+    # the lock into /, `--output-dir /dev` wrote beside the devices
+    kernel = any(real == k or real.startswith(k + "/") for k in ("/dev", "/proc", "/sys"))
+    if real == "/" or (kernel and not real.startswith("/dev/shm/") and real != "/dev/shm"):
+        raise SparkenvError(f"{option} {printable(os.fspath(folder))}: not a folder for sparkenv's output")
     probe = path
     while not os.path.lexists(probe):
         probe = os.path.dirname(probe)

@@ -274,6 +274,28 @@ def catalogue(root: Path) -> list[Case]:
         )
     for name, ref in (("upper", "UPPER/case"), ("newline", "a\nb"), ("digest", "x@sha256:" + "a" * 64)):
         cases.append(Case(f"build/tag-{name}", ["build", "--dry-run", "--tag", ref], (2,), "--tag"))
+    # issue 43, item 6: `profiles new --from-image` takes only what the Docker grammar takes, before the
+    # engine is asked (it printed a newline raw and wrote the reference into the profile)
+    for name, ref in refs.items():
+        out = str(root / f"from-image-{name}.toml")
+        cases.append(
+            Case(
+                f"profiles-new/image-{name}",
+                ["profiles", "new", "x", "--from-image", ref, "-o", out],
+                (2,),
+                "--from-image",
+            )
+        )
+    # ... and no output folder is the file system's root or a kernel folder
+    for folder in ("/", "/dev", "/proc/self", "/sys/kernel"):
+        cases.append(
+            Case(
+                f"lock/output-dir {folder}",
+                ["lock", str(root / "ok.txt"), "--output-dir", folder],
+                (2,),
+                "--output-dir",
+            )
+        )
     bad_profile = root / "bad-image.toml"
     bad_profile.write_text('name = "bad"\nimage = "nvcr.io/x:1\\nRUN touch /pwned"\n')
     cases.append(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.base_image import BaseImage
+from sparkenv.image_reference import check_image
 from sparkenv.printable import printable
 from sparkenv.redact import url_without_secrets
 from sparkenv.safe_read import check_length
@@ -167,6 +168,9 @@ def write_profile(
             f"{printable(name)[:120]!r}: not a profile name (1 to 100 of a-z, 0-9, '.', '_' and '-': "
             "it names lock files)"
         )
+    # the Docker grammar first: a reference it refuses (a newline, upper case, a leading dash) is one line
+    # before the engine is asked, and never reaches the written profile's `image`
+    check_image(image, "--from-image")
     dest = Path(output or f"{name}.toml")
     check_length(dest, "-o")
     if dest.exists() and not force:
