@@ -1333,3 +1333,58 @@ def test_lock_beside_a_hostile_pyproject_is_not_misread_by_uv(tmp_path, kind: st
         server.shutdown()
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tinypkg" in (proj / "out" / "pylock.ngc-25-11.toml").read_text()
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path):  # type: ignore[no-untyped-def]
+    """A 64 KiB tmpfs, filled: a real full disk (root and a kernel that lets it mount; else skipped)."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("a tmpfs cannot be mounted here (needs root and mount rights)")
+    try:
+        fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:  # ENOSPC: full
+            pass
+        finally:
+            os.close(fd)
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("where", ["TMPDIR", "watch-dir", "report"])
+def test_a_full_disk_is_one_line_exit_3(full_tmpfs, tmp_path, where: str):
+    """Issue 43, item 3: a full TMPDIR (uv's work files), a full watch folder, a full report folder: one
+    line naming the file, exit 3 (the device failed, not the input), never exit 70."""
+    (tmp_path / "r.txt").write_text("peft\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["SPARKENV_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = {
+        "TMPDIR": ["lock", "r.txt", "--output-dir", "out"],
+        "watch-dir": ["watch", "--pid", str(os.getpid()), "--dir", str(full_tmpfs / "w")],
+        "report": ["check", "r.txt", "--report", str(full_tmpfs / "r.json")],
+    }[where]
+    if where == "TMPDIR":
+        env["TMPDIR"] = str(full_tmpfs)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparkenv", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "no space left on the device" in proc.stderr
+    assert str(full_tmpfs) in proc.stderr, proc.stderr
