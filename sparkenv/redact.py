@@ -22,6 +22,7 @@ _SECRET_VAR = re.compile(
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&\x00]+)",
     re.IGNORECASE,
 )
+_WORDS = ("token", "secret", "passw", "key", "credential")  # what _SECRET_VAR's names hold, lower case
 HIDDEN = "***"
 # how much of an input line a message may quote
 EXCERPT = 120
@@ -55,10 +56,15 @@ def redact(text: str) -> str:
     named as a secret hidden (`HF_TOKEN=***`)."""
     if "@" in text:
         text = _USERINFO.sub(_strip, text)
-    if "?" in text:
+    if "?" in text and "://" in text:
         text = _QUERY.sub(_query, text)
-    if "=" in text or ":" in text:
-        text = _SECRET_VAR.sub(_value, text)
+    if any(word in text.lower() for word in _WORDS):
+        # only the lines naming a secret word go through the pattern: a lock of thousands of lines
+        # (every written file is redacted) costs a lower() and a scan, not a regular expression per word
+        text = "\n".join(
+            _SECRET_VAR.sub(_value, line) if any(w in line.lower() for w in _WORDS) else line
+            for line in text.split("\n")
+        )
     return text
 
 
