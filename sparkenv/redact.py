@@ -17,10 +17,13 @@ _QUERY = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>?#]*\?)(?P<q
 _PARAM = re.compile(r"(?P<key>[^&=;]*)=(?P<value>[^&;]*)")
 # NAME=value, NAME = "value", "NAME": "value" where a `_`-separated part of NAME says secret
 _SECRET_VAR = re.compile(
-    r"(?P<name>\b(?:[A-Za-z0-9]+_)*(?:token|secret|password|passwd|key|apikey|credentials?)(?:_[A-Za-z0-9]+)*)"
+    # a `_`-separated part of the name says secret: token, secret, password, credentials and the kinds
+    # of key that are one (api_key, access_key, private_key), any case; a bare KEY part only in an
+    # upper-case variable name (OPENAI_KEY): `stat_key`, `sort_key` in a cache's JSON are not secrets
+    r"(?P<name>\b(?:(?i:(?:[a-z0-9]+_)*(?:token|secret|password|passwd|credentials?|api_?key|access_?key"
+    r"|private_?key)(?:_[a-z0-9]+)*)|(?:[A-Z0-9]+_)*KEY(?:_[A-Z0-9]+)*))"
     r"(?P<sep>\s*=\s*|[\"']\s*:\s*)"  # `:` only after a quoted name (JSON): "unknown key: x" is a message
-    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&\x00]+)",
-    re.IGNORECASE,
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&\x00]+)"
 )
 _WORDS = ("token", "secret", "passw", "key", "credential")  # what _SECRET_VAR's names hold, lower case
 HIDDEN = "***"
