@@ -22,7 +22,6 @@ from packaging.utils import canonicalize_name
 from sparkenv import confine, safe_read, schema
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.lock import FORMAT, Lock, LockedPackage, LockStage
-from sparkenv.printable import printable
 from sparkenv.redact import excerpt
 
 REQUIREMENTS_LIMIT = 16 << 20
@@ -286,17 +285,16 @@ def _requirements_lock(path: Path, shown: str) -> Lock:
     from sparkenv.lock.includes import prescan
 
     prescan(path, shown)
-    pinned = _parse_requirements(path, include_nested=True, pins_required=True)
+    pinned = _parse_requirements(path, include_nested=True)
     return Lock(shown, tuple(LockedPackage(n, v, hashes=tuple(sorted(h))) for n, (v, h) in pinned.items()))
 
 
 Pinned = dict[str, tuple[str | None, frozenset[str]]]  # normalized name -> (exact version, sha256 hashes)
 
 
-def _parse_requirements(path: Path, include_nested: bool = False, pins_required: bool = False) -> Pinned:
-    """Normalized name -> (exact version or None, sha256 hashes), in pip's own syntax. With
-    `pins_required` (a requirements file given as a lock) a line without an exact pin is refused: it
-    locks nothing."""
+def _parse_requirements(path: Path, include_nested: bool = False) -> Pinned:
+    """Normalized name -> (exact version or None, sha256 hashes), in pip's own syntax. A line that pins
+    nothing (`numpy`, `numpy>=1`) is a name without a version, as the audit's drift check reads it."""
     from pip_requirements_parser import RequirementsFile
 
     from sparkenv.environment.pins import exact_pin
@@ -315,11 +313,6 @@ def _parse_requirements(path: Path, include_nested: bool = False, pins_required:
     for req in parsed.requirements:
         if req.name:
             hashes = frozenset(h.removeprefix("sha256:") for h in req.hash_options if h.startswith("sha256:"))
-            pin = exact_pin(req.specifier or ())  # the parser's specifier is None for a bare name
-            if pin is None and pins_required:
-                raise SparkenvError(
-                    f"{req.filename}:{req.line_number}: {printable(req.name)[:100]} is not pinned to one "
-                    "version (==): a hashed requirements lock pins every package"
-                )
-            out[canonicalize_name(req.name)] = (pin, hashes)
+            # the parser's specifier is None for a bare name (a TypeError in exact_pin before)
+            out[canonicalize_name(req.name)] = (exact_pin(req.specifier or ()), hashes)
     return out
