@@ -5,6 +5,13 @@ upper case, a leading dash, 300 characters), outputs that cannot be written (/de
 a reader that went away). Each case asserts the exit code, one line on stderr (never a traceback, never
 exit 70), that it ended within its deadline, and that no process it started is left behind.
 
+Issue 43 added, each generated per command: includes and constraints fenced in every spelling and
+target (`_fenced_includes`), secrets in quoted lines (`_secrets_in_lines`), every TOML and JSON decoder
+failure (`_decoders`), names over NAME_MAX / PATH_MAX (`_long_names`), a deleted working folder and the
+file size limit (`_machine_faults`), `profiles new --from-image` references and `--output-dir /`; and,
+as tests of their own, a real full disk, another user's interpreter, uv beside a hostile pyproject.toml
+and SIGKILL of sparkenv while uv runs.
+
 The command cases run as real processes, several at once (the machine has 2 cores; each waits mostly on
 its interpreter's start), from one session-scoped fixture; each case is its own test so a failure names
 it. What is judged inside one function (the fatbin scanner's budget, the kernel cache's damaged
