@@ -5,6 +5,13 @@ upper case, a leading dash, 300 characters), outputs that cannot be written (/de
 a reader that went away). Each case asserts the exit code, one line on stderr (never a traceback, never
 exit 70), that it ended within its deadline, and that no process it started is left behind.
 
+Issue 43 added, each generated per command: includes and constraints fenced in every spelling and
+target (`_fenced_includes`), secrets in quoted lines (`_secrets_in_lines`), every TOML and JSON decoder
+failure (`_decoders`), names over NAME_MAX / PATH_MAX (`_long_names`), a deleted working folder and the
+file size limit (`_machine_faults`), `profiles new --from-image` references and `--output-dir /`; and,
+as tests of their own, a real full disk, another user's interpreter, uv beside a hostile pyproject.toml
+and SIGKILL of sparkenv while uv runs.
+
 The command cases run as real processes, several at once (the machine has 2 cores; each waits mostly on
 its interpreter's start), from one session-scoped fixture; each case is its own test so a failure names
 it. What is judged inside one function (the fatbin scanner's budget, the kernel cache's damaged
@@ -49,6 +56,9 @@ class Case:
     stdout: str = "pipe"  # "pipe", "devfull", "closed", "broken"
     on_stdout: bool = False  # `says` is looked for on stdout (a finding), stderr may be empty
     quiet_ok: bool = False  # stderr may be empty (a report on stdout)
+    gone_cwd: Path | None = None  # a working folder deleted just before sparkenv starts
+    fsize: int | None = None  # the file size limit (`ulimit -f`, bytes) sparkenv runs under
+    bounded: bool = False  # the one stderr line quotes at most a bounded excerpt of the input
 
 
 @dataclass
@@ -102,7 +112,7 @@ def catalogue(root: Path) -> list[Case]:
         "include-fifo-after-option": ("--pre -r fifo\n", "a FIFO"),
         "include-fifo-continued": ("-r\\\nfifo\n", "a FIFO"),
         "constraint-fifo-attached": ("-cfifo\n", "a FIFO"),
-        "include-dev-zero": ("-r/dev/zero\n", "a character device"),
+        "include-dev-zero": ("-r/dev/zero\n", "is under /dev"),
         "include-folder": ("-r .\n", "a directory"),
         "include-symlink-loop": ("-r loop-a\n", "symlink loop"),
         "include-missing": ("-r nowhere.txt\n", "no such file"),
@@ -271,6 +281,28 @@ def catalogue(root: Path) -> list[Case]:
         )
     for name, ref in (("upper", "UPPER/case"), ("newline", "a\nb"), ("digest", "x@sha256:" + "a" * 64)):
         cases.append(Case(f"build/tag-{name}", ["build", "--dry-run", "--tag", ref], (2,), "--tag"))
+    # issue 43, item 6: `profiles new --from-image` takes only what the Docker grammar takes, before the
+    # engine is asked (it printed a newline raw and wrote the reference into the profile)
+    for name, ref in refs.items():
+        out = str(root / f"from-image-{name}.toml")
+        cases.append(
+            Case(
+                f"profiles-new/image-{name}",
+                ["profiles", "new", "x", "--from-image", ref, "-o", out],
+                (2,),
+                "--from-image",
+            )
+        )
+    # ... and no output folder is the file system's root or a kernel folder
+    for folder in ("/", "/dev", "/proc/self", "/sys/kernel"):
+        cases.append(
+            Case(
+                f"lock/output-dir {folder}",
+                ["lock", str(root / "ok.txt"), "--output-dir", folder],
+                (2,),
+                "--output-dir",
+            )
+        )
     bad_profile = root / "bad-image.toml"
     bad_profile.write_text('name = "bad"\nimage = "nvcr.io/x:1\\nRUN touch /pwned"\n')
     cases.append(
@@ -282,6 +314,12 @@ def catalogue(root: Path) -> list[Case]:
         )
     )
 
+    cases += _fenced_includes(root, plain)
+    cases += _secrets_in_lines(root, plain)
+    cases += _decoders(root, lockdir / "lockfiles", plain)
+    cases += _long_names(root)
+    cases += _machine_faults(root, plain)
+
     # ---- patch sdpa: the module it reads is /dev/zero or a FIFO ----------------------------------------
     for name, make in (("dev-zero", lambda p: p.symlink_to("/dev/zero")), ("fifo", _fifo)):
         prefix = _venv(root, f"sdpa-{name}")
@@ -289,6 +327,316 @@ def catalogue(root: Path) -> list[Case]:
         (site / "sparkenv-sdpa.pth").write_text("import _sparkenv_sdpa\n")
         make(site / "_sparkenv_sdpa.py")
         cases.append(Case(f"patch/sdpa-module-{name}", ["patch", "sdpa", str(prefix)], (0, 1), quiet_ok=True))
+    return cases
+
+
+INCLUDE_FORMS = {
+    "spaced": "-r {}",
+    "attached": "-r{}",
+    "constraint": "-c {}",
+    "long-equals": "--requirement={}",
+    "long-constraint": "--constraint {}",
+    "after-an-option": "--pre -r {}",
+    "continued": "-r\\\n{}",
+}
+
+
+def _fenced_includes(root: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 1: an include or constraint inside any input file, in every spelling, must lie
+    inside the project (the git top-level here) and never under /proc, /sys or /dev — for a file named on
+    the command line too (it was fenced only for inputs a lock names: `-r /proc/self/environ` made `lock`
+    print the environment, a token in it, through uv's parse error). The refusal names the including
+    file and line; no byte of the outside file is printed (`SECRET` is in it, and in the environment)."""
+    base = root / "fenced"
+    proj = base / "proj"
+    (proj / ".git").mkdir(parents=True)  # the git top-level: the project
+    (base / "secret.txt").write_text(f"{SECRET}\n")
+    (proj / "innocent.txt").symlink_to(base / "secret.txt")
+    targets = {
+        "relative": ("../secret.txt", "points outside the project folder"),
+        "absolute": (str(base / "secret.txt"), "points outside the project folder"),
+        "symlinked": ("innocent.txt", "points outside the project folder"),
+        "proc-environ": ("/proc/self/environ", "is under /proc"),
+        "sys": ("/sys/kernel/hostname", "is under /sys"),
+    }
+    env = {"SPARKENV_TEST_API_TOKEN": SECRET}
+    cases: list[Case] = []
+    for n, (form, spelling) in enumerate(INCLUDE_FORMS.items()):
+        for target, (entry, _says) in targets.items():
+            req = proj / f"req-{form}-{target}.txt"
+            req.write_text(f"peft\n{spelling.format(entry)}\n")
+            cases.append(
+                Case(f"fence/check {form} {target}", ["check", str(req)], (2,), f"{req.name}:2: ", env=env)
+            )
+        # lock and audit --lock: each spelling once, the targets in turn (the reader is the same prescan)
+        target = list(targets)[n % len(targets)]
+        entry, says = targets[target]
+        req = proj / f"req-{form}-{target}.txt"
+        out = ["--output-dir", str(proj / "lockfiles")]  # never the repository's own, were one to pass
+        cases.append(
+            Case(f"fence/lock {form} {target}", ["lock", str(req), *out], (2,), f"{req.name}:2: ", env=env)
+        )
+        hashed = proj / f"hashed-{form}-{target}.txt"
+        hashed.write_text(f"peft==0.1 --hash=sha256:{'a' * 64}\n{spelling.format(entry)}\n")
+        cases.append(
+            Case(
+                f"fence/audit-lock {form} {target}",
+                ["audit", str(venv), "--lock", str(hashed)],
+                (2,),
+                says,
+                env=env,
+            )
+        )
+    # --allow-outside and [tool.sparkenv] allow-outside let a monorepo's shared folder in; never /proc
+    shared = base / "shared"
+    shared.mkdir()
+    (shared / "common.txt").write_text("peft\n")
+    (proj / "uses-shared.txt").write_text("-r ../shared/common.txt\n")
+    (proj / "uses-proc.txt").write_text("-r /proc/self/environ\n")
+    allowed = ["--allow-outside", str(shared)]
+    for cmd, more in (("check", []), ("lock", ["--output-dir", str(proj / "lockfiles")])):
+        cases.append(
+            Case(
+                f"fence/{cmd} shared refused",
+                [cmd, str(proj / "uses-shared.txt"), *more],
+                (2,),
+                "uses-shared.txt:1",
+            )
+        )
+        cases.append(
+            Case(
+                f"fence/{cmd} proc allowed-all",
+                [cmd, str(proj / "uses-proc.txt"), "--allow-outside", "/", *more],
+                (2,),
+                "is under /proc",
+                env=env,
+            )
+        )
+    cases.append(
+        Case(
+            "fence/check shared allowed",
+            ["check", str(proj / "uses-shared.txt"), *allowed],
+            (0, 1),
+            quiet_ok=True,
+        )
+    )
+    mono = base / "mono"
+    (mono / "svc").mkdir(parents=True)
+    (mono / "svc" / "pyproject.toml").write_text(
+        '[project]\nname = "svc"\ndependencies = []\n[tool.sparkenv]\nallow-outside = ["../../shared"]\n'
+    )
+    (mono / "svc" / "r.txt").write_text("-r ../../shared/common.txt\n")
+    cases.append(
+        Case(
+            "fence/check shared allowed by pyproject",
+            ["check", str(mono / "svc" / "r.txt")],
+            (0, 1),
+            quiet_ok=True,
+        )
+    )
+    return cases
+
+
+SECRET_SHAPES = {
+    "env-token": f"HF_TOKEN={SECRET}",
+    "userinfo": f"https://user:{SECRET}@127.0.0.1:9/simple",
+    "query": f"https://127.0.0.1:9/simple?token={SECRET}",
+    "json-key": f'"api_key": "{SECRET}"',
+    "password-var": f"PIP_PASSWORD = '{SECRET}'",
+}
+
+
+def _secrets_in_lines(root: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 2: a line sparkenv cannot read is quoted in its error, but only a bounded, redacted
+    excerpt: a secret in it (a variable named as one, a URL's user-info or query) is hidden, and a
+    100 KB line is not printed whole. Per secret shape, for every command that reads requirements."""
+    cases: list[Case] = []
+    base = root / "secrets"
+    (base / "proj" / ".git").mkdir(parents=True)
+    proj = base / "proj"
+    for shape, text in SECRET_SHAPES.items():
+        line = f"bad line {text} " + "x" * 100_000 + " ==="
+        req = proj / f"req-{shape}.txt"
+        req.write_text(f"peft\n{line}\n")
+        hashed = proj / f"hashed-{shape}.txt"
+        hashed.write_text(f"peft==0.1 --hash=sha256:{'a' * 64}\n{line}\n")
+        out = ["--output-dir", str(proj / "lockfiles")]
+        for cmd, argv, says in (
+            ("check", ["check", str(req)], f"{req.name}:2"),
+            ("lock", ["lock", str(req), *out], f"{req.name}:2"),
+            ("audit-lock", ["audit", str(venv), "--lock", str(hashed)], f"{hashed.name}:2"),
+        ):
+            # a line holding a URL is a URL requirement: check says so in a G9 INFO line quoting it (exit
+            # 0), an audit's lock has nothing to pin by name in it (exit 0), uv cannot parse it (exit 2,
+            # its message quoting the line)
+            url = "://" in text
+            codes, where = ((0,), says if cmd == "check" else "") if url and cmd != "lock" else ((2,), says)
+            if url and cmd == "lock":
+                where = "uv pip compile failed"
+            cases.append(
+                Case(
+                    f"secret-line/{cmd} {shape}",
+                    argv,
+                    codes,
+                    where,
+                    bounded=True,
+                    on_stdout=url and cmd == "check",
+                    quiet_ok=url and cmd != "lock",
+                )
+            )
+    return cases
+
+
+def _decoders(root: Path, lockfiles: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 3: every TOML and JSON sparkenv reads from a user or from disk goes through one
+    decoder (datafiles.parse_user_toml / parse_user_json), whose every failure is exit 2 naming the file:
+    an integer over int()'s 4,300 digits (a ValueError, not a decode error: exit 70 before), nesting past
+    the recursion limit, bytes that are not UTF-8."""
+    cases: list[Case] = []
+    big = "1" * 5000
+    toml_bombs = {"big-integer": f"x = {big}\n", "nested": "x = " + "[" * 3000 + "]" * 3000 + "\n"}
+    for bomb, body in toml_bombs.items():
+        d = root / f"toml-{bomb}"
+        (d / "lockfiles").mkdir(parents=True)
+        (d / "p.toml").write_text(body)
+        (d / "w.toml").write_text(body)
+        (d / "pyproject.toml").write_text(f"[tool.sparkenv]\n{body}")
+        (d / "r.txt").write_text("peft\n")
+        for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt"):
+            shutil.copy(lockfiles / name, d / "lockfiles" / name)
+        lock = d / "lockfiles" / "pylock.ngc-25-11.toml"
+        lock.write_text(lock.read_text() + body)
+        for cmd, argv, file in (
+            ("check-profile", ["check", str(d / "r.txt"), "--profile", str(d / "p.toml")], "p.toml"),
+            ("lock-profile", ["lock", str(d / "r.txt"), "--profile", str(d / "p.toml")], "p.toml"),
+            ("check-pyproject", ["check", str(d / "pyproject.toml")], "pyproject.toml"),
+            ("check-waivers", ["check", str(d / "r.txt"), "--waivers", str(d / "w.toml")], "w.toml"),
+            ("lock-check", ["lock", "--check", "--output-dir", str(d / "lockfiles")], lock.name),
+            ("audit-lock", ["audit", str(venv), "--lock", str(lock)], lock.name),
+            ("build-lock", ["build", "--dry-run", "--lock", str(lock)], lock.name),
+        ):
+            cases.append(Case(f"toml-{bomb}/{cmd}", argv, (2,), f"{file}: not valid TOML", deadline=30))
+    json_bombs = {
+        "big-integer": b'{"schema": ' + big.encode() + b"}",
+        "nested": b"[" * 100_000 + b"]" * 100_000,
+        "not-utf8": b'{"schema": "caf\xe9"}',
+    }
+    for bomb, body in json_bombs.items():
+        facts = root / f"json-{bomb}.json"
+        facts.write_bytes(body + b"\n")
+        cases.append(Case(f"json-{bomb}/gate-facts", ["gate", "--facts", str(facts)], (2,), facts.name))
+        cases.append(Case(f"json-{bomb}/watch-report", ["watch", "--report", str(facts)], (2,), facts.name))
+    for name, path, says in (
+        ("fifo", root / "fifo", "a FIFO"),
+        ("dev-zero", "/dev/zero", "a character device"),
+    ):
+        cases.append(Case(f"watch-report/{name}", ["watch", "--report", str(path)], (2,), says, deadline=30))
+    # a hashed requirements file given as the lock holds a line that pins nothing (a bare name was a
+    # TypeError, exit 70): read as a range is, a name the lock does not pin to a version
+    digest = " --hash=sha256:" + "a" * 64
+    for name, line in (
+        ("bare", "numpy"),
+        ("range", "numpy>=1"),
+        ("compatible", "numpy~=1.0"),
+        ("star", "numpy==1.*"),
+    ):
+        req = root / f"hashed-{name}.txt"
+        req.write_text(f"peft==0.1{digest}\n{line}{digest}\n")
+        cases.append(
+            Case(
+                f"audit-lock/unpinned-{name}",
+                ["audit", str(venv), "--lock", str(req)],
+                (0,),
+                "verdict: ready",
+                on_stdout=True,
+                quiet_ok=True,
+            )
+        )
+    return cases
+
+
+def _long_names(root: Path) -> list[Case]:
+    """Issue 43, item 3: a name over NAME_MAX (255 bytes) or a path over PATH_MAX is refused before use,
+    naming the option (ENAMETOOLONG was exit 70 after the work, at the write)."""
+    long = "x" * 300
+    deep = "/".join(["d"] * 2100)  # 4,199 bytes: every name short, the path over PATH_MAX
+    ok = str(root / "ok.txt")
+    cases = [
+        Case(
+            "long/lock-output-dir",
+            ["lock", ok, "--output-dir", str(root / long)],
+            (2,),
+            "--output-dir: file name too long",
+        ),
+        Case(
+            "long/lock-output-dir-path",
+            ["lock", ok, "--output-dir", str(root / deep)],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/check-report",
+            ["check", ok, "--report", str(root / f"{long}.json")],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/audit-report",
+            ["audit", str(root / "plain"), "--report", str(root / long)],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/check-profile-file",
+            ["check", ok, "--profile", str(root / f"{long}.toml")],
+            (2,),
+            "file name too long",
+        ),
+        Case(
+            "long/lock-profile-file",
+            ["lock", ok, "--profile", str(root / f"{long}.toml")],
+            (2,),
+            "file name too long",
+        ),
+        Case("long/check-profile-name", ["check", ok, "--profile", long], (2,), "unknown profile"),
+        Case("long/lock-profile-name", ["lock", ok, "--profile", long], (2,), "unknown profile"),
+        Case(
+            "long/profiles-new-name",
+            ["profiles", "new", long, "--from-image", "x"],
+            (2,),
+            "not a profile name",
+        ),
+        Case(
+            "long/profiles-new-output",
+            ["profiles", "new", "ok", "--from-image", "x", "-o", str(root / long / "p.toml")],
+            (2,),
+            "-o: file name too long",
+        ),
+        Case("long/check-input", ["check", str(root / f"{long}.txt")], (2,), "file name too long"),
+        Case("long/audit-target", ["audit", str(root / long)], (2,), "file name too long"),
+        Case("long/watch-dir", ["watch", "--pid", "1", "--dir", str(root / long)], (2,), "name too long"),
+    ]
+    return cases
+
+
+def _machine_faults(root: Path, venv: Path) -> list[Case]:
+    """Issue 43, item 3: a working folder deleted under the shell is one line, exit 2, at the start; a
+    write that meets the file size limit (`ulimit -f`, as a full disk: errors.os_fault) is one line,
+    exit 3, naming the file — whichever writer meets it (uv's work folder in TMPDIR, the watch record, a
+    report)."""
+    cases: list[Case] = []
+    ok = str(root / "ok.txt")
+    for cmd, argv in (("check", ["check", ok]), ("lock", ["lock", ok]), ("audit", ["audit", str(venv)])):
+        gone = root / f"gone-{cmd}"
+        gone.mkdir()
+        cases.append(Case(f"gone-cwd/{cmd}", argv, (2,), "the working folder cannot be used", gone_cwd=gone))
+    for cmd, argv in (
+        ("lock", ["lock", ok, "--output-dir", str(root / "fsize-lock")]),
+        ("watch", ["watch", "--pid", str(os.getpid()), "--dir", str(root / "fsize-watch")]),
+        ("check-report", ["check", ok, "--report", str(root / "fsize-check.json")]),
+        ("audit-report", ["audit", str(venv), "--report", str(root / "fsize-audit.json")]),
+    ):
+        cases.append(Case(f"ulimit-f/{cmd}", argv, (3,), "(ulimit -f)", fsize=0, deadline=40))
     return cases
 
 
@@ -319,6 +667,17 @@ def _run(case: Case, n: int) -> Ran:
         "SPARKENV_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"hostile-cache-{marker}")
     )
     argv = [sys.executable, "-m", "sparkenv", *case.argv]
+    if case.gone_cwd is not None:  # the shell's folder removed under it, then sparkenv started there
+        gone = str(case.gone_cwd)
+        argv = ["/bin/sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", gone, *argv]
+    limit = case.fsize
+
+    def limited() -> None:
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     started = time.monotonic()
     if case.stdout == "closed":
         # the shell's `>&-`: descriptor 1 closed before the interpreter starts
@@ -329,7 +688,13 @@ def _run(case: Case, n: int) -> Ran:
     else:
         stdout = subprocess.PIPE
     proc = subprocess.Popen(
-        argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        argv,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+        preexec_fn=limited if limit is not None else None,
     )
     if isinstance(stdout, int) and stdout > 2:
         os.close(stdout)
@@ -397,6 +762,8 @@ def test_hostile_input(ran: dict[str, tuple[Case, Ran]], case_id: str):
     assert r.seconds < case.deadline, shown
     assert r.leftovers == [], shown
     assert SECRET not in r.out + r.err, shown
+    if case.bounded:
+        assert len(r.err) < 1000 and len(r.out) < 2000, shown
 
 
 # ---- judged in-process --------------------------------------------------------------------------------
@@ -736,3 +1103,301 @@ def test_patch_sdpa_install_check_stops_a_hanging_interpreter_with_its_group(tmp
     while _leftovers(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _leftovers(marker) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged user is made with setuid, which needs root")
+@pytest.mark.parametrize("given", ["venv", "site-packages"])
+def test_another_users_interpreter_is_an_error_naming_it(given: str):
+    """Issue 43: a venv whose bin/python links into a folder this user cannot read (another user's
+    interpreter). Reading the venv raised PermissionError (exit 70 in audit and patch); now exit 2 naming
+    the interpreter, whether the venv or its site-packages folder is given."""
+    import tempfile
+
+    from sparkenv.core.errors import SparkenvError
+    from sparkenv.environment import target
+
+    home = Path(tempfile.mkdtemp(prefix="sparkenv-other-user-"))
+    home.chmod(0o755)
+    prefix = _venv(home)
+    private = home / "private" / "bin"
+    private.mkdir(parents=True)
+    shutil.copy(os.path.realpath(sys.executable), private / "python3.12")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python").symlink_to(private / "python3.12")
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    _dist(site, "torch", [])
+    for p in (
+        prefix,
+        prefix / "bin",
+        prefix / "lib",
+        prefix / "lib" / "python3.12",
+        site,
+        site / "torch-1.0.dist-info",
+    ):
+        p.chmod(0o755)
+    (prefix / "pyvenv.cfg").chmod(0o644)
+    (home / "private").chmod(0o700)
+    arg = str(prefix if given == "venv" else site)
+
+    def resolve() -> str:
+        try:
+            target.resolve(arg)
+        except SparkenvError as exc:
+            return f"ERROR {exc}"
+        return "resolved as an environment"
+
+    try:
+        answer = _as_nobody(resolve)
+    finally:
+        shutil.rmtree(home)
+    assert answer.startswith("ERROR") and f"{prefix}/bin/python: permission denied" in answer, answer
+    assert "\n" not in answer
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged user is made with setuid, which needs root")
+def test_the_gate_never_reads_an_unlistable_site_folder_as_no_packages():
+    """Issue 43: a venv this user cannot list is never G8 PASS "no known playbook issue matches the
+    installed packages": the gate's listing is an error (G8 ERROR: installed packages unknown). The
+    listing no longer skips a site folder it cannot list (it did, `except OSError: continue`); the target
+    reader refuses such a folder first, so this guards both."""
+    import tempfile
+
+    from sparkenv.environment import target  # noqa: F401 - imported before the fork, as the probe does
+    from sparkenv.gate import probes
+
+    home = Path(tempfile.mkdtemp(prefix="sparkenv-unlistable-"))
+    home.chmod(0o755)
+    prefix = _venv(home)
+    site = prefix / "lib" / "python3.12" / "site-packages"
+    _dist(site, "torch", [])
+    for p in (prefix, prefix / "lib", prefix / "lib" / "python3.12"):
+        p.chmod(0o755)
+    (prefix / "pyvenv.cfg").chmod(0o644)
+    site.chmod(0o711)  # enterable, not listable
+
+    def listed() -> str:
+        from sparkenv.core.errors import SparkenvError
+
+        try:
+            return f"LISTED {probes.installed_dists(str(site))}"
+        except SparkenvError as exc:
+            return f"ERROR {exc}"
+
+    try:
+        answer = _as_nobody(listed)
+    finally:
+        site.chmod(0o755)
+        shutil.rmtree(home)
+    assert answer.startswith("ERROR") and "permission denied" in answer and str(site) in answer, answer
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://127.0.0.1:9/simple?token={SECRET}",
+        f"https://user:{SECRET}@127.0.0.1:9/simple",
+        f"https://user:{SECRET}@127.0.0.1:9/simple?private_token={SECRET}&x=1",
+    ],
+    ids=["query", "userinfo", "both"],
+)
+def test_profiles_new_writes_no_index_token(url: str):
+    """Issue 43, item 2: `profiles new --from-image` copied a token in an index URL's query string into
+    the profile it wrote (only user:password@ was stripped). The profile's text, rendered from an image's
+    facts as the command renders it (the Docker half is test_profiles_new_keeps_no_index_credential), holds
+    the index without user-info or query, and sparkenv's own profile reader reads it back."""
+    import datetime
+
+    from sparkenv.environment import profiles
+    from sparkenv.facts.base_image import BaseImage
+    from sparkenv.image.profile_from_image import render
+
+    facts = BaseImage(
+        image="x:1",
+        python="3.12.3",
+        implementation="CPython",
+        machine="aarch64",
+        architecture="arm64",
+        glibc="2.39",
+        cuda="13.0",
+        env={"PIP_INDEX_URL": url, "PIP_EXTRA_INDEX_URL": f"{url} https://127.0.0.1:9/other"},
+    )
+    text = render("mine", "x:1", facts, datetime.date(2026, 1, 1))
+    assert SECRET not in text and "user:" not in text and "?" not in text, text
+    assert 'PIP_INDEX_URL = "https://127.0.0.1:9/simple"' in text, text
+    assert profiles.parse(text, "mine.toml").env["PIP_INDEX_URL"] == "https://127.0.0.1:9/simple"
+
+
+@pytest.mark.parametrize("shape", list(SECRET_SHAPES))
+def test_every_error_line_is_redacted_and_bounded(shape: str):
+    """Issue 43, item 2: every SparkenvError's one line goes through the redaction (errors.py), which
+    now also hides URL query values and variables named as secrets; redact.excerpt bounds a quoted line."""
+    from sparkenv.core.errors import SparkenvError
+    from sparkenv.core.redact import excerpt
+
+    line = f"bad line {SECRET_SHAPES[shape]} " + "x" * 10_000
+    assert SECRET not in str(SparkenvError(f"r.txt:2: {line}"))
+    quoted = excerpt(line)
+    assert SECRET not in quoted and len(quoted) <= 120 and "\n" not in quoted
+
+
+def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
+    """Issue 43, item 4: after SIGKILL of `sparkenv lock` (which no handler sees), the uv it started kept
+    running against the index. uv now has a parent-death signal (children.spawn die_with_parent): the
+    kernel ends it with sparkenv. The index here accepts connections and never answers, so uv is still
+    waiting on it when sparkenv is killed."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # held open, never answered
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = listener.getsockname()[1]
+    (tmp_path / "r.txt").write_text("peft\n")
+    marker = f"{os.getpid()}-sigkill"
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(
+        {MARK: marker, "SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")}
+    )
+    argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
+    argv += ["--index-url", f"http://127.0.0.1:{port}/simple", "--timeout", "120"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(line.endswith(" uv") for line in _leftovers(marker)):
+            time.sleep(0.1)
+        running = _leftovers(marker)
+        assert any(line.endswith(" uv") for line in running), running  # uv started, and waits on the index
+        proc.kill()  # SIGKILL to sparkenv alone, not its group: nothing of sparkenv's runs on the way out
+        proc.wait(timeout=10)
+        gone_by = time.monotonic() + 5
+        while _leftovers(marker) and time.monotonic() < gone_by:
+            time.sleep(0.1)
+        left = _leftovers(marker)
+    finally:
+        stop.set()
+        for line in _leftovers(marker):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+        for s in held:
+            s.close()
+        listener.close()
+    assert left == [], left
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_lock_beside_a_hostile_pyproject_is_not_misread_by_uv(tmp_path, kind: str):
+    """Issue 43, item 4: uv reads the pyproject.toml of its working folder (for [tool.uv]); a FIFO there
+    blocked it to the lock's timeout, /dev/zero made it read until memory ran out. uv now runs in the
+    lock's work folder, which holds only what sparkenv wrote: the lock of a plain requirements file
+    beside such a pyproject.toml is written, from a loopback index."""
+    from artifacts import Index, serve
+
+    ix = Index(tmp_path / "index")
+    ix.wheel("tinypkg", "1.0")
+    server = serve(ix)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    if kind == "fifo":
+        os.mkfifo(proj / "pyproject.toml")
+    else:
+        (proj / "pyproject.toml").symlink_to("/dev/zero")
+    (proj / "r.txt").write_text("tinypkg\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update({"SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")})
+    argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
+    argv += ["--index-url", ix.url, "--timeout", "30"]
+
+    def limited() -> None:  # uv reading /dev/zero fails at 4 GiB, not at the machine's memory
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=proj,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            preexec_fn=limited,
+        )
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tinypkg" in (proj / "out" / "pylock.ngc-25-11.toml").read_text()
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path):  # type: ignore[no-untyped-def]
+    """A 64 KiB tmpfs, filled: a real full disk (root and a kernel that lets it mount; else skipped)."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("a tmpfs cannot be mounted here (needs root and mount rights)")
+    try:
+        fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:  # ENOSPC: full
+            pass
+        finally:
+            os.close(fd)
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("where", ["TMPDIR", "watch-dir", "report"])
+def test_a_full_disk_is_one_line_exit_3(full_tmpfs, tmp_path, where: str):
+    """Issue 43, item 3: a full TMPDIR (uv's work files), a full watch folder, a full report folder: one
+    line naming the file, exit 3 (the device failed, not the input), never exit 70."""
+    (tmp_path / "r.txt").write_text("peft\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["SPARKENV_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = {
+        "TMPDIR": ["lock", "r.txt", "--output-dir", "out"],
+        "watch-dir": ["watch", "--pid", str(os.getpid()), "--dir", str(full_tmpfs / "w")],
+        "report": ["check", "r.txt", "--report", str(full_tmpfs / "r.json")],
+    }[where]
+    if where == "TMPDIR":
+        env["TMPDIR"] = str(full_tmpfs)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparkenv", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "no space left on the device" in proc.stderr
+    assert str(full_tmpfs) in proc.stderr, proc.stderr

@@ -11,6 +11,7 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
+    _working_folder()
     if argv[:1] == ["gate"]:
         from sparkenv.cli import process_exit
 
@@ -22,6 +23,23 @@ def main() -> None:
     from sparkenv.cli.commands import main as cli_main
 
     cli_main()
+
+
+def _working_folder() -> None:
+    """Every relative path (inputs, --output-dir, uv's project folder) is resolved against the working
+    folder; one deleted under the shell makes os.getcwd() fail wherever it is first asked. Checked once,
+    here, before anything reads or writes: exit 2, one line."""
+    import os
+
+    try:
+        os.getcwd()
+    except OSError as exc:
+        why = "it was deleted" if isinstance(exc, FileNotFoundError) else exc.strerror
+        print(
+            f"sparkenv: error: the working folder cannot be used ({why}); cd to an existing folder",
+            file=sys.stderr,
+        )
+        sys.exit(2)
 
 
 def _gate(argv: list[str]) -> None:

@@ -198,7 +198,15 @@ def stopped(signum: int | None) -> None:
 
 
 def internal_error(exc: Exception) -> None:
-    """A bug: one line and exit 70, or the traceback under SPARKENV_DEBUG=1."""
+    """A bug: one line and exit 70, or the traceback under SPARKENV_DEBUG=1. An OSError of the machine
+    (a full device, a file size limit, a file name too long: errors.os_fault) met where no reader or
+    writer named it is not a bug: its one line and exit code instead."""
+    from sparkenv.core.errors import os_fault
+
+    fault = os_fault(exc) if isinstance(exc, OSError) else None
+    if fault is not None:
+        print(f"sparkenv: error: {fault}", file=sys.stderr)
+        sys.exit(fault.exit_code)
     if os.environ.get("SPARKENV_DEBUG"):
         raise exc
     print(

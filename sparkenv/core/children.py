@@ -75,12 +75,16 @@ def spawn(
     stdout: Any = None,
     stderr: Any = None,
     stdin: Any = None,
+    cwd: str | os.PathLike[str] | None = None,
+    die_with_parent: bool = False,
 ) -> subprocess.Popen[Any]:
     """Start argv in its own session, registered; pipes for stdout/stderr and /dev/null for stdin unless
-    given. OSError as Popen raises it (the caller names the program)."""
+    given. OSError as Popen raises it (the caller names the program). `die_with_parent`: the child is
+    killed when sparkenv dies, even by SIGKILL, which no handler of sparkenv's sees (Linux)."""
     import subprocess
 
     _become_subreaper()
+    preexec = _parent_death_signal() if die_with_parent else None
     env = {**(os.environ if env is None else env), _MARK: str(os.getpid())}
     # started and registered under the lock: another thread's _kill_orphans must never see this child
     # running (parent sparkenv, marked) before it is registered, or it would kill it as an orphan
@@ -93,9 +97,36 @@ def spawn(
             start_new_session=True,
             env=env,
             text=text,
+            cwd=cwd,
+            preexec_fn=preexec,
         )
         _children.add(proc)
     return proc
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A preexec function setting the child's parent-death signal (prctl PR_SET_PDEATHSIG, SIGKILL): the
+    kernel kills the child when the thread that started it ends, sparkenv's SIGKILL included. Only from
+    the main thread (a helper thread's end would kill the child early); None elsewhere or off Linux."""
+    if threading.current_thread() is not threading.main_thread() or not os.path.exists("/proc/self"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # sparkenv died between fork and prctl: the signal will never come
+            os._exit(1)
+
+    return preexec
 
 
 def adopt(proc: Any) -> None:

@@ -54,6 +54,9 @@ def _plan(path: PathLike, make_parents: bool) -> _Planned:
     dest = os.fspath(path)
     if not dest:
         raise OutputError(dest, "empty file name")
+    from sparkenv.core.safe_read import check_length
+
+    check_length(dest, printable(dest))
     if dest.endswith(os.sep) or os.path.isdir(dest):
         raise OutputError(dest, "is a directory; give a file name")
     folder = os.path.dirname(os.path.abspath(dest))
@@ -94,7 +97,16 @@ def _plan(path: PathLike, make_parents: bool) -> _Planned:
 def check_folder(folder: PathLike, option: str) -> None:
     """An output folder (`--output-dir`), checked before long work: it is a folder or can be made one
     (its nearest existing parent is a writable folder). SparkenvError naming the option otherwise."""
+    from sparkenv.core.safe_read import check_length
+
+    check_length(folder, option)
     path = os.path.abspath(os.fspath(folder))
+    real = os.path.realpath(path)
+    # the file system's root and the kernel's own folders are no output folder: `--output-dir /` wrote
+    # the lock into /, `--output-dir /dev` wrote beside the devices
+    kernel = any(real == k or real.startswith(k + "/") for k in ("/dev", "/proc", "/sys"))
+    if real == "/" or (kernel and not real.startswith("/dev/shm/") and real != "/dev/shm"):
+        raise SparkenvError(f"{option} {printable(os.fspath(folder))}: not a folder for sparkenv's output")
     probe = path
     while not os.path.lexists(probe):
         probe = os.path.dirname(probe)
@@ -169,7 +181,7 @@ def write_all(
                 try:
                     os.replace(p.tmp, p.dest)
                 except OSError as exc:
-                    raise OutputError(p.dest, exc.strerror or str(exc)) from None
+                    raise _failed(p.dest, exc) from None
                 p.tmp = None
     finally:
         for p in planned:
@@ -186,7 +198,7 @@ def _write_temporary(p: _Planned, mode: int) -> str:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{name[:200]}.", suffix=".tmp", dir=folder)
     except OSError as exc:
-        raise OutputError(p.dest, exc.strerror or str(exc)) from None
+        raise _failed(p.dest, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             try:
@@ -199,7 +211,7 @@ def _write_temporary(p: _Planned, mode: int) -> str:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
-            raise OutputError(p.dest, exc.strerror or str(exc)) from None
+            raise _failed(p.dest, exc) from None
         raise
     return tmp
 
@@ -211,7 +223,15 @@ def _write_stream(p: _Planned) -> None:
         while view:
             view = view[os.write(p.stream_fd, view) :]
     except OSError as exc:
-        raise OutputError(p.dest, exc.strerror or str(exc)) from None
+        raise _failed(p.dest, exc) from None
+
+
+def _failed(dest: str, exc: OSError) -> SparkenvError:
+    """A write that failed: a full device, quota or file size limit is the device's fault (exit 3,
+    errors.os_fault), anything else an output that cannot be (exit 2)."""
+    from sparkenv.core.errors import os_fault
+
+    return os_fault(exc, dest) or OutputError(dest, exc.strerror or str(exc))
 
 
 def write_one(path: PathLike, content: str | bytes, make_parents: bool = False) -> None:

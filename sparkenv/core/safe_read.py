@@ -156,6 +156,25 @@ def read_text(
         ) from None
 
 
+# Linux's limits (limits.h): a longer path or name fails every call with ENAMETOOLONG
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def check_length(path: str | os.PathLike[str], what: str) -> None:
+    """SparkenvError naming `what` (an option, a key) when `path` cannot name a file on Linux: a name
+    over NAME_MAX bytes or a path over PATH_MAX. Checked before a path is used, so ENAMETOOLONG is never
+    met halfway through a command (after uv ran, at the write of a lock)."""
+    raw = os.fsencode(path)
+    longest = max((len(part) for part in raw.split(b"/")), default=0)
+    if longest > NAME_MAX:
+        raise SparkenvError(f"{what}: file name too long (a name of {longest} bytes; at most {NAME_MAX})")
+    if len(raw) >= PATH_MAX:
+        raise SparkenvError(
+            f"{what}: file name too long (a path of {len(raw)} bytes; at most {PATH_MAX - 1})"
+        )
+
+
 def require_regular(path: str | os.PathLike[str], *, what: str = "a file") -> None:
     """UnreadableFile unless `path` is (a symlink to) a regular file; for inputs a library opens itself."""
     p = os.fspath(path)

@@ -55,7 +55,7 @@ def from_option(text: str) -> Waiver:
 def read_file(path: Path, required: bool) -> list[Waiver]:
     """The waivers of a file; a missing default file is no waivers, a named one must exist."""
     from sparkenv.core import safe_read
-    from sparkenv.core.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.core.datafiles import parse_user_toml
 
     if not path.exists() and not required:
         return []
@@ -63,10 +63,7 @@ def read_file(path: Path, required: bool) -> list[Waiver]:
         text = safe_read.read_text(path, what="a waivers file", limit=1 << 20)
     except safe_read.UnreadableFile as exc:
         raise SparkenvError(f"{path}: cannot read waivers file: {exc.reason}") from None
-    try:
-        data = parse_toml(text)
-    except (TOMLDecodeError, RecursionError) as exc:
-        raise SparkenvError(f"{path}: not valid TOML: {exc}") from None
+    data = parse_user_toml(text, path)
     entries = data.get("waiver", [])
     unknown = sorted(set(data) - {"waiver"})
     if unknown or not isinstance(entries, list):

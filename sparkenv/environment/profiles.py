@@ -63,7 +63,7 @@ def canonical_machine(machine: str) -> str:
 # A hand-written profile needs only these; every other key has a default (_default.toml, [profile]).
 _REQUIRED = ("name", "image")
 # A profile's name becomes part of file names (lockfiles/pylock.<name>.toml): no folders, no traversal.
-NAME_RE = re.compile(r"[a-z0-9._-]+")
+NAME_RE = re.compile(r"[a-z0-9._-]{1,100}")  # it names files (pylock.<name>.toml): a bounded length
 _SCHEMA = {
     "name": schema.STRING,
     "reviewed": schema.STRING_OR_DATE,
@@ -205,14 +205,9 @@ def _parse(text: str, where: str) -> Profile:
 
 
 def _toml(text: str, where: str) -> dict[str, Any]:
-    from sparkenv.core.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.core.datafiles import parse_user_toml
 
-    try:
-        return parse_toml(text)
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{where}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses per nesting level
-        raise SparkenvError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
+    return parse_user_toml(text, where)
 
 
 def _checked(data: dict[str, Any], where: str) -> dict[str, Any]:
@@ -226,7 +221,8 @@ def _checked(data: dict[str, Any], where: str) -> dict[str, Any]:
     schema.check(data, _SCHEMA, where)
     if not NAME_RE.fullmatch(data["name"]):
         raise SparkenvError(
-            f"{where}: name {data['name']!r} may hold only a-z, 0-9, '.', '_' and '-' (it names lock files)"
+            f"{where}: name {data['name'][:120]!r} may hold only a-z, 0-9, '.', '_' and '-', at most 100 of "
+            "them (it names lock files)"
         )
     return data
 

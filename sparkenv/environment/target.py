@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sparkenv.core import safe_read
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.printable import printable
 from sparkenv.cuda import elf
 
 _PYVER_IN_PATH = re.compile(r"python(\d+\.\d+)")
@@ -109,9 +110,25 @@ def _from_prefix(prefix: Path, description: str, machine: str | None) -> Target:
             "or a Python interpreter)"
         )
     interpreter = next(
-        (p for p in (prefix / "bin" / "python3", prefix / "bin" / "python") if p.exists()), None
+        (p for p in (prefix / "bin" / "python3", prefix / "bin" / "python") if _usable(p)), None
     )
     return _finish(description, tuple(dirs), interpreter, machine)
+
+
+def _usable(interpreter: Path) -> bool:
+    """Whether a venv's bin/python* is there; SparkenvError naming it when it links into a folder this
+    user cannot read (another user's interpreter): its machine and version are unknowable, and reading
+    the venv as if it had none would judge it for the wrong machine."""
+    try:
+        safe_read.stat_target(interpreter)
+    except safe_read.UnreadableFile as exc:
+        if exc.reason != "permission denied":
+            return False  # no such file, a broken link: a venv without this name
+        raise SparkenvError(
+            f"{interpreter}: permission denied (it links to {printable(os.path.realpath(interpreter))}, in a "
+            "folder this user cannot read; run as a user who can)"
+        ) from None
+    return True
 
 
 def _site_dirs(prefix: Path, version: str | None) -> list[Path]:
@@ -175,7 +192,7 @@ def _interpreter_near_site(site: Path) -> Path | None:
     # …/lib/python3.12/site-packages -> …/bin/python3
     prefix = site.parent.parent.parent
     for candidate in (prefix / "bin" / "python3", prefix / "bin" / "python"):
-        if candidate.exists():
+        if _usable(candidate):
             return candidate
     return None
 
@@ -184,7 +201,7 @@ def _finish(
     description: str, dirs: tuple[Path, ...], interpreter: Path | None, machine: str | None
 ) -> Target:
     for d in dirs:
-        _readable(d, description)
+        readable(d, description)
     version = None
     for d in dirs:
         m = _PYVER_IN_PATH.search(str(d))
@@ -203,11 +220,12 @@ def _finish(
     return Target(description, dirs, host_machine(), "this host (no interpreter found)", version, interpreter)
 
 
-def _readable(site: Path, description: str) -> None:
-    """A site folder that cannot be listed is an environment sparkenv cannot read, never an empty one
-    (a site-packages folder of mode 000 read as "torch is not installed", G8 PASS)."""
+def readable(site: Path | str, description: str) -> list[str]:
+    """The names in a site folder. One that cannot be listed is an environment sparkenv cannot read,
+    never an empty one (a site-packages folder of mode 000 read as "torch is not installed", G8 PASS):
+    SparkenvError naming it."""
     try:
-        os.listdir(site)
+        return os.listdir(site)
     except OSError as exc:
         why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
         raise SparkenvError(

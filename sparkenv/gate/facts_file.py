@@ -48,15 +48,9 @@ def load(path: str) -> dict[str, Any]:
         raw = read_bytes(path, what="a facts snapshot (JSON)", limit=LIMIT)
     except UnreadableFile as exc:
         raise SparkenvError(str(exc)) from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SparkenvError(f"{path}: not UTF-8 text (byte {exc.start}); expected a facts snapshot") from None
-    except RecursionError:
-        raise SparkenvError(f"{path}: not a facts snapshot: JSON nested too deeply") from None
-    except ValueError as exc:
-        raise SparkenvError(f"{path}: not JSON: {exc}") from None
-    return validate(data, path)
+    from sparkenv.core.datafiles import parse_user_json
+
+    return validate(parse_user_json(raw, path, "a facts snapshot"), path)
 
 
 def _short(message: str) -> str:

@@ -391,11 +391,11 @@ def installed_dists(python: str) -> dict[str, tuple[str, str]]:
     from sparkenv.environment.target import resolve
 
     out: dict[str, tuple[str, str]] = {}
+    from sparkenv.environment.target import readable
+
     for site in resolve(python if python != sys.executable else None).site_dirs:
-        try:
-            names = sorted(os.listdir(site))
-        except OSError:
-            continue
+        # a site folder this user cannot list is packages unknown (an ERROR), never none installed
+        names = sorted(readable(site, python))
         for name in names:
             ident = _dist_identity(str(site), name)
             if ident and ident[0] not in out:

@@ -20,6 +20,10 @@ import re
 from pathlib import Path
 
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.image_reference import check_image
+from sparkenv.core.printable import printable
+from sparkenv.core.redact import url_without_secrets
+from sparkenv.core.safe_read import check_length
 from sparkenv.facts.base_image import BaseImage
 
 PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
@@ -50,19 +54,6 @@ def read_image(image: str, platform: str | None = None, timeout: float | None = 
 
     client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
     return base_probe.read(client, image, platform, timeout or base_probe.PROBE_TIMEOUT)
-
-
-def _without_credentials(value: str) -> str:
-    """An index URL with its user:password@ removed (PIP_INDEX_URL=https://user:token@host/simple)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return value
-    if "@" not in parts.netloc:
-        return value
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def _toml_key(key: str) -> str:
@@ -156,10 +147,10 @@ def _env_lines(facts: BaseImage) -> list[str]:
     env = {
         k: v for k, v in sorted(facts.env.items()) if k.startswith(ENV_PREFIXES) and not SECRET_RE.search(k)
     }
-    # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@: nothing
-    # sparkenv writes holds a credential
+    # a URL in a variable (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) loses its user:password@ and its query
+    # string: nothing sparkenv writes holds a credential
     return [
-        f"{_toml_key(k)} = {_toml_str(' '.join(map(_without_credentials, v.split(' '))))}"
+        f"{_toml_key(k)} = {_toml_str(' '.join(map(url_without_secrets, v.split(' '))))}"
         for k, v in env.items()
     ]
 
@@ -173,8 +164,15 @@ def write_profile(
     from sparkenv.render.emit import write_atomic
 
     if not profiles.NAME_RE.fullmatch(name):
-        raise SparkenvError(f"{name!r}: not a profile name (a-z, 0-9, '.', '_' and '-': it names lock files)")
+        raise SparkenvError(
+            f"{printable(name)[:120]!r}: not a profile name (1 to 100 of a-z, 0-9, '.', '_' and '-': "
+            "it names lock files)"
+        )
+    # the Docker grammar first: a reference it refuses (a newline, upper case, a leading dash) is one line
+    # before the engine is asked, and never reaches the written profile's `image`
+    check_image(image, "--from-image")
     dest = Path(output or f"{name}.toml")
+    check_length(dest, "-o")
     if dest.exists() and not force:
         raise SparkenvError(f"{dest}: exists; pass --force to replace it")
     if not dest.parent.is_dir():

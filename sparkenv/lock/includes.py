@@ -76,7 +76,14 @@ def includes_of(text: str) -> list[tuple[int, str]]:
 def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str]:
     """Read `path` and everything it includes; returns {resolved path: text}. UnreadableFile names the
     first file that cannot be read ("TOP:LINE: cannot open included file X: reason" for an include).
-    With `fence` (inputs named by a lock), an include outside that folder is refused before it is read."""
+    Every include must lie inside `fence` (the project folder of inputs a lock names), else inside the
+    project `path` belongs to (sparkenv.core.confine): one outside is refused before it is read."""
+    from sparkenv.core.confine import inside, project_root
+
+    # every include is fenced: by the lock's project for inputs a lock names, else by the project the
+    # file named on the command line belongs to (its own choice of file is the user's; what it pulls in
+    # is a stranger's, in a cloned repository)
+    root = fence if fence is not None else project_root(path.parent)
     texts: dict[Path, str] = {}
     todo: list[tuple[Path, str, Include | None]] = [(path, shown, None)]
     while todo:
@@ -91,10 +98,8 @@ def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str
             raise safe_read.UnreadableFile(
                 inc.line if inc else shown, f"includes more than {MAX_FILES} requirements files"
             )
-        if fence is not None and inc is not None:
-            from sparkenv.core.confine import inside
-
-            inside(fence, inc.target, inc.folder, inc.line)
+        if inc is not None:
+            inside(root, inc.target, inc.folder, inc.line)
         try:
             text = safe_read.read_text(
                 current, what="a requirements file", limit=REQUIREMENTS_LIMIT, errors="strict"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sparkenv.core import confine, project
+from sparkenv.core import confine
 from sparkenv.core.errors import SparkenvError
 from sparkenv.environment import profiles
 from sparkenv.facts.lock import Lock
@@ -19,7 +19,7 @@ def recorded(profile: profiles.Profile, lock_folder: Path) -> dict[str, str]:
     """The [tool.sparkenv] keys that name the profile of a lock written into `lock_folder`."""
     out = {"profile": profile.name, "profile-hash": profile_hash(profile)}
     if profile.file:
-        root = project.root(lock_folder)
+        root = confine.project_root(lock_folder, lock_folder.parent)  # as of_lock reads it back
         out["profile-file"] = Path(os.path.relpath(profile.file, root)).as_posix()
     return out
 
@@ -29,12 +29,12 @@ def of_lock(lock: Lock) -> profiles.Profile:
     folder = lock.file.parent
     where = f"{lock.path}: [tool.sparkenv]"
     if lock.profile_file:  # inside the lock's project only: a lock from elsewhere reads nothing outside it
-        root = project.root(folder)
+        root = confine.project_root(folder, folder.parent)
         path = confine.inside(root, lock.profile_file, root, f"{where} profile-file")
         return profiles.load(str(path))
     named = lock.profile
     if named.endswith(".toml"):  # older locks named a profile file relative to themselves
-        confine.inside(confine.project_root(folder), named, folder, f"{where} profile")
+        confine.inside(confine.project_root(folder, folder.parent), named, folder, f"{where} profile")
         return profiles.load(named, folder)
     if named and named not in profiles.shipped():
         raise SparkenvError(

@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 
 from sparkenv.core import confine, safe_read, schema
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.redact import excerpt
 from sparkenv.facts.lock import FORMAT, Lock, LockedPackage, LockStage
 
 REQUIREMENTS_LIMIT = 16 << 20
@@ -108,7 +109,10 @@ def requirements_file(lock: Lock) -> Path:
         raise SparkenvError(f"{lock.path}: [tool.sparkenv] names no requirements file")
     folder = lock.file.parent
     return confine.inside(
-        confine.project_root(folder), confine.plain_name(lock.requirements, where), folder, where
+        confine.project_root(folder, folder.parent),
+        confine.plain_name(lock.requirements, where),
+        folder,
+        where,
     )
 
 
@@ -289,7 +293,8 @@ Pinned = dict[str, tuple[str | None, frozenset[str]]]  # normalized name -> (exa
 
 
 def _parse_requirements(path: Path, include_nested: bool = False) -> Pinned:
-    """Normalized name -> (exact version or None, sha256 hashes), in pip's own syntax."""
+    """Normalized name -> (exact version or None, sha256 hashes), in pip's own syntax. A line that pins
+    nothing (`numpy`, `numpy>=1`) is a name without a version, as the audit's drift check reads it."""
     from pip_requirements_parser import RequirementsFile
 
     from sparkenv.core.pins import exact_pin
@@ -302,10 +307,12 @@ def _parse_requirements(path: Path, include_nested: bool = False) -> Pinned:
         raise SparkenvError(f"{path}: unreadable requirements file: {exc}") from None
     if parsed.invalid_lines:
         bad = parsed.invalid_lines[0]
-        raise SparkenvError(f"{bad.filename}:{bad.line_number}: {bad.error_message.splitlines()[0]}")
+        first = bad.error_message.splitlines()[0] if bad.error_message else "invalid line"
+        raise SparkenvError(f"{bad.filename}:{bad.line_number}: {excerpt(first)}")
     out: Pinned = {}
     for req in parsed.requirements:
         if req.name:
             hashes = frozenset(h.removeprefix("sha256:") for h in req.hash_options if h.startswith("sha256:"))
-            out[canonicalize_name(req.name)] = (exact_pin(req.specifier), hashes)
+            # the parser's specifier is None for a bare name (a TypeError in exact_pin before)
+            out[canonicalize_name(req.name)] = (exact_pin(req.specifier or ()), hashes)
     return out

@@ -62,7 +62,13 @@ class Running:
         self._log_lock = threading.Lock()
         try:
             quiet_out = subprocess.DEVNULL if log else None  # uv writes the lock to a file
-            self.proc = children.spawn(cmd, env, text=True, stdout=quiet_out)
+            # in the work folder, which holds only the files sparkenv wrote: uv reads a pyproject.toml (its
+            # [tool.uv]) from its working folder and the folders above, and a FIFO or /dev/zero there hung
+            # it or filled memory; the inputs' paths are absolute already (inputs._local). It dies with
+            # sparkenv, SIGKILL included.
+            self.proc = children.spawn(
+                cmd, env, text=True, stdout=quiet_out, cwd=out.parent, die_with_parent=True
+            )
         except OSError as exc:
             from sparkenv.core.errors import ServiceMissing
 
@@ -141,8 +147,12 @@ class Running:
 
 def _failed(stage: Any, stderr: str) -> Exception:
     from sparkenv.core.errors import SparkenvError
+    from sparkenv.core.redact import excerpt
 
-    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {stderr.strip() or 'no message'}")
+    # uv quotes what it read (an input's lines): bounded and redacted, as every quoted input
+    return SparkenvError(
+        f"uv pip compile failed ({stage.name} stage): {excerpt(stderr, 400) or 'no message'}"
+    )
 
 
 def stopped(runs: list[Running]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.core.errors import ServiceMissing, SparkenvError
+from sparkenv.core.redact import excerpt
 from sparkenv.index.uv_binary import uv_binary
 from sparkenv.lock import preferences
 from sparkenv.lock.preferences import KEEP, Upgrade
@@ -134,8 +135,11 @@ def plan(
 
 def write(work: Path, files: dict[str, str]) -> None:
     """The files of a plan, into the work folder."""
+    from sparkenv.core.errors import writing
+
     for name, text in files.items():
-        (work / name).write_text(text, encoding="utf-8")
+        with writing(work / name):  # the work folder is in TMPDIR, which may be full
+            (work / name).write_text(text, encoding="utf-8")
 
 
 def prepare(work: Path, *args: Any, **kwargs: Any) -> list[tuple[Stage, list[str], Path]]:
@@ -353,8 +357,11 @@ def error(stage: Stage, stderr: str) -> SparkenvError:
     text = " ".join(lines)
     if _UNREACHABLE.search(text) and "No solution found" not in text:
         cause = next((ln for ln in lines if "cause:" in ln or "error:" in ln), lines[0] if lines else "")
-        return ServiceMissing(f"package index unreachable while resolving ({stage.name}): {cause}")
+        return ServiceMissing(
+            f"package index unreachable while resolving ({stage.name}): {excerpt(cause, 400)}"
+        )
     if "No solution found" in text or "unsatisfiable" in text:
         detail = " ".join(ln.lstrip("╰─▶ ").strip() for ln in lines if not ln.startswith("×"))
         return SparkenvError(f"no set of versions satisfies the inputs ({stage.name} stage): {detail}")
-    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {text or 'no message'}")
+    # uv quotes the line it could not read: bounded and redacted, as every quoted input line
+    return SparkenvError(f"uv pip compile failed ({stage.name} stage): {excerpt(text, 400) or 'no message'}")

@@ -24,6 +24,7 @@ class CheckArgs(NamedTuple):
     group: list[str] | None
     lock_input: bool
     pip: bool
+    allow_outside: list[str] | None
     reporting: reporting.ReportOptions
 
     @classmethod
@@ -42,7 +43,10 @@ def parse(argv: list[str]) -> CheckArgs | None:
 
 
 def run(args: CheckArgs) -> int:
+    from sparkenv.core import confine
     from sparkenv.render.emit import emit
+
+    confine.allow_outside(args.allow_outside)
     from sparkenv.resolve.check import check
 
     if args.pip and args.lock_input:

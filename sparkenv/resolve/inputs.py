@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 
 from sparkenv.core import safe_read, schema
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.redact import excerpt
 from sparkenv.facts.declared import Declared
 
 # [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
@@ -32,6 +33,7 @@ _SETTINGS = {
     "no-deps": schema.STRINGS,
     "index-url": schema.STRING,
     "extra-index-url": schema.STRINGS,
+    "allow-outside": schema.STRINGS,  # folders outside the project an include may name (core.confine)
 }
 NO_DEPS_DIRECTIVE = re.compile(r"^\s*#\s*sparkenv:\s*no-deps\s*$", re.MULTILINE)
 
@@ -141,8 +143,9 @@ def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, 
     if parsed.invalid_lines:
         bad = parsed.invalid_lines[0]
         first = bad.error_message.splitlines()[0] if bad.error_message else "invalid line"
+        # a stranger's line: quoted bounded and redacted, never whole
         raise SparkenvError(
-            f"{_shown(bad.filename, path, arg)}:{bad.line_number}: {first}: {bad.line.strip()}"
+            f"{_shown(bad.filename, path, arg)}:{bad.line_number}: {excerpt(first)}: {excerpt(bad.line)}"
         )
     files = _options(parsed, path, arg, inputs)
     no_deps_files = {f for f in files if NO_DEPS_DIRECTIVE.search(texts.get(f, ""))}
@@ -272,7 +275,8 @@ def _pyproject_requirement(dep: Any, lines: list[str], arg: str, no_deps: set[st
     try:
         r = Requirement(str(dep))
     except InvalidRequirement as exc:
-        raise SparkenvError(f"{where}: invalid requirement {dep!r}: {str(exc).splitlines()[0]}") from None
+        why = excerpt(str(exc).splitlines()[0])
+        raise SparkenvError(f"{where}: invalid requirement {excerpt(repr(dep))}: {why}") from None
     key = canonicalize_name(r.name)
     return Declared(
         key,
@@ -317,15 +321,10 @@ def _dependency_group(data: dict[str, Any], name: str, arg: str, seen: tuple[str
 
 def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A pyproject.toml's text, its table and its type-checked [tool.sparkenv] settings."""
-    from sparkenv.core.datafiles import TOMLDecodeError, parse_toml
+    from sparkenv.core.datafiles import parse_user_toml
 
     text = safe_read.read_text(arg, what="a pyproject.toml", limit=16 << 20)
-    try:
-        data = parse_toml(text)
-    except TOMLDecodeError as exc:
-        raise SparkenvError(f"{arg}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses per nesting level
-        raise SparkenvError(f"{arg}: not valid TOML: arrays or tables nested too deeply") from None
+    data = parse_user_toml(text, arg)
     schema.check(data, {"project": schema.TABLE, "tool": schema.TABLE}, arg)
     schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}

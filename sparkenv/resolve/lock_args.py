@@ -36,6 +36,7 @@ class LockArgs(NamedTuple):
     timeout: float
     upgrade: bool
     upgrade_package: list[str] | None
+    allow_outside: list[str] | None
     reporting: reporting.ReportOptions
 
     @classmethod
@@ -59,8 +60,10 @@ def parse(argv: list[str]) -> LockArgs | None:
 
 def run(args: LockArgs) -> int:
     """The lock (or, under --check, whether the written locks are current), reported; the exit code."""
+    from sparkenv.core import confine
     from sparkenv.core.bounds import seconds_problem
 
+    confine.allow_outside(args.allow_outside)
     problem = seconds_problem(args.timeout, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
     if problem:
         raise SparkenvError(f"--timeout: {problem}")

@@ -66,7 +66,16 @@ UPGRADE_PACKAGE = Option(
     help="Let NAME move to the newest version the inputs allow; the other versions are kept. Repeatable.",
 )
 
-CHECK = (PROFILE, PLATFORM, EXTRA, GROUP, LOCK_INPUT, PIP)  # in --help's order
+ALLOW_OUTSIDE = Option(
+    "allow_outside",
+    ("--allow-outside",),
+    many=True,
+    metavar="PATH",
+    help="Let an include or constraint (-r, -c) inside an input name a file under PATH, outside the "
+    "project (a monorepo's shared requirements). Repeatable; also [tool.sparkenv] allow-outside.",
+)
+
+CHECK = (PROFILE, PLATFORM, EXTRA, GROUP, LOCK_INPUT, PIP, ALLOW_OUTSIDE)  # in --help's order
 
 OUTPUT_DIR = Option(
     "output_dir",
@@ -128,4 +137,5 @@ LOCK = (
     TIMEOUT,
     UPGRADE,
     UPGRADE_PACKAGE,
+    ALLOW_OUTSIDE,
 )  # in --help's order

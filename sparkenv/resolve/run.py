@@ -788,7 +788,7 @@ def lock_check(
             return Report("lock", project.from_here(out_dir), findings, context={"check": True})
         if not locks:
             raise SparkenvError(f"{project.from_here(out_dir)}: no pylock.*.toml to check")
-        root = confine.project_root(out_dir)
+        root = confine.project_root(out_dir, out_dir.parent)
         for pylock_path in locks:
             here = {"pylock": project.from_here(pylock_path), "output_dir": project.from_here(out_dir)}
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkenv.core.redact import excerpt
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import packages
 from sparkenv.rules import data_age, unsloth
@@ -40,10 +41,10 @@ def _from_source(facts: DeclaredFacts) -> list[Finding]:
         out.append(
             _finding(
                 status=Status.INFO,
-                summary=f"{d.text} ({d.where}) is {kind} requirement: its version and requirements are "
-                f"known only once it is built; {judged} before install (`sparkenv lock` reads what it "
+                summary=f"{excerpt(d.text)} ({d.where}) is {kind} requirement: its version and requirements "
+                f"are known only once it is built; {judged} before install (`sparkenv lock` reads what it "
                 "builds)",
-                subject=d.key or d.text,
+                subject=d.key or excerpt(d.text),  # a stranger's line: bounded, redacted
                 evidence=(d.where,),
             )
         )

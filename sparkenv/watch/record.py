@@ -12,18 +12,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv.core.errors import SparkenvError
+from sparkenv.core.errors import SparkenvError, writing
 from sparkenv.facts.timeseries import Sample
 
 SCHEMA = "sparkenv.watch/1"
 MAX_LINE = 1 << 20  # a longer line is not one of ours
+# A sample line is a few hundred bytes every 2 s: weeks of a run. A bound, so a hostile file cannot
+# fill memory.
+MAX_RECORD = 512 << 20
 
 
 class Recorder:
     def __init__(self, path: str, header: dict[str, Any], fsync_s: float) -> None:
         self.path = path
         self.fsync_s = fsync_s
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        with writing(path):
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         self.synced = 0.0
         self.fsyncs = 0
         self.append({"schema": SCHEMA, **header}, sync=True)
@@ -31,12 +35,13 @@ class Recorder:
 
     def append(self, obj: dict[str, Any], sync: bool = False) -> None:
         line = json.dumps(obj, separators=(",", ":"), default=str) + "\n"
-        os.write(self.fd, line.encode())
         now = time.monotonic()
-        if sync or now - self.synced >= self.fsync_s:
-            os.fsync(self.fd)
-            self.synced = now
-            self.fsyncs += 1
+        with writing(self.path):  # a full watch folder ends the watcher with one line (exit 3)
+            os.write(self.fd, line.encode())
+            if sync or now - self.synced >= self.fsync_s:
+                os.fsync(self.fd)
+                self.synced = now
+                self.fsyncs += 1
 
     def sample(self, s: Sample) -> None:
         self.append(s.to_json())
@@ -60,22 +65,19 @@ class Record:
 
 def read(path: str) -> Record:
     """A record back; SparkenvError (exit 2, one line) when the file is missing or not a watch record."""
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below; a FIFO or a folder fails here or at read
-    except OSError as exc:
-        raise SparkenvError(f"{path}: cannot read the watch record: {exc.strerror}") from None
-    with fh:
-        if not os.path.isfile(path):
-            raise SparkenvError(f"{path}: not a regular file")
-        lines = fh.read().split(b"\n")
+    from sparkenv.core.datafiles import parse_user_json
+    from sparkenv.core.safe_read import UnreadableFile, read_bytes
+
+    # through safe_read: a FIFO (which an open() waits on for ever), a device or a folder is refused
+    lines = read_bytes(path, what="a watch record (.jsonl)", limit=MAX_RECORD).split(b"\n")
     rec: Record | None = None
     torn = 0
     for raw in lines:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw) if len(raw) <= MAX_LINE else None
-        except ValueError:
+            obj = parse_user_json(raw, path, "a watch record line") if len(raw) <= MAX_LINE else None
+        except UnreadableFile:  # cut short by a power-off, not ours, or a hostile line (nested too deep)
             obj = None
         if not isinstance(obj, dict):
             torn += 1
