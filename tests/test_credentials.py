@@ -143,10 +143,12 @@ def test_a_netrc_serves_the_index_and_nothing_is_written(private, tmp_path, cach
 
 
 def test_without_a_credential_the_private_index_is_refused(private, tmp_path, caches) -> None:  # type: ignore[no-untyped-def]
-    """The index really demands the credential: without one, lock cannot resolve."""
+    """The index really demands the credential: without one, lock cannot resolve, and says so as a finding
+    (a requirement the index refuses is a G9 FAIL, exit 1) that names the refusal, never the credential."""
     proj = _project(tmp_path, "peft\n")
     r = _sparkenv(proj, "lock", "requirements.txt", "--index-url", private.url, env=caches)
-    assert r.returncode != 0 and "401 Unauthorized" in r.stderr, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "G9 FAIL: peft" in r.stdout and "401 Unauthorized" in r.stdout, r.stdout + r.stderr
 
 
 def _keyring_stub(folder: Path) -> tuple[Path, Path]:
