@@ -89,3 +89,22 @@ def test_a_snapshot_that_breaks_the_schema_is_named(run, tmp_path: Path):  # typ
     bad.write_text(json.dumps(raw))
     r = run("host", "--facts", str(bad))
     assert r.code == 2 and "max_khz" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_the_gpu_machine_recorded_through_the_device_tool_replays_as_it_ran(run):  # type: ignore[no-untyped-def]
+    """tests/fixtures/host/recorded/h100-device.json: `sparkenv host --dump-facts` on the lent H100 machine
+    (no Docker there, no cpufreq in its VM, the open kernel module). Its replay gives what the live run
+    printed there: the driver and its module flavour read for real, the Docker lines SKIP saying a Spark
+    would FAIL them, the frequency line SKIP with its reason."""
+    r = run("host", "--facts", str(FIXTURES / "recorded" / "h100-device.json"), "--json")
+    report = r.json()
+    jsonschema.validate(report, report_schema())
+    driver = finding(report, "nvidia-driver")
+    assert driver["status"] == "PASS" and "580.159.04" in driver["summary"]
+    assert "open kernel module" in driver["summary"] and "H100" in driver["summary"]
+    assert finding(report, "host:cpu-frequency")["status"] == "SKIP"
+    socket = finding(report, "docker:socket")
+    assert socket["status"] == "SKIP" and "on a DGX Spark this is a FAIL" in socket["summary"]
+    assert finding(report, "host:oom-protection")["status"] == "WARN"
+    assert report["context"]["platform"] == "generic-nvidia"
+    assert r.code == 0
