@@ -123,9 +123,17 @@ def build(req: BuildRequest) -> BuildOutcome:
     if not req.reporting.quiet:
         _err(f"sparkenv build: {prof.name} + {locked.file.name} on {plan.base.ref}")
     try:
-        image_id = engine.build(
-            client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
-        )
+        secrets = plan.secrets()
+        if secrets:  # an index's credential: BuildKit mounts it, writes it nowhere (image/buildkit.py)
+            from sparkenv.image import buildkit
+
+            image_id = buildkit.build(
+                context.tar(plan.files()), secrets, docker_platform, req.no_cache, req.network, progress
+            )
+        else:
+            image_id = engine.build(
+                client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
+            )
     except engine.BuildFailed as exc:
         if not exc.findings:
             raise
