@@ -74,8 +74,12 @@ def validate(a: GateArgs) -> str:
     if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
         raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
     workers_wanted()  # a bad $SPARKENV_GATE_WORKERS: exit 2 before any probe
-    if a.python is not None and not os.path.isfile(a.python):
-        raise SparkenvError(f"--python {a.python}: no such interpreter")
+    if a.python is not None:  # a name on PATH, a shim asked for its interpreter: as the audit resolves one
+        from sparkenv.environment.interpreter import real
+
+        a.python = real(a.python, "--python")
+        if not os.path.isfile(a.python):
+            raise SparkenvError(f"--python {a.python}: no such interpreter")
     if a.watch:
         _check_watch(a)
     return chosen
