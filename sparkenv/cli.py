@@ -86,8 +86,20 @@ def _root(
             is_eager=True,
         ),
     ] = False,
+    strict_config: Annotated[
+        bool,
+        typer.Option(
+            "--strict-config",
+            envvar="SPARKENV_STRICT_CONFIG",
+            help="An unknown key in pyproject.toml's [tool.sparkenv] is an error (exit 2), not a warning.",
+        ),
+    ] = False,
 ) -> None:
     """Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts."""
+    if strict_config:  # read where [tool.sparkenv] is read (resolve/inputs.unknown_keys)
+        import os
+
+        os.environ["SPARKENV_STRICT_CONFIG"] = "1"
 
 
 def explain(

@@ -23,7 +23,7 @@ from sparkenv import safe_read, schema
 from sparkenv.errors import SparkenvError
 from sparkenv.facts.declared import Declared
 
-# [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
+# [tool.sparkenv] keys sparkenv reads, and their types (an unknown key is a warning: `unknown_keys`)
 _SETTINGS = {
     "profile": schema.STRING,
     "profile-file": schema.STRING,
@@ -330,7 +330,31 @@ def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
     schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}
     schema.check(settings, _SETTINGS, arg, "[tool.sparkenv] ")
+    unknown_keys(settings, arg)
     return text, data, settings
+
+
+STRICT_CONFIG = "SPARKENV_STRICT_CONFIG"  # `sparkenv --strict-config` sets it: an unknown key is exit 2
+_warned: set[tuple[str, str]] = set()
+
+
+def unknown_keys(settings: dict[str, Any], arg: str) -> None:
+    """A [tool.sparkenv] key sparkenv does not read is a typo more often than not (`profil =` would
+    target the default profile): a warning naming it and the closest known key, once per file and key;
+    under --strict-config ($SPARKENV_STRICT_CONFIG=1) exit 2, as ruff refuses one."""
+    import difflib
+    import os
+    import sys
+
+    for key in sorted(k for k in settings if k not in _SETTINGS):
+        close = difflib.get_close_matches(key, list(_SETTINGS), n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(_SETTINGS)}"
+        line = f"{arg}: [tool.sparkenv] unknown key `{key}` ({hint})"
+        if os.environ.get(STRICT_CONFIG, "") not in ("", "0"):
+            raise SparkenvError(f"{line}; refused under --strict-config")
+        if (arg, key) not in _warned:
+            _warned.add((arg, key))
+            print(f"sparkenv: warning: {line}; ignored", file=sys.stderr, flush=True)
 
 
 def project_settings(arg: str) -> dict[str, Any]:
