@@ -22,12 +22,23 @@ def which(name: str, path: str | None = None) -> str | None:
     name on PATH (`path`, default $PATH)."""
     if "/" in name:
         return name if os.path.isfile(name) else None
+    found = which_all(name, path)
+    return found[0] if found else None
+
+
+def which_all(name: str, path: str | None = None) -> list[str]:
+    """Every executable file `name` on PATH, in PATH's order, each real file once."""
     search = os.environ.get("PATH", os.defpath) if path is None else path
+    out: list[str] = []
+    seen: set[str] = set()
     for folder in search.split(os.pathsep):
         candidate = os.path.join(folder or ".", name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+            real_file = os.path.realpath(candidate)
+            if real_file not in seen:
+                seen.add(real_file)
+                out.append(candidate)
+    return out
 
 
 def is_shim(path: str) -> bool:

@@ -53,29 +53,41 @@ def mount() -> str:
 
 def command() -> tuple[list[str], dict[str, str]]:
     """The docker CLI's BuildKit build: `docker buildx build --load` where buildx answers, else the
-    built-in client of a CLI before buildx (DOCKER_BUILDKIT=1 docker build)."""
-    docker = shutil.which("docker")
-    if docker is None:
+    built-in client of a CLI before buildx (DOCKER_BUILDKIT=1 docker build). The first `docker` on PATH
+    that has either (a static CLI without its buildx plugin may shadow the distribution's)."""
+    from sparkenv.environment.interpreter import which_all
+
+    found = which_all("docker")
+    if not found:
         raise ServiceMissing(
             "the lock's index needs a credential, which reaches the build only as a BuildKit secret, "
             f"and there is no docker command line on PATH: install docker's CLI and {_INSTALL}"
         )
+    for docker in found:
+        if _answers([docker, "buildx", "version"], {}):
+            return [docker, "buildx", "build", "--load"], {}
+        if _answers([docker, "build", "--help"], {"DOCKER_BUILDKIT": "1"}):
+            return [docker, "build"], {"DOCKER_BUILDKIT": "1"}
+    raise ServiceMissing(
+        "the lock's index needs a credential, which reaches the build only as a BuildKit secret, and "
+        f"no docker command line on PATH has BuildKit ({', '.join(found)}): {_INSTALL}"
+    )
+
+
+def _answers(argv: list[str], extra: dict[str, str]) -> bool:
     from sparkenv import children
 
     try:
-        probe = children.spawn([docker, "buildx", "version"])
+        probe = children.spawn(argv, {**os.environ, **extra})
     except OSError:
-        probe = None
-    if probe is not None:
-        try:
-            probe.communicate(timeout=PROBE_TIMEOUT)
-            if probe.returncode == 0:
-                return [docker, "buildx", "build", "--load"], {}
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            children.stop(probe)
-    return [docker, "build"], {"DOCKER_BUILDKIT": "1"}
+        return False
+    try:
+        probe.communicate(timeout=PROBE_TIMEOUT)
+        return probe.returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+    finally:
+        children.stop(probe)
 
 
 @dataclass
