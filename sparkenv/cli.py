@@ -21,7 +21,9 @@ app = typer.Typer(
     "Exit codes: 0 no FAIL, 1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, "
     "3 a needed service is missing (or stdout cannot be written), "
     "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), "
-    "141 stdout closed early (broken pipe), 70 a bug in sparkenv (please report).",
+    "141 stdout closed early (broken pipe), 70 a bug in sparkenv (please report). "
+    "Kept answers go to $SPARKENV_CACHE_DIR, else $XDG_CACHE_HOME/sparkenv, else ~/.cache/sparkenv "
+    "(`sparkenv cache dir|clean`).",
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
@@ -130,6 +132,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.gate.commands",
     "sparkenv.watch.commands",
     "sparkenv.patches.commands",
+    "sparkenv.cache_commands",
 )
 
 
