@@ -88,6 +88,15 @@ def _root(
             is_eager=True,
         ),
     ] = False,
+    color: Annotated[
+        str,
+        typer.Option(
+            "--color",
+            metavar="auto|always|never",
+            help="Colour the status words: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), "
+            "always, never.",
+        ),
+    ] = "auto",
     strict_config: Annotated[
         bool,
         typer.Option(
@@ -98,6 +107,12 @@ def _root(
     ] = False,
 ) -> None:
     """Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts."""
+    if color not in ("auto", "always", "never"):
+        raise typer.BadParameter(f"{color!r} is not one of auto, always, never", param_hint="--color")
+    if color != "auto":
+        from sparkenv.render import colour
+
+        colour.choose(color)
     if strict_config:  # read where [tool.sparkenv] is read (resolve/inputs.unknown_keys)
         import os
 
