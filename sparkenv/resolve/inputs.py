@@ -57,6 +57,50 @@ class Inputs:
             h.update(data.replace(b"\r\n", b"\n") + b"\0")
         return "sha256:" + h.hexdigest()
 
+    def requirements_digest(self) -> str:
+        """sha256 of what the inputs ask for, parsed: each requirement's name, specifier, marker, extras,
+        URL and stage, the index options and [tool.sparkenv]. A comment, a blank line, spacing, the order
+        of lines or a name's spelling (Torch_Vision, torchvision) changes nothing, as uv compares
+        requirements, not bytes (`lock --check` judges staleness by it). Local paths are recorded relative
+        to the first input's folder, so a lock checked out elsewhere stays current."""
+        import hashlib
+        import json
+
+        base = self.files[0].parent if self.files else Path.cwd()
+
+        def place(value: str) -> str:
+            path = Path(value.removeprefix("file://"))
+            if path.is_absolute():
+                try:
+                    return path.relative_to(base).as_posix()
+                except ValueError:
+                    return value
+            return value
+
+        entries = sorted(
+            json.dumps(
+                [
+                    d.key or place(d.text),
+                    str(d.specifier),
+                    str(d.marker) if d.marker else "",
+                    sorted(d.extras),
+                    place(d.url) if d.url else "",
+                    d.editable,
+                    d.constraint,
+                    d.no_deps,
+                ]
+            )
+            for d in self.requirements
+        )
+        options = {
+            "index-url": self.index_url or "",
+            "extra-index-urls": list(self.extra_index_urls),
+            "find-links": [place(f) for f in self.find_links],
+            "settings": self.settings,
+        }
+        text = json.dumps({"requirements": entries, **options}, sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
 
 def read(
     paths: list[str],

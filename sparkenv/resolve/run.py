@@ -764,7 +764,7 @@ def lock_check(
         profile_name = profile.name
         pylock_path, _ = lockwrite.paths_for(out_dir, profile)
         checked.append(
-            _currency(pylock_path, inp.digest(), profile, [relative(Path(p), out_dir) for p in paths])
+            _currency(pylock_path, inp, profile, [relative(Path(p), out_dir) for p in paths])
         )
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
@@ -792,7 +792,7 @@ def lock_check(
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
             prof = lockprofile.of_lock(written).with_platform(written.platform)
-            checked.append(_currency(pylock_path, inp.digest(), prof, recorded))
+            checked.append(_currency(pylock_path, inp, prof, recorded))
     findings = policy.check_lockfile(lockstatus.LockFileFacts(checked=tuple(checked)))
     # "lock", as the schema names the command; that it only checked is in the context
     findings = merge_by_subject(findings)
@@ -800,10 +800,13 @@ def lock_check(
 
 
 def _currency(
-    pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]
+    pylock_path: Path, inp: inputs_mod.Inputs, profile: profiles.Profile, inputs: list[str]
 ) -> lockstatus.Currency:
     """A written lock's recorded hashes against the inputs and profile as they are now: facts only. The
-    command that re-locks is given as typed from the working folder, whatever folder the lock is in."""
+    inputs changed when their parsed requirements did (a comment-only edit is no change); a lock written
+    before sparkenv recorded that hash is compared by the inputs' bytes. The command that re-locks is
+    given as typed from the working folder, whatever folder the lock is in."""
+    digest = inp.digest()
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.lock import profile as lockprofile
     from sparkenv.lock import read as lockread
@@ -827,7 +830,11 @@ def _currency(
     req = lockread.requirements_file(written)
     return replace(
         here,
-        inputs_changed=written.input_hash != digest,
+        inputs_changed=(
+            written.requirements_hash != inp.requirements_digest()
+            if written.requirements_hash
+            else written.input_hash != digest
+        ),
         profile_changed=lockprofile.changed(written, profile),
         requirements_missing="" if req.is_file() else str(req),
         requirements_disagree=lockread.requirements_disagreement(written),
