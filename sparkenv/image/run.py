@@ -233,10 +233,15 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     if req.lock:
         return Path(req.lock), None
     if not req.inputs:
-        from sparkenv.resolve.check import profile_for  # --profile, else the project's, else the default
+        from sparkenv.lock.present import default_lock
+        from sparkenv.resolve.check import named_profile, profile_for
 
+        # --profile, else the project's, else the default's lock (else the one lock there)
         stem = profile_for(req.profile, None, None).file_stem
-        return project.lock_folder(None) / f"pylock.{stem}.toml", None
+        folder = project.lock_folder(None)
+        if named_profile(req.profile, None)[0]:
+            return folder / f"pylock.{stem}.toml", None
+        return default_lock(folder, stem), None
     from sparkenv.resolve import run
 
     result = run.lock(

@@ -15,6 +15,7 @@ from sparkenv.errors import SparkenvError
 from sparkenv.lock import write as lockwrite
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import spawn_cache, timeline, uvdriver
+from sparkenv.resolve.check import named_profile
 from sparkenv.resolve.check import profile_for as _profile
 from sparkenv.resolve.preferences import KEEP, Upgrade
 from sparkenv.resolve.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
@@ -761,11 +762,17 @@ def lock_check(
     if paths:
         inp = inputs_mod.read(paths, extras)
         profile = _profile(profile_arg, platform, inp)
-        profile_name = profile.name
         pylock_path, _ = lockwrite.paths_for(out_dir, profile)
-        checked.append(
-            _currency(pylock_path, inp, profile, [relative(Path(p), out_dir) for p in paths])
-        )
+        if not named_profile(profile_arg, inp)[0]:  # the default's lock, else the one lock there
+            from sparkenv.lock.present import default_lock
+
+            found = default_lock(out_dir, profile.file_stem, must_exist=False)
+            if found != pylock_path:
+                other = lockread.pylock(found)
+                profile = lockprofile.of_lock(other).with_platform(platform or other.platform)
+                pylock_path = found
+        profile_name = profile.name
+        checked.append(_currency(pylock_path, inp, profile, [relative(Path(p), out_dir) for p in paths]))
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks and output_dir is None:  # the project's own lockfiles/: none yet is no failure
