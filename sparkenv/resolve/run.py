@@ -795,7 +795,9 @@ def lock_check(
                 confine.inside(root, p, out_dir, where)
             missing = [p for p in recorded if not (out_dir / p).is_file()]
             if missing:
-                checked.append(lockstatus.Currency(**here, missing_input=missing[0]))
+                checked.append(
+                    lockstatus.Currency(**here, missing_input=project.from_here(out_dir / missing[0]))
+                )
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
             prof = lockprofile.of_lock(written).with_platform(written.platform)
