@@ -23,6 +23,11 @@ from sparkenv.redact import redact
 TEMPLATE = "ngc.Dockerfile"
 PIP = "python3 -m pip"
 PIP_FLAGS = "--no-cache-dir --disable-pip-version-check --no-input"
+# A base whose python3 is externally managed (PEP 668: Debian's and Ubuntu's) refuses pip's installs; the
+# image is the environment, so its installs use the base's own override, as NGC's images set it. What
+# PEP 668 protects, the base's packages, the build's base check guards more narrowly (a replaced one
+# fails the build). An older pip ignores the variable.
+BREAK = "PIP_BREAK_SYSTEM_PACKAGES=1"
 ARCH = {"aarch64": "arm64", "x86_64": "amd64"}
 
 
@@ -197,7 +202,7 @@ class Plan:
                 f"# stage {stage}: installed with --no-deps, every file checked against the lock's hashes",
                 f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
                 f"COPY --from=fetch /wheels/{stage} /tmp/sparkenv-wheels/{stage}",
-                f"RUN {PIP} install --no-deps --require-hashes --no-index "
+                f"RUN {BREAK} {PIP} install --no-deps --require-hashes --no-index "
                 f"--find-links /tmp/sparkenv-wheels/{stage} {PIP_FLAGS} -r /tmp/sparkenv-lock/{req} \\\n"
                 f"    && rm -rf /tmp/sparkenv-wheels/{stage}",
             ]

@@ -20,6 +20,7 @@ API_TIMEOUT = 60  # seconds for ordinary Engine API calls
 BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
 VERIFY_TIMEOUT = 300  # seconds for the audit container
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PULL_FAIL = re.compile(
     r"pull access denied|manifest unknown|not found|no such host|dial tcp|TLS handshake|i/o timeout"
     r"|connection refused|unauthorized",
@@ -166,7 +167,9 @@ class Progress:
             self.out.flush()
 
     def output(self, part: str) -> None:
-        """A line a step printed: kept for a failure's message, shown live on a terminal."""
+        """A line a step printed: kept for a failure's message, shown live on a terminal; its colour codes
+        (pip colours its errors) removed, so a quoted log reads as text."""
+        part = _ANSI.sub("", part)
         if not part.strip():
             return
         self.tail.append(part)

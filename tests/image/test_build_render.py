@@ -166,3 +166,16 @@ def test_without_lock_the_one_lock_present_is_built(tmp_path: Path) -> None:
         "sparkenv: error: lockfiles: no pylock.ngc-25-11.toml (the default profile's lock) and 2 other "
         "locks: pylock.mine.toml, pylock.yours.toml; name one with --lock FILE or --profile NAME"
     ]
+
+
+def test_a_steps_colour_codes_are_not_quoted() -> None:
+    """pip colours its errors (`\\x1b[91merror: externally-managed-environment`, as a PEP 668 base printed
+    it in a real build): the failure's quoted log holds the text, not the escape codes."""
+    from sparkenv.image.engine import Progress
+
+    progress = Progress(quiet=True)
+    progress.line("Step 10/19 : RUN python3 -m pip install x\n")
+    progress.line(
+        "\x1b[91merror: externally-managed-environment\x1b[0m\n\x1b[31m×\x1b[0m This environment is\n"
+    )
+    assert list(progress.tail) == ["error: externally-managed-environment", "× This environment is"]
