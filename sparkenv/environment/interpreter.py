@@ -54,12 +54,19 @@ def is_shim(path: str) -> bool:
     return not _PYTHON_BINARY.match(os.path.basename(os.path.realpath(path)))
 
 
-def real(arg: str, what: str = "", path: str | None = None) -> str:
+def real(
+    arg: str,
+    what: str = "",
+    path: str | None = None,
+    ask_s: float = ASK_TIMEOUT,
+    keep_unanswered: bool = False,
+) -> str:
     """The interpreter `arg` runs: a bare name looked up on PATH (an existing file or folder of that name
     in the working folder wins, as for every path argument), a shim asked for its sys.executable. `arg`
     itself when it is neither (a folder, a Python binary, a missing file: the caller judges it).
     SparkenvError (exit 2, one line naming `what` and `arg`) when a name is not on PATH or a shim does not
-    answer with an interpreter."""
+    answer with an interpreter. `ask_s` bounds the question; `keep_unanswered`: a shim silent that long is
+    kept as given (the gate, whose deadline outranks the question: its probes then say what they find)."""
     label = f"{what} {arg}".strip()
     found = arg
     if "/" not in arg and not os.path.lexists(arg):
@@ -69,10 +76,10 @@ def real(arg: str, what: str = "", path: str | None = None) -> str:
         found = on_path
     if not os.path.isfile(found) or not is_shim(found):
         return found
-    return _ask(found, label)
+    return _ask(found, label, ask_s, keep_unanswered)
 
 
-def _ask(shim: str, label: str) -> str:
+def _ask(shim: str, label: str, ask_s: float, keep_unanswered: bool) -> str:
     import subprocess
 
     from sparkenv import children
@@ -82,11 +89,12 @@ def _ask(shim: str, label: str) -> str:
     except OSError as exc:
         raise SparkenvError(f"{label}: cannot run it to ask for its interpreter: {exc.strerror}") from None
     try:
-        out, err = proc.communicate(timeout=ASK_TIMEOUT)
+        out, err = proc.communicate(timeout=ask_s)
     except subprocess.TimeoutExpired:
+        if keep_unanswered:
+            return shim
         raise SparkenvError(
-            f"{label}: asked for its interpreter ({shim} -c '{_ASK}'), it did not answer within "
-            f"{ASK_TIMEOUT:g} s"
+            f"{label}: asked for its interpreter ({shim} -c '{_ASK}'), it did not answer within {ask_s:g} s"
         ) from None
     finally:
         children.stop(proc)

@@ -76,8 +76,9 @@ def validate(a: GateArgs) -> str:
     workers_wanted()  # a bad $SPARKENV_GATE_WORKERS: exit 2 before any probe
     if a.python is not None:  # a name on PATH, a shim asked for its interpreter: as the audit resolves one
         from sparkenv.environment.interpreter import real
+        from sparkenv.gate.workload_python import ask_within
 
-        a.python = real(a.python, "--python")
+        a.python = real(a.python, "--python", ask_s=ask_within(a.deadline), keep_unanswered=True)
         if not os.path.isfile(a.python):
             raise SparkenvError(f"--python {a.python}: no such interpreter")
     if a.watch:
@@ -91,9 +92,9 @@ def judged_python(a: GateArgs) -> tuple[str, str]:
     if a.python:
         return a.python, "--python"
     if a.workload and not a.facts:
-        from sparkenv.gate.workload_python import interpreter
+        from sparkenv.gate.workload_python import ask_within, interpreter
 
-        found = interpreter(list(a.workload))
+        found = interpreter(list(a.workload), ask_s=ask_within(a.deadline))
         if found:
             return found
     return sys.executable, "sparkenv's own; the workload runs no Python seen here: --python names one"

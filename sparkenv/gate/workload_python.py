@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 
-from sparkenv.environment.interpreter import is_shim, real, which
+from sparkenv.environment.interpreter import ASK_TIMEOUT, is_shim, real, which
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 # pip writes this two-line shebang when the interpreter's path is too long for the kernel
@@ -45,7 +45,16 @@ def _from_shebang(script: str, path: str) -> str | None:
     return None
 
 
-def interpreter(workload: list[str], path: str | None = None) -> tuple[str, str] | None:
+def ask_within(deadline_s: float) -> float:
+    """How long the gate asks a shim for its interpreter: a third of its deadline at most, so the gate
+    still answers within it (a shim silent that long is judged as given, by probes with their own
+    timeouts)."""
+    return min(ASK_TIMEOUT, max(0.2, deadline_s / 3))
+
+
+def interpreter(
+    workload: list[str], path: str | None = None, ask_s: float = ASK_TIMEOUT
+) -> tuple[str, str] | None:
     """(interpreter, how it was found) for the workload, or None when it runs no Python we can see."""
     if not workload:
         return None
@@ -55,9 +64,11 @@ def interpreter(workload: list[str], path: str | None = None) -> tuple[str, str]
         return None
     if _is_python(argv0):
         if is_shim(argv0):  # a pyenv shim named python3 runs another interpreter: asked, as uv asks it
-            return real(argv0, "the workload's"), f"the workload's argv[0] ({argv0})"
+            return real(argv0, "the workload's", ask_s=ask_s, keep_unanswered=True), (
+                f"the workload's argv[0] ({argv0})"
+            )
         return argv0, "the workload's argv[0]"
     found = _from_shebang(argv0, search)
     if found and is_shim(found):
-        found = real(found, f"the shebang of {argv0}:")
+        found = real(found, f"the shebang of {argv0}:", ask_s=ask_s, keep_unanswered=True)
     return (found, f"the shebang of {argv0}") if found else None

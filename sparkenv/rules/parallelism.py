@@ -36,10 +36,11 @@ def judge(p: Parallelism) -> Finding:
     if counted is None and width > 1:
         # whether TP × PP crosses the link depends on the count the gate could not read: never a guess
         sizes = f"tensor parallel size {p.tp}" + (f" × pipeline parallel size {p.pp}" if p.pp > 1 else "")
+        across = f" across {p.nodes} nodes" if p.nodes > 1 else ""
         return Finding(
             id=G,
             status=Status.INFO,
-            summary=f"{sizes}: whether it crosses the link is unknown: {known}",
+            summary=f"{sizes}{across}: whether it crosses the link is unknown: {known}",
             subject=SUBJECT,
             evidence=(*p.evidence, known),
             fix="run the gate where NVML sees the GPUs (docker run --gpus all), or on the Spark itself",

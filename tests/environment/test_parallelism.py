@@ -216,7 +216,7 @@ CASES = [
         None,
         None,
         Status.INFO,
-        ["tensor parallel size 2 × pipeline parallel size 2: whether it crosses the link is unknown"],
+        ["tensor parallel size 2 × pipeline parallel size 2 across 2 nodes: whether it crosses the link"],
         "--gpus all",
         id="unknown-gpus-tp-pp",
     ),
