@@ -153,9 +153,9 @@ def test_real_pypi_packages_installed_without_their_dependencies(tmp_path: Path)
     assert ("rich", "markdown-it-py", "conflict") in by_pip and ("requests", "urllib3", "missing") in by_pip
     report, found = audit(tmp_path / "venv")
     assert found == by_pip
-    rich = next(f for f in report["findings"] if f["id"] == "G9" and f["subject"] == "rich")
-    assert (
-        "rich 13.9.4 requires markdown-it-py>=2.2.0, but markdown-it-py 2.1.0 is installed" in rich["summary"]
+    rich = next(f for f in report["findings"] if f["id"] == "G9" and f["subject"] == "rich:markdown-it-py")
+    assert rich["summary"] == (
+        "rich 13.9.4 requires markdown-it-py>=2.2.0, but markdown-it-py 2.1.0 is installed"
     )
 
 
