@@ -117,3 +117,35 @@ def test_a_credential_from_uv_s_variables_is_nowhere_the_engine_keeps(tmp_path: 
         watcher.stop.set()
         server.shutdown()
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, timeout=60)
+
+
+def test_a_failed_step_of_a_buildkit_build_is_said_as_the_classic_ones(tmp_path: Path) -> None:
+    """BuildKit's log (--progress=plain) read back: a download whose bytes do not match the lock's hash
+    fails the build with exit 1, one error naming the step and quoting pip's lines (no colour codes), and
+    the credential nowhere in it."""
+    client = bh.engine_or_skip()
+    bh.ensure_standin(client)
+    user, token = "alice", "tok" + secrets.token_hex(12)
+    wheel = artifacts.write_wheel(tmp_path, "tinypkg", "1.0", {"tinypkg/__init__.py": "X = 1\n"})
+    ix = artifacts.Index(tmp_path / "index", pep658=False)
+    ix.add(wheel)
+    server = artifacts.serve(ix, auth=f"{user}:{token}")
+    try:
+        lock = bh.write_lock(tmp_path, ix.url, {"1-packages": [wheel]}, bh.STANDIN_TAG)
+        (tmp_path / "other").mkdir()
+        other = artifacts.write_wheel(
+            tmp_path / "other", "tinypkg", "1.0", {"tinypkg/__init__.py": "X = 2\n"}
+        )
+        (ix.root / "files" / wheel.name).write_bytes(other.read_bytes())  # the index now serves other bytes
+        cmd = [sys.executable, "-m", "sparkenv", "build", "--lock", str(lock)]
+        cmd += ["--profile", str(tmp_path / "standin.toml"), "--base", bh.STANDIN_TAG]
+        cmd += ["--platform", "linux/amd64", "--network", "host", "--tag", "sparkenv-test/secret-fails:1"]
+        env = {**os.environ, "UV_EXTRA_INDEX_URL": ix.url.replace("http://", f"http://{user}:{token}@")}
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+        assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+        error = r.stderr[r.stderr.index("sparkenv: error: build failed at step ") :]
+        assert "pip download" in error.splitlines()[0], error
+        assert "do not match the hashes" in error.lower(), error
+        assert token not in r.stdout + r.stderr and "\x1b[" not in error and "Traceback" not in r.stderr
+    finally:
+        server.shutdown()
