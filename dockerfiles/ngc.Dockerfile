@@ -1,8 +1,9 @@
 # A sparkenv image: {{PROFILE}} + {{LOCK}}. Rendered by `sparkenv build` (sparkenv {{VERSION}}) from
-# dockerfiles/ngc.Dockerfile; edit the template, not this output. Classic builder syntax only: no BuildKit.
+# dockerfiles/ngc.Dockerfile; edit the template, not this output. The classic builder builds it, BuildKit
+# when an index needs a credential (a secret mount in the fetch stage: no layer holds it).
 
 # ---- fetch: download the locked wheels, hash-checked. The only stage that sees a CA bundle or an index's
-# ---- credentials (a netrc); it is not part of the final image.
+# ---- credentials (a netrc mounted as a BuildKit secret for each download); it is not part of the final image.
 FROM {{BASE}} AS fetch
 {{FETCH}}
 

@@ -16,6 +16,22 @@ import pytest
 # test_lock_classes_pypi.py; a module that defines its own `lock` or `caches` keeps its own.
 pytest_plugins = ["pypi_lock"]
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _a_cache_folder_of_the_suites_own(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The suite keeps its answers (index pages, metadata, runtime wheels) in a temporary folder, never in
+    the invoking user's cache (it wrote ~15 MB there); the CLI processes the tests start inherit it. A
+    SPARKENV_CACHE_DIR already set (CI keeping a warm cache) is honoured; a test setting its own keeps it."""
+    if os.environ.get("SPARKENV_CACHE_DIR"):
+        yield
+        return
+    os.environ["SPARKENV_CACHE_DIR"] = str(tmp_path_factory.mktemp("sparkenv-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARKENV_CACHE_DIR", None)
+
+
 CROSS_GCC = "aarch64-linux-gnu-gcc"
 ARCH_GCC = {"x86_64": "gcc", "aarch64": CROSS_GCC} if os.uname().machine == "x86_64" else {"aarch64": "gcc"}
 

@@ -57,3 +57,26 @@ def test_every_sarif_result_has_a_location(run, env, tmp_path) -> None:  # type:
     assert lock_result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
         "lockfiles/pylock.ngc-25-11.toml"
     )
+
+
+def test_every_github_annotation_has_the_file_sarif_names(run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`lock --check --format github` on a stale lock: the annotation had no file= although SARIF names
+    the lock; now every annotation carries the place SARIF gives the same finding."""
+    proj = tmp_path / "proj"
+    (proj / "lockfiles" / "inputs").mkdir(parents=True)
+    (proj / ".git").mkdir()
+    for name in ("pylock.ngc-25-11.toml", "requirements.ngc-25-11.txt", "inputs/playbook-unsloth.txt"):
+        shutil.copy(REPO / "lockfiles" / name, proj / "lockfiles" / name)
+    with (proj / "lockfiles" / "inputs" / "playbook-unsloth.txt").open("a") as fh:
+        fh.write("einops\n")  # the lock is stale now
+    r = run("lock", "--check", "--format", "github", "--sarif", "lock.sarif", cwd=proj)
+    assert r.code == 1, r.out + r.err
+    annotations = [ln for ln in r.lines if ln.startswith(("::error", "::warning"))]
+    places = [
+        p["physicalLocation"]["artifactLocation"]["uri"]
+        for res in _results(proj / "lock.sarif")
+        for p in res["locations"]
+    ]
+    assert annotations and len(annotations) == len(places), (annotations, places)
+    for line, place in zip(annotations, places, strict=True):
+        assert line.split("::")[1].split(" ", 1)[1].startswith(f"file={place}"), (line, place)

@@ -117,8 +117,8 @@ def _judged(
         "site_dirs": [str(d) for d in resolved.site_dirs],
         "distributions": len(facts.dists),
         "shared_objects": facts.shared_object_count,
-        # what pip check reports, machine-readable: one entry per unmet requirement (G9 names each)
-        "broken_requirements": [b.as_dict() for b in _requirements().find(facts)[0]],
+        # what pip check reports, machine-readable: per distribution, its unmet requirements (G9 says each)
+        "broken_requirements": _requirements().grouped(_requirements().find(facts)[0]),
         "gpu": coverage.cap_text(gpu) if isinstance(gpu, tuple) else None,
     }
     return report, facts

@@ -21,7 +21,9 @@ app = typer.Typer(
     "Exit codes: 0 no FAIL, 1 a FAIL (or a WARN under --strict), 2 bad usage or unreadable input, "
     "3 a needed service is missing (or stdout cannot be written), "
     "130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (after cleaning up), "
-    "141 stdout closed early (broken pipe), 70 a bug in sparkenv (please report).",
+    "141 stdout closed early (broken pipe), 70 a bug in sparkenv (please report). "
+    "Kept answers go to $SPARKENV_CACHE_DIR, else $XDG_CACHE_HOME/sparkenv, else ~/.cache/sparkenv "
+    "(`sparkenv cache dir|clean`).",
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell (typer's, via shellingham)
     add_completion=True,
@@ -86,8 +88,35 @@ def _root(
             is_eager=True,
         ),
     ] = False,
+    color: Annotated[
+        str,
+        typer.Option(
+            "--color",
+            metavar="auto|always|never",
+            help="Colour the status words: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), "
+            "always, never.",
+        ),
+    ] = "auto",
+    strict_config: Annotated[
+        bool,
+        typer.Option(
+            "--strict-config",
+            envvar="SPARKENV_STRICT_CONFIG",
+            help="An unknown key in pyproject.toml's [tool.sparkenv] is an error (exit 2), not a warning.",
+        ),
+    ] = False,
 ) -> None:
     """Make NVIDIA DGX Spark (GB10) Python environments known-good before a long run starts."""
+    if color not in ("auto", "always", "never"):
+        raise typer.BadParameter(f"{color!r} is not one of auto, always, never", param_hint="--color")
+    if color != "auto":
+        from sparkenv.render import colour
+
+        colour.choose(color)
+    if strict_config:  # read where [tool.sparkenv] is read (resolve/inputs.unknown_keys)
+        import os
+
+        os.environ["SPARKENV_STRICT_CONFIG"] = "1"
 
 
 def explain(
@@ -120,6 +149,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.watch.commands",
     "sparkenv.attest.commands",
     "sparkenv.patches.commands",
+    "sparkenv.cli.cache_commands",
 )
 
 

@@ -50,7 +50,10 @@ def resolve(arg: str | None, machine: str | None = None) -> Target:
         )
         return _finish(f"the running interpreter ({sys.executable})", dirs, Path(sys.executable), machine)
 
-    path = Path(arg).expanduser()
+    from sparkenv.environment import interpreter
+
+    # a bare name is looked up on PATH, a shim (pyenv's) asked for its real interpreter, as uv does
+    path = Path(interpreter.real(os.path.expanduser(arg)))
     import stat
 
     try:
@@ -61,7 +64,7 @@ def resolve(arg: str | None, machine: str | None = None) -> Target:
             f"{arg}: {reason} (expected a venv, a site-packages folder or a Python interpreter)"
         ) from None
     if stat.S_ISREG(st.st_mode):
-        return _from_interpreter(path, arg, machine)
+        return _from_interpreter(path, arg if str(path) == arg else f"{arg} ({path})", machine)
     if not stat.S_ISDIR(st.st_mode):  # /dev/null is a character device, not a permission problem
         raise SparkenvError(
             f"{arg}: {safe_read.kind_of(st.st_mode)}, not a venv, a site-packages folder or a Python "

@@ -48,7 +48,9 @@ class Lock:
     python_platform: str = ""
     requires_python: str = ""
     inputs: tuple[str, ...] = ()
-    input_hash: str = ""
+    input_hash: str = ""  # of the inputs' bytes
+    # of the inputs' parsed requirements (Inputs.requirements_digest); "" in a lock written before it
+    requirements_hash: str = ""
     excluded: frozenset[str] = frozenset()  # what the base provides, left out on purpose
     allow_replace: frozenset[str] = frozenset()  # base packages the lock replaces on purpose
     exclude_newer: str = ""

@@ -30,7 +30,7 @@ class Currency:
     profile: str = ""  # "" when the lock could not be read (another format)
     digest: str = ""  # the inputs' digest now
     exists: bool = True
-    missing_input: str = ""  # an input the lock records that no longer exists
+    missing_input: str = ""  # an input the lock records that no longer exists, from the working folder
     other_format: bool = False
     inputs_changed: bool = False
     profile_changed: bool = False

@@ -80,8 +80,13 @@ def validate(a: GateArgs) -> str:
     if not math.isfinite(a.need_gb) or not 0 <= a.need_gb <= 1 << 40:  # memory in GB: bounded by any machine
         raise SparkenvError(f"--need-gb: must be a number of GB between 0 and {1 << 40}, not {a.need_gb:g}")
     workers_wanted()  # a bad $SPARKENV_GATE_WORKERS: exit 2 before any probe
-    if a.python is not None and not os.path.isfile(a.python):
-        raise SparkenvError(f"--python {a.python}: no such interpreter")
+    if a.python is not None:  # a name on PATH, a shim asked for its interpreter: as the audit resolves one
+        from sparkenv.environment.interpreter import real
+        from sparkenv.gate.workload_python import ask_within
+
+        a.python = real(a.python, "--python", ask_s=ask_within(a.deadline), keep_unanswered=True)
+        if not os.path.isfile(a.python):
+            raise SparkenvError(f"--python {a.python}: no such interpreter")
     if a.watch:
         _check_watch(a)
     return chosen
@@ -93,9 +98,9 @@ def judged_python(a: GateArgs) -> tuple[str, str]:
     if a.python:
         return a.python, "--python"
     if a.workload and not a.facts:
-        from sparkenv.gate.workload_python import interpreter
+        from sparkenv.gate.workload_python import ask_within, interpreter
 
-        found = interpreter(list(a.workload))
+        found = interpreter(list(a.workload), ask_s=ask_within(a.deadline))
         if found:
             return found
     return sys.executable, "sparkenv's own; the workload runs no Python seen here: --python names one"

@@ -9,19 +9,11 @@ from __future__ import annotations
 import os
 import re
 
+from sparkenv.environment.interpreter import ASK_TIMEOUT, is_shim, real, which
+
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 # pip writes this two-line shebang when the interpreter's path is too long for the kernel
 _EXEC = re.compile(r"^'''exec' '?\"?([^'\" ]+)")
-
-
-def _which(name: str, path: str) -> str | None:
-    if "/" in name:
-        return name if os.path.isfile(name) else None
-    for folder in path.split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _is_python(path: str) -> bool:
@@ -42,7 +34,7 @@ def _from_shebang(script: str, path: str) -> str | None:
         return None
     if os.path.basename(words[0]) == "env":  # `#!/usr/bin/env [-S] python3 …`
         rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-        found = _which(rest[0], path) if rest else None
+        found = which(rest[0], path) if rest else None
         return found if found and _is_python(found) else None
     if _is_python(words[0]):
         return words[0] if os.path.isfile(words[0]) else None
@@ -53,15 +45,30 @@ def _from_shebang(script: str, path: str) -> str | None:
     return None
 
 
-def interpreter(workload: list[str], path: str | None = None) -> tuple[str, str] | None:
+def ask_within(deadline_s: float) -> float:
+    """How long the gate asks a shim for its interpreter: a third of its deadline at most, so the gate
+    still answers within it (a shim silent that long is judged as given, by probes with their own
+    timeouts)."""
+    return min(ASK_TIMEOUT, max(0.2, deadline_s / 3))
+
+
+def interpreter(
+    workload: list[str], path: str | None = None, ask_s: float = ASK_TIMEOUT
+) -> tuple[str, str] | None:
     """(interpreter, how it was found) for the workload, or None when it runs no Python we can see."""
     if not workload:
         return None
     search = os.environ.get("PATH", os.defpath) if path is None else path
-    argv0 = _which(workload[0], search)
+    argv0 = which(workload[0], search)
     if argv0 is None:
         return None
     if _is_python(argv0):
+        if is_shim(argv0):  # a pyenv shim named python3 runs another interpreter: asked, as uv asks it
+            return real(argv0, "the workload's", ask_s=ask_s, keep_unanswered=True), (
+                f"the workload's argv[0] ({argv0})"
+            )
         return argv0, "the workload's argv[0]"
     found = _from_shebang(argv0, search)
+    if found and is_shim(found):
+        found = real(found, f"the shebang of {argv0}:", ask_s=ask_s, keep_unanswered=True)
     return (found, f"the shebang of {argv0}") if found else None

@@ -18,12 +18,18 @@ from sparkenv.core.redact import redact
 from sparkenv.environment import profiles
 from sparkenv.environment.profiles import Profile
 from sparkenv.facts.lock import Lock
+from sparkenv.image import buildkit
 from sparkenv.index import credentials
 from sparkenv.lock import write as lockwrite
 
 TEMPLATE = "ngc.Dockerfile"
 PIP = "python3 -m pip"
 PIP_FLAGS = "--no-cache-dir --disable-pip-version-check --no-input"
+# A base whose python3 is externally managed (PEP 668: Debian's and Ubuntu's) refuses pip's installs; the
+# image is the environment, so its installs use the base's own override, as NGC's images set it. What
+# PEP 668 protects, the base's packages, the build's base check guards more narrowly (a replaced one
+# fails the build). An older pip ignores the variable.
+BREAK = "PIP_BREAK_SYSTEM_PACKAGES=1"
 ARCH = {"aarch64": "arm64", "x86_64": "amd64"}
 
 
@@ -149,10 +155,16 @@ class Plan:
 
     def netrc(self) -> str:
         """Credentials for the lock's indexes, from where pip and uv read them (an older lock's own
-        user-info included): only the fetch stage sees them, the image never does."""
+        user-info included): the fetch stage's downloads see them as a BuildKit secret (`secrets`), no
+        file of the context or layer holds them."""
         credentials.remember(self._indexes())
         lines = credentials.netrc_lines(self._indexes())
         return "\n".join(lines) + "\n" if lines else ""
+
+    def secrets(self) -> dict[str, bytes]:
+        """What the build mounts as BuildKit secrets: the netrc, when an index needs a credential."""
+        text = self.netrc()
+        return {buildkit.SECRET_ID: text.encode()} if text else {}
 
     def _pylock_bytes(self) -> bytes:
         """The pylock as the image keeps it, without credentials (a lock written before sparkenv
@@ -178,20 +190,21 @@ class Plan:
         install: list[str] = []
         if self.ca_bundle:
             fetch += ["COPY ca/ca.pem /tmp/sparkenv-ca.pem", "ENV PIP_CERT=/tmp/sparkenv-ca.pem"]
-        if self.netrc():  # pip reads NETRC; the fetch stage is not part of the image
-            fetch += ["COPY auth/netrc /tmp/sparkenv-netrc", "ENV NETRC=/tmp/sparkenv-netrc"]
+        # an index's credential: a BuildKit secret mounted for the download alone (pip reads NETRC), never
+        # a file of the context, which a stage would keep in the engine's cache
+        secret = f"{buildkit.mount()} " if self.netrc() else ""
         for stage in self.stages:
             req = stage_file(stage)
             fetch += [
                 f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
-                f"RUN {PIP} download --no-deps --require-hashes --only-binary=:all: {PIP_FLAGS} "
+                f"RUN {secret}{PIP} download --no-deps --require-hashes --only-binary=:all: {PIP_FLAGS} "
                 f"-d /wheels/{stage} -r /tmp/sparkenv-lock/{req}",
             ]
             install += [
                 f"# stage {stage}: installed with --no-deps, every file checked against the lock's hashes",
                 f"COPY lock/{req} /tmp/sparkenv-lock/{req}",
                 f"COPY --from=fetch /wheels/{stage} /tmp/sparkenv-wheels/{stage}",
-                f"RUN {PIP} install --no-deps --require-hashes --no-index "
+                f"RUN {BREAK} {PIP} install --no-deps --require-hashes --no-index "
                 f"--find-links /tmp/sparkenv-wheels/{stage} {PIP_FLAGS} -r /tmp/sparkenv-lock/{req} \\\n"
                 f"    && rm -rf /tmp/sparkenv-wheels/{stage}",
             ]
@@ -239,8 +252,6 @@ class Plan:
             if stage.packages:
                 text = redact(lockwrite.stage_requirements(self.lock, stage))
                 out[f"lock/{stage_file(stage.name)}"] = (text.encode(), 0o644)
-        if self.netrc():
-            out["auth/netrc"] = (self.netrc().encode(), 0o644)
         for wheel in self.runtime:
             out[f"sparkenv/runtime/{wheel.name}"] = (wheel.read_bytes(), 0o644)
         out["sparkenv/runtime/requirements.txt"] = (

@@ -20,6 +20,7 @@ API_TIMEOUT = 60  # seconds for ordinary Engine API calls
 BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
 VERIFY_TIMEOUT = 300  # seconds for the audit container
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PULL_FAIL = re.compile(
     r"pull access denied|manifest unknown|not found|no such host|dial tcp|TLS handshake|i/o timeout"
     r"|connection refused|unauthorized",
@@ -138,28 +139,44 @@ class Progress:
             self._live = False
 
     def line(self, text: str) -> None:
+        """A line of the classic builder's stream."""
         text = text.rstrip("\n")
         for part in text.splitlines() or [""]:
             m = _STEP_RE.match(part)
             if m:
-                self.number, self.total, self.step = int(m.group(1)), int(m.group(2)), m.group(3)
-                if not self.quiet:
-                    self._clear()
-                    self.out.write(f"step {self.number}/{self.total}: {self.step[:150]}\n")
-                continue
-            if part.strip() == "---> Using cache":
-                self.cached += 1
-                if not self.quiet:
-                    self._clear()
-                    self.out.write("    cached\n")
-                continue
-            if part.strip().startswith("--->") or not part.strip():
-                continue
-            self.tail.append(part)
-            if self.tty:
-                self.out.write("\r\033[K    " + part.strip()[:100])
-                self._live = True
+                self.begin(int(m.group(1)), int(m.group(2)), m.group(3))
+            elif part.strip() == "---> Using cache":
+                self.was_cached()
+            elif not part.strip().startswith("--->"):
+                self.output(part)
         self.out.flush()
+
+    def begin(self, number: int, total: int, step: str) -> None:
+        """Step `number` of `total` starts (the classic builder's and BuildKit's logs both tell it)."""
+        self.number, self.total, self.step = number, total, step
+        if not self.quiet:
+            self._clear()
+            self.out.write(f"step {self.number}/{self.total}: {self.step[:150]}\n")
+            self.out.flush()
+
+    def was_cached(self) -> None:
+        self.cached += 1
+        if not self.quiet:
+            self._clear()
+            self.out.write("    cached\n")
+            self.out.flush()
+
+    def output(self, part: str) -> None:
+        """A line a step printed: kept for a failure's message, shown live on a terminal; its colour codes
+        (pip colours its errors) removed, so a quoted log reads as text."""
+        part = _ANSI.sub("", part)
+        if not part.strip():
+            return
+        self.tail.append(part)
+        if self.tty:
+            self.out.write("\r\033[K    " + part.strip()[:100])
+            self.out.flush()
+            self._live = True
 
     def pull(self, chunk: dict[str, Any]) -> None:
         status = str(chunk.get("status", ""))
@@ -175,10 +192,16 @@ class Progress:
 
 
 def build(
-    client: Any, context: Any, platform: str | None, no_cache: bool, network: str | None, progress: Progress
+    client: Any,
+    context: Any,
+    platform: str | None,
+    no_cache: bool,
+    network: str | None,
+    progress: Progress,
 ) -> str:
     """Stream a classic build of the tar `context`; return the image ID. Raise BuildFailed with the step
-    and the last log lines; the engine's errors through `talking` (exit 3)."""
+    and the last log lines; the engine's errors through `talking` (exit 3). A build that needs a secret
+    goes through BuildKit instead (image/buildkit.py says why)."""
     kwargs: dict[str, Any] = {
         "fileobj": context,
         "custom_context": True,

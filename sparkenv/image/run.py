@@ -102,22 +102,27 @@ def build(req: BuildRequest) -> BuildOutcome:
     ref = req.tag or req.push or f"sparkenv/{prof.file_stem}:latest"
     base = context.default_base(prof, req.base)
 
-    if req.dry_run:  # no Docker: sparkenv's runtime for the profile's Python (a build reads the base's)
+    if req.dry_run:  # sparkenv's runtime for the profile's Python (a build reads the base's)
         target = runtime.Target(prof.python_minor, machine, prof.glibc or "2.17")
         wheels, note = _dry_run_runtime(target)
+        base, unread = _dry_run_base(base, prof, req.base)
         plan = context.Plan(prof, locked, base, _version(), ca_path, req.sdpa, wheels)
-        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push) + note)
+        return BuildOutcome(dry_run=_dry_run(plan, driver_findings, ref, gpu_text, req.push) + unread + note)
 
     from sparkenv.core import signals
 
     client = engine.connect()
     signals.on_interrupt(f"no tag moved ({ref})")  # said if Ctrl-C/SIGTERM/SIGHUP stops the build
     docker_platform = profiles.DOCKER_SPELLING[machine]
-    base = _resolve_base(client, base, prof, req.base, req.reporting.quiet)
     # the base first, before any step: is it what the lock was made for? (its python3 answers a probe)
-    read = base_probe.read(client, base.ref, docker_platform, otherwise="pass --base IMAGE")
+    read = base_probe.read(
+        client,
+        _resolve_base(client, base, prof, req.base, True).ref,
+        docker_platform,
+        otherwise="pass --base IMAGE",
+    )
     _refuse_another_base(read, prof, machine, locked)
-    base = replace(base, entrypoint=read.entrypoint, cmd=read.cmd)  # the image's entrypoint chains to them
+    base = settled_base(client, base, prof, req.base, req.reporting.quiet)
     # sparkenv's runtime for the interpreter the image really has
     target = runtime.Target(read.python_minor, machine, read.glibc or prof.glibc or "2.17")
     wheels = [runtime.sparkenv_wheel(), *runtime.dependency_wheels(target)]
@@ -126,9 +131,17 @@ def build(req: BuildRequest) -> BuildOutcome:
     if not req.reporting.quiet:
         _err(f"sparkenv build: {prof.name} + {locked.file.name} on {plan.base.ref}")
     try:
-        image_id = engine.build(
-            client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
-        )
+        secrets = plan.secrets()
+        if secrets:  # an index's credential: BuildKit mounts it, writes it nowhere (image/buildkit.py)
+            from sparkenv.image import buildkit
+
+            image_id = buildkit.build(
+                context.tar(plan.files()), secrets, docker_platform, req.no_cache, req.network, progress
+            )
+        else:
+            image_id = engine.build(
+                client, context.tar(plan.files()), docker_platform, req.no_cache, req.network, progress
+            )
     except engine.BuildFailed as exc:
         if not exc.findings:
             raise
@@ -228,10 +241,15 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     if req.lock:
         return Path(req.lock), None
     if not req.inputs:
-        from sparkenv.resolve.check import profile_for  # --profile, else the project's, else the default
+        from sparkenv.lock.present import default_lock
+        from sparkenv.resolve.check import named_profile, profile_for
 
+        # --profile, else the project's, else the default's lock (else the one lock there)
         stem = profile_for(req.profile, None, None).file_stem
-        return project.lock_folder(None) / f"pylock.{stem}.toml", None
+        folder = project.lock_folder(None)
+        if named_profile(req.profile, None)[0]:
+            return folder / f"pylock.{stem}.toml", None
+        return default_lock(folder, stem), None
     from sparkenv.resolve import run
 
     result = run.lock(
@@ -348,6 +366,47 @@ def _version() -> str:
         return "0+unknown"
 
 
+def settled_base(client, base, prof, override: str | None, quiet: bool = True):  # type: ignore[no-untyped-def]
+    """The base as the Dockerfile names it (FROM, the digest labels) and the ENTRYPOINT and CMD the
+    image chains to, read from the base's configuration on the engine: the one function the build and
+    --dry-run both call, so the dry run prints the build's Dockerfile and labels. The base as the
+    profile names it when it is not on the engine (the build pulls it first)."""
+    from sparkenv.image import engine
+
+    settled = _resolve_base(client, base, prof, override, quiet)
+    img = engine.local_image(client, settled.ref)
+    if img is None:
+        return settled
+    config = img.attrs.get("Config") or {}
+    return replace(
+        settled,
+        entrypoint=tuple(str(x) for x in config.get("Entrypoint") or ()),
+        cmd=tuple(str(x) for x in config.get("Cmd") or ()),
+    )
+
+
+def _dry_run_base(base, prof, override: str | None):  # type: ignore[no-untyped-def]
+    """The dry run's base: settled as the build settles it where an engine answers and has the base;
+    else the profile's, and a line saying what the build will read that the dry run could not."""
+    from sparkenv.core.errors import ServiceMissing
+    from sparkenv.image import engine
+
+    try:
+        client = engine.connect(timeout=10)
+    except ServiceMissing:
+        return (
+            base,
+            "# no Docker engine here: the build reads the base's ENTRYPOINT, CMD and digest from it\n",
+        )
+    settled = settled_base(client, base, prof, override)
+    if settled.entrypoint is None:
+        return (
+            settled,
+            f"# {settled.ref} is not on the engine: the build reads its ENTRYPOINT and CMD after the pull\n",
+        )
+    return settled, ""
+
+
 def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # type: ignore[no-untyped-def]
     """FROM by digest when the profile's digest is what is here; record the digest actually used."""
     from sparkenv.image import context, engine
@@ -365,10 +424,15 @@ def _resolve_base(client, base, prof, override: str | None, quiet: bool):  # typ
     if prof.digest and prof.digest in digests:
         return base
     used = digests[0] if digests else img.id
-    if not quiet:
+    if not quiet and digests:
         _err(
             f"sparkenv build: note: local {prof.image} is {used[:19]}…, not the profile's "
             f"{prof.digest[:19] or 'unrecorded digest'}…; building on the local image (refresh the profile)"
+        )
+    elif not quiet:  # built or imported here: no registry digest exists to record in a profile
+        _err(
+            f"sparkenv build: note: {prof.image} is a local image (no registry digest): recorded by its "
+            f"image ID {used[:19]}…"
         )
     return context.Base(f"{prof.image}@{used}" if digests else prof.image, used, prof.image)
 

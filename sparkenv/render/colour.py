@@ -1,6 +1,7 @@
 """Colour for the status words on a terminal: FAIL red, ERROR magenta, WARN yellow, PASS green, and the
 verdict. Never in pipes or files; NO_COLOR (any value, https://no-color.org) turns it off, FORCE_COLOR
-(not "0") turns it on where no terminal is (CI logs that render ANSI). Presentation only."""
+(not "0") turns it on where no terminal is (CI logs that render ANSI); `sparkenv --color always|never`
+decides before both. Presentation only."""
 
 from __future__ import annotations
 
@@ -16,7 +17,18 @@ _LINE = re.compile(rf"^({GOTCHA_PATTERN} )(PASS|FAIL|WARN|SKIP|INFO|ERROR)(:)", 
 _VERDICT_LINE = re.compile(r"^(verdict: )(ready-with-warnings|ready|blocked)", re.M)
 
 
+CHOICES = ("auto", "always", "never")
+_choice = "auto"  # `sparkenv --color`: always/never decide before NO_COLOR, FORCE_COLOR and the terminal
+
+
+def choose(value: str) -> None:
+    global _choice
+    _choice = value
+
+
 def wanted(stream: TextIO) -> bool:
+    if _choice != "auto":
+        return _choice == "always"
     if "NO_COLOR" in os.environ and os.environ["NO_COLOR"] != "":
         return False
     force = os.environ.get("FORCE_COLOR")

@@ -1,6 +1,6 @@
 """GitHub Actions workflow commands (`--format github`): one `::error`/`::warning` line per problem,
-with `file=` and `line=` where the finding knows them, so the problem shows on the pull request's diff;
-then the ordinary text lines for the log. Presentation only."""
+with `file=` and `line=` wherever SARIF has a location for it (the same places), so the problem shows on
+the pull request's diff; then the ordinary text lines for the log. Presentation only."""
 
 from __future__ import annotations
 
@@ -30,13 +30,12 @@ def render(report: Report, *, quiet: bool = False, strict: bool = False) -> str:
             level = "error"
         title = f"title={_escape_property(f'sparkenv {f.id} {f.status.value}: {f.subject}')}"
         message = f"{f.id} {f.status.value}: {f.summary}" + (f" — fix: {f.fix}" if f.fix else "")
-        # one annotation per place: a finding from two input files shows on each file
-        for where in location.every(f) or [None]:
-            props = [title]
-            if where is not None:
-                props.insert(0, f"file={_escape_property(where.path)}")
-                if where.line is not None:
-                    props.insert(1, f"line={where.line}")
+        # one annotation per place, the places SARIF gives the same finding (location.for_result): a
+        # finding from two input files shows on each file, one about the lock on the lock
+        for where in location.for_result(f, report):
+            props = [f"file={_escape_property(where.path)}", title]
+            if where.line is not None:
+                props.insert(1, f"line={where.line}")
             lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
     body = text_render.render(report, quiet=quiet)
     return ("\n".join(lines) + "\n" if lines else "") + body

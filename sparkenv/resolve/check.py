@@ -20,13 +20,20 @@ def profile_for(arg: str | None, platform: str | None, inp: inputs_mod.Inputs | 
     """The target: --profile, else the inputs' [tool.sparkenv] profile, else the project root's
     pyproject.toml [tool.sparkenv] profile (a requirements file in a project that names its profile
     there, or `build` with no input), else the default."""
+    arg, base_dir = named_profile(arg, inp)
+    return profiles.load(arg, base_dir).with_platform(platform)
+
+
+def named_profile(arg: str | None, inp: inputs_mod.Inputs | None) -> tuple[str | None, Path | None]:
+    """The profile something names (--profile, the inputs' or the project's [tool.sparkenv]) and the
+    folder it is relative to; (None, None) when only the default is left."""
     base_dir = None
     if not arg and inp is not None:
         arg = inp.settings.get("profile") or inp.settings.get("profile-file")
         base_dir = inp.files[0].parent if inp.files else None
     if not arg:
         arg, base_dir = _project_profile()
-    return profiles.load(arg, base_dir).with_platform(platform)
+    return arg, base_dir
 
 
 def _project_profile() -> tuple[str | None, Path | None]:

@@ -24,7 +24,7 @@ from sparkenv.core.errors import SparkenvError
 from sparkenv.core.redact import excerpt
 from sparkenv.facts.declared import Declared
 
-# [tool.sparkenv] keys sparkenv reads, and their types (unknown keys are left to other tools)
+# [tool.sparkenv] keys sparkenv reads, and their types (an unknown key is a warning: `unknown_keys`)
 _SETTINGS = {
     "profile": schema.STRING,
     "profile-file": schema.STRING,
@@ -58,6 +58,50 @@ class Inputs:
             data = safe_read.read_bytes(path, what="an input file", limit=16 << 20)
             h.update(data.replace(b"\r\n", b"\n") + b"\0")
         return "sha256:" + h.hexdigest()
+
+    def requirements_digest(self) -> str:
+        """sha256 of what the inputs ask for, parsed: each requirement's name, specifier, marker, extras,
+        URL and stage, the index options and [tool.sparkenv]. A comment, a blank line, spacing, the order
+        of lines or a name's spelling (Torch_Vision, torchvision) changes nothing, as uv compares
+        requirements, not bytes (`lock --check` judges staleness by it). Local paths are recorded relative
+        to the first input's folder, so a lock checked out elsewhere stays current."""
+        import hashlib
+        import json
+
+        base = self.files[0].parent if self.files else Path.cwd()
+
+        def place(value: str) -> str:
+            path = Path(value.removeprefix("file://"))
+            if path.is_absolute():
+                try:
+                    return path.relative_to(base).as_posix()
+                except ValueError:
+                    return value
+            return value
+
+        entries = sorted(
+            json.dumps(
+                [
+                    d.key or place(d.text),
+                    str(d.specifier),
+                    str(d.marker) if d.marker else "",
+                    sorted(d.extras),
+                    place(d.url) if d.url else "",
+                    d.editable,
+                    d.constraint,
+                    d.no_deps,
+                ]
+            )
+            for d in self.requirements
+        )
+        options = {
+            "index-url": self.index_url or "",
+            "extra-index-urls": list(self.extra_index_urls),
+            "find-links": [place(f) for f in self.find_links],
+            "settings": self.settings,
+        }
+        text = json.dumps({"requirements": entries, **options}, sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def read(
@@ -329,7 +373,31 @@ def _pyproject_data(arg: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
     schema.check(data.get("tool", {}), {"sparkenv": schema.TABLE}, arg, "tool.")
     settings = data.get("tool", {}).get("sparkenv", {}) or {}
     schema.check(settings, _SETTINGS, arg, "[tool.sparkenv] ")
+    unknown_keys(settings, arg)
     return text, data, settings
+
+
+STRICT_CONFIG = "SPARKENV_STRICT_CONFIG"  # `sparkenv --strict-config` sets it: an unknown key is exit 2
+_warned: set[tuple[str, str]] = set()
+
+
+def unknown_keys(settings: dict[str, Any], arg: str) -> None:
+    """A [tool.sparkenv] key sparkenv does not read is a typo more often than not (`profil =` would
+    target the default profile): a warning naming it and the closest known key, once per file and key;
+    under --strict-config ($SPARKENV_STRICT_CONFIG=1) exit 2, as ruff refuses one."""
+    import difflib
+    import os
+    import sys
+
+    for key in sorted(k for k in settings if k not in _SETTINGS):
+        close = difflib.get_close_matches(key, list(_SETTINGS), n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(_SETTINGS)}"
+        line = f"{arg}: [tool.sparkenv] unknown key `{key}` ({hint})"
+        if os.environ.get(STRICT_CONFIG, "") not in ("", "0"):
+            raise SparkenvError(f"{line}; refused under --strict-config")
+        if (arg, key) not in _warned:
+            _warned.add((arg, key))
+            print(f"sparkenv: warning: {line}; ignored", file=sys.stderr, flush=True)
 
 
 def project_settings(arg: str) -> dict[str, Any]:

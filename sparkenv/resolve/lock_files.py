@@ -45,6 +45,7 @@ def render(
         "python-platform": profile.python_platform,
         "inputs": [relative(Path(p), out_dir) for p in paths],
         "input-hash": inp.digest(),
+        "requirements-hash": inp.requirements_digest(),
         "excluded": excluded,
         **extra_tool,
         "stages": [s.name for s in stages],

@@ -18,6 +18,7 @@ from sparkenv.lock import write as lockwrite
 from sparkenv.lock.preferences import KEEP, Upgrade
 from sparkenv.lock.uvdriver import DEFAULT_TIMEOUT, IndexOptions, Stage
 from sparkenv.resolve import inputs as inputs_mod
+from sparkenv.resolve.check import named_profile
 from sparkenv.resolve.check import profile_for as _profile
 
 if TYPE_CHECKING:
@@ -775,11 +776,17 @@ def lock_check(
     if paths:
         inp = inputs_mod.read(paths, extras)
         profile = _profile(profile_arg, platform, inp)
-        profile_name = profile.name
         pylock_path, _ = lockwrite.paths_for(out_dir, profile)
-        checked.append(
-            _currency(pylock_path, inp.digest(), profile, [relative(Path(p), out_dir) for p in paths])
-        )
+        if not named_profile(profile_arg, inp)[0]:  # the default's lock, else the one lock there
+            from sparkenv.lock.present import default_lock
+
+            found = default_lock(out_dir, profile.file_stem, must_exist=False)
+            if found != pylock_path:
+                other = lockread.pylock(found)
+                profile = lockprofile.of_lock(other).with_platform(platform or other.platform)
+                pylock_path = found
+        profile_name = profile.name
+        checked.append(_currency(pylock_path, inp, profile, [relative(Path(p), out_dir) for p in paths]))
     else:
         locks = sorted(out_dir.glob("pylock.*.toml"))
         if not locks and output_dir is None:  # the project's own lockfiles/: none yet is no failure
@@ -802,11 +809,13 @@ def lock_check(
                 confine.inside(root, p, out_dir, where)
             missing = [p for p in recorded if not (out_dir / p).is_file()]
             if missing:
-                checked.append(lockstatus.Currency(**here, missing_input=missing[0]))
+                checked.append(
+                    lockstatus.Currency(**here, missing_input=project.from_here(out_dir / missing[0]))
+                )
                 continue
             inp = inputs_mod.read([str(out_dir / p) for p in recorded], fence=root)
             prof = lockprofile.of_lock(written).with_platform(written.platform)
-            checked.append(_currency(pylock_path, inp.digest(), prof, recorded))
+            checked.append(_currency(pylock_path, inp, prof, recorded))
     findings = policy.check_lockfile(lockstatus.LockFileFacts(checked=tuple(checked)))
     # "lock", as the schema names the command; that it only checked is in the context
     findings = merge_by_subject(findings)
@@ -814,10 +823,13 @@ def lock_check(
 
 
 def _currency(
-    pylock_path: Path, digest: str, profile: profiles.Profile, inputs: list[str]
+    pylock_path: Path, inp: inputs_mod.Inputs, profile: profiles.Profile, inputs: list[str]
 ) -> lockstatus.Currency:
     """A written lock's recorded hashes against the inputs and profile as they are now: facts only. The
-    command that re-locks is given as typed from the working folder, whatever folder the lock is in."""
+    inputs changed when their parsed requirements did (a comment-only edit is no change); a lock written
+    before sparkenv recorded that hash is compared by the inputs' bytes. The command that re-locks is
+    given as typed from the working folder, whatever folder the lock is in."""
+    digest = inp.digest()
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.lock import profile as lockprofile
     from sparkenv.lock import read as lockread
@@ -841,7 +853,11 @@ def _currency(
     req = lockread.requirements_file(written)
     return replace(
         here,
-        inputs_changed=written.input_hash != digest,
+        inputs_changed=(
+            written.requirements_hash != inp.requirements_digest()
+            if written.requirements_hash
+            else written.input_hash != digest
+        ),
         profile_changed=lockprofile.changed(written, profile),
         requirements_missing="" if req.is_file() else str(req),
         requirements_disagree=lockread.requirements_disagreement(written),

@@ -103,13 +103,14 @@ def live_link(f: GateFacts) -> list[Finding]:
 
 def live_agreement(f: GateFacts) -> list[Finding]:
     plan = _plan(f)
+    strict = f.strict and bool(f.workload)  # in front of a workload under --policy strict: not agreed blocks
     section, _ = _section(f, plan)  # the reason for no section is said once, by live_link
     if section is None:
         # A Ray workload whose cluster could not be asked (RAY_ADDRESS of a head that is down): say so.
         asked = (f.section("multinode") or {}).get("agreement") or {}
-        return g10_agreement.check(asked, plan.nodes) if asked.get("error") else []
+        return g10_agreement.check(asked, plan.nodes, strict) if asked.get("error") else []
     agreement = section.get("agreement") or {}
-    return g10_agreement.check(agreement, int(agreement.get("nodes") or plan.nodes))
+    return g10_agreement.check(agreement, int(agreement.get("nodes") or plan.nodes), strict)
 
 
 def live_known_hosts(f: GateFacts) -> list[Finding]:

@@ -90,12 +90,18 @@ def _malformed_tail(agreement: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
+BLOCKS = "; --policy strict starts the workload only when every node agreed"
+
+
+def check(agreement: Mapping[str, Any] | None, nodes: int, strict: bool = False) -> list[Finding]:
+    """The agreement's findings. `strict` (--policy strict in front of a workload): agreement not reached
+    — a peer that did not publish, a store that could not be asked, an answer in the wrong shape — is a
+    FAIL that blocks the start, with the line saying so; otherwise an ERROR (the check could not run)."""
     if not agreement:
         return []
     unjudged = _not_judged(agreement, nodes)
     if unjudged:
-        return [unjudged]
+        return [_blocking(unjudged) if strict and unjudged.status is Status.ERROR else unjudged]
     from sparkenv.environment import digest  # only with peers: not on every gate's start
 
     peers: Mapping[str, Any] = agreement.get("peers") or {}
@@ -105,13 +111,21 @@ def check(agreement: Mapping[str, Any] | None, nodes: int) -> list[Finding]:
     seen = ", ".join(digest.label(peers[k]) for k in sorted(peers, key=int))
     missing = _missing(agreement)
     if missing:
-        out.append(_late(agreement, nodes, missing, seen))
+        late = _late(agreement, nodes, missing, seen)
+        out.append(_blocking(late) if strict else late)
     elif not diffs:
         out.append(_agree(agreement, peers, ref, seen))
     ray_test = agreement.get("ray_link_test") or {}
     out += _link_test(agreement.get("link_test") or ray_test.get("torch"), spark=_all_spark(peers))
     out += _ray_transfer(ray_test)
     return out
+
+
+def _blocking(unreached: Finding) -> Finding:
+    """An ERROR about agreement not reached, as strict judges it: a FAIL that says it blocks."""
+    from dataclasses import replace
+
+    return replace(unreached, status=Status.FAIL, summary=unreached.summary + BLOCKS)
 
 
 def _not_judged(agreement: Mapping[str, Any], nodes: int) -> Finding | None:

@@ -67,13 +67,10 @@ def _requirements(facts: AuditFacts) -> list[Finding]:
     from sparkenv.rules import requirements
 
     broken, unparsed, checked = requirements.find(facts)
-    out: list[Finding] = []
-    by_requirer: dict[str, list[requirements.Broken]] = {}
-    for b in broken:
-        by_requirer.setdefault(b.requirer, []).append(b)
     base_pins = facts.ngc.pins
-    for requirer, items in by_requirer.items():
-        out.extend(_requirement_finding(requirer, b, base_pins.get(b.required) == b.installed) for b in items)
+    # one finding per problem, as `uv pip check` prints one line per problem: the subject is the pair
+    # (requirer:required), so findings about one distribution are not merged into one long line
+    out = [_requirement_finding(b.requirer, b, base_pins.get(b.required) == b.installed) for b in broken]
     for u in unparsed:
         out.append(
             _finding(
@@ -103,7 +100,7 @@ def _requirement_finding(requirer: str, b: requirements.Broken, from_base: bool)
         return _finding(
             status=Status.WARN,
             summary=f"{who} requires {req}, which is not installed",
-            subject=requirer,
+            subject=f"{requirer}:{b.required}",
             evidence=(f"Requires-Dist: {req}",),
             fix=f"pip install '{req}' (or uninstall {requirer} if nothing uses it)",
         )
@@ -116,7 +113,7 @@ def _requirement_finding(requirer: str, b: requirements.Broken, from_base: bool)
     return _finding(
         status=Status.WARN,
         summary=f"{who} requires {req}, but {b.required} {b.installed} is installed",
-        subject=requirer,
+        subject=f"{requirer}:{b.required}",
         evidence=(f"Requires-Dist: {req}", f"installed: {b.required} {b.installed}"),
         fix=fix,
     )

@@ -69,7 +69,8 @@ def _currency(c: Currency) -> Finding:
             subject=c.pylock,
             fix="run sparkenv lock again with the current inputs",
         )
-    # typed from where the user stands (the stage gave the paths so): runs as printed
+    # every path as typed from where the user stands (the stage gave them so): the fix runs as printed, and
+    # the inputs named in the summary are the same paths as in the fix
     regen = (
         f"run sparkenv lock {' '.join(c.command_inputs or c.inputs)} --profile "
         f"{c.command_profile or c.profile} --output-dir {c.output_dir}"
@@ -83,7 +84,7 @@ def _currency(c: Currency) -> Finding:
     if c.other_format:
         problems.append("written by another sparkenv lock format")
     if c.inputs_changed:
-        problems.append(f"inputs changed since the lock ({', '.join(c.inputs)})")
+        problems.append(f"inputs changed since the lock ({', '.join(c.command_inputs or c.inputs)})")
     if c.profile_changed:
         problems.append(f"profile {c.profile} changed since the lock")
     if c.requirements_missing:
@@ -95,7 +96,7 @@ def _currency(c: Currency) -> Finding:
         return _finding(status=Status.FAIL, summary=summary, subject=c.pylock, fix=regen)
     return _finding(
         status=Status.PASS,
-        summary=f"{c.pylock} is current with {', '.join(c.inputs)} ({c.profile})",
+        summary=f"{c.pylock} is current with {', '.join(c.command_inputs or c.inputs)} ({c.profile})",
         subject=c.pylock,
         evidence=(c.digest,),
     )

@@ -17,21 +17,35 @@ G = GotchaId.G10
 SUBJECT = "parallelism"
 
 
-def _per_node(p: Parallelism) -> tuple[int, str]:
-    """GPUs per node, and how that is known."""
+UNKNOWN = "GPUs per node unknown (NVML gave none)"
+
+
+def _per_node(p: Parallelism) -> tuple[int | None, str]:
+    """GPUs per node, and how that is known; None when nothing says (no NVML count, not a Spark)."""
     if p.local_gpus:
         return p.local_gpus, f"this node has {p.local_gpus} GPU{'s' if p.local_gpus > 1 else ''}"
     if p.spark:
         n = multinode().parallelism.spark_gpus
         return n, f"a Spark has {n} GPU"
-    # Not known: the launcher spreads the ranks evenly over the nodes it names.
-    n = max(1, math.ceil(p.tp * p.pp / max(1, p.nodes)))
-    return n, f"GPUs per node unknown (NVML gave none), taken as {n}"
+    return None, UNKNOWN
 
 
 def judge(p: Parallelism) -> Finding:
     width = p.tp * p.pp
-    per_node, known = _per_node(p)
+    counted, known = _per_node(p)
+    if counted is None and width > 1:
+        # whether TP × PP crosses the link depends on the count the gate could not read: never a guess
+        sizes = f"tensor parallel size {p.tp}" + (f" × pipeline parallel size {p.pp}" if p.pp > 1 else "")
+        across = f" across {p.nodes} nodes" if p.nodes > 1 else ""
+        return Finding(
+            id=G,
+            status=Status.INFO,
+            summary=f"{sizes}{across}: whether it crosses the link is unknown: {known}",
+            subject=SUBJECT,
+            evidence=(*p.evidence, known),
+            fix="run the gate where NVML sees the GPUs (docker run --gpus all), or on the Spark itself",
+        )
+    per_node = counted or 1  # width 1 needs no count: nothing is split across GPUs
     needed = math.ceil(width / per_node)
     nodes = max(p.nodes, needed) if p.ray else p.nodes
     sizes = f"tensor parallel size {p.tp}" + (f" × pipeline parallel size {p.pp}" if p.pp > 1 else "")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 class Broken:
     requirer: str  # normalized name
     requirer_version: str
-    requirement: str  # as written, without its marker
+    requirement: str  # without its marker, names normalized
     required: str  # normalized name of what is required
     installed: str | None  # version installed, None when missing
     via_extra: str = ""  # the requirer's extra that brought the requirement ("" for its base)
@@ -48,16 +48,6 @@ class Broken:
     @property
     def missing(self) -> bool:
         return self.installed is None
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "requirer": self.requirer,
-            "requirer_version": self.requirer_version,
-            "requirement": self.requirement,
-            "required": self.required,
-            "installed": self.installed,
-            "extra": self.via_extra or None,
-        }
 
 
 @dataclass(frozen=True)
@@ -220,7 +210,31 @@ def _satisfies(req: Requirement, version: str) -> bool:
 
 
 def _spelled(req: Requirement) -> str:
-    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    """The requirement with its names normalized (huggingface_hub and huggingface-hub are one project,
+    said once one way), without its marker."""
+    extras = f"[{','.join(sorted(canonicalize_name(e) for e in req.extras))}]" if req.extras else ""
+    name = canonicalize_name(req.name)
     if req.url:
-        return f"{req.name}{extras} @ {req.url}"
-    return f"{req.name}{extras}{req.specifier}"
+        return f"{name}{extras} @ {req.url}"
+    return f"{name}{extras}{req.specifier}"
+
+
+def grouped(broken: list[Broken]) -> list[dict[str, object]]:
+    """The broken requirements per distribution that requires them (the JSON report's context), each
+    distribution once with its problems in order."""
+    out: dict[str, dict[str, object]] = {}
+    for b in broken:
+        entry = out.setdefault(
+            b.requirer, {"distribution": b.requirer, "version": b.requirer_version, "problems": []}
+        )
+        problems = entry["problems"]
+        assert isinstance(problems, list)
+        problems.append(
+            {
+                "requirement": b.requirement,
+                "required": b.required,
+                "installed": b.installed,
+                "extra": b.via_extra or None,
+            }
+        )
+    return list(out.values())

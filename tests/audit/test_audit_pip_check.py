@@ -51,8 +51,9 @@ def audit(target: Path) -> tuple[dict, set[tuple[str, str, str]]]:
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
     found = {
-        (b["requirer"], b["required"], "missing" if b["installed"] is None else "conflict")
-        for b in report["context"]["broken_requirements"]
+        (d["distribution"], p["required"], "missing" if p["installed"] is None else "conflict")
+        for d in report["context"]["broken_requirements"]
+        for p in d["problems"]
     }
     return report, found
 
@@ -111,11 +112,20 @@ def test_local_wheels_markers_and_extras(tmp_path: Path) -> None:
     assert found == expected_by_pip | {("tool", "speedup", "missing")}
     lines = {(f["status"], f["summary"]) for f in report["findings"] if f["id"] == "G9"}
     assert ("WARN", "tool 1.0 (extra fast) requires speedup>=1, which is not installed") in lines
-    app = next(f for f in report["findings"] if f["id"] == "G9" and f["subject"] == "app")
-    assert app["status"] == "WARN"
-    assert "app 1.0 requires lib>=2, but lib 1.5 is installed" in app["summary"]
-    assert "app 1.0 requires Lib_Two, which is not installed" in app["summary"]
-    assert "pip install 'lib>=2'" in app["fix"] and "pip install 'Lib_Two'" in app["fix"]
+    # one line per problem (as uv pip check), names normalized (Lib_Two is lib-two, said one way)
+    app = {f["subject"]: f for f in report["findings"] if f["id"] == "G9" and f["subject"].startswith("app:")}
+    assert sorted(app) == ["app:lib", "app:lib-two"]
+    assert app["app:lib"]["summary"] == "app 1.0 requires lib>=2, but lib 1.5 is installed"
+    assert app["app:lib-two"]["summary"] == "app 1.0 requires lib-two, which is not installed"
+    assert (
+        "pip install 'lib>=2'" in app["app:lib"]["fix"]
+        and "pip install 'lib-two'" in app["app:lib-two"]["fix"]
+    )
+    assert all(f["status"] == "WARN" for f in app.values())
+    # the JSON groups them per distribution that requires them
+    [group] = [d for d in report["context"]["broken_requirements"] if d["distribution"] == "app"]
+    assert group["version"] == "1.0"
+    assert [(p["required"], p["installed"]) for p in group["problems"]] == [("lib", "1.5"), ("lib-two", None)]
     assert report["verdict"] == "ready-with-warnings"
 
     # Fixed as the findings say: both tools agree there is nothing left.
@@ -143,9 +153,9 @@ def test_real_pypi_packages_installed_without_their_dependencies(tmp_path: Path)
     assert ("rich", "markdown-it-py", "conflict") in by_pip and ("requests", "urllib3", "missing") in by_pip
     report, found = audit(tmp_path / "venv")
     assert found == by_pip
-    rich = next(f for f in report["findings"] if f["id"] == "G9" and f["subject"] == "rich")
-    assert (
-        "rich 13.9.4 requires markdown-it-py>=2.2.0, but markdown-it-py 2.1.0 is installed" in rich["summary"]
+    rich = next(f for f in report["findings"] if f["id"] == "G9" and f["subject"] == "rich:markdown-it-py")
+    assert rich["summary"] == (
+        "rich 13.9.4 requires markdown-it-py>=2.2.0, but markdown-it-py 2.1.0 is installed"
     )
 
 

@@ -208,16 +208,50 @@ CASES = [
         None,
         id="torchrun-megatron-pp2",
     ),
-    # --- no GPU count from NVML: a Spark has one GPU (data), elsewhere the ranks are spread evenly
+    # --- no GPU count from NVML and not a Spark: a judgement that needs the count is INFO "unknown", never
+    # PASS (it was a PASS "taken as 2": a guess that the ranks spread evenly)
     pytest.param(
         "torchrun --nnodes 2 train.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2",
         {},
         None,
         None,
-        Status.PASS,
-        ["GPUs per node unknown"],
+        Status.INFO,
+        ["tensor parallel size 2 × pipeline parallel size 2 across 2 nodes: whether it crosses the link"],
+        "--gpus all",
+        id="unknown-gpus-tp-pp",
+    ),
+    # the issue's: TP 2 under Ray was "single node … nothing crosses the link" without --nnodes …
+    pytest.param(
+        "vllm serve M --tensor-parallel-size 2 --distributed-executor-backend ray",
+        RAY,
         None,
-        id="unknown-gpus-tp-within",
+        None,
+        Status.INFO,
+        ["tensor parallel size 2: whether it crosses the link is unknown", "GPUs per node unknown"],
+        None,
+        id="unknown-gpus-ray-tp2",
+    ),
+    # … and "taken as 1" with it
+    pytest.param(
+        "vllm serve M --tensor-parallel-size 2 --distributed-executor-backend ray --nnodes 2",
+        RAY,
+        None,
+        None,
+        Status.INFO,
+        ["whether it crosses the link is unknown"],
+        None,
+        id="unknown-gpus-ray-tp2-nnodes",
+    ),
+    # nothing split across GPUs needs no count
+    pytest.param(
+        "torchrun --nnodes 2 train.py",
+        {},
+        None,
+        None,
+        Status.PASS,
+        ["2 nodes without tensor parallelism"],
+        None,
+        id="unknown-gpus-ddp",
     ),
 ]
 

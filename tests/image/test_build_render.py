@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,38 @@ def test_driver_against_the_profiles_cuda(driver, line):
 def test_bad_driver_or_gpu(args, word):
     proc = run("--dry-run", "--lock", str(LOCK), *args)
     assert proc.returncode == 2 and word in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_without_lock_the_one_lock_present_is_built(tmp_path: Path) -> None:
+    """No --lock, no profile named, and the default profile's lock is not there: the one lock present is
+    the one built; with two, one line lists them (exit 2). Before: "no such lock" for the default's path
+    with a lock right beside it."""
+    (tmp_path / ".git").mkdir()
+    locks = tmp_path / "lockfiles"
+    (locks / "inputs").mkdir(parents=True)
+    shutil.copy(LOCK, locks / "pylock.mine.toml")
+    shutil.copy(LOCK.with_name("requirements.ngc-25-11.txt"), locks)
+    shutil.copy(LOCK.parent / "inputs" / "playbook-unsloth.txt", locks / "inputs")
+    proc = run("--dry-run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# A sparkenv image: ngc-25.11 + pylock.mine.toml."), proc.stdout[:200]
+    shutil.copy(LOCK, locks / "pylock.yours.toml")
+    proc = run("--dry-run", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.strip().splitlines() == [
+        "sparkenv: error: lockfiles: no pylock.ngc-25-11.toml (the default profile's lock) and 2 other "
+        "locks: pylock.mine.toml, pylock.yours.toml; name one with --lock FILE or --profile NAME"
+    ]
+
+
+def test_a_steps_colour_codes_are_not_quoted() -> None:
+    """pip colours its errors (`\\x1b[91merror: externally-managed-environment`, as a PEP 668 base printed
+    it in a real build): the failure's quoted log holds the text, not the escape codes."""
+    from sparkenv.image.engine import Progress
+
+    progress = Progress(quiet=True)
+    progress.line("Step 10/19 : RUN python3 -m pip install x\n")
+    progress.line(
+        "\x1b[91merror: externally-managed-environment\x1b[0m\n\x1b[31m×\x1b[0m This environment is\n"
+    )
+    assert list(progress.tail) == ["error: externally-managed-environment", "× This environment is"]

@@ -275,6 +275,36 @@ def test_check_flags_stale_lock(lock, run, tmp_path, caches):
     assert r.code == 1 and "does not exist" in r.out
 
 
+def test_a_comment_only_edit_leaves_the_lock_current(lock, run, tmp_path, caches):
+    """Staleness compares parsed requirements, as uv does, not bytes: a comment, a blank line, spacing,
+    the order of lines and a name's spelling change nothing; a changed specifier does. Before, the first
+    edit below made the lock stale."""
+    assert lock("transformers==4.57.1\nnumpy\n").code == 0
+    out, req = tmp_path / "out", tmp_path / "requirements.txt"
+    req.write_text("# pinned for the workshop\n\nNumPy\ntransformers == 4.57.1   # the tokenizer fix\n")
+    for args in ([str(req), "--check", "--output-dir", str(out)], ["--check", "--output-dir", str(out)]):
+        r = run("lock", *args)
+        assert r.code == 0 and "is current" in r.out, r.out + r.err
+    req.write_text("# pinned for the workshop\n\nNumPy\ntransformers == 4.56.2\n")
+    r = run("lock", str(req), "--check", "--output-dir", str(out))
+    assert r.code == 1 and "stale: inputs changed" in r.out, r.out
+
+
+def test_the_one_lock_present_is_the_default(lock, run, tmp_path, caches):
+    """`lock --check INPUT` with no profile named: the default profile's lock is not there, the one lock
+    present (another profile's) is the one checked; with two others, one line lists them (exit 2).
+    Before: "pylock.ngc-25-11.toml does not exist" (exit 1) with a current lock beside it."""
+    assert lock("transformers==4.57.1\n", "--profile", "ngc-26.01").code == 0
+    out, req = tmp_path / "out", tmp_path / "requirements.txt"
+    r = run("lock", str(req), "--check", "--output-dir", str(out))
+    assert r.code == 0 and "pylock.ngc-26-01.toml is current" in r.out, r.out + r.err
+    assert lock("transformers==4.57.1\n", "--profile", "ngc-25.09").code == 0
+    (out / "pylock.ngc-25-11.toml").unlink(missing_ok=True)
+    r = run("lock", str(req), "--check", "--output-dir", str(out))
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "2 other locks: pylock.ngc-25-09.toml, pylock.ngc-26-01.toml" in r.err, r.err
+
+
 def test_unreachable_index_is_exit_3_and_leaves_no_file(run, tmp_path, caches):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -98,7 +98,9 @@ def test_missing_peer_is_reported_within_the_deadline(nodes, tmp_path, present):
         ("--deadline", str(deadline), "--policy", "strict", "--report", str(report)),
     )[present]
     lines = ran.g10("agreement") + ran.g10("did not publish")
-    assert lines and all(" ERROR: " in ln for ln in lines), ran.err
+    # strict means strict: agreement not reached blocks the start, and the line says so
+    assert lines and all(" FAIL: " in ln and "every node agreed" in ln for ln in lines), ran.err
+    assert ran.code == 1 and "start blocked" in ran.err and "workload rank" not in ran.out
     if present == 0:
         assert "node(s) 1 of 2 did not publish" in ran.err
     else:

@@ -88,3 +88,25 @@ def test_skipped_and_failed_exchanges_say_why():
     assert err.status is Status.ERROR and "10.0.0.1:29517" in err.summary
     missing = by_subject({"peers": {"0": peers()["0"]}, "missing": [1], "waited_s": 4.6})["agreement"]
     assert missing.status is Status.ERROR and "node(s) 1 of 2 did not publish within 4.6 s" in missing.summary
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_peer_that_did_not_publish_blocks_only_under_strict(strict):
+    """The README: under --policy strict the workload starts only when both Sparks agree. A peer that
+    never published was an ERROR, which strict lets through; now strict makes it a FAIL saying so."""
+    agreement = {"store": "10.0.0.1:29517", "peers": {"0": peers()["0"]}, "missing": [1], "waited_s": 6}
+    [f] = judge_agreement.check(agreement, 2, strict=strict)
+    assert f.summary.startswith("node(s) 1 of 2 did not publish within 6 s; seen: node 0 (spark-a)")
+    if strict:
+        assert f.status is Status.FAIL
+        assert f.summary.endswith("--policy strict starts the workload only when every node agreed")
+    else:
+        assert f.status is Status.ERROR
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_store_that_could_not_be_asked_blocks_under_strict(strict):
+    agreement = {"store": "10.0.0.1:29517", "error": "could not reach the store at 10.0.0.1:29517"}
+    [f] = judge_agreement.check(agreement, 2, strict=strict)
+    assert f.status is (Status.FAIL if strict else Status.ERROR)
+    assert ("every node agreed" in f.summary) is strict

@@ -277,7 +277,7 @@ ROWS = [
         "g9.installed",
         "a requirement not installed",
         lambda c: _audit(c, ("peft", "0.19.1", ["accelerate>=1"])),
-        "peft",
+        "peft:accelerate",
         WARN,
         "pip install 'accelerate>=1'",
         "which is not installed",
