@@ -83,6 +83,8 @@ def _counts(report: Report) -> str:
 
 def _partial(facts: AttestFacts) -> list[str]:
     cut = [r for r in facts.records if not r.finished]
+    if not facts.records:
+        return ['<p class="meta">no record: no process loaded torch with the probe</p>']
     if not cut:
         return ['<p class="meta">record: complete (every window ended)</p>']
     which = ", ".join(f"pid {r.pid} (last seen at +{r.window_s or 0:.1f} s)" for r in cut)
