@@ -105,9 +105,9 @@ def attest(
     import sys
 
     from sparkenv.attest import launch, run
+    from sparkenv.core import outputs
     from sparkenv.core.bounds import seconds_problem
     from sparkenv.core.errors import SparkenvError
-    from sparkenv.core import outputs
     from sparkenv.render.emit import emit
 
     if bool(workload) == bool(record):

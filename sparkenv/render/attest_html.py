@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.printable import printable
 from sparkenv.core.report import Report, Status
-from sparkenv.render.text import finding_line
 from sparkenv.rules.attest_kernels import OTHER, Share, families, family, libraries, ms, percent
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts
 
-TOP_KERNELS = 25
-LABEL_W = 260  # the bar charts' label column, in SVG pixels
+TOP_KERNELS = 20
+LABEL_W = 330  # the bar charts' label column, in SVG pixels
 BAR_W = 420  # a 100 % bar
 ROW_H = 22
 LABEL_CHARS = 40
@@ -31,12 +30,12 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px;border-bott
 .partial{background:#fff3e0;border:1px solid #ef6c00;padding:8px 12px;
 border-radius:4px;margin:12px 0}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:4px 8px;
-border-bottom:1px solid #eee}th{background:#f5f5f5;font-weight:600}td.num{text-align:right;
+border-bottom:1px solid #eee}th{background:#f5f5f5;font-weight:600;white-space:nowrap}td.num{text-align:right;
 white-space:nowrap}td.name{font-family:ui-monospace,Menlo,monospace;font-size:12px;overflow-wrap:anywhere;
 word-break:break-all}
 .st{font-weight:600;white-space:nowrap}.s-PASS{color:#2e7d32}.s-FAIL,.s-ERROR{color:#c62828}
 .s-WARN{color:#ef6c00}.s-INFO{color:#1565c0}.s-SKIP{color:#757575}
-.fix{color:#555;font-size:13px}.line{font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#777}
+td.fix{color:#555;min-width:16em}.nw{white-space:nowrap}
 svg text{font:12px system-ui,sans-serif;fill:#1d1d1f}svg .track{fill:#eee}svg .bar{fill:#1565c0}
 """
 
@@ -53,8 +52,7 @@ def render(report: Report, facts: AttestFacts) -> str:
         f"<style>{_CSS}</style></head><body>",
         "<h1>sparkenv attest</h1>",
         f'<p class="meta">{_e(report.target)}</p>',
-        f'<p>verdict: <span class="verdict v-{_e(verdict)}">{_e(verdict)}</span> '
-        f"{_e(_counts(report))}</p>",
+        f'<p>verdict: <span class="verdict v-{_e(verdict)}">{_e(verdict)}</span> {_e(_counts(report))}</p>',
         *_partial(facts),
         "<h2>Findings</h2>",
         *_findings(report),
@@ -95,13 +93,12 @@ def _partial(facts: AttestFacts) -> list[str]:
 
 
 def _findings(report: Report) -> list[str]:
-    out = ["<table><tr><th>G</th><th>status</th><th>finding</th></tr>"]
+    out = ["<table><tr><th>G</th><th>status</th><th>finding</th><th>fix</th></tr>"]
     for f in report.sorted_findings():
-        line = finding_line(f)
-        fix = f'<div class="fix">fix: {_e(f.fix)}</div>' if f.fix else ""
         out.append(
-            f'<tr><td>{_e(f.id)}</td><td class="st s-{_e(f.status.value)}">{_e(f.status.value)}</td>'
-            f'<td><div>{_e(f.summary)}</div>{fix}<div class="line">{_e(line)}</div></td></tr>'
+            f'<tr class="finding"><td>{_e(f.id)}</td>'
+            f'<td class="st s-{_e(f.status.value)}">{_e(f.status.value)}</td>'
+            f'<td>{_e(" ".join(f.summary.split()))}</td><td class="fix">{_e(f.fix or "")}</td></tr>'
         )
     out.append("</table>")
     return out
@@ -122,7 +119,7 @@ def _chart(title: str, shares: list[Share], total: int) -> str:
         if len(label) > LABEL_CHARS:
             label = label[: LABEL_CHARS - 1] + "…"
         out.append(
-            f'<g><title>{_e(s.name)}: {_e(percent(s.gpu_ns, total))}, {_e(ms(s.gpu_ns))}</title>'
+            f"<g><title>{_e(s.name)}: {_e(percent(s.gpu_ns, total))}, {_e(ms(s.gpu_ns))}</title>"
             f'<text x="{LABEL_W - 8}" y="{y + 15}" text-anchor="end">{_e(label)}</text>'
             f'<rect class="track" x="{LABEL_W}" y="{y + 3}" width="{BAR_W}" height="{ROW_H - 6}"/>'
             f'<rect class="bar" data-family="{_e(s.name)}" x="{LABEL_W}" y="{y + 3}" '
@@ -149,7 +146,7 @@ def _kernels(facts: AttestFacts, total: int) -> str:
     for name, (count, ns) in top:
         fam = family(name)
         out.append(
-            f'<tr><td class="name">{_e(name)}</td><td>{_e(fam.name if fam else OTHER)}</td>'
+            f'<tr><td class="name">{_e(name)}</td><td class="nw">{_e(fam.name if fam else OTHER)}</td>'
             f'<td class="num">{count:,}</td><td class="num">{_e(ms(ns))}</td>'
             f'<td class="num">{_e(percent(ns, total))}</td></tr>'
         )
@@ -171,7 +168,7 @@ def _jit(facts: AttestFacts) -> str:
     out = ["<table><tr><th>seen by</th><th>folder</th><th>files</th><th>size</th></tr>"]
     for who, folder, files, size in seen:
         out.append(
-            f"<tr><td>{_e(who)}</td><td class=\"name\">{_e(folder or 'not recorded')}</td>"
+            f'<tr><td>{_e(who)}</td><td class="name">{_e(folder or "not recorded")}</td>'
             f'<td class="num">{"" if files is None else f"{files:,}"}</td>'
             f'<td class="num">{"" if size is None else _e(f"{size / 1024:,.1f} KiB")}</td></tr>'
         )

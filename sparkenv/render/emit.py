@@ -5,8 +5,8 @@ the exit code. Every command that reports calls `emit(report, options)` with its
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
 
 from sparkenv.core.report import Report

@@ -18,14 +18,17 @@ import pytest
 
 
 class Page(HTMLParser):
-    """What a browser would build from the page: its tags, its text, the bar charts' rectangles."""
+    """What a browser would build from the page: its tags, its text, the findings table's rows, the bar
+    charts' rectangles; a tag closed out of order fails the test."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: list[str] = []
         self.text: list[str] = []
         self.charts: list[list[dict[str, str]]] = []
+        self.findings: list[list[str]] = []  # each finding row's cells: G, status, text, fix
         self.open: list[str] = []
+        self.row: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
@@ -33,6 +36,10 @@ class Page(HTMLParser):
             self.charts.append([])
         if tag == "rect":
             self.charts[-1].append({k: v or "" for k, v in attrs})
+        if tag == "tr" and ("class", "finding") in attrs:
+            self.row = []
+        if tag == "td" and self.row is not None:
+            self.row.append("")
         if tag not in ("meta", "rect", "br"):
             self.open.append(tag)
 
@@ -42,10 +49,15 @@ class Page(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1:]}>"
         self.open.pop()
+        if tag == "tr" and self.row is not None:
+            self.findings.append(self.row)
+            self.row = None
 
     def handle_data(self, data: str) -> None:
         if self.open[-1:] != ["style"]:
             self.text.append(data)
+        if self.row is not None and "td" in self.open:
+            self.row[-1] += data
 
 
 def _page(path: Path) -> tuple[str, Page]:
@@ -78,12 +90,13 @@ def test_the_page_holds_the_verdict_and_every_finding_line(run, tmp_path):
     assert page.tags[:2] == ["html", "head"] and raw.startswith("<!DOCTYPE html>")
     text = "".join(page.text)
     lines = [ln for ln in r.out.splitlines() if re.match(r"^G(10|[1-9]) ", ln)]
-    assert len(lines) == len(data["findings"]) == 10
-    for line in lines:
-        assert line in text, line
-    for f in data["findings"]:
-        if f["fix"]:
-            assert f"fix: {f['fix']}" in text
+    assert len(lines) == len(data["findings"]) == len(page.findings) == 10
+    # each text line is a row: G-number, status, text, and the fix the line carries (FAIL and WARN)
+    for line, (g, status, summary, fix) in zip(lines, page.findings, strict=True):
+        assert line in (f"{g} {status}: {summary}", f"{g} {status}: {summary}; {fix}"), line
+    assert sorted(page.findings) == sorted(
+        [f["id"], f["status"], f["summary"], f["fix"] or ""] for f in data["findings"]
+    )
     assert f"verdict: {data['verdict']}" in text
     assert "record: complete" in text and "partial record" not in text
     # the JIT cache the record saw: its folder, its 6 files
@@ -139,7 +152,7 @@ def test_kernel_names_are_escaped_and_nothing_is_fetched_or_run(run, tmp_path):
 
 def test_the_fixtures_pages_carry_no_url(run, tmp_path):
     for name in ("sdpa-flash", "ext-ptx", "cpu-op"):
-        r, html, data = _attest(run, ah.fixture(f"{name}.jsonl"), tmp_path)
+        r, html, _ = _attest(run, ah.fixture(f"{name}.jsonl"), tmp_path)
         assert r.code in (0, 1), r.err
         raw, page = _page(html)
         assert "http" not in raw and "<script" not in raw.lower(), name
@@ -152,6 +165,8 @@ def test_a_partial_record_says_partial(run, tmp_path):
     _, page = _page(html)
     text = " ".join(page.text)
     assert "partial record" in text and "the window did not end in pid" in text
+    warn = next(row for row in page.findings if row[1] == "WARN")
+    assert "record is partial" in warn[2] and warn[3].startswith("give the workload a window it outlives")
     assert any("record is partial" in f["summary"] for f in data["findings"])
 
 
@@ -188,7 +203,8 @@ def test_with_a_workload_the_page_is_written(run, tmp_path):
     _, page = _page(html)
     text = " ".join(page.text)
     assert "no record: no process loaded torch with the probe" in text
-    assert "G2 SKIP: no attest record" in text and page.charts == []
+    assert page.findings[0][:2] == ["G2", "SKIP"] and "no attest record" in page.findings[0][2]
+    assert page.charts == []
 
 
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="no chromium")
