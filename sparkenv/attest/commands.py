@@ -3,11 +3,16 @@ judge a record written earlier (`--record`, what `gate --attest` runs at the win
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from sparkenv.cli import options as opts
+
+if TYPE_CHECKING:
+    from sparkenv.facts.attest import AttestFacts
+    from sparkenv.render.emit import Shown
 
 
 def register(app: typer.Typer) -> None:
@@ -51,6 +56,16 @@ def attest(
         Optional[str],  # noqa: UP045
         typer.Option("--record", metavar="FILE|DIR", help="Judge a record (or a folder of them) instead."),
     ] = None,
+    html: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write the report to FILE as one self-contained HTML page (inline CSS and SVG, no "
+            "script, nothing fetched): the findings, GPU-time share per backend family and per library as "
+            "bar charts, the top kernels, the JIT cache, whether a record is partial.",
+        ),
+    ] = None,
     follow: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -83,11 +98,14 @@ def attest(
       sparkenv attest --steps 10 --attention sdpa --json -- python finetune.py
 
       sparkenv attest --record sparkenv-attest/attest-4242.jsonl
+
+      sparkenv attest --record sparkenv-attest --html attest.html
     """
     import os
     import sys
 
     from sparkenv.attest import launch, run
+    from sparkenv.core import outputs
     from sparkenv.core.bounds import seconds_problem
     from sparkenv.core.errors import SparkenvError
     from sparkenv.render.emit import emit
@@ -96,10 +114,12 @@ def attest(
         raise SparkenvError(
             "give a workload after -- (sparkenv attest -- CMD) or --record FILE|DIR, not both"
         )
+    if html:
+        outputs.check([*reporting.files, html])  # a bad path: exit 2 before the workload starts
     if record:
         if follow is None:
-            report = run.judge(run.gather(record, attention, os.environ, jit_cache), record)
-            raise typer.Exit(emit(report, reporting))
+            facts = run.gather(record, attention, os.environ, jit_cache)
+            raise typer.Exit(emit(run.judge(facts, record), reporting, more=_html(html, facts)))
         code = emit(run.follow(follow, record, jit_cache, attention, seconds or 30.0), reporting)
         sys.stdout.flush()
         run.after_follow(follow, jit_cache)
@@ -111,9 +131,23 @@ def attest(
     if steps is not None and steps < 1:
         raise SparkenvError(f"--steps {steps}: must be a number of optimizer steps, 1 or more")
     run.wanted_attention(attention, os.environ)  # a bad --attention: exit 2 before the workload starts
-    report, running = run.workload(
+    facts, report, running = run.workload(
         list(workload or []), folder or launch.DEFAULT_FOLDER, window, steps or 0, attention
     )
-    code = emit(report, reporting)
+    code = emit(report, reporting, more=_html(html, facts))
     status = run.finish(running)
     raise typer.Exit(status if status else code)
+
+
+def _html(path: str | None, facts: AttestFacts) -> Callable[[Shown], list[tuple[str, str]]] | None:
+    """--html FILE: the page of the report as shown (--select, --ignore, waivers applied), written with
+    the other report files, all or none."""
+    if not path:
+        return None
+
+    def page(view: Shown) -> list[tuple[str, str]]:
+        from sparkenv.render import attest_html
+
+        return [(path, attest_html.render(view.report, facts))]
+
+    return page

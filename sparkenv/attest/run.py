@@ -70,9 +70,9 @@ def judge(facts: AttestFacts, target: str) -> Report:
 
 def workload(
     cmd: list[str], folder: str, seconds: float, steps: int, attention: str | None
-) -> tuple[Report, Any]:
-    """Start `cmd` under the probe, wait until its windows ended (or it exited), judge: (report, the
-    running workload). The caller reports, then waits for the workload, which goes on untouched."""
+) -> tuple[AttestFacts, Report, Any]:
+    """Start `cmd` under the probe, wait until its windows ended (or it exited), judge: (facts, report,
+    the running workload). The caller reports, then waits for the workload, which goes on untouched."""
     run_dir = launch.run_folder(folder)
     env = launch.environment(os.environ, run_dir, seconds, steps)
     cache = env["CUDA_CACHE_PATH"]
@@ -89,7 +89,7 @@ def workload(
         children.stop(child)
         shutil.rmtree(cache, ignore_errors=True)
         raise
-    return judge(facts, " ".join(cmd)[:200]), (child, cache)
+    return facts, judge(facts, " ".join(cmd)[:200]), (child, cache)
 
 
 def wait_for_windows(run_dir: str, gone: Any, deadline: float) -> None:

@@ -5,6 +5,7 @@ the exit code. Every command that reports calls `emit(report, options)` with its
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -51,15 +52,22 @@ def files(view: Shown, options: ReportOptions) -> list[tuple[str, str]]:
     return out
 
 
-def emit(result: Report | Shown, options: ReportOptions, *, stream: TextIO | None = None) -> int:
+def emit(
+    result: Report | Shown,
+    options: ReportOptions,
+    *,
+    stream: TextIO | None = None,
+    more: Callable[[Shown], list[tuple[str, str]]] | None = None,
+) -> int:
     """Select, apply the waivers, write the files, all or none (a failure there is exit 2 before anything
-    is printed), then stdout (or `stream`: the gate's stderr in front of a workload). The exit code."""
+    is printed), then stdout (or `stream`: the gate's stderr in front of a workload). The exit code.
+    `more`: a command's own files (attest's --html), made from the same shown report, written with them."""
     from sparkenv.core import outputs
     from sparkenv.render import json_report, text
 
     fmt = output_format(options)
     view = shown(result, options)
-    outputs.write_all(files(view, options))
+    outputs.write_all(files(view, options) + (more(view) if more else []))
     out = stream or sys.stdout
     if fmt == "json":
         # JSON stays lossless on a stream that cannot take every character (PYTHONIOENCODING=ascii)
