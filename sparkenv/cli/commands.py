@@ -149,7 +149,7 @@ STAGE_COMMANDS: tuple[str, ...] = (
     "sparkenv.watch.commands",
     "sparkenv.attest.commands",
     "sparkenv.patches.commands",
-    "sparkenv.cli.commands.cache_commands",
+    "sparkenv.cli.cache_commands",
 )
 
 
