@@ -9,6 +9,7 @@ nothing more about it (one line per problem)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
@@ -39,6 +40,12 @@ def _module_issue(f: HostFacts) -> bool:
         f.kernel, f.section("meminfo"), f.driver_version, None, module=f.module_flavour, spark=f.is_spark
     )
     return any(issue.module for issue in found)
+
+
+def _numbers(text: str | None) -> tuple[int, ...]:
+    """A kernel or driver version's numbers in order, to tell older from newer ("7.0.0-1019-nvidia" ->
+    (7, 0, 0, 1019))."""
+    return tuple(int(n) for n in re.findall(r"\d+", text or ""))
 
 
 def _machine(f: HostFacts) -> str:
@@ -153,16 +160,22 @@ def dgx_os_release(f: HostFacts) -> list[Finding]:
     evidence = tuple(dict.fromkeys(s for s in (row.source, row.kernel_source) if s)) + tuple(unverified)
     if differs:
         shipped = " and ".join(f"{k} {ships[k]}" for k in differs)
-        running = " and ".join(f"{k} {runs[k]}" for k in differs)
+        older = [k for k in differs if _numbers(runs[k]) < _numbers(ships[k])]
+        running = " and ".join(f"{k} {runs[k]} ({'older' if k in older else 'newer'})" for k in differs)
+        why = (
+            "a partial update: the release's packages are not all installed, or the machine booted an "
+            "older kernel"
+            if older
+            else "packages newer than the release ships"
+        )
         return [
             Finding(
                 gid,
                 Status.INFO,
-                f"DGX OS {version} ships {shipped}; this machine runs {running} (a partial or later "
-                "update: packages of another release)",
+                f"DGX OS {version} ships {shipped}; this machine runs {running}: {why}",
                 subject,
                 evidence,
-                "sudo apt update && sudo apt full-upgrade, then reboot (or ignore: a later package is fine)",
+                "sudo apt update && sudo apt full-upgrade, then reboot" if older else None,
             )
         ]
     said = ", ".join(f"{k} {ships[k]}" for k in checked) or "nothing compared"

@@ -37,7 +37,8 @@ DGX_OS = {
     "gb10-dgx-os-7.6.0": ("DGX OS 7.6.0 (2026-09-14)", "kernel 7.0.0-1019-nvidia", "driver 580.178.04"),
     "gb10-dgx-os-7.6.0-partial": (
         "DGX OS 7.6.0 ships kernel 7.0.0-1019-nvidia and driver 580.178.04",
-        "this machine runs kernel 6.17.0-1014-nvidia and driver 580.126.09",
+        "this machine runs kernel 6.17.0-1014-nvidia (older) and driver 580.126.09 (older)",
+        "a partial update",
     ),
     "gb10-dgx-os-too-new": (
         "DGX OS release 7.9.0 is newer than any sparkenv knows",

@@ -103,6 +103,10 @@ ROWS = [
         host_setup__platform__dgx_release={"DGX_SWBUILD_VERSION": "7.5.0"},
         driver__version="580.159.03"),
         "host:dgx-os", Status.PASS, None, "kernel 6.17.0-1026-nvidia UNVERIFIED"),
+    Row(G1, "DGX OS 7.5.0 with a later driver package (580.173.02)", lambda c: snap(
+        host_setup__platform__dgx_release={"DGX_SWBUILD_VERSION": "7.5.0"},
+        driver__version="580.173.02"),
+        "host:dgx-os", Status.INFO, None, "driver 580.173.02 (newer): packages newer than the release"),
     Row(G1, "a release newer than the data", lambda c: snap("gb10-dgx-os-too-new"), "host:dgx-os",
         Status.INFO, "[[dgx_os]] row for 7.9.0", "DGX OS release 7.9.0 is newer than any sparkenv knows"),
     Row(G1, "a release older than the data", lambda c: snap(), "host:dgx-os", Status.SKIP, None,
