@@ -4,6 +4,7 @@ the `host_setup` section. A gate snapshot replays here too: what it lacks is sai
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ from sparkenv.facts.live import GateFacts
 
 # What the firmware or DGX OS calls a Spark ("NVIDIA_DGX_Spark" in /sys/class/dmi/id/product_name)
 SPARK_WORDS = ("DGX_Spark", "DGX Spark")
+_VERSION = re.compile(r"\b\d+\.\d+(?:\.\d+)*\b")
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,19 @@ class HostFacts(GateFacts):
 
     @property
     def dgx_os(self) -> str | None:
+        """The installed DGX OS release: the over-the-air version where it names one (the build version
+        is the image the machine was installed from and stays put through updates)."""
         rel = self.dgx_release
-        return rel.get("DGX_SWBUILD_VERSION") or rel.get("DGX_OTA_VERSION") or rel.get("DGX_PRETTY_NAME")
+        ota = rel.get("DGX_OTA_VERSION") or ""
+        if _VERSION.search(ota):
+            return ota
+        return rel.get("DGX_SWBUILD_VERSION") or ota or rel.get("DGX_PRETTY_NAME")
+
+    @property
+    def dgx_os_version(self) -> str | None:
+        """The release as a version ("7.6.0"), or None where /etc/dgx-release names none."""
+        m = _VERSION.search(self.dgx_os or "")
+        return m.group(0) if m else None
 
     @property
     def os_name(self) -> str | None:

@@ -1,5 +1,5 @@
 """Newer than the data knows: the one decision every stage asks before it judges an NGC release, a CUDA
-release or a driver against sparkenv's dated tables.
+release, a driver or a DGX OS release against sparkenv's dated tables.
 
 A value past the newest the data holds is never judged as if it were that newest one without saying so:
 `newer_than_known` names what is unknown, the file and its review date, and how to refresh it; the rules
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-Kind = Literal["ngc", "cuda", "driver"]
+Kind = Literal["ngc", "cuda", "driver", "dgx_os"]
 _NUMBERS = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
 
 
@@ -26,7 +26,12 @@ class Unknown(NamedTuple):
     refresh: str  # how to bring the data up to date
 
     def summary(self) -> str:
-        what = {"ngc": "NGC PyTorch release", "cuda": "CUDA release", "driver": "driver"}[self.kind]
+        what = {
+            "ngc": "NGC PyTorch release",
+            "cuda": "CUDA release",
+            "driver": "driver",
+            "dgx_os": "DGX OS release",
+        }[self.kind]
         return (
             f"{what} {self.value} is newer than any sparkenv knows (newest {self.newest}; {self.file}, "
             f"reviewed {self.reviewed}): {_UNKNOWN[self.kind]} unknown to sparkenv"
@@ -37,6 +42,7 @@ _UNKNOWN = {
     "ngc": "its CUDA, torch and the versions it pins are",
     "cuda": "the driver it needs is",
     "driver": "the CUDA releases it adds are",
+    "dgx_os": "the kernel and driver it ships are",
 }
 
 
@@ -70,6 +76,13 @@ def newest_driver() -> str:
     return max(drivers().toolkit.values(), key=lambda v: _key(v) or ())
 
 
+def newest_dgx_os() -> str:
+    """The newest DGX OS release in data/hosts.toml [[dgx_os]]."""
+    from sparkenv.knowledge import hosts
+
+    return max((r.version for r in hosts().dgx_os), key=lambda v: _key(v) or (), default="")
+
+
 def newer_than_known(kind: Kind, value: str | None) -> Unknown | None:
     """`value` past the newest of its kind in the data, with what to do about it; None when it is known,
     not newer, or not a version at all (the caller's own parsing says that)."""
@@ -92,6 +105,18 @@ def newer_than_known(kind: Kind, value: str | None) -> Unknown | None:
             f"sparkenv profiles new ngc-{rel} --from-image nvcr.io/nvidia/pytorch:{rel}-py3, then add "
             f'"{rel}" to [ngc] in sparkenv/data/cuda.toml from its release notes ({cuda().ngc_source})',
         )
+    if kind == "dgx_os":
+        from sparkenv.knowledge import hosts
+
+        newest = newest_dgx_os()
+        if not newest or key <= (_key(newest) or ()):
+            return None
+        file = "sparkenv/data/hosts.toml [[dgx_os]]"
+        source = next(r.source for r in hosts().dgx_os if r.version == newest)
+        refresh = (
+            f"add a [[dgx_os]] row for {_show(key)} to {file} from NVIDIA's DGX OS release notes ({source})"
+        )
+        return Unknown(kind, _show(key), newest, file, hosts().reviewed, refresh)
     from sparkenv.knowledge import drivers
 
     data = drivers()

@@ -73,7 +73,8 @@ RULES = (
         "outside any container: the NVIDIA kernel module (/proc/driver/nvidia/version: version and "
         "flavour, open or proprietary; /sys/module/nvidia/taint), whether NVML reaches the GPU, and the "
         "kernel, DGX OS release (/etc/dgx-release), driver and module flavour against known-bad hosts "
-        "(data/hosts.toml, dated)",
+        "(data/hosts.toml, dated); the running kernel and driver against those the DGX OS release ships "
+        "(hosts.toml [[dgx_os]]), a release newer than the data knows (an INFO)",
     ),
     Rule(
         Stage.DECLARED,

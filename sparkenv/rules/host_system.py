@@ -9,10 +9,12 @@ nothing more about it (one line per problem)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import hosts as host_data
+from sparkenv.knowledge.known import newer_than_known
 from sparkenv.rules import hosts
 
 if TYPE_CHECKING:
@@ -38,6 +40,12 @@ def _module_issue(f: HostFacts) -> bool:
         f.kernel, f.section("meminfo"), f.driver_version, None, module=f.module_flavour, spark=f.is_spark
     )
     return any(issue.module for issue in found)
+
+
+def _numbers(text: str | None) -> tuple[int, ...]:
+    """A kernel or driver version's numbers in order, to tell older from newer ("7.0.0-1019-nvidia" ->
+    (7, 0, 0, 1019))."""
+    return tuple(int(n) for n in re.findall(r"\d+", text or ""))
 
 
 def _machine(f: HostFacts) -> str:
@@ -106,6 +114,79 @@ def known_issues(f: HostFacts) -> list[Finding]:
             Status.PASS,
             f"{_machine(f)}: no known host issue (data/hosts.toml, reviewed {hosts.reviewed()})",
             "host:known-issues",
+        )
+    ]
+
+
+def dgx_os_release(f: HostFacts) -> list[Finding]:
+    """The DGX OS release (/etc/dgx-release) against data/hosts.toml [[dgx_os]]: the kernel and driver it
+    ships against the running ones; a release past the newest row is newer_than_known's."""
+    subject = "host:dgx-os"
+    gid = GotchaId.G1
+    version = f.dgx_os_version
+    if version is None:
+        said = f"/etc/dgx-release names no release ({f.dgx_os})" if f.dgx_os else "no /etc/dgx-release"
+        return [Finding(gid, Status.SKIP, f"{said}: not DGX OS, no release to compare", subject)]
+    data = host_data()
+    row = next((r for r in data.dgx_os if r.version == version), None)
+    if row is None:
+        unknown = newer_than_known("dgx_os", version)
+        if unknown is not None:
+            return [
+                Finding(
+                    gid,
+                    Status.INFO,
+                    unknown.summary(),
+                    subject,
+                    (f"this machine: {_machine(f)}, driver {f.driver_version or '?'}",),
+                    unknown.refresh,
+                )
+            ]
+        known = ", ".join(r.version for r in data.dgx_os)
+        return [
+            Finding(
+                gid,
+                Status.SKIP,
+                f"DGX OS {version} is not in data/hosts.toml [[dgx_os]] (it records {known}): its kernel "
+                "and driver are not compared",
+                subject,
+            )
+        ]
+    ships = {"kernel": row.kernel, "driver": row.driver}
+    runs = {"kernel": f.kernel, "driver": f.driver_version}
+    checked = [k for k in ships if k not in row.unverified and ships[k] and runs[k]]
+    differs = [k for k in checked if ships[k] != runs[k]]
+    unverified = [f"{k} {ships[k]} UNVERIFIED (no public source)" for k in ships if k in row.unverified]
+    evidence = tuple(dict.fromkeys(s for s in (row.source, row.kernel_source) if s)) + tuple(unverified)
+    if differs:
+        shipped = " and ".join(f"{k} {ships[k]}" for k in differs)
+        older = [k for k in differs if _numbers(runs[k]) < _numbers(ships[k])]
+        running = " and ".join(f"{k} {runs[k]} ({'older' if k in older else 'newer'})" for k in differs)
+        why = (
+            "a partial update: the release's packages are not all installed, or the machine booted an "
+            "older kernel"
+            if older
+            else "packages newer than the release ships"
+        )
+        return [
+            Finding(
+                gid,
+                Status.INFO,
+                f"DGX OS {version} ships {shipped}; this machine runs {running}: {why}",
+                subject,
+                evidence,
+                "sudo apt update && sudo apt full-upgrade, then reboot" if older else None,
+            )
+        ]
+    said = ", ".join(f"{k} {ships[k]}" for k in checked) or "nothing compared"
+    return [
+        Finding(
+            gid,
+            Status.PASS,
+            f"DGX OS {version} ({row.date}): {said} as it ships"
+            + (f"; {'; '.join(unverified)}" if unverified else ""),
+            subject,
+            evidence,
         )
     ]
 
@@ -274,7 +355,7 @@ def cma(f: HostFacts) -> list[Finding]:
 
 
 def g1(f: HostFacts) -> list[Finding]:
-    return driver(f) + known_issues(f)
+    return driver(f) + known_issues(f) + dgx_os_release(f)
 
 
 g3 = memory_protection

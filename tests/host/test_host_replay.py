@@ -27,6 +27,24 @@ REPORTS = {
         1,
     ),
     "gb10-amd64-image": ("docker:gpu-container", "FAIL", "arm64", 1),
+    "gb10-dgx-os-7.6.0": ("host:dgx-os", "PASS", "", 0),
+    "gb10-dgx-os-7.6.0-partial": ("host:dgx-os", "INFO", "sudo apt full-upgrade", 0),
+    "gb10-dgx-os-too-new": ("host:dgx-os", "INFO", "[[dgx_os]] row for 7.9.0", 0),
+}
+
+# fixture -> what the DGX OS release line must name (the release, what it ships, what runs)
+DGX_OS = {
+    "gb10-dgx-os-7.6.0": ("DGX OS 7.6.0 (2026-09-14)", "kernel 7.0.0-1019-nvidia", "driver 580.178.04"),
+    "gb10-dgx-os-7.6.0-partial": (
+        "DGX OS 7.6.0 ships kernel 7.0.0-1019-nvidia and driver 580.178.04",
+        "this machine runs kernel 6.17.0-1014-nvidia (older) and driver 580.126.09 (older)",
+        "a partial update",
+    ),
+    "gb10-dgx-os-too-new": (
+        "DGX OS release 7.9.0 is newer than any sparkenv knows",
+        "newest 7.6.0",
+        "reviewed",
+    ),
 }
 
 
@@ -42,8 +60,17 @@ def test_a_field_report_gives_its_finding_and_fix(run, name):  # type: ignore[no
     assert r.code == code
     assert report["context"]["platform"] == "dgx-spark"
     text = run("host", "--facts", str(path))
-    line = next(ln for ln in text.lines if ln.startswith(f"{f['id']} {status}: ") and fix in ln)
+    # an INFO line prints no fix (as every INFO): the JSON above carries it
+    said = f["summary"][:60] if status == "INFO" else fix
+    line = next(ln for ln in text.lines if ln.startswith(f"{f['id']} {status}: ") and said in ln)
     assert LINE_RE.match(line)
+
+
+@pytest.mark.parametrize("name", sorted(DGX_OS))
+def test_the_dgx_os_release_line_names_what_ships_and_what_runs(run, name):  # type: ignore[no-untyped-def]
+    report = run("host", "--facts", str(FIXTURES / f"{name}.json"), "--json").json()
+    summary = finding(report, "host:dgx-os")["summary"]
+    assert all(part in summary for part in DGX_OS[name]), summary
 
 
 def test_a_healthy_spark_has_nothing_to_fix(run):  # type: ignore[no-untyped-def]

@@ -90,6 +90,29 @@ ROWS = [
         "nvidia-driver", Status.FAIL, "modprobe nvidia", "no NVIDIA kernel module loaded"),
     Row(G1, "no driver off a Spark", lambda c: snap(**OFF_SPARK), "nvidia-driver", Status.SKIP, None,
         "/proc/driver/nvidia/version: no such file"),
+    # G1: the DGX OS release (/etc/dgx-release) against data/hosts.toml [[dgx_os]]
+    Row(G1, "DGX OS 7.6.0 with its kernel and driver", lambda c: snap("gb10-dgx-os-7.6.0"), "host:dgx-os",
+        Status.PASS, None, "DGX OS 7.6.0 (2026-09-14): kernel 7.0.0-1019-nvidia, driver 580.178.04"),
+    Row(G1, "DGX OS 7.6.0 running the older kernel and driver", lambda c: snap("gb10-dgx-os-7.6.0-partial"),
+        "host:dgx-os", Status.INFO, "full-upgrade", "this machine runs kernel 6.17.0-1014-nvidia"),
+    Row(G1, "the OTA version is the installed one", lambda c: snap(
+        "gb10-dgx-os-7.6.0", host_setup__platform__dgx_release={
+            "DGX_SWBUILD_VERSION": "7.2.3", "DGX_OTA_VERSION": "7.6.0"}),
+        "host:dgx-os", Status.PASS, None, "DGX OS 7.6.0"),
+    Row(G1, "DGX OS 7.5.0: its kernel is not compared (UNVERIFIED)", lambda c: snap(
+        host_setup__platform__dgx_release={"DGX_SWBUILD_VERSION": "7.5.0"},
+        driver__version="580.159.03"),
+        "host:dgx-os", Status.PASS, None, "kernel 6.17.0-1026-nvidia UNVERIFIED"),
+    Row(G1, "DGX OS 7.5.0 with a later driver package (580.173.02)", lambda c: snap(
+        host_setup__platform__dgx_release={"DGX_SWBUILD_VERSION": "7.5.0"},
+        driver__version="580.173.02"),
+        "host:dgx-os", Status.INFO, None, "driver 580.173.02 (newer): packages newer than the release"),
+    Row(G1, "a release newer than the data", lambda c: snap("gb10-dgx-os-too-new"), "host:dgx-os",
+        Status.INFO, "[[dgx_os]] row for 7.9.0", "DGX OS release 7.9.0 is newer than any sparkenv knows"),
+    Row(G1, "a release older than the data", lambda c: snap(), "host:dgx-os", Status.SKIP, None,
+        "DGX OS 7.4.0 is not in data/hosts.toml"),
+    Row(G1, "not DGX OS", lambda c: snap(**OFF_SPARK), "host:dgx-os", Status.SKIP, None,
+        "no /etc/dgx-release"),
     # G3: memory protection
     Row(G3, "systemd-oomd runs", lambda c: snap(), "host:oom-protection", Status.PASS),
     Row(G3, "no OOM daemon", lambda c: snap(host_setup__oom={"earlyoom": False, "systemd-oomd": False}),

@@ -43,10 +43,21 @@ class HostChecks(NamedTuple):
     oom_source: str
 
 
+class DgxOsRelease(NamedTuple):
+    version: str  # "7.6.0", as /etc/dgx-release names it
+    date: str
+    kernel: str  # `uname -r` of the kernel it ships
+    driver: str  # the NVIDIA driver it ships
+    source: str
+    kernel_source: str = ""  # where the kernel is stated, when not in `source`
+    unverified: tuple[str, ...] = ()  # fields no public page states ("kernel", "driver")
+
+
 class Hosts(NamedTuple):
     reviewed: str
     checks: HostChecks
     issues: tuple[HostIssue, ...] = ()
+    dgx_os: tuple[DgxOsRelease, ...] = ()
     _toml_keys = MappingProxyType({"issues": "issue"})  # field -> the TOML key it reads
 
 
