@@ -296,7 +296,7 @@ def _read(
     cut = False  # a member within its own limits left unread: the lock's budget had run out
     ahead: _Ahead | None = None
     try:
-        fh, _ = remote_zip.open_remote(ref.url, timeout)
+        fh, _ = remote_zip.open_remote(ref.url, timeout, ref.sha256)
         with fh, zipfile.ZipFile(fh) as zf:
             ahead = _fetch_ahead(zf, paths, budget)
             for path in paths:

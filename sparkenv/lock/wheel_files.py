@@ -69,7 +69,7 @@ def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[s
 def _downloaded(ref: metadata.FileRef, timeout: float) -> tuple[str, tuple[str, ...] | str]:
     """read_one's answer from the wheel itself (its zip directory by range requests), kept for later."""
     try:
-        fh, _ = remote_zip.open_remote(ref.url, timeout)
+        fh, _ = remote_zip.open_remote(ref.url, timeout, ref.sha256)
         with fh, zipfile.ZipFile(fh) as zf:
             names = _native(zf.namelist())
             held = remote_zip.held_dist_info(zf, "METADATA")
