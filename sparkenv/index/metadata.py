@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from sparkenv.core.errors import SparkenvError
-from sparkenv.index import credentials, fetch, remote_zip
+from sparkenv.index import credentials, fetch, integrity, remote_zip
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
         if text is not None:
             return text, "cache"
         early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
-        if early is not None:
+        if early is not None and integrity.mismatch(ref.url, ref.sha256) is None:
             store(ref.sha256, early[0], behind=True)
             return early
     elif (early := _BY_URL.get(ref.url)) is not None:
