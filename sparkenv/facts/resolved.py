@@ -15,6 +15,7 @@ from sparkenv.environment.markers import evaluator
 from sparkenv.environment.profiles import Profile
 from sparkenv.facts import graph
 from sparkenv.facts.graph import Edge
+from sparkenv.index.integrity import HashMismatch
 
 if TYPE_CHECKING:
     from packaging.markers import Marker
@@ -145,6 +146,8 @@ class ResolvedFacts:
     wheel_elves: dict[str, WheelElves] = field(default_factory=dict)
     # The extras each declared requirement asks for (`vllm[audio]`): where the chains start.
     root_extras: dict[str, set[str]] = field(default_factory=dict)
+    # Files of the lock read whole whose bytes do not match the index's sha256 (index/integrity.py).
+    hash_mismatches: tuple[HashMismatch, ...] = ()
 
     @functools.cached_property
     def versions(self) -> dict[str, str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from sparkenv.core.errors import SparkenvError
-from sparkenv.index import credentials, fetch, remote_zip
+from sparkenv.index import credentials, fetch, integrity, remote_zip
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
         if text is not None:
             return text, "cache"
         early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
-        if early is not None:
+        if early is not None and integrity.mismatch(ref.url, ref.sha256) is None:
             store(ref.sha256, early[0], behind=True)
             return early
     elif (early := _BY_URL.get(ref.url)) is not None:
@@ -117,12 +117,12 @@ def _text(ref: FileRef, timeout: float) -> tuple[str, str]:
         text = _pep658(ref, timeout)
         via = "PEP 658"
         if text is None:
-            got = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), timeout)
+            got = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), timeout, ref.sha256)
             if "METADATA" not in got:
                 raise remote_zip.Unreadable("the wheel has no *.dist-info/METADATA")
             text, via = got["METADATA"].decode("utf-8", errors="replace"), FROM_WHEEL
     else:
-        text = remote_zip.read_sdist_pkg_info(ref.url, ref.filename, timeout).decode(
+        text = remote_zip.read_sdist_pkg_info(ref.url, ref.filename, timeout, sha256=ref.sha256).decode(
             "utf-8", errors="replace"
         )
         via = "the sdist's PKG-INFO"
@@ -200,7 +200,7 @@ def records(refs: list[FileRef], timeout: float = 30.0) -> dict[str, str]:
         if kept is not None:
             return ref.key, kept
         try:
-            got = remote_zip.read_dist_info(ref.url, ref.filename, ("RECORD",), timeout)
+            got = remote_zip.read_dist_info(ref.url, ref.filename, ("RECORD",), timeout, sha256=ref.sha256)
         except remote_zip.Unreadable:
             return ref.key, ""
         text = got.get("RECORD", b"").decode("utf-8", errors="replace")

@@ -3,7 +3,8 @@
 Python's `zipfile` does the zip work (end-of-central-directory record wherever it is, ZIP64, central
 directories of any size); this file only turns its seeks and reads into a few range requests, each
 served from fetched blocks where it can. A server without range support answers 200 with the whole
-file: then the whole file is read into a temporary file (capped), and zipfile reads that instead.
+file: then the whole file is read into a temporary file (capped), checked against the index's sha256
+(index/integrity.py), and zipfile reads that instead.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import zipfile
 import zlib
 from typing import IO
 
-from sparkenv.index import credentials, fetch
+from sparkenv.index import credentials, fetch, integrity
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 # The EOCD record (22 bytes) sits after a comment of at most 65535 bytes; the ZIP64 locator (20) before it.
@@ -124,8 +125,10 @@ def _get(url: str, timeout: float, byte_range: str | None) -> tuple[int, bytes, 
         return resp.status, resp.read(), resp.headers.get("Content-Range", "")
 
 
-def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
-    """The remote file as a seekable binary file, and how it was read ('range' or 'full download')."""
+def open_remote(url: str, timeout: float, sha256: str = "") -> tuple[IO[bytes], str]:
+    """The remote file as a seekable binary file, and how it was read ('range' or 'full download').
+    `sha256`: the index's digest of the file, checked when the whole file comes (Unreadable if it
+    does not match); a range read sees too little to check."""
     req = credentials.request(url, {"Range": f"bytes=-{_TAIL}"})
     try:
         resp = fetch.urlopen(req, timeout)
@@ -149,7 +152,9 @@ def open_remote(url: str, timeout: float) -> tuple[IO[bytes], str]:
                     f"the server has no range support and the file exceeds {FULL_DOWNLOAD_CAP >> 30} GiB"
                 )
             spool.write(chunk)
-        spool.seek(0)
+        if (mismatch := integrity.verify(spool, url, sha256)) is not None:
+            spool.close()
+            raise Unreadable(mismatch)
         return spool, "full download"
 
 
@@ -185,11 +190,13 @@ def held_dist_info(zf: zipfile.ZipFile, member: str) -> bytes | None:
             raw.held_only = False
 
 
-def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: float) -> dict[str, bytes]:
+def read_dist_info(
+    url: str, filename: str, members: tuple[str, ...], timeout: float, sha256: str = ""
+) -> dict[str, bytes]:
     """The named `*.dist-info/<member>` files of a remote wheel (METADATA, RECORD …); those absent are
-    left out. Raises Unreadable with the reason."""
+    left out. Raises Unreadable with the reason (`sha256`: as open_remote)."""
     try:
-        fh, _ = open_remote(url, timeout)
+        fh, _ = open_remote(url, timeout, sha256)
     except OSError as exc:
         raise Unreadable(f"cannot fetch it: {exc}") from None
     try:
@@ -208,8 +215,11 @@ def read_dist_info(url: str, filename: str, members: tuple[str, ...], timeout: f
         raise Unreadable(f"cannot read it: {exc}") from None
 
 
-def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 * 1024**2) -> bytes:
-    """PKG-INFO of a remote sdist (.tar.gz or .zip): sdists are small, so the whole file is fetched."""
+def read_sdist_pkg_info(
+    url: str, filename: str, timeout: float, cap: int = 256 * 1024**2, sha256: str = ""
+) -> bytes:
+    """PKG-INFO of a remote sdist (.tar.gz or .zip): sdists are small, so the whole file is fetched (and
+    checked against the index's `sha256`)."""
     import tarfile
 
     try:
@@ -223,7 +233,8 @@ def read_sdist_pkg_info(url: str, filename: str, timeout: float, cap: int = 256 
             raise Unreadable(f"cannot fetch it: {exc}") from None
         if spool.tell() > cap:
             raise Unreadable(f"larger than {cap >> 20} MiB")
-        spool.seek(0)
+        if (mismatch := integrity.verify(spool, url, sha256)) is not None:
+            raise Unreadable(mismatch)
         try:
             if filename.endswith(".zip"):
                 with zipfile.ZipFile(spool) as zf:

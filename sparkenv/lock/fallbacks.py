@@ -593,7 +593,9 @@ def _metadata_of(ref: Any, reads: Reads) -> str | None:
         text = metadata._pep658(ref, 20.0)
     if text is None:
         try:
-            text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0)["METADATA"].decode()
+            text = remote_zip.read_dist_info(ref.url, ref.filename, ("METADATA",), 20.0, ref.sha256)[
+                "METADATA"
+            ].decode()
         except (remote_zip.Unreadable, KeyError, UnicodeDecodeError):
             reads.unanswered = True
     return text

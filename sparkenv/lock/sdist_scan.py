@@ -19,7 +19,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 from sparkenv.facts.resolved import SdistBuild
-from sparkenv.index import fetch, metadata
+from sparkenv.index import fetch, integrity, metadata
 
 SDIST_CAP = 64 * 1024**2
 # the classifier's version is in the cache's name: a changed reading never meets an old answer
@@ -108,8 +108,9 @@ def _build_files(members: dict[str, str]) -> tuple[list[str], bool, str]:
     return evidence, compiles, optional
 
 
-def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list[str]]:
-    """(top-level build files, every file name) of a remote sdist; raises OSError or ValueError."""
+def _read(url: str, filename: str, timeout: float, sha256: str = "") -> tuple[dict[str, str], list[str]]:
+    """(top-level build files, every file name) of a remote sdist; raises OSError or ValueError (also
+    when its bytes do not match the index's `sha256`)."""
     with fetch.urlopen(url, timeout) as resp, tempfile.TemporaryFile() as spool:
         copied = 0
         while chunk := resp.read(1 << 20):
@@ -117,7 +118,8 @@ def _read(url: str, filename: str, timeout: float) -> tuple[dict[str, str], list
             if copied > SDIST_CAP:
                 raise ValueError(f"larger than {SDIST_CAP >> 20} MiB, not read")
             spool.write(chunk)
-        spool.seek(0)
+        if (mismatch := integrity.verify(spool, url, sha256)) is not None:
+            raise ValueError(mismatch)
         members: dict[str, str] = {}
         names: list[str] = []
         if filename.endswith(".zip"):
@@ -157,7 +159,7 @@ def scan(refs: list[metadata.FileRef], timeout: float = 60.0) -> dict[str, Sdist
         if ref.sha256 and (hit := _cached(ref.sha256)) is not None:
             return ref.key, hit
         try:
-            members, names = _read(ref.url, ref.filename, timeout)
+            members, names = _read(ref.url, ref.filename, timeout, ref.sha256)
         except (OSError, ValueError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error) as exc:
             return ref.key, SdistBuild(ref.key, "unknown", (f"{ref.filename}: {exc}",))
         got = classify(ref.key, members, names)

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from sparkenv.cuda import coverage, elf
 from sparkenv.environment import kernels
 from sparkenv.facts.resolved import WheelElves
-from sparkenv.index import metadata, remote_zip
+from sparkenv.index import integrity, metadata, remote_zip
 
 # Compressed bytes, what crosses the network. GPU extension members deflate about 3.5x (autoawq-kernels,
 # nccl-extensions, torchcodec wheels): these are the download the earlier 64 MiB / 512 MiB budgets on
@@ -225,7 +225,9 @@ def read_one(
     cap = cap or coverage.gb10()
     if ref.sha256 and (hit := _cached(ref.sha256, cap)) is not None:
         return hit
-    early = _early_answer(ref.url, cap, paths, budget)
+    # an early read of bytes other than those the lock names is not taken (nor charged): read again
+    mismatched = integrity.mismatch(ref.url, ref.sha256) is not None
+    early = None if mismatched else _early_answer(ref.url, cap, paths, budget)
     if early is not None:
         if ref.sha256:
             _store(ref.sha256, cap, early)
@@ -296,7 +298,7 @@ def _read(
     cut = False  # a member within its own limits left unread: the lock's budget had run out
     ahead: _Ahead | None = None
     try:
-        fh, _ = remote_zip.open_remote(ref.url, timeout)
+        fh, _ = remote_zip.open_remote(ref.url, timeout, ref.sha256)
         with fh, zipfile.ZipFile(fh) as zf:
             ahead = _fetch_ahead(zf, paths, budget)
             for path in paths:

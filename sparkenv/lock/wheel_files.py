@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from sparkenv.facts.dist_view import GPU_SUFFIXES
-from sparkenv.index import metadata, remote_zip
+from sparkenv.index import integrity, metadata, remote_zip
 
 
 def is_binary(filename: str) -> bool:
@@ -53,6 +53,8 @@ def _known(ref: metadata.FileRef) -> tuple[str, ...] | None:
         if text is not None:
             return tuple(ln for ln in text.splitlines() if ln)
         early = _BY_URL.pop(ref.url, None)  # the bytes at the URL the lock names, read moments ago
+        if early is not None and integrity.mismatch(ref.url, ref.sha256) is not None:
+            return None  # not the bytes the lock names: read again, and the read says why not
         if early is not None:  # filed beside the judgement (core/filing.py): it is after uv's exit
             metadata.store(ref.sha256, "".join(f"{n}\n" for n in early), ".native-2", behind=True)
         return early
@@ -69,7 +71,7 @@ def read_one(ref: metadata.FileRef, timeout: float = 30.0) -> tuple[str, tuple[s
 def _downloaded(ref: metadata.FileRef, timeout: float) -> tuple[str, tuple[str, ...] | str]:
     """read_one's answer from the wheel itself (its zip directory by range requests), kept for later."""
     try:
-        fh, _ = remote_zip.open_remote(ref.url, timeout)
+        fh, _ = remote_zip.open_remote(ref.url, timeout, ref.sha256)
         with fh, zipfile.ZipFile(fh) as zf:
             names = _native(zf.namelist())
             held = remote_zip.held_dist_info(zf, "METADATA")

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from sparkenv.core.report import Finding
 from sparkenv.environment import profiles
 from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild, Unresolved
-from sparkenv.index import metadata
+from sparkenv.index import integrity, metadata
 from sparkenv.lock import uvdriver
 from sparkenv.resolve import inputs as inputs_mod
 from sparkenv.resolve import policy
@@ -82,6 +82,7 @@ def judged(
         build_failures=tuple(failed),
         unresolved=unresolved,
         root_extras=root_extras,
+        hash_mismatches=integrity.found(_urls(raw)),
     )
     pages = {k: fallbacks.page_read(index_url, k) for k in sorted(reads.pages)}
     complete = (
@@ -286,6 +287,13 @@ def _root_extras(inp: inputs_mod.Inputs, env: dict[str, str]) -> dict[str, set[s
                 extras = set()
             out.setdefault(d.key, set()).update(canonicalize_name(x) for x in extras)
     return out
+
+
+def _urls(raw: dict[str, dict[str, Any]]) -> set[str]:
+    """Every file the lock names (its wheels and sdists)."""
+    return {
+        f["url"] for e in raw.values() for f in [*e.get("wheels", ()), e.get("sdist") or {}] if f.get("url")
+    }
 
 
 def refs(raw: dict[str, dict[str, Any]]) -> list[metadata.FileRef]:

@@ -25,6 +25,7 @@ _finding = partial(Finding, GotchaId.G9)  # every finding of this module is G9's
 def resolved(facts: ResolvedFacts) -> list[Finding]:
     # the base's real versions, a closed lock, old fallbacks: the same stage, judged below
     return [
+        *_hash_mismatches(facts),
         *_metadata_problems(facts),
         *_locked(facts),
         *_provided_by_base(facts),
@@ -33,6 +34,23 @@ def resolved(facts: ResolvedFacts) -> list[Finding]:
         *resolved_closure(facts),
         *resolved_fallback(facts),
         *unresolved.findings(facts, GotchaId.G9),
+    ]
+
+
+def _hash_mismatches(facts: ResolvedFacts) -> list[Finding]:
+    """A file the lock names, read whole, whose bytes are not those the index's sha256 names: the lock
+    would pin a hash no install can match (G9: the lock's integrity). A FAIL, so no lock is written."""
+    return [
+        _finding(
+            status=Status.FAIL,
+            summary=f"{m.file}: the index gives sha256 {m.expected[:12]}… but serves bytes with sha256 "
+            f"{m.actual[:12]}…; a lock pinning that hash can never install",
+            subject=m.file,
+            evidence=(m.file, f"expected sha256:{m.expected}", f"served sha256:{m.actual}"),
+            fix="the index serves bytes that do not match its own hash: use another index or mirror, or "
+            "report it to the index's operator",
+        )
+        for m in facts.hash_mismatches
     ]
 
 

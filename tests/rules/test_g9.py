@@ -14,6 +14,7 @@ from sparkenv.core.report import Status
 from sparkenv.facts import image as base_facts
 from sparkenv.facts.lockfile import Currency, LockFileFacts, Outcome
 from sparkenv.facts.resolved import FallbackFacts
+from sparkenv.index.integrity import HashMismatch
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
 SHIPPED_LOCK = str(Path(__file__).resolve().parents[2] / "lockfiles" / "pylock.ngc-25-11.toml")
@@ -107,6 +108,25 @@ ROWS = [
         "its own --no-deps stage",
     ),
     # --- Stage.RESOLVED ----------------------------------------------------------------------------
+    Row(
+        "g9.resolved",
+        "a file read whole whose bytes miss the index's sha256",
+        lambda c: sf.resolved(
+            sf.locked("peft", "0.19.1"),
+            hash_mismatches=(HashMismatch("peft-0.19.1-py3-none-any.whl", "u", "ab" * 32, "cd" * 32),),
+        ),
+        "peft-0.19.1-py3-none-any.whl",
+        FAIL,
+        "the index serves bytes that do not match its own hash",
+        "the index gives sha256 abababababab… but serves bytes with sha256 cdcdcdcdcdcd…",
+    ),
+    Row(
+        "g9.resolved",
+        "no file read whole missed its hash",
+        lambda c: sf.resolved(sf.locked("peft", "0.19.1")),
+        "peft-0.19.1-py3-none-any.whl",
+        None,
+    ),
     Row(
         "g9.resolved",
         "drift-prone pinned in the lock",
