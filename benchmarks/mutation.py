@@ -147,6 +147,7 @@ def module_config(text: str, module: str, tests: list[str], cfg: dict) -> str:
         f"only_mutate = [{json.dumps(module)}]",
         f"pytest_add_cli_args = {json.dumps(extra)}",
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
+        f"also_copy = {json.dumps(cfg.get('also_copy', []))}",
     ]
     return "\n".join(out) + "\n"
 
@@ -197,6 +198,9 @@ def run_module(module: str, args: argparse.Namespace, cfg: dict, exe: list[str])
         sampled = sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
         mutmut([*exe, "run", *jobs, *sampled], work, env, log)
         codes = json.loads(meta.read_text())["exit_code_by_key"]
+        if all(codes.get(n) is None for n in sampled):
+            tail = log.read_text().replace("\r", "\n")[-3000:]
+            sys.exit(f"benchmarks/mutation.py: mutmut ran none of {module}'s mutants:\n{tail}")
         out = Outcome(module, len(names), sampled, {n: codes.get(n) for n in sampled})
         known = [e for e in equivalents() if e["module"] == module]
         for name in out.names(SURVIVED | NO_TESTS):
