@@ -14,8 +14,10 @@ from rule_table import Row, check, ids
 from sparkenv import profiles
 from sparkenv.cuda import rules
 from sparkenv.facts.resolved import WheelElves
+from sparkenv.knowledge import packages
 from sparkenv.report import Status
 from sparkenv.rules import cuda_major
+from sparkenv.rules.g1_declared import fix_for
 from sparkenv.rules.g1_wheels import NOT_A_GPU_PACKAGE
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
@@ -30,6 +32,10 @@ def _ngc_torches() -> dict[str, str]:
 
 NGC = _ngc_torches()
 NGC_25_11 = profiles.shipped()["ngc-25.11"].provides["torch"]
+CU130 = packages().cuda13_index
+FIRST = packages().first_cuda13("torch", "aarch64")  # the first default-index torch with CUDA 13 there
+CPU_INDEX = CU130.rsplit("/", 1)[0] + "/cpu"  # the same index's CPU channel
+PURE_WHEEL = "https://files.example.invalid/mypkg/mypkg-1.0-py3-none-any.whl"
 
 
 def _installed(ctx, *dists, arch="x86_64"):
@@ -199,6 +205,78 @@ ROWS = [
         None,
         "needs CUDA 13: requires cuda-toolkit[cudart]==13.0.2",
     ),
+    # --- what a declared requirement and its index say, both ways ------------------------------------
+    Row(
+        "g1.declared",
+        "the CUDA 13 index",
+        lambda c: sf.declared(c, f"--extra-index-url {CU130}\nrequests\n"),
+        CU130,
+        None,
+    ),
+    Row(
+        "g1.declared",
+        "the CPU index",
+        lambda c: sf.declared(c, f"--index-url {CPU_INDEX}\ntorch\n"),
+        CPU_INDEX,
+        FAIL,
+        f"use {CU130} (or leave torch to the NGC base)",
+        f"index {CPU_INDEX} serves CPU-only builds — target is CUDA 13",
+    ),
+    Row(
+        "g1.declared",
+        "a toolkit wheel pinned to CUDA 12, on an NGC base",
+        lambda c: sf.declared(c, "cuda-toolkit==12.8.1\n", profile="ngc-25.11"),
+        "cuda-toolkit",
+        FAIL,
+        "use cuda-toolkit 13.x",
+        "requirements.txt:1) is CUDA 12's (its version is the CUDA version) — target is CUDA 13",
+    ),
+    Row(
+        "g1.declared",
+        "a pure-Python wheel URL",
+        lambda c: sf.declared(c, f"mypkg @ {PURE_WHEEL}\n"),
+        "mypkg",
+        None,
+    ),
+    Row(
+        "g1.declared",
+        "torch pinned to the first release with CUDA 13 on the default index",
+        lambda c: sf.declared(c, f"torch=={FIRST.version}\n"),
+        "torch",
+        None,
+    ),
+    Row(
+        "g1.declared",
+        "a cu130 torch, said as declared",
+        lambda c: sf.declared(c, "torch==2.11.0+cu130\n"),
+        "torch",
+        PASS,
+        None,
+        "requirements.txt:1) is built for CUDA 13",
+    ),
+    # --- resolved: a torch whose RECORD shows CUDA, a family member pinned to a +cpu torch ----------------
+    Row(
+        "g1.resolved",
+        "an unlabelled torch whose RECORD lists libtorch_cuda.so",
+        lambda c: sf.resolved(
+            sf.locked("torch", "2.9.1"), records={"torch": "torch/lib/libtorch_cuda.so,sha256=AA,1\n"}
+        ),
+        "torch",
+        PASS,
+        None,
+        "is a CUDA build: its RECORD lists torch/lib/libtorch_cuda.so",
+    ),
+    Row(
+        "g1.resolved",
+        "torchvision pinned to a +cpu torch",
+        lambda c: sf.resolved(
+            sf.locked("torch", "2.9.1+cpu"), sf.locked("torchvision", "0.24.1", ("torch==2.9.1+cpu",))
+        ),
+        "torchvision",
+        FAIL,
+        "the torchvision release paired with a CUDA 13 torch",
+        "is pinned to torch 2.9.1+cpu, a CPU-only build",
+    ),
 ]
 
 
@@ -245,3 +323,52 @@ def test_an_ngc_release_missing_from_the_table_is_said_and_judged_by_nothing(ctx
         ),
         ctx,
     )
+
+
+def test_what_a_declared_finding_rests_on(ctx):
+    """A PASS shows where the requirement was read; the WARN on an unlabelled old torch pin shows the data
+    it rests on, with when and where it was read."""
+    passed = check(ROWS[[r.why for r in ROWS].index("a cu130 torch, said as declared")], ctx)
+    where = f"{ctx.tmp_path / 'requirements.txt'}:1"
+    assert passed is not None and passed.evidence == (where,)
+    assert passed.summary == f"torch==2.11.0+cu130 ({where}) is built for CUDA 13"
+    warned = check(
+        Row(
+            "g1.declared", "old pin", lambda c: sf.declared(c, "torch==2.9.0\n"), "torch", WARN, "pin torch>="
+        ),
+        ctx,
+    )
+    assert warned is not None
+    assert warned.evidence == (
+        where,
+        f"{FIRST.evidence} (read {FIRST.checked}; {FIRST.source})",
+    )
+
+
+@pytest.mark.parametrize(("profile", "offered"), [("spark-bare", True), ("ngc-25.11", False)])
+def test_the_ngc_image_is_offered_only_where_the_base_is_not_one(ctx, profile, offered):
+    """A wheel URL of a CUDA 12 build: the fix offers the NGC image, except on a profile that is one."""
+    gh_wheel = (
+        "https://github.com/Dao-AILab/flash-attention/releases/download/v2.8.3/"
+        "flash_attn-2.8.3+cu12torch2.9cxx11abiTRUE-cp312-cp312-linux_aarch64.whl"
+    )
+    row = Row(
+        "g1.declared",
+        f"CUDA 12 wheel URL on {profile}",
+        lambda c: sf.declared(c, f"flash-attn @ {gh_wheel}\n", profile=profile),
+        "flash-attn",
+        FAIL,
+        "install a CUDA 13 build",
+        "is a CUDA 12 build (+cu label)",
+    )
+    found = check(row, ctx)
+    assert found is not None and found.fix is not None
+    assert ("or use the NGC image" in found.fix) is offered, found.fix
+
+
+def test_the_fix_for_an_ngc_build_on_another_cuda_names_the_first_release_on_the_target():
+    """No shipped NGC release is on CUDA 12 (data/cuda.toml [ngc]), so no row reaches it: the fix text
+    itself, with the release from the table."""
+    first = rules.first_ngc_release(rules.target_major())
+    assert first is not None
+    assert fix_for("transformer-engine", "ngc") == f"use an NGC release on CUDA 13 ({first} or later)"
