@@ -372,3 +372,20 @@ def test_the_fix_for_an_ngc_build_on_another_cuda_names_the_first_release_on_the
     first = rules.first_ngc_release(rules.target_major())
     assert first is not None
     assert fix_for("transformer-engine", "ngc") == f"use an NGC release on CUDA 13 ({first} or later)"
+
+
+@pytest.mark.parametrize(
+    ("profile", "fix"),
+    [("spark-bare", "use cuda-toolkit 13.x, or use the NGC image"), ("ngc-25.11", "use cuda-toolkit 13.x")],
+)
+def test_the_fix_for_a_toolkit_pinned_to_cuda_12_in_full(ctx, profile, fix):
+    row = Row(
+        "g1.declared",
+        f"toolkit pin on {profile}",
+        lambda c: sf.declared(c, "cuda-toolkit==12.8.1\n", profile=profile),
+        "cuda-toolkit",
+        FAIL,
+        "use cuda-toolkit 13.x",
+    )
+    found = check(row, ctx)
+    assert found is not None and found.fix == fix
