@@ -389,3 +389,11 @@ def test_the_fix_for_a_toolkit_pinned_to_cuda_12_in_full(ctx, profile, fix):
     )
     found = check(row, ctx)
     assert found is not None and found.fix == fix
+
+
+def test_a_library_shipped_unread_is_shown_with_where_it_lies(ctx):
+    """The INFO on a wheel whose ELF was not read names the bundled library, and its evidence says where
+    the wheel ships it."""
+    row = ROWS[[r.why for r in ROWS].index("a wheel that bundles libcudart.so.12, its ELF not read")]
+    found = check(row, ctx)
+    assert found is not None and found.evidence[-1] == "ships libcudart.so.12 (CUDA 12) in mylib/lib/"
