@@ -148,6 +148,11 @@ def module_config(text: str, module: str, tests: list[str], cfg: dict) -> str:
         f"pytest_add_cli_args = {json.dumps(extra)}",
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
         f"also_copy = {json.dumps(cfg.get('also_copy', []))}",
+        *(
+            f"{key} = {json.dumps(cfg[key])}"
+            for key in ("timeout_multiplier", "timeout_constant")
+            if key in cfg
+        ),
     ]
     return "\n".join(out) + "\n"
 
