@@ -11,11 +11,11 @@ import pytest
 import stage_facts as sf
 from rule_table import Row, check, ids
 
-from sparkenv import profiles
+from sparkenv.core.report import Status
 from sparkenv.cuda import rules
+from sparkenv.environment import profiles
 from sparkenv.facts.resolved import WheelElves
 from sparkenv.knowledge import packages
-from sparkenv.report import Status
 from sparkenv.rules import cuda_major
 from sparkenv.rules.g1_declared import fix_for
 from sparkenv.rules.g1_wheels import NOT_A_GPU_PACKAGE

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from sparkenv.core.report import Status
 from sparkenv.facts.parallelism import Parallelism
 from sparkenv.knowledge import multinode
-from sparkenv.report import Status
 from sparkenv.rules import parallelism
 
 DATA = multinode().parallelism
