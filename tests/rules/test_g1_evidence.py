@@ -129,7 +129,7 @@ ROWS = [
         lambda c: _installed(c, ("mycuda", "12.9.0", {"nvidia/cu12/include/mycuda.h": "// mycuda\n"})),
         "mycuda",
         FAIL,
-        "install a CUDA 13 build",
+        "no known CUDA 13 build of",
         "needs CUDA 12: installs into nvidia/cu12/include/ (CUDA 12 layout)",
     ),
     # --- a CUDA library shipped in a wheel whose ELF the lock did not read ---------------------------
@@ -154,7 +154,7 @@ ROWS = [
         ),
         "mylib",
         FAIL,
-        "install a CUDA 13 build",
+        "no known CUDA 13 build of",
         "needs CUDA 12: mylib/_C.so links libcudart.so.12",
     ),
     # --- a CUDA library a package bundles (its ELF read) ---------------------------------------------
@@ -193,7 +193,7 @@ ROWS = [
         lambda c: _installed(c, ("mylib", "1.0", None, [f"cuda-toolkit[cudart]==12.8.1{LINUX}"])),
         "mylib",
         FAIL,
-        "install a CUDA 13 build",
+        "no known CUDA 13 build of",
         "needs CUDA 12: requires cuda-toolkit[cudart]==12.8.1",
     ),
     Row(
