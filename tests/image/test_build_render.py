@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkenv.core.report import LINE_RE
+
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "lockfiles" / "pylock.ngc-25-11.toml"
 
@@ -158,7 +160,8 @@ def test_without_lock_the_one_lock_present_is_built(tmp_path: Path) -> None:
     shutil.copy(LOCK.parent / "inputs" / "playbook-unsloth.txt", locks / "inputs")
     proc = run("--dry-run", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("# A sparkenv image: ngc-25.11 + pylock.mine.toml."), proc.stdout[:200]
+    dockerfile = [ln for ln in proc.stdout.splitlines() if not LINE_RE.match(ln)]  # findings come first
+    assert dockerfile[0].startswith("# A sparkenv image: ngc-25.11 + pylock.mine.toml."), proc.stdout[:300]
     shutil.copy(LOCK, locks / "pylock.yours.toml")
     proc = run("--dry-run", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
