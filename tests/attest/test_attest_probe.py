@@ -69,7 +69,9 @@ def test_the_window_ends_on_time_in_a_workload_that_ignores_signals(tmp_path):
     r = _cli("attest", "--seconds", "2", "--dir", "rec", "--", python, "w.py", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     (rec,) = _records(tmp_path / "rec")
-    assert rec.finished and rec.reason == "seconds" and 2.0 <= rec.window_s < 4.0, rec
+    # ended by its own timer, after the 2 s asked and well before the 8 s workload's end: no fixed ceiling
+    # that a loaded machine can break (the stop waits for the main thread's next bytecode)
+    assert rec.finished and rec.reason == "seconds" and 2.0 <= rec.window_s < 8.0, rec
     assert any(op.name == "aten::linear" and op.count > 0 for op in rec.cpu_ops)  # recorded while it ran
     # the report came when the window ended, the workload went on untouched, its profiler off
     assert r.stdout.index("verdict:") < r.stdout.index("workload done")
