@@ -80,7 +80,7 @@ def _crash(facts):
 def test_an_audit_rule_that_raises_is_an_error_line(env, clean_root, monkeypatch, capsys):
     """A fault we cannot cause for real (every shipped rule handles the facts we can build), so a
     crashing rule is added to the registry; everything else runs for real, through the CLI's main()."""
-    from sparkenv.cli.commands import app as cli
+    from sparkenv.cli import commands as cli
     from sparkenv.rules import g9
 
     monkeypatch.setattr(g9, "RULES", (*g9.RULES, rules.Rule(rules.Stage.INSTALLED, _crash, "nothing")))
