@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from sparkenv.core.errors import SparkenvError
 
@@ -85,19 +86,22 @@ def _ask(shim: str, label: str, ask_s: float, keep_unanswered: bool) -> str:
     from sparkenv.core import children
 
     try:
-        proc = children.spawn([shim, "-c", _ASK], text=True)
+        proc = children.spawn([shim, "-c", _ASK], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         raise SparkenvError(f"{label}: cannot run it to ask for its interpreter: {exc.strerror}") from None
     try:
-        out, err = proc.communicate(timeout=ask_s)
+        # the asked process's own exit, not the pipes' end: a child it leaves behind (a setsid daemon of a
+        # wrapper) may hold them open; what the interpreter printed is in the pipe by then
+        children.wait(proc, ask_s)
     except subprocess.TimeoutExpired:
+        children.stop(proc)
         if keep_unanswered:
             return shim
         raise SparkenvError(
             f"{label}: asked for its interpreter ({shim} -c '{_ASK}'), it did not answer within {ask_s:g} s"
         ) from None
-    finally:
-        children.stop(proc)
+    out, err = _printed(proc.stdout), _printed(proc.stderr)
+    children.stop(proc)
     lines = out.strip().splitlines()
     answer = lines[-1].strip() if lines else ""
     if proc.returncode != 0 or not os.path.isabs(answer) or not os.path.isfile(answer):
@@ -107,3 +111,18 @@ def _ask(shim: str, label: str, ask_s: float, keep_unanswered: bool) -> str:
             f"{proc.returncode} and said {said!r}"
         )
     return answer
+
+
+def _printed(stream: Any) -> str:
+    """What is in a pipe now, without waiting for its end (another process may still hold it)."""
+    fd = stream.fileno()
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        stream.close()
+    return b"".join(chunks).decode(errors="replace")
