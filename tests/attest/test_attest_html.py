@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -205,17 +203,3 @@ def test_with_a_workload_the_page_is_written(run, tmp_path):
     assert "no record: no process loaded torch with the probe" in text
     assert page.findings[0][:2] == ["G2", "SKIP"] and "no attest record" in page.findings[0][2]
     assert page.charts == []
-
-
-@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="no chromium")
-def test_a_headless_browser_renders_the_page(run, tmp_path):
-    r, html, _ = _attest(run, ah.fixture("train.jsonl"), tmp_path)
-    assert r.code == 0, r.err
-    png = tmp_path / "attest.png"
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={png}",
-         "--window-size=1200,2400", html.as_uri()],
-        capture_output=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,7 @@ import tarfile
 import uuid
 
 import pytest
-from host_helpers import engine_or_skip, finding
+from host_helpers import engine_or_skip, finding, skip_unless_required
 
 pytestmark = pytest.mark.docker
 
@@ -22,7 +22,7 @@ PROGRAM = "int main(void) { return 0; }\n"
 def tiny_image(tmp_path):  # type: ignore[no-untyped-def]
     """A one-file image: a static program compiled here, imported with `docker import`."""
     if not shutil.which("docker") or not shutil.which("gcc"):
-        pytest.skip("needs the docker CLI and gcc to make a local image")
+        skip_unless_required("needs the docker CLI and gcc to make a local image")
     (tmp_path / "true.c").write_text(PROGRAM)
     binary = tmp_path / "true"
     built = subprocess.run(
@@ -32,7 +32,7 @@ def tiny_image(tmp_path):  # type: ignore[no-untyped-def]
         timeout=120,
     )
     if built.returncode != 0:
-        pytest.skip(f"gcc cannot link statically here: {built.stderr.strip()[:200]}")
+        skip_unless_required(f"gcc cannot link statically here: {built.stderr.strip()[:200]}")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(binary, arcname="bin/true")

@@ -16,15 +16,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from host_helpers import ROOT, engine_or_skip, finding
+from host_helpers import ROOT, engine_or_skip, finding, skip_unless_required
 
 pytestmark = [
     pytest.mark.docker,
     pytest.mark.skipif(
         os.geteuid() != 0, reason="creating a second user needs root (CI runs the tests as root)"
-    ),
-    pytest.mark.skipif(
-        not shutil.which("useradd") or not shutil.which("runuser"), reason="no useradd/runuser"
     ),
 ]
 
@@ -72,7 +69,7 @@ def _python_for(user: str) -> str:
         )
         if ok.returncode == 0:
             return python
-    pytest.skip("no Python interpreter this second user may run")
+    skip_unless_required("no Python interpreter this second user may run")
 
 
 @pytest.fixture
@@ -88,6 +85,8 @@ def readable():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def stranger():  # type: ignore[no-untyped-def]
+    if not shutil.which("useradd") or not shutil.which("runuser"):
+        skip_unless_required("no useradd/runuser to make and act as a second user")
     name = f"spk{uuid.uuid4().hex[:8]}"
     subprocess.run(
         ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True, timeout=60
