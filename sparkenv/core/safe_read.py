@@ -102,12 +102,7 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "a file", limit: int
     """
     p = os.fspath(path)
     # stat before open: opening a device can have effects (a tape rewinds, a tty becomes controlling).
-    try:
-        st = os.stat(p)
-    except OSError as exc:
-        raise _open_error(p, exc) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise _not_regular(p, st.st_mode, what)
+    st = _regular_stat(p, what)
     try:
         fd = os.open(p, _OPEN_FLAGS)
     except OSError as exc:
@@ -177,10 +172,15 @@ def check_length(path: str | os.PathLike[str], what: str) -> None:
 
 def require_regular(path: str | os.PathLike[str], *, what: str = "a file") -> None:
     """UnreadableFile unless `path` is (a symlink to) a regular file; for inputs a library opens itself."""
-    p = os.fspath(path)
+    _regular_stat(os.fspath(path), what)
+
+
+def _regular_stat(p: str, what: str) -> os.stat_result:
+    """The stat of `p`, a (symlink to a) regular file, or UnreadableFile saying what it is instead."""
     try:
         st = os.stat(p)
     except OSError as exc:
         raise _open_error(p, exc) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(p, st.st_mode, what)
+    return st
