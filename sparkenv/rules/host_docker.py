@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import hosts
+from sparkenv.rules.host_system import not_in_snapshot
 
 if TYPE_CHECKING:
     from sparkenv.facts.host import HostFacts
@@ -28,7 +29,7 @@ def _f(status: Status, summary: str, subject: str, evidence: tuple[str, ...] = (
 def _not_read(f: HostFacts, subject: str) -> list[Finding] | None:
     if f.has_setup:
         return None
-    return [_f(Status.SKIP, "not in this snapshot (taken by the gate, not by sparkenv host)", subject)]
+    return [not_in_snapshot(G9, subject)]
 
 
 def _no_engine(f: HostFacts, subject: str) -> list[Finding] | None:

@@ -191,6 +191,13 @@ def dgx_os_release(f: HostFacts) -> list[Finding]:
     ]
 
 
+def not_in_snapshot(gid: GotchaId, subject: str) -> Finding:
+    """The SKIP of a host check replayed from a gate's snapshot, which holds no host set-up facts."""
+    return Finding(
+        gid, Status.SKIP, "not in this snapshot (taken by the gate, not by sparkenv host)", subject
+    )
+
+
 # --- G3: what stops an over-allocation from hanging the machine ------------------------------------
 
 
@@ -200,11 +207,7 @@ def memory_protection(f: HostFacts) -> list[Finding]:
     gid = GotchaId.G3
     oom = f.part("oom")
     if oom is None:
-        return [
-            Finding(
-                gid, Status.SKIP, "not in this snapshot (taken by the gate, not by sparkenv host)", subject
-            )
-        ]
+        return [not_in_snapshot(gid, subject)]
     meminfo = f.section("meminfo") or {}
     swap = meminfo.get("SwapTotal")
     evidence = (f"swap: {swap / (1 << 20):.1f} GiB" if swap is not None else "swap: not read",)
@@ -242,11 +245,7 @@ def cpu_frequency(f: HostFacts) -> list[Finding]:
     gid = GotchaId.G4
     cpu = f.part("cpu")
     if cpu is None:
-        return [
-            Finding(
-                gid, Status.SKIP, "not in this snapshot (taken by the gate, not by sparkenv host)", subject
-            )
-        ]
+        return [not_in_snapshot(gid, subject)]
     cores = cpu.get("cores") or []
     if not cores:
         return [
