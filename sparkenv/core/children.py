@@ -84,7 +84,7 @@ def spawn(
     import subprocess
 
     _become_subreaper()
-    preexec = _parent_death_signal() if die_with_parent else None
+    preexec = parent_death_signal() if die_with_parent else None
     env = {**(os.environ if env is None else env), _MARK: str(os.getpid())}
     # started and registered under the lock: another thread's _kill_orphans must never see this child
     # running (parent sparkenv, marked) before it is registered, or it would kill it as an orphan
@@ -107,7 +107,7 @@ def spawn(
 _PR_SET_PDEATHSIG = 1
 
 
-def _parent_death_signal() -> Callable[[], None] | None:
+def parent_death_signal() -> Callable[[], None] | None:
     """A preexec function setting the child's parent-death signal (prctl PR_SET_PDEATHSIG, SIGKILL): the
     kernel kills the child when the thread that started it ends, sparkenv's SIGKILL included. Only from
     the main thread (a helper thread's end would kill the child early); None elsewhere or off Linux."""

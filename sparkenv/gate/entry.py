@@ -276,20 +276,34 @@ def run(a: GateArgs) -> int:
 
 
 def start_workload(a: GateArgs) -> None:
-    """With --watch, the watcher first (it watches this PID, which the exec hands to the workload)."""
+    """Exec the workload; with --watch the gate stays as its supervisor instead, with the watcher
+    beside it (sparkenv/watch/supervise.py: an exec'd workload's end would end the watcher with it)."""
     from sparkenv.core import children
 
     # check workers never fed (the gate ended before judging): none survives; before the watcher
-    # starts, which is a registered child too and must outlive the exec
+    # starts, which is a registered child too and must outlive the gate's work
     children.kill_all()
-    if a.watch:
-        from sparkenv.watch import launch
-
-        folder = a.watch_dir or launch.DEFAULT_FOLDER
-        launch.start(folder, a.watch_interval or 2.0, a.watch_policy or "report", a.workload)
+    watcher_env = dict(os.environ)  # the watcher's, without what --attest gives the workload
     if a.attest:
         _attest(a.attest)
+    if a.watch:
+        _supervise(a, watcher_env)
     exec_workload(a.workload)
+
+
+def _supervise(a: GateArgs, watcher_env: dict[str, str]) -> None:
+    from sparkenv.gate import forked
+    from sparkenv.watch import launch, supervise
+
+    forked.reap_all()
+    folder = a.watch_dir or launch.DEFAULT_FOLDER
+    interval, policy = a.watch_interval or 2.0, a.watch_policy or "report"
+    try:
+        supervise.run(
+            a.workload, lambda pid: launch.start(folder, interval, policy, a.workload, pid, watcher_env)
+        )
+    except OSError as exc:
+        _cannot_start(a.workload, exc)
 
 
 def _attest(seconds: float) -> None:
@@ -317,8 +331,12 @@ def exec_workload(cmd: list[str]) -> None:
     try:
         os.execvp(cmd[0], cmd)
     except OSError as exc:
-        print(f"sparkenv: error: cannot start {cmd[0]}: {exc.strerror}", file=sys.stderr)
-        finish(127 if isinstance(exc, FileNotFoundError) else 126)
+        _cannot_start(cmd, exc)
+
+
+def _cannot_start(cmd: list[str], exc: OSError) -> None:
+    print(f"sparkenv: error: cannot start {cmd[0]}: {exc.strerror}", file=sys.stderr)
+    finish(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
 def finish(code: int) -> None:

@@ -103,7 +103,9 @@ WATCH = Option(
     envvar="SPARKENV_GATE_WATCH",
     help="After the checks, keep a watcher beside the workload: G3, G4 and G6 judged over time, one G-line "
     "per condition on stderr, a record that survives a hard power-off, a metrics textfile and a plot "
-    "(sparkenv watch --help). The workload keeps its PID, signals and exit status. Also "
+    "(sparkenv watch --help). The gate stays as the workload's parent, passing on every signal and "
+    "returning its exit status once the watcher's summary is written (under any PID 1, docker's --init "
+    "included). Also "
     "$SPARKENV_GATE_WATCH=1.",
 )
 ATTEST = Option(

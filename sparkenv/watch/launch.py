@@ -1,10 +1,9 @@
-"""Start the watcher beside the workload, from the gate, just before the gate execs the workload.
+"""Start the watcher beside the workload, from the gate, once the workload has started.
 
-The watcher is `python -m sparkenv watch --pid <the gate's PID>`: after the exec that PID is the workload's,
-so the workload keeps the gate's PID (the container's main process), its signals and its exit status; the
-watcher runs in its own session and process group, so a Ctrl-C or a signal to the workload's group does not
-reach it, and it ends when the workload ends. It is a child of the workload: should it end first (it never
-does unless it crashes) it stays a zombie until the workload ends, which costs nothing.
+The watcher is `python -m sparkenv watch --pid <the workload's PID>`, a child of the gate, which stays as
+the workload's supervisor (sparkenv/watch/supervise.py says why): the watcher runs in its own session and
+process group, so a Ctrl-C or a signal to the workload's group does not reach it, and it ends when the
+workload ends, before the gate returns the workload's status.
 
 Imported only under --watch: the gate's default start stays lean.
 """
@@ -35,15 +34,23 @@ def check_folder(folder: str) -> str:
     return path
 
 
-def start(folder: str, interval_s: float, policy: str, workload: list[str]) -> subprocess.Popen[bytes]:
-    """The watcher, started; its G-lines go to this process's stderr."""
+def start(
+    folder: str,
+    interval_s: float,
+    policy: str,
+    workload: list[str],
+    pid: int,
+    environ: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """The watcher of `pid`, started with `environ` (this process's by default); its G-lines go to this
+    process's stderr."""
     argv = [
         sys.executable,
         "-m",
         "sparkenv",
         "watch",
         "--pid",
-        str(os.getpid()),
+        str(pid),
         "--dir",
         folder,
         "--interval",
@@ -55,12 +62,12 @@ def start(folder: str, interval_s: float, policy: str, workload: list[str]) -> s
     ]
     # the sparkenv that runs the gate, whatever the workload's folder holds
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__ + "/..")))
-    env = dict(os.environ)
+    env = dict(os.environ if environ is None else environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     sys.stderr.flush()
     from sparkenv.core import children
 
-    # its own session (sparkenv/core/children.py): it outlives the gate, which execs the workload next
+    # its own session (sparkenv/core/children.py): a signal to the workload's group does not reach it
     return children.spawn(argv, env, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
 
 

@@ -23,7 +23,7 @@ from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts.timeseries import Sample, Series, clock
 from sparkenv.watch.announce import Announcer, line
 
-PLOT_EVERY_S = 60.0  # the plot is rewritten this often too: a container's PID 1 ending kills the watcher
+PLOT_EVERY_S = 60.0  # the plot is rewritten this often too: a power-off leaves the last one
 HISTORY = 2000  # readings older than the window kept at most (thinned evenly)
 # Conditions that --watch-policy stop acts on: FAIL only, each said with its reason.
 STOP_ON = {("G3", "memory exhaustion"), ("G3", "memory pressure")}

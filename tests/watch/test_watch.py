@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -26,21 +27,32 @@ ENV = {
 }
 
 
-def gate(folder: Path, workload: list[str], *opts: str) -> subprocess.Popen[str]:
-    """`sparkenv gate --watch` in its own session (so a test can signal the workload's group alone)."""
+def gate(
+    folder: Path, workload: list[str], *opts: str, stderr: Any = subprocess.PIPE
+) -> subprocess.Popen[str]:
+    """`sparkenv gate --watch` in its own session (so a test can signal the gate's group alone)."""
     argv = [sys.executable, "-m", "sparkenv", "gate", "-q", "--watch", "--watch-dir", str(folder),
             "--watch-interval", "0.3", *opts, "--", *workload]  # fmt: skip
     return subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True
+        argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=ENV, start_new_session=True
     )
+
+
+def workload_of(gate_pid: int, rec: Path) -> int:
+    """The workload's PID, as the watcher's record names it: the gate's child (it stays as the workload's
+    supervisor, sparkenv/watch/supervise.py)."""
+    pid = record.read(str(rec)).header["pid"]
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    assert int(stat.rsplit(")", 1)[1].split()[1]) == gate_pid, f"pid {pid} is not the gate's child"
+    return pid
 
 
 def python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def watchers(pid: int) -> list[int]:
-    """PIDs of the watchers of `pid` (their command line names it)."""
+def watchers(pid: int | None = None, folder: Path | None = None) -> list[int]:
+    """PIDs of the watchers of `pid`, or of those writing into `folder` (their command line names it)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -48,7 +60,8 @@ def watchers(pid: int) -> list[int]:
                 argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"watch" in argv and b"--pid" in argv and str(pid).encode() in argv:
+            named = str(pid).encode() in argv if folder is None else str(folder).encode() in argv
+            if b"watch" in argv and b"--pid" in argv and named:
                 found.append(int(entry))
     return found
 
@@ -70,16 +83,34 @@ def test_exit_status_passes_through_and_the_watcher_ends_with_the_workload(tmp_p
     proc = gate(tmp_path / "w", python("import time; time.sleep(2.5); raise SystemExit(7)"))
     rec = the_record(tmp_path / "w")
     wait_for(lambda: samples(rec) >= 2, timeout=30, what=f"two samples in {rec}")
-    # the exec kept the gate's PID: it is the workload now, and the watcher watches that PID
-    assert b"raise SystemExit(7)" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
-    (watcher,) = watchers(proc.pid)
-    assert os.getsid(watcher) != os.getsid(proc.pid) and os.getpgid(watcher) != os.getpgid(proc.pid)
+    # the gate stays as the workload's parent; the watcher watches the workload, from a session of its own
+    workload = workload_of(proc.pid, rec)
+    assert b"raise SystemExit(7)" in Path(f"/proc/{workload}/cmdline").read_bytes()
+    (watcher,) = watchers(workload)
+    assert os.getsid(watcher) != os.getsid(workload) and os.getpgid(watcher) != os.getpgid(workload)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 7, err
-    wait_for(lambda: not watchers(proc.pid), timeout=10, what="the watcher's end after the workload's")
-    assert f"sparkenv watch: watching pid {proc.pid}" in err
-    assert re.search(rf"sparkenv watch: pid {proc.pid} ended after \+0:0\d; \d+ readings", err), err
+    assert not watchers(workload)  # ended before the gate returned
+    assert f"sparkenv watch: watching pid {workload}" in err
+    assert re.search(rf"sparkenv watch: pid {workload} ended after \+0:0\d; \d+ readings", err), err
     assert record.read(str(rec)).summary is not None
+
+
+def test_the_summary_is_on_disk_when_the_command_returns(tmp_path):
+    """A script that runs `watch --report` right after the command finds the whole record: the gate
+    returns the workload's status only once the watcher has written its summary and plot (stderr goes
+    to a file, so nothing here waits for the watcher's end but the gate itself)."""
+    err_file = tmp_path / "err.txt"
+    with err_file.open("w") as err:
+        proc = gate(tmp_path / "w", python("import time; time.sleep(1.5); raise SystemExit(5)"), stderr=err)
+        assert proc.wait(timeout=60) == 5
+    assert not watchers(folder=tmp_path / "w"), "the watcher still runs after the gate returned"
+    rec = next((tmp_path / "w").glob("*.jsonl"))  # read at once: no waiting after the gate returned
+    read = record.read(str(rec))
+    assert read.summary is not None, err_file.read_text()
+    assert f"sparkenv watch: pid {read.header['pid']} ended after" in err_file.read_text()
+    svg = ElementTree.parse(rec.with_suffix(".svg")).getroot()
+    assert svg.tag.endswith("svg")
 
 
 def test_signals_reach_the_workload_alone_and_its_status_is_its_own(tmp_path):
@@ -93,21 +124,27 @@ def test_signals_reach_the_workload_alone_and_its_status_is_its_own(tmp_path):
     proc = gate(tmp_path / "w", python(code))
     rec = the_record(tmp_path / "w")
     wait_for(lambda: samples(rec) >= 2, timeout=30, what=f"two samples in {rec}")
+    # the gate's whole group: the workload's handler runs once (the gate passes the signal on), and the
+    # watcher, in its own session, is not hit and writes its summary
     os.killpg(proc.pid, signal.SIGTERM)
     out, _err = proc.communicate(timeout=30)
     assert (proc.returncode, out.strip()) == (42, "got TERM")
-    wait_for(
-        lambda: record.read(str(rec)).summary is not None,
-        timeout=10,
-        what="the watcher's summary (was the watcher hit by the signal?)",
-    )
-    # a workload killed by a signal it does not handle ends by that signal, as without the gate
+    assert record.read(str(rec)).summary is not None, "no summary: was the watcher hit by the signal?"
+    # a workload killed by a signal it does not handle ends the gate by that signal, as without the gate
+    proc = gate(tmp_path / "w3", python("import os, signal, time; time.sleep(1); os.kill(os.getpid(), 15)"))
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+    assert record.read(str(the_record(tmp_path / "w3"))).summary is not None
+    # SIGKILL, which the gate cannot pass on, kills the workload with it (parent-death signal)
     proc = gate(tmp_path / "w2", ["sleep", "60"])
-    wait_for(lambda: samples(the_record(tmp_path / "w2")) >= 1, timeout=30, what="a first sample of w2")
+    rec = the_record(tmp_path / "w2")
+    wait_for(lambda: samples(rec) >= 1, timeout=30, what="a first sample of w2")
+    workload = workload_of(proc.pid, rec)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    wait_for(lambda: not watchers(proc.pid), timeout=10, what="the watcher's end after the workload's")
+    wait_for(lambda: not Path(f"/proc/{workload}").exists(), timeout=10, what="the workload's end")
+    wait_for(lambda: not watchers(workload), timeout=10, what="the watcher's end after the workload's")
 
 
 def test_the_record_survives_sigkill_of_every_process_group(tmp_path):
@@ -116,18 +153,19 @@ def test_the_record_survives_sigkill_of_every_process_group(tmp_path):
     proc = gate(tmp_path / "w", ["sleep", "60"])
     rec = the_record(tmp_path / "w")
     wait_for(lambda: samples(rec) >= 5, timeout=30, what=f"five samples in {rec}")
-    (watcher,) = watchers(proc.pid)
-    for group in {os.getpgid(proc.pid), os.getpgid(watcher)}:
+    workload = workload_of(proc.pid, rec)
+    (watcher,) = watchers(workload)
+    for group in {os.getpgid(proc.pid), os.getpgid(workload), os.getpgid(watcher)}:
         os.killpg(group, signal.SIGKILL)
     proc.communicate(timeout=30)
-    wait_for(lambda: not watchers(proc.pid), timeout=10, what="the watcher's end after the workload's")
+    wait_for(lambda: not watchers(workload), timeout=10, what="the watcher's end after the workload's")
     read = record.read(str(rec))
-    assert read.summary is None and len(read.samples) >= 5 and read.header["pid"] == proc.pid
+    assert read.summary is None and len(read.samples) >= 5 and read.header["pid"] == workload
     last_line = json.loads(rec.read_text().splitlines()[-1])
     assert read.samples[-1].t == last_line["t"]
     r = sparkenv("watch", "--report", str(rec))
     assert r.code == 0, r.err
-    assert f"pid {proc.pid} (sleep 60)" in r.out
+    assert f"pid {workload} (sleep 60)" in r.out
     assert re.search(r"ended: the record stops at \+0:0\d \(.* UTC\) with no summary", r.out), r.out
     assert "G3 PASS" in r.out
     # a last line cut mid-write (the power went) is skipped, and said
@@ -203,7 +241,8 @@ def test_memory_eaten_fast_is_g3_with_a_time_to_exhaustion(tmp_path):
     # under load), give or take what other processes on the machine do meanwhile
     said = f"{line}: the eater itself logged {average:.0f} MiB/s on average, {fastest:.0f} at its fastest"
     assert 0.25 * average < rate < 2 * fastest, said
-    during = err.split(f"sparkenv watch: pid {proc.pid} ended after", 1)[0]
+    workload = record.read(str(_last_record(tmp_path))).header["pid"]
+    during = err.split(f"sparkenv watch: pid {workload} ended after", 1)[0]
     # said once, and again only when it got worse (WARN, then FAIL): no line at every reading
     said = [ln.split(":", 1)[0] for ln in during.splitlines() if ln.startswith("G3 ") and "exhausted" in ln]
     assert said in (["G3 WARN"], ["G3 FAIL"], ["G3 WARN", "G3 FAIL"]), during
@@ -214,13 +253,13 @@ def test_watch_policy_stop_sends_sigterm_before_predicted_exhaustion(tmp_path):
         pytest.skip("this machine has too much memory for a bounded eater to predict exhaustion in 100 s")
     proc, err, _ = _eaten(tmp_path, "--watch-policy", "stop")
     assert proc.returncode == -signal.SIGTERM, err
+    rec = record.read(str(_last_record(tmp_path)))
     said = re.search(
-        rf"sparkenv watch: sent SIGTERM to pid {proc.pid} \(--watch-policy stop\) because G3 FAIL: "
+        rf"sparkenv watch: sent SIGTERM to pid {rec.header['pid']} \(--watch-policy stop\) because G3 FAIL: "
         r"MemAvailable .* exhausted in ~\d+ s",
         err,
     )
     assert said, err
-    rec = record.read(str(_last_record(tmp_path)))
     assert rec.summary and rec.summary["stopped_workload"].startswith("G3 memory exhaustion")
 
 
