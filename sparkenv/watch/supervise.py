@@ -79,6 +79,7 @@ class _Supervisor:
     def __init__(self) -> None:
         self.pid = 0
         self.watcher: Any = None
+        self.watcher_ended = False
         self.tty: int | None = None
         self.pending: list[int] = []
         self.wake_r = -1
@@ -173,23 +174,27 @@ class _Supervisor:
             _give_tty(self.tty, os.getpgrp())
 
     def _watcher_done(self) -> bool:
-        if self.watcher is None:
+        if self.watcher is None or self.watcher_ended:
             return True
         try:
-            return os.waitpid(self.watcher.pid, os.WNOHANG)[0] != 0
+            self.watcher_ended = os.waitpid(self.watcher.pid, os.WNOHANG)[0] != 0
         except ChildProcessError:
-            return True
+            self.watcher_ended = True
+        return self.watcher_ended
 
     def _reap_others(self) -> None:
-        """Reap every ended child but the workload (left for the watcher to see) and the watcher."""
-        keep = {self.pid, self.watcher.pid if self.watcher is not None else -1}
+        """Reap every ended child but the workload, left unreaped for the watcher to see (the watcher's
+        end is noted; an orphan handed to this process is reaped as a PID 1 must)."""
         while True:
             try:
                 found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 return
-            if found is None or found.si_pid in keep:
+            if found is None or found.si_pid == self.pid:
                 return
+            if self.watcher is not None and found.si_pid == self.watcher.pid:
+                self._watcher_done()
+                continue
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(found.si_pid, 0)
 

@@ -109,3 +109,24 @@ def test_docker_stop_reaches_the_workload_once_and_the_record_ends_cleanly(tmp_p
         assert (proc.returncode, out.strip()) == (status, said), err
         rec = _record(folder)
         assert rec.summary is not None, f"no summary ({pid1} as PID 1)\n{err}"
+
+
+@pytest.mark.parametrize("pid1", list(PID1S))
+def test_an_orphan_of_the_workload_is_reaped(tmp_path, image, pid1):
+    """A grandchild the workload leaves behind is handed to PID 1 (or to the gate, a subreaper while it
+    has children): with the gate as PID 1 it must reap it, or it stays a zombie for the whole run."""
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    if os.fork() == 0:\n"
+        "        os._exit(0)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        "time.sleep(1.5)\n"
+        "z = [p for p in os.listdir('/proc') if p.isdigit()\n"
+        "     and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z']\n"
+        "print('zombies:', len(z), flush=True)\n"
+    )
+    proc = _start(pid1, tmp_path / "w", code, f"watch-orphan-{os.getpid()}")
+    out, err = proc.communicate(timeout=180)
+    assert (proc.returncode, out.strip()) == (0, "zombies: 0"), err
