@@ -21,8 +21,9 @@ raced it. Only the process its parent waits on can hold that back, so with --wat
   sees its job stopped, and `fg` continues both;
 - it reaps every child, any orphan handed to it included (as a PID 1 must);
 - when the workload has ended (left unreaped, so the watcher can still open it), it waits for the
-  watcher's summary at most FINISH_S seconds, then asks the watcher to finish (SIGTERM: it writes its
-  summary) and waits one second more, never longer: a stuck watcher cannot hold the workload's status;
+  watcher's end at most FINISH_S seconds: a watcher stuck (or still starting on a loaded machine) cannot
+  hold the workload's status; it is left to finish on its own (in a container the kernel ends it with
+  PID 1);
 - it ends as the workload ended: the same exit status, or killed by the same signal (a PID 1 cannot be,
   so there it exits 128 + the signal's number, as a shell reports it); it writes nothing of its own.
 
@@ -120,7 +121,6 @@ class _Supervisor:
         """Forward, reap and wait; how the workload ended: ("exit", status) or ("signal", number)."""
         ended: tuple[str, int] | None = None
         deadline = 0.0
-        asked = False
         while True:
             sigs, self.pending[:] = self.pending[:], []
             if ended is None:
@@ -134,15 +134,8 @@ class _Supervisor:
                     deadline = time.monotonic() + FINISH_S
                     self._take_back_the_tty()
             self._reap_others()
-            if ended is not None:
-                if self._watcher_done():
-                    break
-                if time.monotonic() >= deadline:
-                    if asked:
-                        break
-                    with contextlib.suppress(OSError):
-                        os.kill(self.watcher.pid, signal.SIGTERM)
-                    asked, deadline = True, time.monotonic() + 1.0
+            if ended is not None and (self._watcher_done() or time.monotonic() >= deadline):
+                break
             wait = None if ended is None else max(0.0, deadline - time.monotonic())
             with contextlib.suppress(InterruptedError):
                 select.select([self.wake_r], [], [], wait)

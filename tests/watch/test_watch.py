@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -101,9 +102,14 @@ def test_the_summary_is_on_disk_when_the_command_returns(tmp_path):
     returns the workload's status only once the watcher has written its summary and plot (stderr goes
     to a file, so nothing here waits for the watcher's end but the gate itself)."""
     err_file = tmp_path / "err.txt"
+    # the workload ends once the watcher has started (its record is there), however loaded this machine
+    code = (
+        f"import glob, time\nwhile not glob.glob({str(tmp_path / 'w')!r} + '/*.jsonl'):\n"
+        "    time.sleep(0.05)\ntime.sleep(0.5)\nraise SystemExit(5)\n"
+    )
     with err_file.open("w") as err:
-        proc = gate(tmp_path / "w", python("import time; time.sleep(1.5); raise SystemExit(5)"), stderr=err)
-        assert proc.wait(timeout=60) == 5
+        proc = gate(tmp_path / "w", python(code), stderr=err)
+        assert proc.wait(timeout=60) == 5, err_file.read_text()
     assert not watchers(folder=tmp_path / "w"), "the watcher still runs after the gate returned"
     rec = next((tmp_path / "w").glob("*.jsonl"))  # read at once: no waiting after the gate returned
     read = record.read(str(rec))
@@ -111,6 +117,24 @@ def test_the_summary_is_on_disk_when_the_command_returns(tmp_path):
     assert f"sparkenv watch: pid {read.header['pid']} ended after" in err_file.read_text()
     svg = ElementTree.parse(rec.with_suffix(".svg")).getroot()
     assert svg.tag.endswith("svg")
+    # a watcher that cannot finish (stopped, as a stuck one would be) holds the status a bounded time
+    from sparkenv.watch.supervise import FINISH_S
+
+    trigger = tmp_path / "go"
+    code = f"import os, time\nwhile not os.path.exists({str(trigger)!r}):\n    time.sleep(0.05)\n"
+    proc = gate(tmp_path / "w2", python(code))
+    wait_for(lambda: samples(the_record(tmp_path / "w2")) >= 1, timeout=30, what="a first sample of w2")
+    (watcher,) = watchers(folder=tmp_path / "w2")
+    os.kill(watcher, signal.SIGSTOP)
+    try:
+        trigger.touch()
+        started = time.monotonic()
+        assert proc.wait(timeout=60) == 0
+        assert time.monotonic() - started < FINISH_S + 10, "the gate waited on a stuck watcher unbounded"
+    finally:
+        os.kill(watcher, signal.SIGCONT)
+    wait_for(lambda: not watchers(folder=tmp_path / "w2"), timeout=30, what="the continued watcher's end")
+    proc.communicate(timeout=30)
 
 
 def test_signals_reach_the_workload_alone_and_its_status_is_its_own(tmp_path):
