@@ -35,6 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from build_helpers import probe_containers
@@ -751,7 +752,11 @@ def _case_ids() -> list[str]:
 
 @pytest.mark.parametrize("case_id", _case_ids())
 def test_hostile_input(ran: dict[str, tuple[Case, Ran]], case_id: str):
-    case, r = ran[case_id]
+    _holds_the_contract(case_id, *ran[case_id])
+
+
+def _holds_the_contract(case_id: str, case: Case, r: Ran) -> None:
+    """The exit code, one stderr line, what it says, within its deadline, nothing left, no secret."""
     shown = f"{case_id}: exit {r.code} in {r.seconds:.1f} s\nstderr: {r.err[-1500:]}\nstdout: {r.out[-500:]}"
     assert r.code in case.codes, shown
     assert "Traceback" not in r.err and "internal error" not in r.err, shown
@@ -1401,3 +1406,98 @@ def test_a_full_disk_is_one_line_exit_3(full_tmpfs, tmp_path, where: str):
     assert proc.returncode == 3, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "no space left on the device" in proc.stderr
     assert str(full_tmpfs) in proc.stderr, proc.stderr
+
+
+# ---- an index that drips: every request and the whole lock end by their deadlines ---------------------
+
+# (what drips: the end of the dripping requests' path, whether the index serves PEP 658 metadata, whether
+# its wheel holds a library; and whose request it is: uv's, or only sparkenv's own read of the wheel)
+_DRIPS = {
+    "page": ("/simple/tinypkg/", True, False),  # uv reads the project's page first
+    "metadata": (".whl.metadata", True, False),  # uv reads the PEP 658 file, never the wheel
+    "file": (".whl", False, False),  # no PEP 658: uv reads the wheel's METADATA from the wheel itself
+    "own-file": (".whl", True, True),  # uv needs only the metadata; sparkenv reads the wheel's file list
+}
+_DRIP_REQUEST_S = 2  # --request-timeout of the per-request cases (their --timeout: 120 s)
+_DRIP_TOTAL_S = 6  # --timeout of the total cases (their --request-timeout: 60 s, never reached)
+
+
+def _dripping_cases(root: Path) -> list[tuple[Case, Any]]:
+    """Per kind of request and per deadline: a loopback index that answers the requests of that kind a
+    byte every 0.3 s (every read comes within any socket timeout), and a lock of one package from it.
+    The server of each case is returned beside it, to be shut down after."""
+    from artifacts import Index, serve
+
+    made: list[tuple[Case, Any]] = []
+    for kind, (ending, pep658, library) in _DRIPS.items():
+        for bound in ("request", "total"):
+            folder = root / f"drip-{kind}-{bound}"
+            ix = Index(folder / "index", pep658=pep658)
+            if library:  # a wheel for the target with a library in it: sparkenv lists its files
+                lib = {"tinypkg/libtiny.so": b"\x7fELF" + bytes(4000)}
+                ix.wheel("tinypkg", "1.0", tag="py3-none-manylinux_2_28_aarch64", files=lib)
+            else:
+                ix.wheel("tinypkg", "1.0")
+            server = serve(ix, ranges=True, drip=ending, drip_s=0.3)
+            (folder / "r.txt").write_text("tinypkg\n")
+            seconds = _DRIP_REQUEST_S if bound == "request" else _DRIP_TOTAL_S
+            times = ["--request-timeout", "2", "--timeout", "120"]
+            if bound == "total":
+                times = ["--request-timeout", "60", "--timeout", str(_DRIP_TOTAL_S)]
+            option = "--request-timeout" if bound == "request" else "--timeout"
+            says = f"the package index did not answer within {seconds} s ({option})"
+            own_request = library and bound == "request"  # one read of sparkenv's cut: a finding
+            case = Case(
+                f"lock-drip-{kind}-{bound}",
+                [
+                    "lock",
+                    str(folder / "r.txt"),
+                    "--output-dir",
+                    str(folder / "out"),
+                    "--index-url",
+                    ix.url,
+                    *times,
+                ],
+                # sparkenv's own read of a file list cut at its deadline is the finding every unreadable
+                # wheel gets (exit 0, the lock written); every other expiry stops the lock: exit 3
+                codes=(0,) if own_request else (3,),
+                says=says,
+                on_stdout=own_request,
+                quiet_ok=own_request,
+                # uv tries a request 4 times (its retries) within --request-timeout each; the total
+                # ends everything within its own seconds and the start-up of a loaded machine
+                deadline=45.0 if bound == "request" else 25.0,
+                env={"UV_CACHE_DIR": str(folder / "uv"), "TMPDIR": str(folder)},
+            )
+            made.append((case, server))
+    return made
+
+
+@pytest.fixture(scope="session")
+def dripped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
+    """Every dripping case, all at once (each mostly waits on its deadline)."""
+    made = _dripping_cases(tmp_path_factory.mktemp("drip"))
+    cases = [c for c, _ in made]
+    try:
+        with ThreadPoolExecutor(len(cases)) as pool:
+            results = list(pool.map(_run, cases, range(10_000, 10_000 + len(cases))))
+    finally:
+        for _, server in made:
+            server.shutdown()
+            server.server_close()
+    return {c.id: (c, r) for c, r in zip(cases, results, strict=True)}
+
+
+@pytest.mark.parametrize("kind", list(_DRIPS))
+@pytest.mark.parametrize("bound", ["request", "total"])
+def test_a_dripping_index_ends_the_lock_by_its_deadline(dripped, kind: str, bound: str):
+    """Issue 43, item 4: an index that sends a byte at a time defeated every socket timeout, and the lock
+    ran to its 600 s default. Now each request (uv's through UV_HTTP_TIMEOUT, sparkenv's own through
+    index/deadline.py) has a deadline for the whole of it, and --timeout one for the whole lock: one
+    line naming the package index (no host), exit 3, no process left, within the deadline."""
+    case, r = dripped[f"lock-drip-{kind}-{bound}"]
+    _holds_the_contract(case.id, case, r)
+    if case.codes == (0,):  # the lock is written all the same: the wheel's files are checked at audit
+        assert "G1 INFO: tinypkg 1.0" in r.out and "could not be read" in r.out, r.out
+    folder = Path(case.env["TMPDIR"])
+    assert not list(folder.glob("sparkenv-lock-*")), "the lock's work folder was left behind"

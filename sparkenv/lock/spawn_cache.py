@@ -201,20 +201,82 @@ def _output(argv: list[str]) -> str:
 def work_folder() -> Path:
     """A new private folder for uv's files, sparkenv-lock-* in the temporary folder: made directly in
     tempfile's first choice ($TMPDIR, $TEMP, $TMP, /tmp) when it can be (tempfile's import, with random
-    and shutil, costs more than the rest of a hit), else by tempfile's own search."""
+    and shutil, costs more than the rest of a hit), else by tempfile's own search. It is marked with
+    this process's identity (OWNER): a lock killed by SIGKILL leaves it behind, and a later lock removes
+    it once that process is gone (`sweep`)."""
     base = os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
     for _ in range(4):
         path = Path(base) / f"{_PREFIX}{os.urandom(6).hex()}"
         try:
             os.mkdir(path, 0o700)
-            return path
+            return _marked(path)
         except FileExistsError:
             continue
         except OSError:
             break
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix=_PREFIX))
+    return _marked(Path(tempfile.mkdtemp(prefix=_PREFIX)))
+
+
+OWNER = ".sparkenv-owner"  # in a work folder: "PID STARTTIME" of the sparkenv that made it
+
+
+def _marked(path: Path) -> Path:
+    from sparkenv.core import children
+
+    me = children.identity()
+    if me is not None:
+        with contextlib.suppress(OSError):  # unmarked, it is never swept: only left behind, as before
+            (path / OWNER).write_text(me + "\n", encoding="ascii")
+    return path
+
+
+def sweep(base: str | None = None) -> list[Path]:
+    """Remove the work folders (and uv's temporary files in them) that a killed lock left in the
+    temporary folder: only sparkenv-lock-* folders of this user, marked by the sparkenv that made them,
+    whose maker is no longer running — never an unmarked folder, another user's, or a live lock's.
+    The folders removed."""
+    import re
+    import shutil
+    import stat
+
+    from sparkenv.core import children
+
+    base = base or os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
+    name = re.compile(re.escape(_PREFIX) + r"[0-9a-z_]+")
+    removed = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not name.fullmatch(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            mark = Path(entry.path) / OWNER
+            mst = mark.lstat()
+            if not stat.S_ISREG(mst.st_mode) or mst.st_uid != os.getuid() or mst.st_size > 64:
+                continue
+            owner = mark.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if children.alive(owner):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def sweep_later() -> None:
+    """`sweep` in a thread of its own: the lock never waits for it (the process may end before it does;
+    the next lock goes on)."""
+    import threading
+
+    threading.Thread(target=sweep, name="sparkenv-sweep", daemon=True).start()
 
 
 def _read(key_text: str) -> tuple[list[str], dict[str, str]] | None:

@@ -84,6 +84,7 @@ def run(args: LockArgs) -> int:
     from sparkenv.core import signals
     from sparkenv.lock import spawn_cache
 
+    spawn_cache.sweep_later()  # work folders a SIGKILLed lock left behind, uv's temporary files in them
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
     from sparkenv.index import deadline
 
