@@ -1247,11 +1247,15 @@ def test_every_error_line_is_redacted_and_bounded(shape: str):
 
 def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
     """Issue 43, item 4: after SIGKILL of `sparkenv lock` (which no handler sees), the uv it started kept
-    running against the index. uv now has a parent-death signal (children.spawn die_with_parent): the
-    kernel ends it with sparkenv. The index here accepts connections and never answers, so uv is still
-    waiting on it when sparkenv is killed."""
+    running against the index, and its temporary folder stayed. uv now has a parent-death signal
+    (children.spawn die_with_parent): the kernel ends it with sparkenv. Its files, temporary ones
+    included (TMPDIR), are in the lock's work folder, marked with its owner; the next lock removes it
+    once that owner is dead, and leaves a live lock's alone. The index here accepts connections and
+    never answers, so uv is still waiting on it when sparkenv is killed."""
     import socket
     import threading
+
+    from artifacts import Index, serve
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -1272,11 +1276,22 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
     (tmp_path / "r.txt").write_text("peft\n")
     marker = f"{os.getpid()}-sigkill"
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    temp = tmp_path / "temp"
+    temp.mkdir()
     env.update(
         {MARK: marker, "SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")}
     )
+    env["TMPDIR"] = str(temp)
     argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
     argv += ["--index-url", f"http://127.0.0.1:{port}/simple", "--timeout", "120"]
+    # a live lock's folder (this process's, marked as a lock marks it) and a stranger's: never swept
+    live = temp / "sparkenv-lock-0123456789ab"
+    live.mkdir()
+    (live / ".sparkenv-owner").write_text(
+        f"{os.getpid()} {Path('/proc/self/stat').read_text().rsplit(')', 1)[1].split()[19]}\n"
+    )
+    stranger = temp / "sparkenv-lock-notmarked"
+    stranger.mkdir()
     proc = subprocess.Popen(
         argv,
         cwd=tmp_path,
@@ -1307,6 +1322,25 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
             s.close()
         listener.close()
     assert left == [], left
+    killed = [p for p in temp.iterdir() if p not in (live, stranger)]
+    assert [p.name[:14] for p in killed] == ["sparkenv-lock-"], killed  # the killed lock's, left behind
+    assert (killed[0] / "tmp").is_dir(), "uv's TMPDIR is not in the lock's work folder"
+
+    ix = Index(tmp_path / "index")  # the next lock, from an index that answers
+    ix.wheel("tinypkg", "1.0")
+    (tmp_path / "r.txt").write_text("tinypkg\n")
+    server = serve(ix)
+    env.pop(MARK)
+    try:
+        argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
+        nxt = subprocess.run(
+            [*argv, "--index-url", ix.url], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert nxt.returncode == 0, nxt.stdout + nxt.stderr
+    assert sorted(temp.iterdir()) == sorted([live, stranger]), list(temp.iterdir())
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
@@ -1473,19 +1507,65 @@ def _dripping_cases(root: Path) -> list[tuple[Case, Any]]:
     return made
 
 
+_PROGRESS_TIMEOUT = 20  # over index/deadline.py PROGRESS_S: one progress line comes before the end
+
+
+def _on_a_terminal(root: Path) -> tuple[int, str]:
+    """A lock from an index whose pages drip, its stderr a terminal: (exit code, what it wrote there)."""
+    import pty
+
+    from artifacts import Index, serve
+
+    ix = Index(root / "index")
+    ix.wheel("tinypkg", "1.0")
+    server = serve(ix, drip="/simple/tinypkg/", drip_s=0.3)
+    (root / "r.txt").write_text("tinypkg\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update({"SPARKENV_CACHE_DIR": str(root / "cache"), "UV_CACHE_DIR": str(root / "uv")})
+    env["TMPDIR"] = str(root)
+    argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out", "--index-url", ix.url]
+    argv += ["--request-timeout", "60", "--timeout", str(_PROGRESS_TIMEOUT)]
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end is closed, sparkenv has exited
+                break
+            if not chunk:
+                break
+            said += chunk
+        code = proc.wait(timeout=60)
+    finally:
+        os.close(master)
+        server.shutdown()
+        server.server_close()
+    return code, said.decode("utf-8", "replace")
+
+
 @pytest.fixture(scope="session")
 def dripped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
-    """Every dripping case, all at once (each mostly waits on its deadline)."""
-    made = _dripping_cases(tmp_path_factory.mktemp("drip"))
+    """Every dripping case, all at once (each mostly waits on its deadline); and the lock on a terminal,
+    as "progress" (its Ran holds only the exit code and what it wrote)."""
+    root = tmp_path_factory.mktemp("drip")
+    made = _dripping_cases(root)
     cases = [c for c, _ in made]
+    (root / "terminal").mkdir()
     try:
-        with ThreadPoolExecutor(len(cases)) as pool:
+        with ThreadPoolExecutor(len(cases) + 1) as pool:
+            on_a_terminal = pool.submit(_on_a_terminal, root / "terminal")
             results = list(pool.map(_run, cases, range(10_000, 10_000 + len(cases))))
+            code, said = on_a_terminal.result()
     finally:
         for _, server in made:
             server.shutdown()
             server.server_close()
-    return {c.id: (c, r) for c, r in zip(cases, results, strict=True)}
+    ran = {c.id: (c, r) for c, r in zip(cases, results, strict=True)}
+    ran["progress"] = (Case("progress", [], (3,)), Ran(code, "", said, 0.0, []))
+    return ran
 
 
 @pytest.mark.parametrize("kind", list(_DRIPS))
@@ -1501,3 +1581,15 @@ def test_a_dripping_index_ends_the_lock_by_its_deadline(dripped, kind: str, boun
         assert "G1 INFO: tinypkg 1.0" in r.out and "could not be read" in r.out, r.out
     folder = Path(case.env["TMPDIR"])
     assert not list(folder.glob("sparkenv-lock-*")), "the lock's work folder was left behind"
+
+
+def test_a_lock_waiting_on_the_index_says_so_on_a_terminal(dripped):
+    """Issue 43, item 4: a lock that waits long on the index says so (a progress line on a terminal, as
+    every phase's line), before the deadline ends it with its one line."""
+    _, r = dripped["progress"]
+    lines = [ln.strip() for ln in r.err.splitlines() if ln.strip()]
+    waiting = [ln for ln in lines if "still resolving after" in ln]
+    assert r.code == 3, r.err
+    assert waiting and "waiting on the package index" in waiting[0], r.err
+    assert f"the lock stops at {_PROGRESS_TIMEOUT} s, --timeout" in waiting[0], r.err
+    assert lines[-1].endswith(f"the package index did not answer within {_PROGRESS_TIMEOUT} s (--timeout)")

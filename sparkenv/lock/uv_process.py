@@ -158,11 +158,14 @@ class Running:
         import subprocess
 
         started = self.deadline - self.timeout
+        every = deadline.PROGRESS_S
         while True:
-            left = self.deadline - time.monotonic()
+            now = time.monotonic()
+            left = self.deadline - now
             say = deadline.say
+            since_line = (now - started) % every  # the lines come every PROGRESS_S from uv's start
             try:
-                children.wait(self.proc, max(0.0, left if say is None else min(left, deadline.PROGRESS_S)))
+                children.wait(self.proc, max(0.0, left if say is None else min(left, every - since_line)))
                 return
             except subprocess.TimeoutExpired:
                 if say is None or time.monotonic() >= self.deadline:
