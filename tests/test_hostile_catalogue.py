@@ -137,8 +137,10 @@ def catalogue(root: Path) -> list[Case]:
         cases.append(Case(f"check/input-{name}", ["check", str(path)], (2,), says))
 
     # ---- lock: numbers beyond the clock, an output folder that cannot be, a stranger's includes --------
-    for value in ("1e10", "nan", "inf", "-1", "0"):
-        cases.append(Case(f"lock/timeout-{value}", ["lock", str(root / "ok.txt"), "--timeout", value], (2,)))
+    for option in ("--timeout", "--request-timeout"):
+        for value in ("1e10", "nan", "inf", "-1", "0"):
+            argv = ["lock", str(root / "ok.txt"), option, value]
+            cases.append(Case(f"lock/{option.strip('-')}-{value}", argv, (2,), says=f"{option}: "))
     (root / "a-file").write_text("")
     cases.append(
         Case(
@@ -1287,11 +1289,13 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
     # a live lock's folder (this process's, marked as a lock marks it) and a stranger's: never swept
     live = temp / "sparkenv-lock-0123456789ab"
     live.mkdir()
-    (live / ".sparkenv-owner").write_text(
-        f"{os.getpid()} {Path('/proc/self/stat').read_text().rsplit(')', 1)[1].split()[19]}\n"
-    )
+    started = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]
+    (live / ".sparkenv-owner").write_text(f"{os.getpid()} {started} {os.readlink('/proc/self/ns/pid')}\n")
     stranger = temp / "sparkenv-lock-notmarked"
     stranger.mkdir()
+    foreign = temp / "sparkenv-lock-othercontainer"  # a lock whose pid this /proc cannot show
+    foreign.mkdir()
+    (foreign / ".sparkenv-owner").write_text("4194304 1 pid:[1]\n")
     proc = subprocess.Popen(
         argv,
         cwd=tmp_path,
@@ -1322,7 +1326,8 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
             s.close()
         listener.close()
     assert left == [], left
-    killed = [p for p in temp.iterdir() if p not in (live, stranger)]
+    kept = sorted([live, stranger, foreign])
+    killed = [p for p in temp.iterdir() if p not in kept]
     assert [p.name[:14] for p in killed] == ["sparkenv-lock-"], killed  # the killed lock's, left behind
     assert (killed[0] / "tmp").is_dir(), "uv's TMPDIR is not in the lock's work folder"
 
@@ -1340,7 +1345,7 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
         server.shutdown()
         server.server_close()
     assert nxt.returncode == 0, nxt.stdout + nxt.stderr
-    assert sorted(temp.iterdir()) == sorted([live, stranger]), list(temp.iterdir())
+    assert sorted(temp.iterdir()) == kept, list(temp.iterdir())
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])

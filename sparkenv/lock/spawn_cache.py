@@ -219,16 +219,26 @@ def work_folder() -> Path:
     return _marked(Path(tempfile.mkdtemp(prefix=_PREFIX)))
 
 
-OWNER = ".sparkenv-owner"  # in a work folder: "PID STARTTIME" of the sparkenv that made it
+OWNER = ".sparkenv-owner"  # in a work folder: "PID STARTTIME PIDNAMESPACE" of the sparkenv that made it
+
+
+def _pid_namespace() -> str:
+    """Which pids /proc shows here: a lock in another container sharing this TMPDIR is not in /proc, and
+    must not look dead."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
 
 
 def _marked(path: Path) -> Path:
     from sparkenv.core import children
 
     me = children.identity()
-    if me is not None:
+    namespace = _pid_namespace()
+    if me is not None and namespace:
         with contextlib.suppress(OSError):  # unmarked, it is never swept: only left behind, as before
-            (path / OWNER).write_text(me + "\n", encoding="ascii")
+            (path / OWNER).write_text(f"{me} {namespace}\n", encoding="ascii")
     return path
 
 
@@ -245,7 +255,10 @@ def sweep(base: str | None = None) -> list[Path]:
 
     base = base or os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
     name = re.compile(re.escape(_PREFIX) + r"[0-9a-z_]+")
-    removed = []
+    namespace = _pid_namespace()
+    removed: list[Path] = []
+    if not namespace:
+        return removed
     try:
         entries = list(os.scandir(base))
     except OSError:
@@ -259,12 +272,12 @@ def sweep(base: str | None = None) -> list[Path]:
                 continue
             mark = Path(entry.path) / OWNER
             mst = mark.lstat()
-            if not stat.S_ISREG(mst.st_mode) or mst.st_uid != os.getuid() or mst.st_size > 64:
+            if not stat.S_ISREG(mst.st_mode) or mst.st_uid != os.getuid() or mst.st_size > 128:
                 continue
-            owner = mark.read_text(encoding="ascii").strip()
+            owner = mark.read_text(encoding="ascii").split()
         except (OSError, UnicodeDecodeError):
             continue
-        if children.alive(owner):
+        if len(owner) != 3 or owner[2] != namespace or children.alive(" ".join(owner[:2])):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(Path(entry.path))
