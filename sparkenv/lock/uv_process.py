@@ -170,9 +170,9 @@ class Running:
             except subprocess.TimeoutExpired:
                 if say is None or time.monotonic() >= self.deadline:
                     raise
-            say(
+            say(  # uv has not answered yet: what it waits on is the index or a build it runs
                 f"uv is still resolving after {time.monotonic() - started:.0f} s, waiting on the package "
-                f"index (the lock stops at {deadline.total_s or self.timeout:g} s, --timeout) …"
+                f"index or a build (the lock stops at {deadline.total_s or self.timeout:g} s, --timeout) …"
             )
 
     def stop(self) -> bool:
