@@ -298,6 +298,8 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     refuse_agent = ""  # a User-Agent prefix answered with 503 for files (a client-specific outage)
     delay = 0.0  # seconds every request waits (a slow mirror)
     auth = ""  # "user:password": every request without that HTTP basic auth gets 401 (a private index)
+    drip = ""  # requests whose path ends so are answered one byte at a time, `drip_s` apart
+    drip_s = 1.0
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -305,9 +307,27 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def do_GET(self) -> None:
         self.requests.append((self.path, self.headers.get("Range", "")))
         time.sleep(self.delay)
+        if self.drip and self.path.endswith(self.drip):
+            self._dripped()
+            return
         if self._unauthorized() or self._refused():
             return
         self._answer()
+
+    def _dripped(self) -> None:
+        """The whole answer (status line, headers, body) made first, then sent a byte at a time: every
+        read of the client's gets a byte within any socket timeout, and the answer never ends in time."""
+        real, self.wfile = self.wfile, io.BytesIO()
+        self.close_connection = True
+        self._answer()
+        answer, self.wfile = self.wfile.getvalue(), real
+        try:
+            for i in range(len(answer)):
+                real.write(answer[i : i + 1])
+                real.flush()
+                time.sleep(self.drip_s)
+        except OSError:  # the client gave up: what it is meant to do
+            pass
 
     def _answer(self) -> None:
         SimpleHTTPRequestHandler.do_GET(self)
@@ -362,18 +382,32 @@ class _RangeHandler(_QuietHandler):
 
 
 def serve(
-    index: Index, ranges: bool = False, refuse_agent: str = "", delay: float = 0.0, auth: str = ""
+    index: Index,
+    ranges: bool = False,
+    refuse_agent: str = "",
+    delay: float = 0.0,
+    auth: str = "",
+    drip: str = "",
+    drip_s: float = 1.0,
 ) -> ThreadingHTTPServer:
     """Serve the index on 127.0.0.1 and an ephemeral port; sets index.url to its simple/ URL.
     `ranges`: answer range requests (206); without it the server always sends whole files.
     `refuse_agent`: answer 503 for files to clients whose User-Agent starts with it (stages an outage
     that hits one client only). `delay`: every request waits that long. `auth` ("user:password"): HTTP
-    basic auth is required for every request, as a private index does. The server's `requests` lists
-    every GET."""
+    basic auth is required for every request, as a private index does. `drip`: requests whose path holds
+    `drip` are answered a byte every `drip_s` seconds (an index that never quite stalls). The server's
+    `requests` lists every GET."""
     handler = type(
         "Handler",
         (_RangeHandler if ranges else _QuietHandler,),
-        {"requests": [], "refuse_agent": refuse_agent, "delay": delay, "auth": auth},
+        {
+            "requests": [],
+            "refuse_agent": refuse_agent,
+            "delay": delay,
+            "auth": auth,
+            "drip": drip,
+            "drip_s": drip_s,
+        },
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(index.root)))
     server.requests = handler.requests  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -46,6 +47,19 @@ def https(tmp_path):
 
         def log_message(self, *a):  # type: ignore[no-untyped-def]
             pass
+
+        def do_GET(self) -> None:
+            if self.path != "/drip":
+                return super().do_GET()
+            body = b"x" * 200  # a byte every 0.2 s: each read of the client's is answered in time
+            head = f"HTTP/1.0 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            try:
+                for i in range(len(head + body)):
+                    self.wfile.write((head + body)[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -175,3 +189,55 @@ def test_a_missing_file_is_an_http_error_and_the_connection_still_serves(plain_s
         fetch.urlopen(f"{url}/absent", 10)
     assert err.value.code == 404
     assert fetch.urlopen(f"{url}/page", 10).read() == b"kept open"
+
+
+# --- a deadline for the whole of a request (index/deadline.py) ----------------------------------------
+
+_DRIPPED = (
+    "import sys, time; from sparkenv.index import fetch\n"
+    "started = time.monotonic()\n"
+    "try:\n"
+    "    fetch.urlopen(sys.argv[1], 1.5).read(); print('read whole')\n"
+    "except TimeoutError as exc: print(f'cut after {time.monotonic() - started:.1f} s:', exc)\n"
+    "print(fetch.urlopen(sys.argv[2], 10).read().decode())\n"
+)
+
+
+def test_a_tls_answer_that_drips_is_cut_at_its_deadline(https):
+    """A server that sends a byte every 0.2 s answers every read within any socket timeout: the request
+    is cut at its deadline all the same (the socket under TLS is shut down), the next one is served."""
+    url, cert = https
+    env = {**os.environ, "SSL_CERT_FILE": str(cert)}
+    got = subprocess.run(
+        [sys.executable, "-c", _DRIPPED, url.replace("/page", "/drip"), url],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    cut, served = got.stdout.splitlines()
+    seconds = float(cut.split()[2])
+    assert 1.4 <= seconds < 3.0, cut
+    assert cut.endswith("the package index did not answer within 1.5 s (the request's own timeout)"), cut
+    assert served == "served over TLS"
+
+
+def test_a_page_that_drips_is_unreadable_by_its_deadline_not_by_its_end(tmp_path):
+    """sparkenv's own page read (index/pages.py) from an index whose pages drip: None (cannot be read,
+    as any unreachable page) within the request's deadline; the file beside it is served on."""
+    from artifacts import Index, serve
+
+    from sparkenv.index import fetch, pages
+
+    ix = Index(tmp_path / "index")
+    fname = ix.wheel("tinypkg", "1.0")
+    server = serve(ix, drip="/simple/tinypkg/", drip_s=0.2)
+    try:
+        started = time.monotonic()
+        assert pages.get(ix.url + "tinypkg/", 1.0, {}) is None
+        assert time.monotonic() - started < 2.0
+        files = ix.url.removesuffix("simple/") + "files/"
+        with fetch.urlopen(files + fname, 10) as resp:
+            assert resp.read() == (ix.root / "files" / fname).read_bytes()
+    finally:
+        fetch.close_idle()
+        server.shutdown()
+        server.server_close()

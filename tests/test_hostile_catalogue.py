@@ -35,6 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from build_helpers import probe_containers
@@ -136,8 +137,10 @@ def catalogue(root: Path) -> list[Case]:
         cases.append(Case(f"check/input-{name}", ["check", str(path)], (2,), says))
 
     # ---- lock: numbers beyond the clock, an output folder that cannot be, a stranger's includes --------
-    for value in ("1e10", "nan", "inf", "-1", "0"):
-        cases.append(Case(f"lock/timeout-{value}", ["lock", str(root / "ok.txt"), "--timeout", value], (2,)))
+    for option in ("--timeout", "--request-timeout"):
+        for value in ("1e10", "nan", "inf", "-1", "0"):
+            argv = ["lock", str(root / "ok.txt"), option, value]
+            cases.append(Case(f"lock/{option.strip('-')}-{value}", argv, (2,), says=f"{option}: "))
     (root / "a-file").write_text("")
     cases.append(
         Case(
@@ -751,7 +754,11 @@ def _case_ids() -> list[str]:
 
 @pytest.mark.parametrize("case_id", _case_ids())
 def test_hostile_input(ran: dict[str, tuple[Case, Ran]], case_id: str):
-    case, r = ran[case_id]
+    _holds_the_contract(case_id, *ran[case_id])
+
+
+def _holds_the_contract(case_id: str, case: Case, r: Ran) -> None:
+    """The exit code, one stderr line, what it says, within its deadline, nothing left, no secret."""
     shown = f"{case_id}: exit {r.code} in {r.seconds:.1f} s\nstderr: {r.err[-1500:]}\nstdout: {r.out[-500:]}"
     assert r.code in case.codes, shown
     assert "Traceback" not in r.err and "internal error" not in r.err, shown
@@ -1242,11 +1249,15 @@ def test_every_error_line_is_redacted_and_bounded(shape: str):
 
 def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
     """Issue 43, item 4: after SIGKILL of `sparkenv lock` (which no handler sees), the uv it started kept
-    running against the index. uv now has a parent-death signal (children.spawn die_with_parent): the
-    kernel ends it with sparkenv. The index here accepts connections and never answers, so uv is still
-    waiting on it when sparkenv is killed."""
+    running against the index, and its temporary folder stayed. uv now has a parent-death signal
+    (children.spawn die_with_parent): the kernel ends it with sparkenv. Its files, temporary ones
+    included (TMPDIR), are in the lock's work folder, marked with its owner; the next lock removes it
+    once that owner is dead, and leaves a live lock's alone. The index here accepts connections and
+    never answers, so uv is still waiting on it when sparkenv is killed."""
     import socket
     import threading
+
+    from artifacts import Index, serve
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -1267,11 +1278,24 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
     (tmp_path / "r.txt").write_text("peft\n")
     marker = f"{os.getpid()}-sigkill"
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    temp = tmp_path / "temp"
+    temp.mkdir()
     env.update(
         {MARK: marker, "SPARKENV_CACHE_DIR": str(tmp_path / "cache"), "UV_CACHE_DIR": str(tmp_path / "uv")}
     )
+    env["TMPDIR"] = str(temp)
     argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
     argv += ["--index-url", f"http://127.0.0.1:{port}/simple", "--timeout", "120"]
+    # a live lock's folder (this process's, marked as a lock marks it) and a stranger's: never swept
+    live = temp / "sparkenv-lock-0123456789ab"
+    live.mkdir()
+    started = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]
+    (live / ".sparkenv-owner").write_text(f"{os.getpid()} {started} {os.readlink('/proc/self/ns/pid')}\n")
+    stranger = temp / "sparkenv-lock-notmarked"
+    stranger.mkdir()
+    foreign = temp / "sparkenv-lock-othercontainer"  # a lock whose pid this /proc cannot show
+    foreign.mkdir()
+    (foreign / ".sparkenv-owner").write_text("4194304 1 pid:[1]\n")
     proc = subprocess.Popen(
         argv,
         cwd=tmp_path,
@@ -1302,6 +1326,26 @@ def test_sigkill_of_sparkenv_ends_the_uv_it_started(tmp_path):
             s.close()
         listener.close()
     assert left == [], left
+    kept = sorted([live, stranger, foreign])
+    killed = [p for p in temp.iterdir() if p not in kept]
+    assert [p.name[:14] for p in killed] == ["sparkenv-lock-"], killed  # the killed lock's, left behind
+    assert (killed[0] / "tmp").is_dir(), "uv's TMPDIR is not in the lock's work folder"
+
+    ix = Index(tmp_path / "index")  # the next lock, from an index that answers
+    ix.wheel("tinypkg", "1.0")
+    (tmp_path / "r.txt").write_text("tinypkg\n")
+    server = serve(ix)
+    env.pop(MARK)
+    try:
+        argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out"]
+        nxt = subprocess.run(
+            [*argv, "--index-url", ix.url], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert nxt.returncode == 0, nxt.stdout + nxt.stderr
+    assert sorted(temp.iterdir()) == kept, list(temp.iterdir())
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
@@ -1401,3 +1445,156 @@ def test_a_full_disk_is_one_line_exit_3(full_tmpfs, tmp_path, where: str):
     assert proc.returncode == 3, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "no space left on the device" in proc.stderr
     assert str(full_tmpfs) in proc.stderr, proc.stderr
+
+
+# ---- an index that drips: every request and the whole lock end by their deadlines ---------------------
+
+# (what drips: the end of the dripping requests' path, whether the index serves PEP 658 metadata, whether
+# its wheel holds a library; and whose request it is: uv's, or only sparkenv's own read of the wheel)
+_DRIPS = {
+    "page": ("/simple/tinypkg/", True, False),  # uv reads the project's page first
+    "metadata": (".whl.metadata", True, False),  # uv reads the PEP 658 file, never the wheel
+    "file": (".whl", False, False),  # no PEP 658: uv reads the wheel's METADATA from the wheel itself
+    "own-file": (".whl", True, True),  # uv needs only the metadata; sparkenv reads the wheel's file list
+}
+_DRIP_REQUEST_S = 2  # --request-timeout of the per-request cases (their --timeout: 120 s)
+_DRIP_TOTAL_S = 6  # --timeout of the total cases (their --request-timeout: 60 s, never reached)
+
+
+def _dripping_cases(root: Path) -> list[tuple[Case, Any]]:
+    """Per kind of request and per deadline: a loopback index that answers the requests of that kind a
+    byte every 0.3 s (every read comes within any socket timeout), and a lock of one package from it.
+    The server of each case is returned beside it, to be shut down after."""
+    from artifacts import Index, serve
+
+    made: list[tuple[Case, Any]] = []
+    for kind, (ending, pep658, library) in _DRIPS.items():
+        for bound in ("request", "total"):
+            folder = root / f"drip-{kind}-{bound}"
+            ix = Index(folder / "index", pep658=pep658)
+            if library:  # a wheel for the target with a library in it: sparkenv lists its files
+                lib = {"tinypkg/libtiny.so": b"\x7fELF" + bytes(4000)}
+                ix.wheel("tinypkg", "1.0", tag="py3-none-manylinux_2_28_aarch64", files=lib)
+            else:
+                ix.wheel("tinypkg", "1.0")
+            server = serve(ix, ranges=True, drip=ending, drip_s=0.3)
+            (folder / "r.txt").write_text("tinypkg\n")
+            seconds = _DRIP_REQUEST_S if bound == "request" else _DRIP_TOTAL_S
+            times = ["--request-timeout", "2", "--timeout", "120"]
+            if bound == "total":
+                times = ["--request-timeout", "60", "--timeout", str(_DRIP_TOTAL_S)]
+            option = "--request-timeout" if bound == "request" else "--timeout"
+            says = f"the package index did not answer within {seconds} s ({option})"
+            own_request = library and bound == "request"  # one read of sparkenv's cut: a finding
+            case = Case(
+                f"lock-drip-{kind}-{bound}",
+                [
+                    "lock",
+                    str(folder / "r.txt"),
+                    "--output-dir",
+                    str(folder / "out"),
+                    "--index-url",
+                    ix.url,
+                    *times,
+                ],
+                # sparkenv's own read of a file list cut at its deadline is the finding every unreadable
+                # wheel gets (exit 0, the lock written); every other expiry stops the lock: exit 3
+                codes=(0,) if own_request else (3,),
+                says=says,
+                on_stdout=own_request,
+                quiet_ok=own_request,
+                # uv tries a request 4 times (its retries) within --request-timeout each; the total
+                # ends everything within its own seconds and the start-up of a loaded machine
+                deadline=45.0 if bound == "request" else 25.0,
+                env={"UV_CACHE_DIR": str(folder / "uv"), "TMPDIR": str(folder)},
+            )
+            made.append((case, server))
+    return made
+
+
+_PROGRESS_TIMEOUT = 20  # over index/deadline.py PROGRESS_S: one progress line comes before the end
+
+
+def _on_a_terminal(root: Path) -> tuple[int, str]:
+    """A lock from an index whose pages drip, its stderr a terminal: (exit code, what it wrote there)."""
+    import pty
+
+    from artifacts import Index, serve
+
+    ix = Index(root / "index")
+    ix.wheel("tinypkg", "1.0")
+    server = serve(ix, drip="/simple/tinypkg/", drip_s=0.3)
+    (root / "r.txt").write_text("tinypkg\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update({"SPARKENV_CACHE_DIR": str(root / "cache"), "UV_CACHE_DIR": str(root / "uv")})
+    env["TMPDIR"] = str(root)
+    argv = [sys.executable, "-m", "sparkenv", "lock", "r.txt", "--output-dir", "out", "--index-url", ix.url]
+    argv += ["--request-timeout", "60", "--timeout", str(_PROGRESS_TIMEOUT)]
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end is closed, sparkenv has exited
+                break
+            if not chunk:
+                break
+            said += chunk
+        code = proc.wait(timeout=60)
+    finally:
+        os.close(master)
+        server.shutdown()
+        server.server_close()
+    return code, said.decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="session")
+def dripped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
+    """Every dripping case, all at once (each mostly waits on its deadline); and the lock on a terminal,
+    as "progress" (its Ran holds only the exit code and what it wrote)."""
+    root = tmp_path_factory.mktemp("drip")
+    made = _dripping_cases(root)
+    cases = [c for c, _ in made]
+    (root / "terminal").mkdir()
+    try:
+        with ThreadPoolExecutor(len(cases) + 1) as pool:
+            on_a_terminal = pool.submit(_on_a_terminal, root / "terminal")
+            results = list(pool.map(_run, cases, range(10_000, 10_000 + len(cases))))
+            code, said = on_a_terminal.result()
+    finally:
+        for _, server in made:
+            server.shutdown()
+            server.server_close()
+    ran = {c.id: (c, r) for c, r in zip(cases, results, strict=True)}
+    ran["progress"] = (Case("progress", [], (3,)), Ran(code, "", said, 0.0, []))
+    return ran
+
+
+@pytest.mark.parametrize("kind", list(_DRIPS))
+@pytest.mark.parametrize("bound", ["request", "total"])
+def test_a_dripping_index_ends_the_lock_by_its_deadline(dripped, kind: str, bound: str):
+    """Issue 43, item 4: an index that sends a byte at a time defeated every socket timeout, and the lock
+    ran to its 600 s default. Now each request (uv's through UV_HTTP_TIMEOUT, sparkenv's own through
+    index/deadline.py) has a deadline for the whole of it, and --timeout one for the whole lock: one
+    line naming the package index (no host), exit 3, no process left, within the deadline."""
+    case, r = dripped[f"lock-drip-{kind}-{bound}"]
+    _holds_the_contract(case.id, case, r)
+    if case.codes == (0,):  # the lock is written all the same: the wheel's files are checked at audit
+        assert "G1 INFO: tinypkg 1.0" in r.out and "could not be read" in r.out, r.out
+    folder = Path(case.env["TMPDIR"])
+    assert not list(folder.glob("sparkenv-lock-*")), "the lock's work folder was left behind"
+
+
+def test_a_lock_waiting_on_the_index_says_so_on_a_terminal(dripped):
+    """Issue 43, item 4: a lock that waits long on the index says so (a progress line on a terminal, as
+    every phase's line), before the deadline ends it with its one line."""
+    _, r = dripped["progress"]
+    lines = [ln.strip() for ln in r.err.splitlines() if ln.strip()]
+    waiting = [ln for ln in lines if "still resolving after" in ln]
+    assert r.code == 3, r.err
+    assert waiting and "waiting on the package index" in waiting[0], r.err
+    assert f"the lock stops at {_PROGRESS_TIMEOUT} s, --timeout" in waiting[0], r.err
+    assert lines[-1].endswith(f"the package index did not answer within {_PROGRESS_TIMEOUT} s (--timeout)")

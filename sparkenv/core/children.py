@@ -319,3 +319,35 @@ def _proc_entries() -> list[Path]:
         return [e for e in Path("/proc").iterdir() if e.name.isdigit()]
     except OSError:
         return []
+
+
+def identity(pid: int | None = None) -> str | None:
+    """ "PID STARTTIME" of a process (this one by default): its pid and its start in clock ticks since
+    boot (/proc/PID/stat), which together name it even after the pid is reused; None when it is gone or
+    there is no /proc."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return f"{pid} {int(fields[19])}"
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def alive(ident: str) -> bool:
+    """Whether the process `identity` named is still running (a zombie counts as gone; a text that
+    names no process counts as alive: nothing is taken from an owner that cannot be told dead)."""
+    try:
+        pid, _ = ident.split()
+        pid_n = int(pid)
+    except ValueError:
+        return True
+    if pid_n <= 0:
+        return True
+    now = identity(pid_n)
+    if now != ident:
+        return False
+    try:
+        state = Path(f"/proc/{pid_n}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

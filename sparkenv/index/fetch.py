@@ -22,6 +22,11 @@ closes, a request through a proxy tunnel: that connection is closed, as urllib d
 an idle connection at any time: a request on a reused connection that finds it dropped is sent once
 more on a new one (only GETs are made here). Every request still has its timeout, set on the socket
 for each request; redirects, proxies and errors are urllib's, as before.
+
+A socket timeout bounds one read; an index that sends a byte at a time answers each read in time and
+never ends. Each request here also has a deadline for the whole of it (index/deadline.py: the smaller of
+its timeout, the per-request deadline and what is left of the lock's total); past it the socket is shut
+down and the request raises deadline.Expired, a TimeoutError.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import time
 import urllib.error
 import urllib.request
 from typing import Any
+
+from sparkenv.index import deadline
 
 _lock = threading.Lock()
 _opener: urllib.request.OpenerDirector | None = None
@@ -82,18 +89,50 @@ class _Response(http.client.HTTPResponse):
     is closed before its end (unread bytes would be taken for the next response)."""
 
     pooled: tuple[tuple[str, str], http.client.HTTPConnection] | None = None
+    watch: deadline.Watch | None = None  # the request's deadline (index/deadline.py)
     _cut = False
 
     def close(self) -> None:
         self._cut = self.fp is not None
         super().close()
 
+    def _expired(self) -> bool:
+        return self.watch is not None and self.watch.fired
+
+    def _says(self) -> str:
+        return self.watch.says if self.watch is not None else deadline.request_message()
+
+    def read(self, amt: int | None = None) -> bytes:
+        # a body cut at its deadline may end early without an error: never handed on as if whole
+        try:
+            data = super().read(amt)
+        except (OSError, http.client.HTTPException, ValueError):
+            if self._expired():
+                raise deadline.Expired(self._says()) from None
+            raise
+        if self._expired():
+            raise deadline.Expired(self._says())
+        return data
+
+    def readinto(self, b: Any) -> int:
+        try:
+            n = super().readinto(b)
+        except (OSError, http.client.HTTPException, ValueError):
+            if self._expired():
+                raise deadline.Expired(self._says()) from None
+            raise
+        if self._expired():
+            raise deadline.Expired(self._says())
+        return n
+
     def _close_conn(self) -> None:
         super()._close_conn()  # type: ignore[misc]
+        if self.watch is not None:
+            self.watch.done()
         pooled, self.pooled = self.pooled, None
         if pooled is not None:
             key, conn = pooled
-            if self._cut or self.will_close:
+            if self._cut or self.will_close or self._expired():
                 conn.close()
             else:
                 _give_back(key, conn)
@@ -162,6 +201,10 @@ def _open(
     headers.update({k: v for k, v in req.headers.items() if k not in headers})
     headers = {name.title(): val for name, val in headers.items()}
     timeout = req.timeout  # type: ignore[attr-defined]
+    says = ""
+    if isinstance(timeout, (int, float)):  # the whole request's deadline; past the total: Expired
+        timeout, says = deadline.bound(timeout)
+    started = time.monotonic()
     for attempt in (1, 2):
         conn = _take(key) if attempt == 1 else None
         reused = conn is not None
@@ -169,6 +212,7 @@ def _open(
             conn = conn_class(req.host, timeout=timeout, **args)
         elif conn.sock is not None and isinstance(timeout, (int, float)):
             conn.sock.settimeout(timeout)
+        watch = None
         try:
             try:
                 conn.request(req.get_method(), req.selector, req.data, headers)
@@ -176,16 +220,28 @@ def _open(
                 if reused and isinstance(err, _DROPPED):
                     raise
                 raise urllib.error.URLError(err) from None
-            resp = conn.getresponse()
+            if isinstance(timeout, (int, float)):
+                watch = deadline.watch(conn.sock, started + timeout - time.monotonic(), says)
+            try:
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException):
+                if watch is not None and watch.fired:  # cut at its deadline, not dropped: no retry
+                    raise deadline.Expired(says) from None
+                raise
         except _DROPPED:
             conn.close()
+            if watch is not None:
+                watch.done()
             if reused:  # the server dropped it while it was idle: once more, on a new connection
                 continue
             raise
         except BaseException:
             conn.close()
+            if watch is not None:
+                watch.done()
             raise
         break
+    resp.watch = watch  # type: ignore[attr-defined]
     if conn.sock is not None:  # else the server said it closes: nothing to hand back
         resp.pooled = (key, conn)  # type: ignore[attr-defined]
     resp.url = req.get_full_url()  # type: ignore[attr-defined]

@@ -201,20 +201,95 @@ def _output(argv: list[str]) -> str:
 def work_folder() -> Path:
     """A new private folder for uv's files, sparkenv-lock-* in the temporary folder: made directly in
     tempfile's first choice ($TMPDIR, $TEMP, $TMP, /tmp) when it can be (tempfile's import, with random
-    and shutil, costs more than the rest of a hit), else by tempfile's own search."""
+    and shutil, costs more than the rest of a hit), else by tempfile's own search. It is marked with
+    this process's identity (OWNER): a lock killed by SIGKILL leaves it behind, and a later lock removes
+    it once that process is gone (`sweep`)."""
     base = os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
     for _ in range(4):
         path = Path(base) / f"{_PREFIX}{os.urandom(6).hex()}"
         try:
             os.mkdir(path, 0o700)
-            return path
+            return _marked(path)
         except FileExistsError:
             continue
         except OSError:
             break
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix=_PREFIX))
+    return _marked(Path(tempfile.mkdtemp(prefix=_PREFIX)))
+
+
+OWNER = ".sparkenv-owner"  # in a work folder: "PID STARTTIME PIDNAMESPACE" of the sparkenv that made it
+
+
+def _pid_namespace() -> str:
+    """Which pids /proc shows here: a lock in another container sharing this TMPDIR is not in /proc, and
+    must not look dead."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _marked(path: Path) -> Path:
+    from sparkenv.core import children
+
+    me = children.identity()
+    namespace = _pid_namespace()
+    if me is not None and namespace:
+        with contextlib.suppress(OSError):  # unmarked, it is never swept: only left behind, as before
+            (path / OWNER).write_text(f"{me} {namespace}\n", encoding="ascii")
+    return path
+
+
+def sweep(base: str | None = None) -> list[Path]:
+    """Remove the work folders (and uv's temporary files in them) that a killed lock left in the
+    temporary folder: only sparkenv-lock-* folders of this user, marked by the sparkenv that made them,
+    whose maker is no longer running — never an unmarked folder, another user's, or a live lock's.
+    The folders removed."""
+    import re
+    import shutil
+    import stat
+
+    from sparkenv.core import children
+
+    base = base or os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
+    name = re.compile(re.escape(_PREFIX) + r"[0-9a-z_]+")
+    namespace = _pid_namespace()
+    removed: list[Path] = []
+    if not namespace:
+        return removed
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not name.fullmatch(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            mark = Path(entry.path) / OWNER
+            mst = mark.lstat()
+            if not stat.S_ISREG(mst.st_mode) or mst.st_uid != os.getuid() or mst.st_size > 128:
+                continue
+            owner = mark.read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(owner) != 3 or owner[2] != namespace or children.alive(" ".join(owner[:2])):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def sweep_later() -> None:
+    """`sweep` in a thread of its own: the lock never waits for it (the process may end before it does;
+    the next lock goes on)."""
+    import threading
+
+    threading.Thread(target=sweep, name="sparkenv-sweep", daemon=True).start()
 
 
 def _read(key_text: str) -> tuple[list[str], dict[str, str]] | None:

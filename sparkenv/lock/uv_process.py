@@ -25,8 +25,16 @@ RUST_LOG = "uv_resolver::resolver=debug"
 
 
 def environment(extra_env: dict[str, str] | None, log: bool) -> dict[str, str]:
-    """uv's environment: this process's, without progress bars or colours, plus `extra_env` (a netrc)."""
-    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", **(extra_env or {})}
+    """uv's environment: this process's, without progress bars or colours, plus `extra_env` (a netrc).
+    uv's requests get the lock's per-request deadline (index/deadline.py): UV_HTTP_TIMEOUT bounds a whole
+    request of uv's, in whole seconds."""
+    import math
+
+    from sparkenv.index import deadline
+
+    http_timeout = str(max(1, math.ceil(deadline.request_s)))
+    env = {**os.environ, "UV_NO_PROGRESS": "1", "NO_COLOR": "1", "UV_HTTP_TIMEOUT": http_timeout}
+    env.update(extra_env or {})
     if log:
         env["RUST_LOG"] = RUST_LOG
     return env
@@ -50,10 +58,13 @@ class Running:
     ):
         import subprocess
 
+        from sparkenv.index import deadline
+
         self.stage, self.out = stage, out
         self.errors = errors  # uv's failure read from its stderr (lock/uvdriver.py error)
-        self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
+        left = deadline.remaining()  # the lock's total deadline, when one was set
+        self.timeout = timeout if left is None else max(0.0, min(timeout, left))
+        self.deadline = time.monotonic() + self.timeout
         self._kept: list[str] = []
         self._reader: threading.Thread | None = None
         self._killed: bool | None = None  # set by the first stop()
@@ -65,7 +76,11 @@ class Running:
             # in the work folder, which holds only the files sparkenv wrote: uv reads a pyproject.toml (its
             # [tool.uv]) from its working folder and the folders above, and a FIFO or /dev/zero there hung
             # it or filled memory; the inputs' paths are absolute already (inputs._local). It dies with
-            # sparkenv, SIGKILL included.
+            # sparkenv, SIGKILL included; its temporary files go into that folder too (TMPDIR), which a
+            # later lock removes when a SIGKILL left it behind (lock/spawn_cache.py sweep)
+            tmp = out.parent / "tmp"
+            tmp.mkdir(mode=0o700, exist_ok=True)
+            env = {**env, "TMPDIR": str(tmp)}
             self.proc = children.spawn(
                 cmd, env, text=True, stdout=quiet_out, cwd=out.parent, die_with_parent=True
             )
@@ -115,27 +130,50 @@ class Running:
         """The pylock text uv wrote; BuildFailed, SparkenvError or ServiceMissing (a timeout) otherwise."""
         import subprocess
 
+        from sparkenv.index import deadline
+
         proc = self.proc
         try:
             if self._reader is None:
                 stderr = proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))[1]
             else:
-                children.wait(proc, max(0.0, self.deadline - time.monotonic()))
+                self._wait(deadline)
                 timeline.mark("uv exited")
                 self._reader.join(timeout=5.0)  # uv has exited: its pipe ends now (a grandchild: not waited)
                 stderr = "".join(self._kept)
         except subprocess.TimeoutExpired:
             from sparkenv.core.errors import ServiceMissing
 
-            raise ServiceMissing(
-                f"uv pip compile ({self.stage.name}) did not finish in {self.timeout:.0f} s: is the index "
-                "reachable?"
-            ) from None
+            # uv still resolving at the lock's deadline: it waits on the index (or a build ran that long)
+            total = deadline.total_s if deadline.total_s is not None else self.timeout
+            raise ServiceMissing(deadline.message(total, "--timeout")) from None
         finally:  # a timeout, Ctrl-C or a signal: uv's whole group goes, never left running
             self.stop()
         if proc.returncode != 0:
             raise (self.errors or _failed)(self.stage, stderr)
         return self.out.read_text(encoding="utf-8")
+
+    def _wait(self, deadline: Any) -> None:
+        """Wait for uv until the deadline; with a progress line every PROGRESS_S while it resolves."""
+        import subprocess
+
+        started = self.deadline - self.timeout
+        every = deadline.PROGRESS_S
+        while True:
+            now = time.monotonic()
+            left = self.deadline - now
+            say = deadline.say
+            since_line = (now - started) % every  # the lines come every PROGRESS_S from uv's start
+            try:
+                children.wait(self.proc, max(0.0, left if say is None else min(left, every - since_line)))
+                return
+            except subprocess.TimeoutExpired:
+                if say is None or time.monotonic() >= self.deadline:
+                    raise
+            say(  # uv has not answered yet: what it waits on is the index or a build it runs
+                f"uv is still resolving after {time.monotonic() - started:.0f} s, waiting on the package "
+                f"index or a build (the lock stops at {deadline.total_s or self.timeout:g} s, --timeout) …"
+            )
 
     def stop(self) -> bool:
         """Kill uv's group and reap it (once); whether uv was still running then, or killed by a signal."""

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = ["RUST_LOG", "Running", "environment", "stopped"]  # started here, run in lock/uv_process.py
 
-DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUT = 180.0  # the lock's --timeout, index/deadline.py TOTAL_S
 _UNREACHABLE = re.compile(
     r"(Failed to fetch|error sending request|Connection refused|dns error|tcp connect error|timed out|"
     r"operation timed out|Could not connect|Network is unreachable|client error \(Connect\))",
     re.IGNORECASE,
 )
+
+_TIMED_OUT = re.compile(r"\boperation timed out\b", re.IGNORECASE)
 
 
 @dataclass
@@ -355,6 +357,11 @@ def error(stage: Stage, stderr: str) -> SparkenvError:
         return failed
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
     text = " ".join(lines)
+    if _TIMED_OUT.search(text) and "No solution found" not in text:
+        from sparkenv.index import deadline
+
+        # uv's request passed UV_HTTP_TIMEOUT (the per-request deadline) on every try: one line, no URL
+        return ServiceMissing(deadline.request_message())
     if _UNREACHABLE.search(text) and "No solution found" not in text:
         cause = next((ln for ln in lines if "cause:" in ln or "error:" in ln), lines[0] if lines else "")
         return ServiceMissing(

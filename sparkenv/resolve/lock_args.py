@@ -6,6 +6,7 @@ and the typer command answers with its usual words. Both parsers end in `run`.""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -34,6 +35,7 @@ class LockArgs(NamedTuple):
     allow_replace: list[str] | None
     exclude_newer: str | None
     timeout: float
+    request_timeout: float
     upgrade: bool
     upgrade_package: list[str] | None
     allow_outside: list[str] | None
@@ -64,9 +66,10 @@ def run(args: LockArgs) -> int:
     from sparkenv.core.bounds import seconds_problem
 
     confine.allow_outside(args.allow_outside)
-    problem = seconds_problem(args.timeout, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
-    if problem:
-        raise SparkenvError(f"--timeout: {problem}")
+    for flag, seconds in (("--timeout", args.timeout), ("--request-timeout", args.request_timeout)):
+        problem = seconds_problem(seconds, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
+        if problem:
+            raise SparkenvError(f"{flag}: {problem}")
     options = args.reporting.check()
     if args.check_only:
         from sparkenv.render.emit import emit
@@ -76,13 +79,17 @@ def run(args: LockArgs) -> int:
         return emit(result, options)
     if not args.inputs:
         raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
-    import sys
     from pathlib import Path
 
     from sparkenv.core import signals
     from sparkenv.lock import spawn_cache
 
+    spawn_cache.sweep_later()  # work folders a SIGKILLed lock left behind, uv's temporary files in them
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
+    from sparkenv.index import deadline
+
+    # every request to the index from here on, uv's included, within these (index/deadline.py)
+    deadline.start(args.request_timeout, args.timeout, _progress_line if progress else None)
     pending: dict[Path, str] = {}
     # a re-lock starts uv from the command its last lock ran (lock/spawn_cache.py), before the modules
     # that compute it are imported; the lock computes it anyway and keeps that uv only when equal
@@ -95,6 +102,10 @@ def run(args: LockArgs) -> int:
 
         outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
         result = _lock(args, progress, pending, options, cached)
+        if deadline.total_passed:  # a read of the index was cut by --timeout: no lock from half the reads
+            from sparkenv.core.errors import ServiceMissing
+
+            raise ServiceMissing(deadline.total_message())
     except KeyboardInterrupt:
         if early is not None:
             early.interrupted()
@@ -117,6 +128,10 @@ def run(args: LockArgs) -> int:
     timeline.mark("report emitted")
     timeline.flush()
     return code
+
+
+def _progress_line(line: str) -> None:
+    print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
 
 
 def _lock(

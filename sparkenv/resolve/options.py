@@ -118,9 +118,19 @@ TIMEOUT = Option(
     "timeout",
     ("--timeout",),
     float,
-    default=600.0,
+    default=180.0,  # index/deadline.py TOTAL_S
     metavar="SECONDS",
-    help="Give up on the resolver after this long (a positive number).",
+    help="Give up on the resolver and the package index after this long, all requests together (a "
+    "positive number).",
+)
+REQUEST_TIMEOUT = Option(
+    "request_timeout",
+    ("--request-timeout",),
+    float,
+    default=30.0,  # index/deadline.py REQUEST_S
+    metavar="SECONDS",
+    help="Give up on one request to the package index (uv's and sparkenv's own) after this long, however "
+    "slowly it answers (a positive number).",
 )
 
 LOCK = (
@@ -135,6 +145,7 @@ LOCK = (
     ALLOW_REPLACE,
     EXCLUDE_NEWER,
     TIMEOUT,
+    REQUEST_TIMEOUT,
     UPGRADE,
     UPGRADE_PACKAGE,
     ALLOW_OUTSIDE,
