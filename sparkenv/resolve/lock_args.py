@@ -37,6 +37,8 @@ class LockArgs(NamedTuple):
     upgrade: bool
     upgrade_package: list[str] | None
     allow_outside: list[str] | None
+    fix: bool
+    write: bool
     reporting: reporting.ReportOptions
 
     @classmethod
@@ -68,6 +70,8 @@ def run(args: LockArgs) -> int:
     if problem:
         raise SparkenvError(f"--timeout: {problem}")
     options = args.reporting.check()
+    if args.write and not args.fix:
+        raise SparkenvError("--write: only with --fix (it says where the fixed inputs go)")
     if args.check_only:
         from sparkenv.render.emit import emit
         from sparkenv.resolve import run as stage
@@ -95,6 +99,7 @@ def run(args: LockArgs) -> int:
 
         outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
         result = _lock(args, progress, pending, options, cached)
+        result, undo = _after_blocked(args, result, progress, pending, options)
     except KeyboardInterrupt:
         if early is not None:
             early.interrupted()
@@ -110,7 +115,12 @@ def run(args: LockArgs) -> int:
 
     # The lock and the report's files together: validated first, all written or none replaced.
     view = shown(result, options)
-    outputs_mod.write_all(pending, files(view, options))
+    try:
+        outputs_mod.write_all(pending, files(view, options))
+    except BaseException:
+        if undo is not None:  # lock --fix: the fixed inputs go back with the lock unwritten
+            undo()
+        raise
     timeline.mark("lock written")
     cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
     code = emit(view, options._replace(report=None, junit=None, sarif=None))
@@ -119,14 +129,42 @@ def run(args: LockArgs) -> int:
     return code
 
 
+def _after_blocked(
+    args: LockArgs, result: Any, progress: bool, pending: dict[Any, str], options: reporting.ReportOptions
+) -> tuple[Any, Any]:
+    """A blocked lock: each proposed fix tried before it is printed, and under --fix the ones that
+    worked written and locked (resolve/lock_fix.py). The report to show and how to undo what --fix wrote."""
+    from sparkenv.core.report import Verdict
+
+    if result.verdict is not Verdict.BLOCKED:
+        return result, None
+    from sparkenv.resolve import lock_fix
+
+    def relock(edited: Any, seconds: float) -> Any:
+        out: dict[Any, str] = {}
+        return _lock(args._replace(timeout=seconds), False, out, options, None, edited), out
+
+    result, edits = lock_fix.tried(args, result, progress, relock)
+    if not args.fix:
+        return result, None
+
+    def relock_paths(paths: list[str]) -> Any:
+        pending.clear()
+        return _lock(args._replace(inputs=paths), progress, pending, options, None)
+
+    return lock_fix.apply(args, result, edits, relock_paths, options.machine_stdout)
+
+
 def _lock(
     args: LockArgs,
     progress: bool,
     pending: dict[Any, str],
     options: reporting.ReportOptions,
     cached: Any,
+    edited: Any = None,
 ) -> Any:
-    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started)."""
+    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started). `edited`:
+    inputs changed by a fix on trial, locked instead of reading args.inputs."""
     from sparkenv.lock.preferences import Upgrade
     from sparkenv.resolve import run as stage
 
@@ -147,6 +185,7 @@ def _lock(
         binding=lambda found: _shown(found, options),
         upgrade=Upgrade.of(args.upgrade, args.upgrade_package),
         cached=cached,
+        inputs=edited,
     )
 
 
