@@ -26,13 +26,17 @@ class Edit:
     key: str  # the declared requirement it changes: the one the user wrote (the chain's root)
     new: str  # the requirement written instead, marker excluded ("" drops nothing: never empty here)
     subject: str  # the finding's subject it answers (the root itself, or a leaf the root pulls in)
+    why: str = ""  # what makes it a candidate, said after it ("the nearest release with a wheel for …")
 
     @property
     def says(self) -> str:
         """The edit in words, as a fix line prints it."""
+        why = f", {self.why}" if self.why else ""
         if self.kind == "upgrade":
-            return f"let {self.key} move to its newest release ({self.new})"
-        return f"write {self.new} instead of {self.key}"
+            return f"let {self.key} move to its newest release (require {self.new}){why}"
+        if self.kind == "pin":
+            return f"require {self.new}{why}"
+        return f"write {self.new} instead of {self.key}{why}"
 
     @property
     def new_key(self) -> str:

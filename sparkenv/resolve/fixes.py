@@ -100,18 +100,22 @@ def propose(findings: list[Finding], inp: Inputs, profile: Profile, index_url: s
         if f.subject == d.key:
             fam = counterparts.family(d.key)
             if fam is not None and fam.counterpart:
-                edits.append(Edit("replace", d.key, counterparts.requirement(fam), f.subject))
+                why = f"its CUDA {target} counterpart" + (f" ({fam.also})" if fam.also else "")
+                edits.append(Edit("replace", d.key, counterparts.requirement(fam), f.subject, why))
             if " — uv: " in f.summary:  # uv found no release of it for the target: the nearest that has one
                 nearest = _nearest(d, profile, index_url)
                 if nearest:
-                    edits.append(Edit("pin", d.key, _spelled(d, spec=f"=={nearest}"), f.subject))
+                    why = f"the nearest release with a wheel for {profile.python_platform}"
+                    edits.append(Edit("pin", d.key, _spelled(d, spec=f"=={nearest}"), f.subject, why))
         for e in cuda_extras:
             swapped = (set(d.extras) - {e}) | {_target_extra(e, target)}
-            edits.append(Edit("extra", d.key, _spelled(d, extras=swapped), f.subject))
+            why = f"its CUDA {target} extra in place of [{e}]"
+            edits.append(Edit("extra", d.key, _spelled(d, extras=swapped), f.subject, why))
         if f.subject != d.key and len(d.specifier):
             edits.append(Edit("upgrade", d.key, _spelled(d, spec=""), f.subject))
         for e in cuda_extras:  # last: the build it leaves may run on the CPU only
-            edits.append(Edit("extra", d.key, _spelled(d, extras=set(d.extras) - {e}), f.subject))
+            why = f"without the extra [{e}] (what it installs then may run on the CPU only)"
+            edits.append(Edit("extra", d.key, _spelled(d, extras=set(d.extras) - {e}), f.subject, why))
         if edits:
             out[f.subject] = Proposal(f.subject, _unique(edits))
     return list(out.values())
