@@ -156,16 +156,20 @@ def _short(text: str, limit: int = 220) -> str:
 
 
 def trial(
-    proposals: list[Proposal],
+    report: Report,
     inp: Inputs,
+    propose_for: Callable[[list[Finding], Inputs], list[Proposal]],
     relock: Relock,
     deadline: float,
     say: Callable[[str], None],
 ) -> dict[str, Outcome]:
-    """Each proposal's outcome: the first edit whose re-resolve leaves its subject without a FAIL."""
-    outcomes = {p.subject: Outcome() for p in proposals}
-    if not proposals:
-        return outcomes
+    """Each proposal's outcome: the first edit whose re-resolve leaves its subject without a FAIL.
+
+    Rounds: the first edit of every proposal in one combined re-resolve; each subject still failing then
+    tried edit by edit (with the edits that work); a FAIL that only the combined re-resolve revealed (a
+    declared FAIL stops the lock before uv, hiding what uv would have said) is proposed for in the next
+    round, against the inputs with the working edits applied."""
+    outcomes: dict[str, Outcome] = {}
     tries = 0
     accepted: list[Edit] = []
 
@@ -177,43 +181,63 @@ def trial(
                                               f"at most {MAX_TRIES} re-resolves are tried")  # fmt: skip
         tries += 1
         try:
-            report, files = relock(on_inputs(inp, edits), left)
+            got, files = relock(on_inputs(inp, edits), left)
         except SparkenvError as exc:
             return None, {}, f"the re-resolve stopped: {_short(str(exc))}"
-        return report, files, ""
+        return got, files, ""
 
-    first = [p.edits[0] for p in proposals]
-    say(f"the lock is blocked: trying {len(first)} fix(es) in one re-resolve …")
-    report, files, stopped = attempt(first)
-    for p in proposals:
-        e = p.edits[0]
-        why = stopped or (_why_not(report, e, files) if report is not None else "")
-        if why:
-            outcomes[p.subject].tried.append((e, why))
-        else:
-            outcomes[p.subject].works = e
-            accepted.append(e)
-    for p in proposals:
-        out = outcomes[p.subject]
-        if out.works is not None:
-            continue
-        # the combined re-resolve may have failed for another subject's edit: this one's first edit again
-        # alone (with what already works) unless it failed on its own subject
-        again = [] if len(proposals) == 1 else p.edits[:1]
-        for e in [*again, *p.edits[1:]]:
-            say(f"trying {e.says} …")
-            report, files, stopped = attempt([*accepted, e])
-            if stopped.startswith("not tried"):
-                out.skipped = stopped
-                break
-            why = stopped or (_why_not(report, e, files) if report is not None else "")
-            if not why:
-                out.works = e
+    proposals = propose_for(report.findings, inp)
+    while proposals:
+        for p in proposals:
+            outcomes[p.subject] = Outcome()
+        first = [p.edits[0] for p in proposals]
+        say(f"the lock is blocked: trying {len(first)} fix(es) in one re-resolve …")
+        combined, files, stopped = attempt([*accepted, *first])
+        for p in proposals:
+            e = p.edits[0]
+            why = stopped or (_why_not(combined, e, files) if combined is not None else "")
+            if why:
+                outcomes[p.subject].tried.append((e, why))
+            else:
+                outcomes[p.subject].works = e
                 accepted.append(e)
-                out.tried = [t for t in out.tried if t[0] != e]
-                break
-            out.tried = [t for t in out.tried if t[0] != e] + [(e, why)]
+        for p in proposals:
+            _one_by_one(p, outcomes[p.subject], len(proposals) > 1, accepted, attempt, say)
+        if combined is None:
+            break
+        seen = set(outcomes)
+        proposals = [
+            q for q in propose_for(combined.findings, on_inputs(inp, accepted)) if q.subject not in seen
+        ]
     return outcomes
+
+
+def _one_by_one(
+    p: Proposal,
+    out: Outcome,
+    others: bool,
+    accepted: list[Edit],
+    attempt: Callable[[list[Edit]], tuple[Report | None, dict, str]],  # type: ignore[type-arg]
+    say: Callable[[str], None],
+) -> None:
+    """A subject the combined re-resolve left failing: its further edits, one re-resolve each. Its first
+    edit again alone only where the combined re-resolve failed as a whole (another edit may be why)."""
+    if out.works is not None:
+        return
+    whole = others and any(w.startswith(("the re-resolve stopped", "G9 FAIL: no set")) for _, w in out.tried)
+    for e in [*(p.edits[:1] if whole else []), *p.edits[1:]]:
+        say(f"trying {e.says} …")
+        got, files, stopped = attempt([*accepted, e])
+        if stopped.startswith("not tried"):
+            out.skipped = stopped
+            return
+        why = stopped or (_why_not(got, e, files) if got is not None else "")
+        out.tried = [t for t in out.tried if t[0] != e]
+        if not why:
+            out.works = e
+            accepted.append(e)
+            return
+        out.tried.append((e, why))
 
 
 def works(outcomes: dict[str, Outcome]) -> list[Edit]:

@@ -40,9 +40,16 @@ def tried(
     inp = inputs_mod.read(args.inputs, args.extra, groups=args.group)
     profile = stage._profile(args.profile, args.platform, inp)
     index = stage._index(inp, args.index_url, args.extra_index_url or [])
-    proposals = fixes.propose(report.findings, inp, profile, stage._reads_from(index))
+    reads = stage._reads_from(index)
     deadline = time.monotonic() + args.timeout
-    outcomes = fixes.trial(proposals, inp, relock, deadline, lambda line: _say(line, progress or args.fix))
+    outcomes = fixes.trial(
+        report,
+        inp,
+        lambda found, now: fixes.propose(found, now, profile, reads),
+        relock,
+        deadline,
+        lambda line: _say(line, progress or args.fix),
+    )
     return fixes.annotate(report, outcomes, profile.python_platform), fixes.works(outcomes)
 
 
