@@ -24,6 +24,8 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     ix.wheel("speechy", "2.0", tag=X86)
     ix.wheel("speechy", "1.2", tag=ARM)
     ix.wheel("speechy", "1.2", tag=X86)
+    ix.wheel("usesspeechy", "1.0", requires=["speechy>=2"])
+    ix.wheel("usesspeechy", "1.1", requires=["speechy>=1"])
     ix.wheel("nvidia-nccl-cu12", "2.21.5", tag="py3-none-manylinux_2_17_aarch64")
     ix.wheel("nvidia-nccl-cu13", "2.28.3", tag="py3-none-manylinux_2_17_x86_64")
     server = serve(ix)
@@ -56,6 +58,17 @@ def test_a_fix_that_re_resolves_is_printed_as_a_fix(lock, tmp_path):
     assert f["fix"].startswith("require speechy==1.2, the nearest release with a wheel for aarch64")
     assert "tried: it re-resolves for aarch64-manylinux_2_39 with no FAIL left on speechy" in f["fix"]
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("pylock*"))
+
+
+def test_a_leaf_is_fixed_at_the_requirement_the_user_wrote(lock, tmp_path):
+    # speechy>=2 comes from usesspeechy 1.0: no aarch64 wheel; usesspeechy 1.1 accepts speechy 1.2
+    _req(tmp_path, "usesspeechy==1.0\n")
+    r = lock("requirements.txt", "--fix")
+    assert r.code == 0, r.out + r.err
+    assert "-usesspeechy==1.0\n+usesspeechy\n" in r.out  # the root changed, not the leaf it pulls in
+    assert "speechy==" not in (tmp_path / "requirements.fixed.txt").read_text()
+    pylock = (tmp_path / "out" / "pylock.ngc-25-11.toml").read_text()
+    assert 'name = "usesspeechy"\nversion = "1.1"' in pylock and 'name = "speechy"\nversion = "1.2"' in pylock
 
 
 def test_a_fix_whose_re_resolve_fails_says_what_was_tried_and_why(lock, tmp_path):
