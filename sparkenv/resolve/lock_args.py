@@ -134,9 +134,13 @@ def _after_blocked(
 ) -> tuple[Any, Any]:
     """A blocked lock: each proposed fix tried before it is printed, and under --fix the ones that
     worked written and locked (resolve/lock_fix.py). The report to show and how to undo what --fix wrote."""
+    import sys
+
     from sparkenv.core.report import Verdict
 
     if result.verdict is not Verdict.BLOCKED:
+        if args.fix:
+            print("sparkenv lock --fix: the lock is not blocked: nothing to fix", file=sys.stderr, flush=True)
         return result, None
     from sparkenv.resolve import lock_fix
 

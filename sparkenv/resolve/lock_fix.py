@@ -37,7 +37,10 @@ def tried(
     """The blocked report with each fix line as its trial showed, and the edits that worked."""
     from sparkenv.resolve import run as stage
 
-    inp = inputs_mod.read(args.inputs, args.extra, groups=args.group)
+    try:  # read again as the lock read them (an input that cannot be read twice: no fix is tried)
+        inp = inputs_mod.read(args.inputs, args.extra, groups=args.group)
+    except (SparkenvError, OSError):
+        return report, []
     profile = stage._profile(args.profile, args.platform, inp)
     index = stage._index(inp, args.index_url, args.extra_index_url or [])
     reads = stage._reads_from(index)
