@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 MAX_TRIES = 6  # re-resolves after the blocked lock: the combined one and five single ones
 MIN_SECONDS = 5.0  # a re-resolve given less than this is not started
+TRIAL_SECONDS = 120.0  # the trials of one lock together, within what is left of the lock's --timeout
 
 # relock(edited inputs, seconds) -> the report and the files it would write (nothing is written)
 Relock = Callable[["Inputs", float], "tuple[Report, dict]"]

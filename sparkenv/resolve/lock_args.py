@@ -6,6 +6,7 @@ and the typer command answers with its usual words. Both parsers end in `run`.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -65,6 +66,7 @@ def run(args: LockArgs) -> int:
     from sparkenv.core import confine
     from sparkenv.core.bounds import seconds_problem
 
+    started = time.monotonic()  # the lock's deadline (--timeout) counts from here, fixes tried included
     confine.allow_outside(args.allow_outside)
     problem = seconds_problem(args.timeout, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
     if problem:
@@ -99,7 +101,7 @@ def run(args: LockArgs) -> int:
 
         outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
         result = _lock(args, progress, pending, options, cached)
-        result, undo = _after_blocked(args, result, progress, pending, options)
+        result, undo = _after_blocked(args, result, progress, pending, options, started)
     except KeyboardInterrupt:
         if early is not None:
             early.interrupted()
@@ -130,7 +132,12 @@ def run(args: LockArgs) -> int:
 
 
 def _after_blocked(
-    args: LockArgs, result: Any, progress: bool, pending: dict[Any, str], options: reporting.ReportOptions
+    args: LockArgs,
+    result: Any,
+    progress: bool,
+    pending: dict[Any, str],
+    options: reporting.ReportOptions,
+    started: float,
 ) -> tuple[Any, Any]:
     """A blocked lock: each proposed fix tried before it is printed, and under --fix the ones that
     worked written and locked (resolve/lock_fix.py). The report to show and how to undo what --fix wrote."""
@@ -148,7 +155,7 @@ def _after_blocked(
         out: dict[Any, str] = {}
         return _lock(args._replace(timeout=seconds), False, out, options, None, edited), out
 
-    result, edits = lock_fix.tried(args, result, progress, relock)
+    result, edits = lock_fix.tried(args, result, progress, relock, started)
     if not args.fix:
         return result, None
 

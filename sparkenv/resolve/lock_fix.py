@@ -32,9 +32,10 @@ def _say(line: str, progress: bool) -> None:
 
 
 def tried(
-    args: Any, report: Report, progress: bool, relock: fixes.Relock
+    args: Any, report: Report, progress: bool, relock: fixes.Relock, started: float
 ) -> tuple[Report, list[fix_edits.Edit]]:
-    """The blocked report with each fix line as its trial showed, and the edits that worked."""
+    """The blocked report with each fix line as its trial showed, and the edits that worked. The trials
+    end by the lock's own deadline (`started` + --timeout, time.monotonic) and within TRIAL_SECONDS."""
     from sparkenv.resolve import run as stage
 
     try:  # read again as the lock read them (an input that cannot be read twice: no fix is tried)
@@ -44,7 +45,7 @@ def tried(
     profile = stage._profile(args.profile, args.platform, inp)
     index = stage._index(inp, args.index_url, args.extra_index_url or [])
     reads = stage._reads_from(index)
-    deadline = time.monotonic() + args.timeout
+    deadline = min(started + args.timeout, time.monotonic() + fixes.TRIAL_SECONDS)
     outcomes = fixes.trial(
         report,
         inp,
