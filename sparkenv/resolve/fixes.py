@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.report import Finding, Report, Status
@@ -55,7 +56,7 @@ def _chain_root(f: Finding) -> str | None:
     for text in (*f.evidence, f.summary):
         m = re.search(r"via ([^\s()]+(?: → [^\s()]+)*)", text)
         if m:
-            return m.group(1).split(" → ")[0]
+            return canonicalize_name(m.group(1).split(" → ")[0].split("[")[0])
     return None
 
 
