@@ -113,6 +113,9 @@ def propose(findings: list[Finding], inp: Inputs, profile: Profile, index_url: s
             swapped = (set(d.extras) - {e}) | {_target_extra(e, target)}
             why = f"its CUDA {target} extra in place of [{e}]"
             edits.append(Edit("extra", d.key, _spelled(d, extras=swapped), f.subject, why))
+            if len(d.specifier):  # a pinned release may predate the extra
+                why += ", at the newest release the rest allows"
+                edits.append(Edit("extra", d.key, _spelled(d, extras=swapped, spec=""), f.subject, why))
         if f.subject != d.key and len(d.specifier):
             edits.append(Edit("upgrade", d.key, _spelled(d, spec=""), f.subject))
         for e in cuda_extras:  # last: the build it leaves may run on the CPU only
