@@ -171,6 +171,7 @@ def test_a_declared_fail_found_while_uv_resolves_stops_uv_and_writes_nothing(sil
     assert report["verdict"] != "ready"
     # the FAIL `check` finds in the declared requirements (the same judgement), and the lock withheld
     check = json.loads(_python(LEAN, "check", str(req), "--json", cwd=tmp_path).stdout)
+
     def judged(f: dict) -> dict:  # the fix lock prints was tried; check's cannot be (offline)
         return {k: v for k, v in f.items() if k != "fix"}
 
