@@ -21,6 +21,7 @@ class AuditArgs(NamedTuple):
     machine: str | None
     root: str | None
     gpu: str | None  # None: the GB10
+    fix_plan: bool
     reporting: reporting.ReportOptions
 
     @classmethod
@@ -48,4 +49,17 @@ def run(args: AuditArgs) -> int:
     cap = coverage.parse_gpu_option(args.gpu)
     result = audit(args.target, lock=args.lock, machine=args.machine, root=args.root, gpu=cap)
     say_what_was_read(result, options)
-    return emit(result, options)
+    if not args.fix_plan:
+        return emit(result, options)
+    import sys
+
+    from sparkenv.audit import fix_plan
+    from sparkenv.environment import target
+
+    where = target.resolve(args.target, args.machine)
+    planned = fix_plan.plan(result, where)
+    result.context["fix_plan"] = planned.as_json()
+    code = emit(result, options)
+    stream = sys.stderr if options.machine_stdout else sys.stdout
+    print("\n".join(planned.lines(where.description)), file=stream, flush=True)
+    return code

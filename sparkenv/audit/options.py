@@ -33,4 +33,13 @@ GPU = Option(
     "(H100/H200), 10.0 (B200) …; `none` skips the kernel check.",
 )
 
-AUDIT = (LOCK, MACHINE, ROOT, GPU)  # in --help's order
+FIX_PLAN = Option(
+    "fix_plan",
+    ("--fix-plan",),
+    bool,
+    default=False,
+    help="After the findings, the pip/uv commands that fix the CUDA-major ones: only commands a dry run "
+    "accepted against the environment, never an uninstall of what an installed distribution requires.",
+)
+
+AUDIT = (LOCK, MACHINE, ROOT, GPU, FIX_PLAN)  # in --help's order

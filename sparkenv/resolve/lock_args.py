@@ -7,6 +7,7 @@ and the typer command answers with its usual words. Both parsers end in `run`.""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -39,6 +40,8 @@ class LockArgs(NamedTuple):
     upgrade: bool
     upgrade_package: list[str] | None
     allow_outside: list[str] | None
+    fix: bool
+    write: bool
     reporting: reporting.ReportOptions
 
     @classmethod
@@ -65,12 +68,15 @@ def run(args: LockArgs) -> int:
     from sparkenv.core import confine
     from sparkenv.core.bounds import seconds_problem
 
+    started = time.monotonic()  # the lock's deadline (--timeout) counts from here, fixes tried included
     confine.allow_outside(args.allow_outside)
     for flag, seconds in (("--timeout", args.timeout), ("--request-timeout", args.request_timeout)):
         problem = seconds_problem(seconds, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
         if problem:
             raise SparkenvError(f"{flag}: {problem}")
     options = args.reporting.check()
+    if args.write and not args.fix:
+        raise SparkenvError("--write: only with --fix (it says where the fixed inputs go)")
     if args.check_only:
         from sparkenv.render.emit import emit
         from sparkenv.resolve import run as stage
@@ -106,6 +112,7 @@ def run(args: LockArgs) -> int:
             from sparkenv.core.errors import ServiceMissing
 
             raise ServiceMissing(deadline.total_message())
+        result, undo = _after_blocked(args, result, progress, pending, options, started)
     except KeyboardInterrupt:
         if early is not None:
             early.interrupted()
@@ -121,7 +128,12 @@ def run(args: LockArgs) -> int:
 
     # The lock and the report's files together: validated first, all written or none replaced.
     view = shown(result, options)
-    outputs_mod.write_all(pending, files(view, options))
+    try:
+        outputs_mod.write_all(pending, files(view, options))
+    except BaseException:
+        if undo is not None:  # lock --fix: the fixed inputs go back with the lock unwritten
+            undo()
+        raise
     timeline.mark("lock written")
     cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
     code = emit(view, options._replace(report=None, junit=None, sarif=None))
@@ -134,14 +146,49 @@ def _progress_line(line: str) -> None:
     print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
 
 
+def _after_blocked(
+    args: LockArgs,
+    result: Any,
+    progress: bool,
+    pending: dict[Any, str],
+    options: reporting.ReportOptions,
+    started: float,
+) -> tuple[Any, Any]:
+    """A blocked lock: each proposed fix tried before it is printed, and under --fix the ones that
+    worked written and locked (resolve/lock_fix.py). The report to show and how to undo what --fix wrote."""
+    from sparkenv.core.report import Verdict
+
+    if result.verdict is not Verdict.BLOCKED:
+        if args.fix:
+            print("sparkenv lock --fix: the lock is not blocked: nothing to fix", file=sys.stderr, flush=True)
+        return result, None
+    from sparkenv.resolve import lock_fix
+
+    def relock(edited: Any, seconds: float) -> Any:
+        out: dict[Any, str] = {}
+        return _lock(args._replace(timeout=seconds), False, out, options, None, edited), out
+
+    result, edits = lock_fix.tried(args, result, progress, relock, started)
+    if not args.fix:
+        return result, None
+
+    def relock_paths(paths: list[str]) -> Any:
+        pending.clear()
+        return _lock(args._replace(inputs=paths), progress, pending, options, None)
+
+    return lock_fix.apply(args, result, edits, relock_paths, options.machine_stdout)
+
+
 def _lock(
     args: LockArgs,
     progress: bool,
     pending: dict[Any, str],
     options: reporting.ReportOptions,
     cached: Any,
+    edited: Any = None,
 ) -> Any:
-    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started)."""
+    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started). `edited`:
+    inputs changed by a fix on trial, locked instead of reading args.inputs."""
     from sparkenv.lock.preferences import Upgrade
     from sparkenv.resolve import run as stage
 
@@ -162,6 +209,7 @@ def _lock(
         binding=lambda found: _shown(found, options),
         upgrade=Upgrade.of(args.upgrade, args.upgrade_package),
         cached=cached,
+        inputs=edited,
     )
 
 

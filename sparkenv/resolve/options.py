@@ -133,6 +133,22 @@ REQUEST_TIMEOUT = Option(
     "slowly it answers (a positive number).",
 )
 
+FIX = Option(
+    "fix",
+    ("--fix",),
+    bool,
+    default=False,
+    help="When the lock is blocked, write the fixes that re-resolved beside the inputs (NAME.fixed.EXT), "
+    "show the diff and lock them; nothing is written when they do not lock ready.",
+)
+WRITE = Option(
+    "write",
+    ("--write",),
+    bool,
+    default=False,
+    help="With --fix: change the inputs in place instead of writing NAME.fixed.EXT beside them.",
+)
+
 LOCK = (
     PROFILE,
     PLATFORM,
@@ -149,4 +165,6 @@ LOCK = (
     UPGRADE,
     UPGRADE_PACKAGE,
     ALLOW_OUTSIDE,
+    FIX,
+    WRITE,
 )  # in --help's order

@@ -185,6 +185,7 @@ def lock(
     binding: Callable[[list[Finding]], list[Finding]] | None = None,
     upgrade: Upgrade = KEEP,
     cached: spawn_cache.Cached | None = None,
+    inputs: inputs_mod.Inputs | None = None,
 ) -> Report:
     """Resolve, check, and write the lock when nothing fails. With `outputs` given, the lock's two files
     are put there instead of written, so the caller can write them together with its reports (all or
@@ -197,7 +198,8 @@ def lock(
     of the declared requirements and everything else that does not shape uv's command run while it
     resolves. A declared FAIL then stops uv and ends the lock as it would have before uv started.
     `cached`: the command line's key in the spawn cache and the uv started from it, if any
-    (lock/spawn_cache.py): kept when its command is the one computed here, else replaced."""
+    (lock/spawn_cache.py): kept when its command is the one computed here, else replaced. `inputs`: the
+    inputs as already read and changed (a fix on trial, resolve/fixes.py) instead of reading `paths`."""
 
     started = time.perf_counter()
     from sparkenv.core import outputs as output_files
@@ -206,7 +208,7 @@ def lock(
         str(project.lock_folder(output_dir)), "--output-dir"
     )  # before a long resolution
     timeline.mark("lock started")
-    inp = inputs_mod.read(paths, extras, groups=groups)
+    inp = inputs if inputs is not None else inputs_mod.read(paths, extras, groups=groups)
     timeline.mark("inputs read")
     profile = _profile(profile_arg, platform, inp)
     timeline.mark("profile loaded")

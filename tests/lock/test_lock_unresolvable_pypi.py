@@ -27,7 +27,9 @@ def test_a_pin_without_an_aarch64_wheel_gets_a_fix_that_resolves(run, tmp_path):
     assert r.code == 1, r.out + r.err
     (f,) = [f for f in r.json()["findings"] if f["subject"] == "onnxruntime-gpu" and f["status"] == "FAIL"]
     assert f["id"] == "G1" and "no wheel of it fits aarch64" in f["summary"]
-    m = re.search(r"require (onnxruntime-gpu==\S+), the nearest release with a wheel for aarch64", f["fix"])
+    # the fix that was tried and re-resolved: the CUDA 13 counterpart from sparkenv's data, ahead of the
+    # nearest release with an aarch64 wheel (a CUDA 12 build)
+    m = re.search(r"^(?:require|write) (onnxruntime-gpu\S*) .* — tried: it re-resolves for aarch64", f["fix"])
     assert m, f["fix"]
     fixed = m.group(1).rstrip(",")
     req = tmp_path / "fixed.in"
