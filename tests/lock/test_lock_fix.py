@@ -35,7 +35,7 @@ def index(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def lock(run, index, tmp_path):
-    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sparkenv")}
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sparkenv-cache")}
 
     def _lock(*args: str):
         out = tmp_path / "out"

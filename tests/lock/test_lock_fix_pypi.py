@@ -25,7 +25,7 @@ FIXABLE = [
 def _lock(run, tmp_path, text: str, *args: str):
     req = tmp_path / "requirements.txt"
     req.write_text(text)
-    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sparkenv")}
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "SPARKENV_CACHE_DIR": str(tmp_path / "sparkenv-cache")}
     return run("lock", "requirements.txt", "--output-dir", "out", *args, env=env, cwd=tmp_path)
 
 
