@@ -9,7 +9,10 @@ import typer
 from sparkenv.cli import options as opts
 from sparkenv.resolve.options import CHECK, LOCK
 
-_INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
+_INPUTS_HELP = (
+    "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files; - reads a requirements "
+    "file from standard input (its includes are relative to the current folder)."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -19,7 +22,10 @@ def register(app: typer.Typer) -> None:
 
 @opts.reporting(options=CHECK)
 def check(
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help=_INPUTS_HELP, show_default=False)],
+    inputs: Annotated[
+        Optional[list[str]],  # noqa: UP045 - none when -r names them
+        typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
+    ] = None,
     *,
     values: dict[str, Any],
     reporting: opts.ReportOptions,
@@ -35,7 +41,9 @@ def check(
 
     Examples:
 
-      sparkenv check requirements.txt
+      sparkenv check requirements.txt          # or: sparkenv check -r requirements.txt
+
+      cat requirements.txt | sparkenv check -
 
       sparkenv check pyproject.toml --profile spark-bare --strict
 
@@ -43,7 +51,7 @@ def check(
     """
     from sparkenv.resolve import check_args
 
-    raise typer.Exit(check_args.run(check_args.CheckArgs.of(inputs, values, reporting)))
+    raise typer.Exit(check_args.run(check_args.CheckArgs.of(inputs or [], values, reporting)))
 
 
 @opts.reporting(options=LOCK)
@@ -69,6 +77,9 @@ def lock(
     Examples:
 
       sparkenv lock requirements.txt                      # lockfiles/pylock.ngc-25-11.toml
+
+      sparkenv lock -r requirements.txt -r extra.txt      # pip's spelling; not - (stdin): a lock
+                                                          # names files that lock --check reads again
 
       sparkenv lock pyproject.toml --profile ngc-26.01
 
