@@ -9,9 +9,14 @@ import typer
 from sparkenv.cli import options as opts
 from sparkenv.resolve.options import CHECK, LOCK
 
-_INPUTS_HELP = (
-    "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files; - reads a requirements "
-    "file from standard input (its includes are relative to the current folder)."
+_INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files"
+_CHECK_INPUTS = (
+    f"{_INPUTS_HELP}; - reads a requirements file from standard input (its includes are relative to the "
+    "current folder)."
+)
+_LOCK_INPUTS = (
+    f"{_INPUTS_HELP}. Not - (standard input): a lock records its inputs so that `lock --check` reads "
+    "them again."
 )
 
 
@@ -24,7 +29,7 @@ def register(app: typer.Typer) -> None:
 def check(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045 - none when -r names them
-        typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
+        typer.Argument(metavar="[INPUT]...", help=_CHECK_INPUTS, show_default=False),
     ] = None,
     *,
     values: dict[str, Any],
@@ -58,7 +63,7 @@ def check(
 def lock(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
+        typer.Argument(metavar="[INPUT]...", help=_LOCK_INPUTS, show_default=False),
     ] = None,
     *,
     values: dict[str, Any],
@@ -78,8 +83,7 @@ def lock(
 
       sparkenv lock requirements.txt                      # lockfiles/pylock.ngc-25-11.toml
 
-      sparkenv lock -r requirements.txt -r extra.txt      # pip's spelling; not - (stdin): a lock
-                                                          # names files that lock --check reads again
+      sparkenv lock -r requirements.txt -r extra.txt      # pip's spelling
 
       sparkenv lock pyproject.toml --profile ngc-26.01
 
