@@ -80,7 +80,7 @@ ALLOW_OUTSIDE = Option(
 
 REQUIREMENT = Option(
     "requirement",
-    ("-r", "--requirement"),
+    ("-r",),  # as pip users type it
     many=True,
     metavar="FILE",
     help="A requirements file, as pip's -r names one (the same as giving it as INPUT). Repeatable.",
