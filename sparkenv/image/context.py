@@ -230,7 +230,7 @@ class Plan:
             if self.sdpa
             else "# No SDPA override: the project did not ask for it (sparkenv build --sdpa)"
         )
-        kept = self._kept_profile()
+        kept, named = self._kept_profile(), self.lock.profile or self.profile.name
         labels = " \\\n      ".join(f"{k}={json.dumps(v)}" for k, v in self.labels().items())
         values = {
             "PROFILE": self.profile.name,
@@ -246,7 +246,7 @@ class Plan:
                 f"# The lock's profile file, where the image's audit and gate find it\n"
                 f"COPY lock/{kept[0]} /opt/sparkenv/{kept[0]}"
                 if kept
-                else f"# No profile file: {self.profile.name} is a profile sparkenv ships"
+                else f"# No profile file kept: the lock names its profile, {named}, by name"
             ),
             "LABELS": labels,
             "ENTRYPOINT": json.dumps(self.base.chain()[0]),
