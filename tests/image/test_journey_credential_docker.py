@@ -111,7 +111,8 @@ def test_the_workflow_from_a_plain_folder_and_a_git_repository_leaves_the_creden
             else:
                 check = sparkenv("check", "-r", "requirements.txt", "--profile", "standin.toml", cwd=folder)
             assert check.returncode == 0, f"{where}: {check.stdout}{check.stderr}"
-            lock = sparkenv("lock", "requirements.txt", "--profile", "standin.toml", cwd=folder)
+            named = ["requirements.txt"] if folder is plain else ["-r", "requirements.txt"]  # either way
+            lock = sparkenv("lock", *named, "--profile", "standin.toml", cwd=folder)
             assert lock.returncode == 0, f"{where}: {lock.stdout[-3000:]}{lock.stderr[-3000:]}"
             pylock = folder / "lockfiles" / "pylock.standin.toml"
             assert 'name = "tinydep"' in pylock.read_text(), where  # resolved through the credential
