@@ -23,6 +23,7 @@ RUN env -u PIP_CONSTRAINT python3 -m pip install --no-deps --no-index --require-
     && rm -rf /tmp/sparkenv-runtime
 COPY sparkenv/sparkenv.sh /usr/local/bin/sparkenv
 COPY lock/pylock.toml /opt/sparkenv/pylock.toml
+{{PROFILE_FILE}}
 {{SDPA}}
 ENV SPARKENV_GATE=warn
 LABEL {{LABELS}}

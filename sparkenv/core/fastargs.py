@@ -41,7 +41,7 @@ def parse(
             _store(values, option, name, raw)
         elif option is not None and not eq:
             values[option.name] = True
-        elif arg.startswith("-"):
+        elif arg.startswith("-") and arg != "-":  # a lone "-" is a positional: standard input
             return None  # --help and anything unknown: typer says it properly
         elif interspersed:
             positional.append(arg)

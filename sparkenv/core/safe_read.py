@@ -141,7 +141,10 @@ def read_text(
 ) -> str:
     """`read_bytes` decoded as UTF-8. errors="strict" turns bad bytes into UnreadableFile naming the
     offset; "replace" is for files read only for hints (metadata of other people's packages)."""
-    data = read_bytes(path, what=what, limit=limit)
+    return _decoded(read_bytes(path, what=what, limit=limit), path, what, errors)
+
+
+def _decoded(data: bytes, path: str | os.PathLike[str], what: str, errors: str) -> str:
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
@@ -149,6 +152,37 @@ def read_text(
         raise UnreadableFile(
             os.fspath(path), f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); expected {what}"
         ) from None
+
+
+STDIN = "<stdin>"  # how standard input is named in every message
+
+
+def read_stdin(*, what: str = "a file", limit: int = DEFAULT_LIMIT) -> str:
+    """Standard input (`-` on a command line) as UTF-8 text, read to its end but never past `limit`;
+    UnreadableFile naming "<stdin>" otherwise. A terminal is refused rather than waited on: `sparkenv check
+    -` typed without a pipe would sit there until Ctrl-D."""
+    try:
+        if os.isatty(0):
+            raise UnreadableFile(STDIN, f"a terminal; pipe {what} in (`cat FILE | sparkenv ... -`)")
+        mode = os.fstat(0).st_mode
+    except OSError as exc:  # stdin closed (`<&-`)
+        raise UnreadableFile(STDIN, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise UnreadableFile(STDIN, f"a directory; expected {what}")
+    chunks: list[bytes] = []
+    got = 0
+    while True:  # blocking reads: a pipe's writer may be slow, and it ends the input by closing
+        try:
+            chunk = os.read(0, min(limit + 1 - got, 4 * MiB) or 1)
+        except OSError as exc:
+            raise UnreadableFile(STDIN, f"read failed: {exc.strerror or exc}") from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+        if got > limit:
+            raise UnreadableFile(STDIN, f"over the {_size(limit)} limit for {what}")
+    return _decoded(b"".join(chunks), STDIN, what, "strict")
 
 
 # Linux's limits (limits.h): a longer path or name fails every call with ENAMETOOLONG

@@ -25,6 +25,7 @@ class BaseImage:
     repo_digests: tuple[str, ...] = ()  # sha256:… digests of the registries it came from
     entrypoint: tuple[str, ...] = ()  # the configuration's ENTRYPOINT and CMD
     cmd: tuple[str, ...] = ()
+    externally_managed: str = ""  # PEP 668: the python3's EXTERNALLY-MANAGED marker, "" when it has none
 
     @property
     def python_minor(self) -> str:

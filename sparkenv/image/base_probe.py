@@ -21,7 +21,7 @@ PROBE_TIMEOUT = 120
 
 # Runs inside the image with its python3 (any 3.x): standard library only, one JSON object on stdout.
 PROBE = r"""
-import json, os, platform, sys
+import json, os, platform, sys, sysconfig
 try:
     import importlib.metadata as md
 except ImportError:
@@ -42,6 +42,7 @@ if not cuda:
             cuda_source = "/usr/local/cuda/version.json"
     except Exception:
         pass
+managed = os.path.join(sysconfig.get_path("stdlib") or "", "EXTERNALLY-MANAGED")  # PEP 668's marker
 libc, libc_version = platform.libc_ver()
 osname = ""
 try:
@@ -61,6 +62,7 @@ print(json.dumps({
     "os": osname,
     "site": site,
     "dists": dists,
+    "externally_managed": managed if os.path.isfile(managed) else "",
 }))
 """
 
@@ -75,7 +77,7 @@ _ANSWER = {
     "site": schema.STRINGS,
     "dists": schema.STRING_TABLE,
 }
-_OPTIONAL = {"implementation": schema.STRING}  # "" when absent: not compared
+_OPTIONAL = {"implementation": schema.STRING, "externally_managed": schema.STRING}  # "" when absent
 _ANSWER_LIMIT = 4 << 20  # bytes: an NGC image's answer is ~30 KB
 
 
@@ -129,6 +131,7 @@ def read(
         os=answer["os"],
         site=tuple(answer["site"]),
         dists=dict(answer["dists"]),
+        externally_managed=answer.get("externally_managed", ""),
         env=dict(e.split("=", 1) for e in config.get("Env") or [] if isinstance(e, str) and "=" in e),
         image_id=str(attrs.get("Id", "")),
         repo_digests=tuple(d.split("@", 1)[1] for d in attrs.get("RepoDigests") or [] if "@" in d),

@@ -179,6 +179,22 @@ class Plan:
             "utf-8", errors="surrogateescape"
         )
 
+    def _kept_profile(self) -> tuple[str, bytes] | None:
+        """The lock's profile file as the image keeps it, beside the lock (lock/profile.py kept_path: where
+        of_lock finds it there): its path relative to the lock's folder and its bytes, credentials
+        redacted as the lock's are; None for a shipped profile."""
+        from sparkenv.lock import profile as lockprofile
+
+        kept = lockprofile.kept_path(self.lock)
+        if kept is None or not self.profile.file:
+            return None
+        try:
+            data = safe_read.read_bytes(self.profile.file, what="a profile file", limit=16 << 20)
+        except safe_read.UnreadableFile as exc:
+            raise SparkenvError(f"{self.profile.file}: cannot read the profile: {exc.reason}") from None
+        text = redact(data.decode("utf-8", errors="surrogateescape"))
+        return kept, text.encode("utf-8", errors="surrogateescape")
+
     @property
     def allowed_replace(self) -> set[str]:
         """What the lock replaces of the base on purpose (`sparkenv lock --allow-replace`)."""
@@ -214,6 +230,7 @@ class Plan:
             if self.sdpa
             else "# No SDPA override: the project did not ask for it (sparkenv build --sdpa)"
         )
+        kept, named = self._kept_profile(), self.lock.profile or self.profile.name
         labels = " \\\n      ".join(f"{k}={json.dumps(v)}" for k, v in self.labels().items())
         values = {
             "PROFILE": self.profile.name,
@@ -225,6 +242,12 @@ class Plan:
             "PROVIDED": " ".join(p for p in self.profile.provides if p not in self.allowed_replace) or "",
             "INSTALL": "\n".join(install),
             "SDPA": sdpa,
+            "PROFILE_FILE": (
+                f"# The lock's profile file, where the image's audit and gate find it\n"
+                f"COPY lock/{kept[0]} /opt/sparkenv/{kept[0]}"
+                if kept
+                else f"# No profile file kept: the lock names its profile, {named}, by name"
+            ),
             "LABELS": labels,
             "ENTRYPOINT": json.dumps(self.base.chain()[0]),
             "CMD": json.dumps(self.base.chain()[1]),
@@ -248,6 +271,9 @@ class Plan:
             "sparkenv/sparkenv.sh": (pkg.joinpath("sparkenv.sh").read_bytes(), 0o755),
             "lock/pylock.toml": (self._pylock_bytes(), 0o644),
         }
+        kept = self._kept_profile()
+        if kept:
+            out[f"lock/{kept[0]}"] = (kept[1], 0o644)
         for stage in self.lock.stages:
             if stage.packages:
                 text = redact(lockwrite.stage_requirements(self.lock, stage))

@@ -84,6 +84,7 @@ def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str
     if not digest:
         lines.append("# UNVERIFIED: no registry digest (a local image); FROM uses the name")
     lines.append(f"digest = {_toml_str(digest)}")
+    lines.append(pep668(facts))
     lines.append(f"python = {_toml_str(facts.python)}")
     lines += _platform_lines(facts, profiles.defaults())
     provided = _provided(facts)
@@ -96,6 +97,30 @@ def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str
     lines += ["", "# The image's environment that steers CUDA, pip and the frameworks.", "[env]"]
     lines += _env_lines(facts)
     return "\n".join(lines) + "\n"
+
+
+PEP668 = "# PEP 668: "
+
+
+def pep668(facts: BaseImage) -> str:
+    """What the image's python3 says of PEP 668, as a comment of the profile (and a line of `profiles
+    new`): whether its installs are refused as externally managed, and how `sparkenv build` installs on it
+    (the image is the environment: the build passes the base's own override, and its base check guards
+    what the marker protects, the base's packages)."""
+    if not facts.externally_managed:
+        return f"{PEP668}python3 is not externally managed (no EXTERNALLY-MANAGED marker in its stdlib)"
+    setting = facts.env.get("PIP_BREAK_SYSTEM_PACKAGES", "")
+    said = (
+        f"the image sets PIP_BREAK_SYSTEM_PACKAGES={setting}"
+        if setting
+        else "the image does not set PIP_BREAK_SYSTEM_PACKAGES"
+    )
+    from sparkenv.image.context import BREAK
+
+    return (
+        f"{PEP668}python3 is externally managed ({facts.externally_managed}; {said}): "
+        f"`sparkenv build` installs with {BREAK}, its base check guards the base's packages"
+    )
 
 
 def _platform_lines(facts: BaseImage, defaults: dict[str, str]) -> list[str]:
@@ -188,9 +213,11 @@ def summary(dest: Path, text: str) -> str:
     prof = _reparse(dest, text)
     unverified = text.count("# UNVERIFIED")
     note = f"; {unverified} value(s) UNVERIFIED (see the comments)" if unverified else ""
+    managed = next((ln[2:] for ln in text.splitlines() if ln.startswith(PEP668)), "")
     return (
         f"wrote {dest}: {prof.describe()}, {len(prof.provides)} distributions provided, "
         f"{len(prof.env)} environment variables{note}. Use it: sparkenv lock INPUT --profile {dest}"
+        + (f"\n{managed}" if managed else "")
     )
 
 

@@ -73,11 +73,13 @@ def includes_of(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str]:
+def prescan(path: Path, shown: str, fence: Path | None = None, text: str | None = None) -> dict[Path, str]:
     """Read `path` and everything it includes; returns {resolved path: text}. UnreadableFile names the
     first file that cannot be read ("TOP:LINE: cannot open included file X: reason" for an include).
     Every include must lie inside `fence` (the project folder of inputs a lock names), else inside the
-    project `path` belongs to (sparkenv.core.confine): one outside is refused before it is read."""
+    project `path` belongs to (sparkenv.core.confine): one outside is refused before it is read.
+    `text`: the top file's text, already read (standard input: `path` is where its includes are relative
+    to, a name in the current folder, never opened)."""
     from sparkenv.core.confine import inside, project_root
 
     # every include is fenced: by the lock's project for inputs a lock names, else by the project the
@@ -101,16 +103,20 @@ def prescan(path: Path, shown: str, fence: Path | None = None) -> dict[Path, str
         if inc is not None:
             inside(root, inc.target, inc.folder, inc.line)
         try:
-            text = safe_read.read_text(
-                current, what="a requirements file", limit=REQUIREMENTS_LIMIT, errors="strict"
+            body = (
+                text
+                if inc is None and text is not None
+                else safe_read.read_text(
+                    current, what="a requirements file", limit=REQUIREMENTS_LIMIT, errors="strict"
+                )
             )
         except safe_read.UnreadableFile as exc:
             if inc is None:
                 raise
             reason = f"cannot open included file {inc.target}: {exc.reason}"
             raise safe_read.UnreadableFile(inc.line, reason) from None
-        texts[key] = text
-        for lineno, target in includes_of(text):
+        texts[key] = body
+        for lineno, target in includes_of(body):
             if _is_url(target):  # the parser would open() the URL's text as a path relative to the cwd
                 raise safe_read.UnreadableFile(
                     f"{current_shown}:{lineno}",

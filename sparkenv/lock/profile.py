@@ -24,6 +24,17 @@ def recorded(profile: profiles.Profile, lock_folder: Path) -> dict[str, str]:
     return out
 
 
+# An image keeps a lock's profile file beside its lock under this name (sparkenv build): a fixed name, so
+# nothing a lock records reaches the Dockerfile, and none that a lock (pylock.*.toml) can have
+KEPT = "lock-profile.toml"
+
+
+def kept_path(lock: Lock) -> str | None:
+    """Where, relative to the lock's folder, an image keeps the lock's profile file; None for a shipped
+    profile, which sparkenv knows by name."""
+    return KEPT if lock.profile_file else None
+
+
 def of_lock(lock: Lock) -> profiles.Profile:
     """The profile the lock records; exit 2 naming the lock when it cannot be found."""
     folder = lock.file.parent
@@ -31,6 +42,9 @@ def of_lock(lock: Lock) -> profiles.Profile:
     if lock.profile_file:  # inside the lock's project only: a lock from elsewhere reads nothing outside it
         root = confine.project_root(folder, folder.parent)
         path = confine.inside(root, lock.profile_file, root, f"{where} profile-file")
+        kept = folder / str(kept_path(lock))
+        if not path.is_file() and kept.is_file():  # in an image: no project, the copy the build put there
+            path = kept
         return profiles.load(str(path))
     named = lock.profile
     if named.endswith(".toml"):  # older locks named a profile file relative to themselves

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkenv.core import project
+from sparkenv.core import project, safe_read
 from sparkenv.environment import profiles
 from sparkenv.resolve import inputs as inputs_mod
+from sparkenv.resolve.options import STDIN
 
 if TYPE_CHECKING:
     from sparkenv.core.report import Report
@@ -65,7 +66,8 @@ def check(
     profile = profile_for(profile_arg, platform, inp)
     index_urls = [u for u in (inp.index_url, *inp.extra_index_urls) if u]
     findings = policy.check_declared(inp.requirements, profile, index_urls, staged=not as_pip, offline=True)
-    report = Report("check", " ".join(paths), merge_by_subject(findings), profile=profile.name)
+    target = " ".join(safe_read.STDIN if p == STDIN else p for p in paths)
+    report = Report("check", target, merge_by_subject(findings), profile=profile.name)
     report.context = {
         "python_platform": profile.python_platform,
         "python": profile.python_minor,

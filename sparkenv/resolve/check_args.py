@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from sparkenv.core import fastargs, optionspec
 from sparkenv.render import options as reporting
-from sparkenv.resolve.options import CHECK
+from sparkenv.resolve.options import CHECK, inputs_of
 
 OPTIONS = (*CHECK, *reporting.REPORTING)
 
@@ -30,16 +30,18 @@ class CheckArgs(NamedTuple):
     @classmethod
     def of(cls, inputs: list[str], values: Mapping[str, Any], report: reporting.ReportOptions) -> CheckArgs:
         """From either parser: the positional INPUTs, CHECK's values (optionspec.values), the bundle."""
-        return cls(inputs=inputs, reporting=report, **values)
+        given, rest = inputs_of(inputs, values)  # -r FILE and INPUT alike
+        return cls(inputs=given, reporting=report, **rest)
 
 
 def parse(argv: list[str]) -> CheckArgs | None:
     """argv after `check`; None where typer should answer (help, unknown option, no INPUT)."""
     parsed = fastargs.parse(argv, OPTIONS)
-    if parsed is None or not parsed[1]:
-        return None  # no INPUT: typer's usage error
+    if parsed is None:
+        return None
     given, inputs = parsed
-    return CheckArgs.of(inputs, optionspec.values(CHECK, given), reporting.bundle(given))
+    args = CheckArgs.of(inputs, optionspec.values(CHECK, given), reporting.bundle(given))
+    return args if args.inputs else None  # no INPUT and no -r: typer's usage line
 
 
 def run(args: CheckArgs) -> int:
@@ -47,12 +49,15 @@ def run(args: CheckArgs) -> int:
     from sparkenv.render.emit import emit
 
     confine.allow_outside(args.allow_outside)
+    from sparkenv.core.errors import SparkenvError
     from sparkenv.resolve.check import check
 
     if args.pip and args.lock_input:
-        from sparkenv.core.errors import SparkenvError
-
         raise SparkenvError("--pip and --lock-input disagree: give one")
+    if not args.inputs:
+        raise SparkenvError(
+            "sparkenv check: name the inputs (requirements files, pyproject.toml, -r FILE, - for stdin)"
+        )
     options = args.reporting.check()
     report = check(args.inputs, args.profile, args.platform, args.extra, as_pip=args.pip, groups=args.group)
     return emit(report, options)

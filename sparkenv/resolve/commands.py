@@ -9,7 +9,15 @@ import typer
 from sparkenv.cli import options as opts
 from sparkenv.resolve.options import CHECK, LOCK
 
-_INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files."
+_INPUTS_HELP = "Requirements files (pip syntax, -r/-c includes) and/or pyproject.toml files"
+_CHECK_INPUTS = (
+    f"{_INPUTS_HELP}; - reads a requirements file from standard input (its includes are relative to the "
+    "current folder)."
+)
+_LOCK_INPUTS = (
+    f"{_INPUTS_HELP}. Not - (standard input): a lock records its inputs so that `lock --check` reads "
+    "them again."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -19,7 +27,10 @@ def register(app: typer.Typer) -> None:
 
 @opts.reporting(options=CHECK)
 def check(
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help=_INPUTS_HELP, show_default=False)],
+    inputs: Annotated[
+        Optional[list[str]],  # noqa: UP045 - none when -r names them
+        typer.Argument(metavar="[INPUT]...", help=_CHECK_INPUTS, show_default=False),
+    ] = None,
     *,
     values: dict[str, Any],
     reporting: opts.ReportOptions,
@@ -35,7 +46,9 @@ def check(
 
     Examples:
 
-      sparkenv check requirements.txt
+      sparkenv check requirements.txt          # or: sparkenv check -r requirements.txt
+
+      cat requirements.txt | sparkenv check -
 
       sparkenv check pyproject.toml --profile spark-bare --strict
 
@@ -43,14 +56,14 @@ def check(
     """
     from sparkenv.resolve import check_args
 
-    raise typer.Exit(check_args.run(check_args.CheckArgs.of(inputs, values, reporting)))
+    raise typer.Exit(check_args.run(check_args.CheckArgs.of(inputs or [], values, reporting)))
 
 
 @opts.reporting(options=LOCK)
 def lock(
     inputs: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Argument(metavar="[INPUT]...", help=_INPUTS_HELP, show_default=False),
+        typer.Argument(metavar="[INPUT]...", help=_LOCK_INPUTS, show_default=False),
     ] = None,
     *,
     values: dict[str, Any],
@@ -69,6 +82,8 @@ def lock(
     Examples:
 
       sparkenv lock requirements.txt                      # lockfiles/pylock.ngc-25-11.toml
+
+      sparkenv lock -r requirements.txt -r extra.txt      # pip's spelling
 
       sparkenv lock pyproject.toml --profile ngc-26.01
 

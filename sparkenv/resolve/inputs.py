@@ -11,7 +11,9 @@ A requirements file that ends up installed with `pip install --no-deps` says so 
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from sparkenv.core import safe_read, schema
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.redact import excerpt
 from sparkenv.facts.declared import Declared
+from sparkenv.resolve.options import STDIN
 
 # [tool.sparkenv] keys sparkenv reads, and their types (an unknown key is a warning: `unknown_keys`)
 _SETTINGS = {
@@ -47,6 +50,7 @@ class Inputs:
     find_links: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # every file read, includes too
     settings: dict[str, Any] = field(default_factory=dict)  # [tool.sparkenv]
+    stdin: dict[Path, str] = field(default_factory=dict)  # `-`: the text read, at the name it goes by
 
     def digest(self) -> str:
         """sha256 over every file read (line endings normalized), in a stable order."""
@@ -55,7 +59,12 @@ class Inputs:
         h = hashlib.sha256()
         for path in sorted({p.resolve() for p in self.files}, key=str):
             h.update(path.name.encode() + b"\0")
-            data = safe_read.read_bytes(path, what="an input file", limit=16 << 20)
+            piped = self.stdin.get(path)
+            data = (
+                piped.encode()
+                if piped is not None
+                else safe_read.read_bytes(path, what="an input file", limit=16 << 20)
+            )
             h.update(data.replace(b"\r\n", b"\n") + b"\0")
         return "sha256:" + h.hexdigest()
 
@@ -118,7 +127,9 @@ def read(
     inputs = Inputs(list(paths))
     for arg in paths:
         path = Path(arg)
-        if path.name == "pyproject.toml" or path.suffix == ".toml":
+        if arg == STDIN:
+            _stdin(inputs, fence)
+        elif path.name == "pyproject.toml" or path.suffix == ".toml":
             _pyproject(path, arg, inputs, extras or [], groups or [])
         else:
             _requirements(path, arg, inputs, fence)
@@ -159,11 +170,27 @@ def plain_requirements(text: str) -> list[tuple[int, Requirement]] | None:
     return found
 
 
-def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = None) -> None:
+def _stdin(inputs: Inputs, fence: Path | None) -> None:
+    """`-`: a requirements file piped in, read once and bounded, named "<stdin>" in every message. It
+    stands in the current folder: its includes are relative to it and fenced by its project
+    (core.confine.project_root), as a file typed there would be."""
+    from sparkenv.lock.includes import REQUIREMENTS_LIMIT
+
+    if inputs.stdin:
+        raise SparkenvError("- (standard input) is given twice: it can be read once")
+    text = safe_read.read_stdin(what="a requirements file", limit=REQUIREMENTS_LIMIT)
+    path = Path(safe_read.STDIN)  # relative: the parser joins includes to it, messages show them so
+    inputs.stdin[path.resolve()] = text.removeprefix("\ufeff")  # a BOM, as pip drops it from a file
+    _requirements(path, safe_read.STDIN, inputs, fence, inputs.stdin[path.resolve()])
+
+
+def _requirements(
+    path: Path, arg: str, inputs: Inputs, fence: Path | None = None, text: str | None = None
+) -> None:
     from sparkenv.lock.includes import prescan
 
     # FIFOs, devices, huge or undecodable files, missing or fenced includes: one line, before the parser
-    texts = prescan(path, arg, fence)
+    texts = prescan(path, arg, fence, text)
     if len(texts) == 1:
         ((resolved, text),) = texts.items()
         plain = plain_requirements(text)
@@ -176,12 +203,36 @@ def _requirements(path: Path, arg: str, inputs: Inputs, fence: Path | None = Non
     parsed_requirements(path, arg, inputs, texts)
 
 
+@contextlib.contextmanager
+def _piped(stdin: dict[Path, str]) -> Iterator[None]:
+    """The parser opens every file itself (its module-level get_file_content); standard input is no file,
+    so its text is handed over under its name. Only for that name: every other file is opened as before.
+    inputs are read on one thread, so the swap is seen by this parse alone."""
+    import pip_requirements_parser as parser
+
+    if not stdin:
+        yield
+        return
+    original = parser.get_file_content
+
+    def content(filename: str) -> str:
+        piped = stdin.get(Path(filename).resolve())
+        return piped if piped is not None else original(filename)
+
+    parser.get_file_content = content
+    try:
+        yield
+    finally:
+        parser.get_file_content = original
+
+
 def parsed_requirements(path: Path, arg: str, inputs: Inputs, texts: dict[Path, str]) -> None:
     """pip's whole grammar, by pip-requirements-parser (`texts`: every file it will open, prescanned)."""
     from pip_requirements_parser import InstallationError, RequirementsFile
 
     try:
-        parsed = RequirementsFile.from_file(str(path), include_nested=True)
+        with _piped(inputs.stdin):
+            parsed = RequirementsFile.from_file(str(path), include_nested=True)
     except (InstallationError, OSError) as exc:  # a file swapped or removed since the prescan read it
         raise SparkenvError(f"{arg}: {str(exc).split('|n')[0]}") from None
     if parsed.invalid_lines:

@@ -15,12 +15,20 @@ from sparkenv.core import fastargs, optionspec
 from sparkenv.core.errors import SparkenvError
 from sparkenv.lock import timeline
 from sparkenv.render import options as reporting
-from sparkenv.resolve.options import LOCK
+from sparkenv.resolve.options import LOCK, STDIN, inputs_of
 
 OPTIONS = (*LOCK, *reporting.REPORTING)
 # the lock has loaded several hundred modules: its process ends without freeing them one by one
 # (sparkenv/cli/process_exit.py leave) once the report is out
 SKIP_TEARDOWN = True
+
+
+# A lock names its inputs so that `lock --check` (CI's, with no argument) and the next re-lock read them
+# again; a pipe cannot be read again, and the fix line `lock --check` prints must name a file to re-lock
+_STDIN_REFUSED = (
+    "sparkenv lock: - (standard input) cannot be locked: a lock records its input files so that "
+    "`sparkenv lock --check` can read them again; save the requirements to a file and lock that file"
+)
 
 
 class LockArgs(NamedTuple):
@@ -47,7 +55,8 @@ class LockArgs(NamedTuple):
     @classmethod
     def of(cls, inputs: list[str], values: Mapping[str, Any], report: reporting.ReportOptions) -> LockArgs:
         """From either parser: the positional INPUTs, LOCK's values (optionspec.values), the bundle."""
-        return cls(inputs=inputs, reporting=report, **values)
+        given, rest = inputs_of(inputs, values)  # -r FILE and INPUT alike
+        return cls(inputs=given, reporting=report, **rest)
 
 
 def parse(argv: list[str]) -> LockArgs | None:
@@ -74,6 +83,8 @@ def run(args: LockArgs) -> int:
         problem = seconds_problem(seconds, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
         if problem:
             raise SparkenvError(f"{flag}: {problem}")
+    if STDIN in args.inputs:
+        raise SparkenvError(_STDIN_REFUSED)
     options = args.reporting.check()
     if args.write and not args.fix:
         raise SparkenvError("--write: only with --fix (it says where the fixed inputs go)")

@@ -4,6 +4,9 @@ which shares the target's options with CHECK."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sparkenv.core.optionspec import Option
 
 PROFILE = Option(
@@ -75,7 +78,15 @@ ALLOW_OUTSIDE = Option(
     "project (a monorepo's shared requirements). Repeatable; also [tool.sparkenv] allow-outside.",
 )
 
-CHECK = (PROFILE, PLATFORM, EXTRA, GROUP, LOCK_INPUT, PIP, ALLOW_OUTSIDE)  # in --help's order
+REQUIREMENT = Option(
+    "requirement",
+    ("-r",),  # as pip users type it
+    many=True,
+    metavar="FILE",
+    help="A requirements file, as pip's -r names one (the same as giving it as INPUT). Repeatable.",
+)
+
+CHECK = (REQUIREMENT, PROFILE, PLATFORM, EXTRA, GROUP, LOCK_INPUT, PIP, ALLOW_OUTSIDE)  # in --help's order
 
 OUTPUT_DIR = Option(
     "output_dir",
@@ -150,6 +161,7 @@ WRITE = Option(
 )
 
 LOCK = (
+    REQUIREMENT,
     PROFILE,
     PLATFORM,
     OUTPUT_DIR,
@@ -168,3 +180,13 @@ LOCK = (
     FIX,
     WRITE,
 )  # in --help's order
+
+
+STDIN = "-"  # an INPUT read from standard input (`cat requirements.txt | sparkenv check -`)
+
+
+def inputs_of(positional: list[str], values: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The inputs a command reads — the -r files, then the positional INPUTs — and the other options'
+    values: the same for the typer command and the lean parser, which both call it."""
+    rest = dict(values)
+    return [*(rest.pop("requirement", None) or []), *positional], rest

@@ -70,3 +70,12 @@ def test_audit_lock_finds_the_locks_profile_and_notices_a_change(env, run, index
     assert far.code in (0, 1), far.err
     missing = _profile_finding(far)
     assert missing["status"] == "INFO" and "which is not here" in missing["summary"], missing
+
+    # as `sparkenv build` keeps it in an image: the profile file beside the lock, under the build's name
+    # (lock/profile.py KEPT); the profile as it was when locked
+    profile.write_text(profile.read_text().replace('python = "3.12.9"', 'python = "3.12.3"'))
+    shutil.copy(profile, alone / "lock-profile.toml")
+    kept = _profile_finding(
+        run("audit", str(env.prefix), "--lock", str(alone / "pylock.toml"), "--format", "json", env=cache)
+    )
+    assert kept["status"] == "PASS" and kept["summary"].endswith("unchanged since"), kept

@@ -67,6 +67,8 @@ def test_help_typos_and_missing_values_go_to_typer(run, tmp_path, argv):
     r = run("check", *argv, cwd=tmp_path)
     if "--help" in argv or "-h" in argv:
         assert r.code == 0 and "--lock-input" in r.out
+    elif not argv:  # no INPUT and no -r FILE
+        assert r.code == 2 and r.err.startswith("sparkenv: error: sparkenv check: name the inputs")
     else:
         assert r.code == 2 and ("Usage" in r.err or "Error" in r.err)
 

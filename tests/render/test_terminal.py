@@ -32,7 +32,7 @@ def test_usage_lines_read_the_posix_way(command: str) -> None:
 
 
 def test_usage_examples() -> None:
-    assert helptext("check", 100).splitlines()[0] == "Usage: sparkenv check [OPTIONS] INPUT..."
+    assert helptext("check", 100).splitlines()[0] == "Usage: sparkenv check [OPTIONS] [INPUT]..."
     assert helptext("lock", 100).splitlines()[0] == "Usage: sparkenv lock [OPTIONS] [INPUT]..."
     assert helptext("audit", 100).splitlines()[0] == "Usage: sparkenv audit [OPTIONS] [TARGET]"
 
