@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from sparkenv.core.errors import SparkenvError
-from sparkenv.facts.attest import CpuOp, KernelRow, LibraryCode, ProcessRecord
+from sparkenv.facts.attest import CpuOp, KernelRow, LibraryCode, ProcessRecord, SymbolRead
 
 MAX_BYTES = 256 << 20
 
@@ -120,3 +120,30 @@ def library_code(records: list[ProcessRecord]) -> tuple[LibraryCode, ...]:
                 )
             )  # fmt: skip
     return tuple(out)
+
+
+def library_kernels(
+    records: list[ProcessRecord],
+) -> tuple[dict[str, tuple[str, ...]], tuple[SymbolRead, ...]]:
+    """Which loaded shared object defines each kernel the records name: every library a process had mapped
+    is read for the kernels its fatbins define (cubins' symbol tables, PTX entries), and a recorded name
+    matches a defined one as it is (an `extern "C"` kernel, a mangled name) or as torch's profiler writes
+    it, demangled by the same C++ runtime function. (name -> paths, what each library gave)."""
+    from sparkenv.cuda import fatbin
+    from sparkenv.cuda.demangle import demangle
+
+    wanted = {k.name for r in records for k in r.kernels}
+    found: dict[str, list[str]] = {}
+    reads = []
+    for path in dict.fromkeys(p for r in records for p in r.libraries):
+        if not wanted or not os.path.isfile(path):
+            continue
+        names = fatbin.kernel_names(path)
+        if not names.names and names.complete:
+            continue  # no GPU code here
+        reads.append(SymbolRead(path, len(names.names), names.complete, names.problem))
+        for mangled in names.names:
+            for form in {mangled, demangle(mangled)}:
+                if form in wanted:
+                    found.setdefault(form, []).append(path)
+    return {k: tuple(v) for k, v in found.items()}, tuple(reads)

@@ -45,6 +45,7 @@ def gather(
     records = [record.read(p) for p in record.paths(where)]
     wanted, why = wanted_attention(attention, env)
     jit = launch.jit_cache(jit_folder) if jit_folder else {}
+    defined_in, symbol_reads = record.library_kernels(records)
     return AttestFacts(
         records=tuple(records),
         attention_wanted=wanted,
@@ -53,6 +54,8 @@ def gather(
         jit_folder=jit_folder,
         jit_files=jit.get("files"),  # type: ignore[arg-type]
         jit_bytes=jit.get("bytes"),  # type: ignore[arg-type]
+        defined_in=defined_in,
+        symbol_reads=symbol_reads,
     )
 
 

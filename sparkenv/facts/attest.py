@@ -66,6 +66,18 @@ class LibraryCode:
 
 
 @dataclass(frozen=True)
+class SymbolRead:
+    """What one loaded shared object's fatbins say they define (sparkenv/cuda/fatbin.py kernel_names):
+    `kernels` names read; `complete` False where some entries could not be read (compressed): a kernel
+    missing from them may still be its."""
+
+    path: str
+    kernels: int
+    complete: bool = True
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
 class AttestFacts:
     records: tuple[ProcessRecord, ...]
     attention_wanted: str = "any"  # "sdpa", "flash-attn" or "any"
@@ -75,6 +87,9 @@ class AttestFacts:
     jit_files: int | None = None
     jit_bytes: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # each recorded kernel name -> the loaded shared objects whose GPU code defines it (symbol tables)
+    defined_in: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    symbol_reads: tuple[SymbolRead, ...] = ()
 
     @property
     def kernels(self) -> tuple[KernelRow, ...]:

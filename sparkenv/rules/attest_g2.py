@@ -7,7 +7,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
-from sparkenv.rules.attest_kernels import backends, ms, percent
+from sparkenv.rules.attest_kernels import attention as backend_of
+from sparkenv.rules.attest_kernels import backends, library, ms, percent
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts
@@ -25,7 +26,7 @@ def attention(facts: AttestFacts) -> list[Finding]:
     total = sum(r.gpu_ns for r in rows)
     if not total:
         return [_finding(status=Status.SKIP, summary="no GPU kernel ran in the window: attention not seen")]
-    ran = backends(rows)
+    ran = backends(rows, facts.defined_in)
     why = (facts.wanted_why,) if facts.wanted_why else ()
     if not ran:
         return [
@@ -48,6 +49,7 @@ def attention(facts: AttestFacts) -> list[Finding]:
     if wrong:
         names = ", ".join(a.name for a, _ in wrong)
         share = percent(sum(ns for _, ns in wrong), total)
+        evidence += _defined_by(facts, {a.name for a, _ in wrong})
         fix = (
             "make the model's attention SDPA: install the SDPA override (sparkenv patch sdpa --install) or "
             "uninstall flash-attn; see `sparkenv explain G2`"
@@ -80,3 +82,17 @@ def attention(facts: AttestFacts) -> list[Finding]:
         ]
     asked = f" as asked ({_WANTED[wanted]})" if wanted in _WANTED else ""
     return [_finding(status=Status.PASS, summary=f"attention ran {said}{asked}", evidence=evidence)]
+
+
+def _defined_by(facts: AttestFacts, names: set[str]) -> tuple[str, ...]:
+    """Where the kernels of these backends come from: the libraries that define them, and how that was
+    found (symbol table or name pattern)."""
+    found: dict[tuple[str, str], int] = {}
+    for r in facts.kernels:
+        a = backend_of(r, facts.defined_in)
+        if a is not None and a.name in names:
+            key = library(r.name, facts.defined_in)
+            found[key] = found.get(key, 0) + r.gpu_ns
+    return tuple(
+        f"its kernels come from {lib} (by {how}): {ms(ns)}" for (lib, how), ns in sorted(found.items())
+    )

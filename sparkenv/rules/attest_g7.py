@@ -1,7 +1,8 @@
 """G7 at Stage.ATTEST (`sparkenv attest`, `gate --attest`): what the workload's window ran on this GPU —
 kernels JIT-compiled from PTX (the private CUDA JIT cache filled: which library had only PTX), GPU
 operators that ran on the CPU with their share of the window, and the GPU time per backend family and
-library (kernels are attributed by name: data/kernel_paths.toml)."""
+library (each kernel's library from the symbol tables of the loaded libraries' GPU code, else by its
+name: data/kernel_paths.toml)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import kernel_paths
-from sparkenv.rules.attest_kernels import OTHER, families, family, libraries, ms, percent
+from sparkenv.rules.attest_kernels import OTHER, Defined, families, family, libraries, library, ms, percent
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts, KernelRow, ProcessRecord
@@ -52,7 +53,13 @@ def _jit(facts: AttestFacts) -> list[Finding]:
         ]
     caps = {r.capability for r in facts.records if r.capability}
     culprits = _ptx_only(facts, caps)
-    generated = sorted({f.name for r in facts.kernels if (f := family(r.name)) and f.runtime_compiled})
+    generated = sorted(
+        {
+            f.name
+            for r in facts.kernels
+            if (f := family(r.name, facts.defined_in.get(r.name, ()))) and f.runtime_compiled
+        }
+    )
     data = kernel_paths().jit
     if culprits:
         which = f"PTX only for this GPU in {', '.join(c.rsplit('/', 1)[-1] for c, _ in culprits)}"
@@ -169,11 +176,12 @@ def _table(facts: AttestFacts) -> list[Finding]:
     cut = [r for r in facts.records if not r.finished]
     if not rows:
         return [_cut(cut)] if cut else []
-    shares = families(rows)
+    defined = facts.defined_in
+    shares = families(rows, defined)
     counted = sum(s.gpu_ns for s in shares)
     by_family: dict[str, list[KernelRow]] = {}
     for r in sorted(rows, key=lambda r: -r.gpu_ns):
-        by_family.setdefault(_family_name(r.name), []).append(r)
+        by_family.setdefault(_family_name(r.name, defined), []).append(r)
     probe_total = sum(r.device_ns or 0 for r in facts.records if r.finished)
     out = [
         _finding(
@@ -182,7 +190,8 @@ def _table(facts: AttestFacts) -> list[Finding]:
             f"{s.kernels} kernel(s), {s.launches:,} launches",
             subject=f"family {s.name}",
             evidence=tuple(
-                f"{r.name[:160]}: {r.count:,} × {ms(r.gpu_ns)}" for r in by_family.get(s.name, ())[:5]
+                f"{r.name[:160]}: {r.count:,} × {ms(r.gpu_ns)}; {_from(r.name, defined)}"
+                for r in by_family.get(s.name, ())[:5]
             ),
         )
         for s in shares
@@ -193,14 +202,14 @@ def _table(facts: AttestFacts) -> list[Finding]:
         f"{len({r.name for r in rows})} kernels, {sum(r.count for r in rows):,} launches, {ms(total)} of GPU "
         f"time in {len(facts.records)} process(es); the families' shares add up to "
         f"{percent(counted, probe_total or counted)} of the profiler's total; by library: "
-        + ", ".join(f"{s.name} {percent(s.gpu_ns, total)}" for s in libraries(shares))
+        + ", ".join(f"{s.name} {percent(s.gpu_ns, total)} (by {s.how})" for s in libraries(rows, defined))
     )
     evidence = (
         *(
             f"pid {r.pid}: window {r.window_s or 0:.1f} s ended by {r.reason}, read in {r.read_s or 0:.2f} s"
             for r in windows
         ),
-        "kernels are attributed to libraries by family (their names), not by reading symbol tables",
+        *_attribution(facts),
     )
     if cut:
         out.append(_cut(cut, summary, evidence))
@@ -217,9 +226,42 @@ def _table(facts: AttestFacts) -> list[Finding]:
     return out
 
 
-def _family_name(kernel: str) -> str:
-    fam = family(kernel)
+def _family_name(kernel: str, defined: Defined) -> str:
+    fam = family(kernel, defined.get(kernel, ()))
     return fam.name if fam else OTHER
+
+
+def _from(kernel: str, defined: Defined) -> str:
+    lib, how = library(kernel, defined)
+    return f"from {lib} (by {how})"
+
+
+def _attribution(facts: AttestFacts) -> tuple[str, ...]:
+    """How the kernels were attributed: by the symbol tables of the loaded libraries' GPU code, else by
+    their names (data/kernel_paths.toml), and which libraries' code could not be read whole."""
+    by: dict[str, list[int]] = {}
+    total = 0
+    for r in facts.kernels:
+        _lib, how = library(r.name, facts.defined_in)
+        got = by.setdefault(how, [0, 0])
+        got[0] += 1
+        got[1] += r.gpu_ns
+        total += r.gpu_ns
+    out = [
+        "kernels attributed to libraries: "
+        + "; ".join(
+            f"by {how}: {n} ({percent(ns, total)} of GPU time)" for how, (n, ns) in sorted(by.items())
+        )
+    ]
+    read = [s for s in facts.symbol_reads if s.kernels or not s.complete]
+    out += [
+        f"{s.path}: {s.kernels} kernel name(s) read from its GPU code"
+        + ("" if s.complete else f", not all ({s.problem}): its other kernels go by name pattern")
+        for s in read[:8]
+    ]
+    if len(read) > 8:
+        out.append(f"… and {len(read) - 8} more libraries with GPU code")
+    return tuple(out)
 
 
 def _cut(cut: list[ProcessRecord], summary: str = "", evidence: tuple[str, ...] = ()) -> Finding:

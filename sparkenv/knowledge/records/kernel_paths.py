@@ -19,6 +19,8 @@ class Family(NamedTuple):
     backend: str = ""  # the attention backend its kernels serve ([[attention]] name), if any
     runtime_compiled: bool = False  # generated at run time: their PTX fills the JIT cache by design
     observed: str = ""
+    # the shared objects (file names) whose kernels belong here when no name pattern names them
+    files: re.Pattern[str] | None = None
 
 
 class Attention(NamedTuple):
