@@ -22,7 +22,9 @@ SOURCE = r"""
 namespace flash {
 struct Flash_fwd_params { const float* q; float* o; int n; };
 template <int HeadDim, bool IsCausal>
-__global__ void flash_fwd_kernel(Flash_fwd_params p) { int i = threadIdx.x; if (i < p.n) p.o[i] = p.q[i] * HeadDim; }
+__global__ void flash_fwd_kernel(Flash_fwd_params p) {
+  int i = threadIdx.x; if (i < p.n) p.o[i] = p.q[i] * HeadDim;
+}
 }
 namespace mylib { __global__ void scale_rows(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2; } }
 extern "C" __global__ void plain_kernel(float* x) { x[threadIdx.x] += 1; }
@@ -70,7 +72,8 @@ def _record(tmp: Path, names: list[tuple[str, int]], libraries: list[Path]) -> P
     rows = [
         {"kind": "header", "version": 1, "pid": 7, "argv": ["model.py"], "torch": "2.11.0+cu130",
          "torch_cuda": "13.0", "window_s": 3.0},
-        *({"kind": "kernel", "name": n, "device": 0, "under": "", "count": 10, "gpu_ns": ns} for n, ns in names),
+        *({"kind": "kernel", "name": n, "device": 0, "under": "", "count": 10, "gpu_ns": ns}
+          for n, ns in names),
         {"kind": "libraries", "paths": [str(p) for p in libraries]},
         {"kind": "end", "reason": "seconds", "window_s": 3.0, "read_s": 0.01, "capability": [9, 0],
          "device_ns": sum(ns for _, ns in names)},
@@ -99,7 +102,9 @@ def test_ptx_entries_are_read_and_compressed_ptx_is_said_not_read(built):
 def test_the_demangler_writes_names_as_binutils_does(built):
     names = _profiler_names(built["libstandin_sass.so"])
     assert names == WANTED
-    assert {demangle.demangle(n) for n in fatbin.kernel_names(str(built["libstandin_sass.so"])).names} == names
+    assert {
+        demangle.demangle(n) for n in fatbin.kernel_names(str(built["libstandin_sass.so"])).names
+    } == names
 
 
 def test_each_kernel_is_attributed_to_the_library_that_defines_it(built, tmp_path):
@@ -107,7 +112,9 @@ def test_each_kernel_is_attributed_to_the_library_that_defines_it(built, tmp_pat
     flash::flash_fwd_kernel flash-attn's and left the others unattributed."""
     names = sorted(_profiler_names(built["libstandin_sass.so"]))
     rows = [(n, 1_000_000 * (i + 1)) for i, n in enumerate(names)]
-    path = _record(tmp_path, rows, [built["libstandin_zptx.so"], built["libstandin_sass.so"], Path("/nope.so")])
+    path = _record(
+        tmp_path, rows, [built["libstandin_zptx.so"], built["libstandin_sass.so"], Path("/nope.so")]
+    )
     facts = run.gather(str(path), "sdpa", {})
     assert facts.defined_in == {n: (str(built["libstandin_sass.so"]),) for n in names}
     for n in names:
@@ -137,7 +144,7 @@ def test_a_library_read_only_in_part_leaves_its_kernels_to_the_name_patterns(bui
 def test_the_recorded_extension_kernel_from_the_h100_is_attributed_by_symbol_table(tmp_path):
     """The H100's record of ext_case.py with the machine-code build: its kernel, named by torch's profiler
     there, is the one libext_sass.so (built there by nvcc, kept as a fixture) defines; the PTX-only build
-    keeps its PTX compressed (nvcc 13's default), so its kernel stays unattributed, and the report says why."""
+    keeps its PTX compressed (nvcc 13's default): its kernel stays unattributed, and the report says why."""
     sass = run.gather(str(ah.relocated(tmp_path, "ext-sass", "libext_sass.so")), "sdpa", {})
     saxpy = "sparkenv_attest_saxpy(int, float, float const*, float*)"
     assert sass.defined_in[saxpy] == (str(ah.fixture("libext_sass.so")),)
