@@ -20,10 +20,11 @@ _finding = partial(Finding, GotchaId.G7)
 JIT_SUBJECT = "CUDA JIT cache"
 CPU_SUBJECT = "operators on the CPU"
 TIME_SUBJECT = "GPU time"
+USE_SUBJECT = "GPU use"
 
 
 def kernels(facts: AttestFacts) -> list[Finding]:
-    return [*_jit(facts), *_cpu(facts), *_table(facts)]
+    return [*_jit(facts), *_cpu(facts), *_gpu_use(facts), *_table(facts)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -96,10 +97,21 @@ def _jit(facts: AttestFacts) -> list[Finding]:
 
 
 def _ptx_only(facts: AttestFacts, caps: set[tuple[int, int]]) -> list[tuple[str, str]]:
+    """The loaded libraries with only PTX for this GPU that may have run a kernel in the window: one whose
+    GPU code defines a kernel that ran (symbol tables), or one whose kernel names could not all be read
+    while a kernel that ran is neither defined by a library read here nor named by a family's pattern. A
+    PTX-only library none of whose kernels ran compiled nothing."""
     from sparkenv.rules.g7_coverage import judge
 
+    ran_in = {p for paths in facts.defined_in.values() for p in paths}
+    read_whole = {s.path for s in facts.symbol_reads if s.complete}
+    stray = any(
+        r.name not in facts.defined_in and family(r.name) is None for r in facts.kernels
+    )  # a kernel nobody is known to define
     out = []
     for lib in facts.library_code:
+        if lib.path not in ran_in and (lib.path in read_whole or not stray):
+            continue
         for cap in sorted(caps):
             cov = judge(lib.targets, cap, lib.complete, lib.payload)
             if cov.jit and not cov.native:
@@ -164,6 +176,68 @@ def _cpu(facts: AttestFacts) -> list[Finding]:
             )
         )
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Whether the workload's processes used the GPU at all (NVML, from beside it: any engine, torch or not)
+
+
+def _gpu_use(facts: AttestFacts) -> list[Finding]:
+    out = []
+    for u in facts.gpu_use:
+        seen = f"{u.samples} NVML sample(s) over {u.span_s:.1f} s"
+        evidence = (
+            u.path,
+            f"other processes NVML listed on the GPU at once: up to {u.others}",
+            f"the GPU's utilisation: up to {u.gpu_util_max} %" if u.gpu_util_max is not None else "",
+        )
+        evidence = tuple(e for e in evidence if e)
+        if u.error:
+            out.append(
+                _use(Status.SKIP, f"NVML could not be read ({u.error}): the workload's GPU use not seen")
+            )
+        elif not u.samples:
+            out.append(_use(Status.SKIP, "no NVML sample was taken: the workload ended at once"))
+        elif u.on_gpu or u.peak_mib:
+            sm = f", SM busy up to {u.max_sm} % of a sample" if u.max_sm is not None else ""
+            out.append(
+                _use(
+                    Status.PASS,
+                    f"the workload used the GPU: {len(u.on_gpu)} process(es), up to {u.peak_mib:,} MiB of "
+                    f"GPU memory{sm} ({seen})",
+                    evidence,
+                )
+            )
+        elif not u.host_pids and u.others:
+            out.append(
+                _use(
+                    Status.SKIP,
+                    f"NVML lists {u.others} process(es) on the GPU by the host's process IDs, which this PID "
+                    "namespace cannot match to the workload's: GPU use not judged",
+                    evidence,
+                    "run the container with --pid=host to have the workload's GPU use judged",
+                )
+            )
+        else:
+            cpu_torch = [r.torch for r in facts.records if r.torch and not r.torch_cuda]
+            why = f"; its torch {cpu_torch[0]} is a CPU-only build" if cpu_torch else ""
+            out.append(
+                _use(
+                    Status.WARN,
+                    f"the workload held no GPU memory and ran nothing on the GPU in the window ({seen}): it "
+                    f"ran on the CPU{why}",
+                    evidence,
+                    "check that the engine's GPU backend is there and chosen: a build without CUDA (a CPU "
+                    "wheel, an image whose GPU backend was not compiled in), CUDA_VISIBLE_DEVICES empty, or "
+                    "a device option left at cpu; a window that ended before the model reached the GPU "
+                    "(--seconds) says the same",
+                )
+            )
+    return out
+
+
+def _use(status: Status, summary: str, evidence: tuple[str, ...] = (), fix: str | None = None) -> Finding:
+    return _finding(status=status, summary=summary, subject=USE_SUBJECT, evidence=evidence, fix=fix)
 
 
 # ---------------------------------------------------------------------------------------------------
