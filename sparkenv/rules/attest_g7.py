@@ -11,7 +11,18 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import kernel_paths
-from sparkenv.rules.attest_kernels import OTHER, Defined, families, family, libraries, library, ms, percent
+from sparkenv.rules.attest_kernels import (
+    OTHER,
+    Defined,
+    capability,
+    families,
+    family,
+    libraries,
+    library,
+    ms,
+    percent,
+    slower_paths,
+)
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts, KernelRow, ProcessRecord
@@ -24,7 +35,7 @@ USE_SUBJECT = "GPU use"
 
 
 def kernels(facts: AttestFacts) -> list[Finding]:
-    return [*_jit(facts), *_cpu(facts), *_gpu_use(facts), *_table(facts)]
+    return [*_jit(facts), *_cpu(facts), *_gpu_use(facts), *_fallbacks(facts), *_table(facts)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -238,6 +249,63 @@ def _gpu_use(facts: AttestFacts) -> list[Finding]:
 
 def _use(status: Status, summary: str, evidence: tuple[str, ...] = (), fix: str | None = None) -> Finding:
     return _finding(status=status, summary=summary, subject=USE_SUBJECT, evidence=evidence, fix=fix)
+
+
+# ---------------------------------------------------------------------------------------------------
+# A hot op served by a fallback family where the data says a faster one exists for this GPU
+
+
+def _fallbacks(facts: AttestFacts) -> list[Finding]:
+    rows = facts.kernels
+    total = sum(r.gpu_ns for r in rows)
+    if not total:
+        return []
+    cap = capability(facts.records)
+    data = kernel_paths().fallback
+    judged = [p for p in data.path if p.gotcha == "G7"]
+    out = []
+    for slow in slower_paths(rows, cap, "G7", facts.defined_in):
+        if not slow.hot:
+            continue
+        p = slow.path
+        evidence = (
+            *(f"{n[:160]}; {_from(n, facts.defined_in)}" for n in slow.kernels[:5]),
+            f"why it happens: {p.why}",
+            p.source,
+        )
+        ran = f"{p.op} ran on {' / '.join(p.slow)}: {percent(slow.gpu_ns, total)} of the window's GPU time"
+        if slow.faster_here:
+            out.append(
+                _finding(
+                    status=Status.WARN,
+                    summary=f"{ran}, a fallback while {', '.join(p.faster)} exist for SM {cap[0]}.{cap[1]}",  # type: ignore[index]
+                    subject=f"fallback {p.op}",
+                    evidence=evidence,
+                    fix=p.fix,
+                )
+            )
+        else:
+            where = f"SM {cap[0]}.{cap[1]}" if cap else "a GPU the record does not name"
+            out.append(
+                _finding(
+                    status=Status.INFO,
+                    summary=f"{ran}; the data names no faster family for {where}",
+                    subject=f"fallback {p.op}",
+                    evidence=evidence,
+                )
+            )
+    if out:
+        return out
+    share = f"{data.hot_share:.0%}".replace("%", " %")
+    return [
+        _finding(
+            status=Status.PASS,
+            summary=f"no hot op (≥ {share} of GPU time) ran a fallback family: "
+            + "; ".join(f"{p.op} ({' / '.join(p.slow)})" for p in judged),
+            subject="fallback paths",
+            evidence=tuple(p.source for p in judged),
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------

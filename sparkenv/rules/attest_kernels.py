@@ -15,7 +15,7 @@ from sparkenv.knowledge import kernel_paths
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import KernelRow
-    from sparkenv.knowledge.records.kernel_paths import Attention, Family
+    from sparkenv.knowledge.records.kernel_paths import Attention, Family, Path
 
 OTHER = "other"  # a kernel no family's pattern names
 OTHER_LIBRARY = "unattributed"
@@ -124,3 +124,50 @@ def percent(part: int | float, total: int | float) -> str:
 
 def ms(ns: int | float) -> str:
     return f"{ns / 1e6:,.1f} ms"
+
+
+@dataclass(frozen=True)
+class Slower:
+    """One op's fallback path as the window ran it (data/kernel_paths.toml [[fallback.path]])."""
+
+    path: Path
+    gpu_ns: int
+    share: float  # of the window's GPU time
+    hot: bool  # share >= [fallback] hot_share
+    capability: tuple[int, int] | None
+    faster_here: bool  # the data says a faster family is built for this capability
+    kernels: tuple[str, ...]  # the slow family's kernels, by GPU time
+
+
+def served_by(row: KernelRow, defined: Defined | None = None) -> set[str]:
+    """The names a kernel answers to in [[fallback.path]]: its family, and the attention backend it served."""
+    fam = family(row.name, (defined or {}).get(row.name, ()))
+    a = attention(row, defined)
+    return {n for n in (fam.name if fam else None, a.name if a else None) if n}
+
+
+def slower_paths(
+    rows: Iterable[KernelRow], capability: tuple[int, int] | None, gotcha: str, defined: Defined | None = None
+) -> list[Slower]:
+    """Each fallback path `gotcha` judges that the window ran (its slow families' GPU time, largest first)."""
+    data = kernel_paths().fallback
+    rows = list(rows)
+    total = sum(r.gpu_ns for r in rows)
+    cap = f"{capability[0]}.{capability[1]}" if capability else None
+    out = []
+    for p in data.path:
+        if p.gotcha != gotcha:
+            continue
+        hit = sorted((r for r in rows if served_by(r, defined) & set(p.slow)), key=lambda r: -r.gpu_ns)
+        ns = sum(r.gpu_ns for r in hit)
+        if not ns:
+            continue
+        share = ns / total if total else 0.0
+        names = tuple(dict.fromkeys(r.name for r in hit))
+        out.append(Slower(p, ns, share, share >= data.hot_share, capability, cap in p.capabilities, names))
+    return sorted(out, key=lambda s: -s.gpu_ns)
+
+
+def capability(records: Iterable[object]) -> tuple[int, int] | None:
+    """The GPU the window ran on (the first record that says), for the fallback paths' judgement."""
+    return next((c for r in records if (c := getattr(r, "capability", None))), None)

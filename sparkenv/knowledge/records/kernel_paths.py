@@ -28,7 +28,6 @@ class Attention(NamedTuple):
     api: str
     operator: re.Pattern[str]
     source: str
-    fallback: bool = False
 
 
 class Cpu(NamedTuple):
@@ -42,11 +41,31 @@ class Jit(NamedTuple):
     source: str
 
 
+class Path(NamedTuple):
+    """An op whose `slow` families (or attention backends) are a fallback where `faster` ones exist for the
+    GPUs in `capabilities` ("major.minor")."""
+
+    op: str
+    gotcha: str
+    slow: tuple[str, ...]
+    faster: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    why: str
+    fix: str
+    source: str
+
+
+class Fallback(NamedTuple):
+    hot_share: float
+    path: tuple[Path, ...]
+
+
 class KernelPaths(NamedTuple):
     reviewed: str
     probe: Probe
     family: tuple[Family, ...]
     attention: tuple[Attention, ...]
+    fallback: Fallback
     cpu: Cpu
     jit: Jit
 
