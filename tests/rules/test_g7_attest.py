@@ -41,6 +41,7 @@ def _no_host_pids(c):  # type: ignore[no-untyped-def]
     (out / "nvml-652.jsonl").write_text("\n".join(rows) + "\n")
     return ah.gathered(out)
 
+
 ROWS = [
     Row(RULE, "machine code for the GPU: the JIT cache stays empty", lambda c: ah.facts("ext-sass"), JIT,
         Status.PASS, None, "stayed empty"),
