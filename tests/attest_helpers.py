@@ -20,41 +20,35 @@ def fixture(name: str) -> Path:
 
 
 def facts(name: str, attention: str | None = "sdpa", **env: str) -> AttestFacts:
-    """The facts `sparkenv attest --record` judges for one recorded process."""
-    return run.gather(str(fixture(f"{name}.jsonl")), attention, env)
+    """The facts `sparkenv attest --record` judges for one recorded process (NAME.jsonl), or for one run's
+    folder of records (NAME/: the probe's and NVML's)."""
+    where = fixture(name) if fixture(name).is_dir() else fixture(f"{name}.jsonl")
+    return run.gather(str(where), attention, env)
 
 
 def relocated(tmp: Path, name: str, library: str) -> Path:
-    """The record with the extension's path as it was on the GPU machine replaced by the fixture's copy of
-    that very file (libext_ptx.so, libext_sass.so were built there by nvcc and brought back)."""
-    rows = [json.loads(line) for line in fixture(f"{name}.jsonl").read_text().splitlines()]
-    for row in rows:
-        if row["kind"] == "libraries":
-            row["paths"] = [str(fixture(library)) if p.endswith(library) else p for p in row["paths"]]
-    out = tmp / f"{name}.jsonl"
-    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return out
+    """The record (a file NAME.jsonl, or a folder NAME of records) with the library's path as it was on the
+    GPU machine replaced by the fixture's copy of that very file (libext_ptx.so, libext_sass.so,
+    libflash_standin.so, libmarlin_standin.so were built by nvcc and brought back): the symbol tables and
+    GPU code the reader reads are then the ones that ran."""
+    source = fixture(name)
+    files = sorted(source.glob("*.jsonl")) if source.is_dir() else [fixture(f"{name}.jsonl")]
+    out_dir = tmp / name if source.is_dir() else tmp
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in files:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            if row["kind"] == "libraries":
+                row["paths"] = [str(fixture(library)) if p.endswith(library) else p for p in row["paths"]]
+        (out_dir / path.name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out_dir if source.is_dir() else out_dir / files[0].name
 
 
 def flash_attn_ran(tmp: Path) -> Path:
-    """What the SDPA flash record would read had flash-attn's own kernels run in its place: flash-attn is not
-    installed on the GPU machine, so this one is built from the real record, the kernels renamed from
-    PyTorch's vendored copy (namespace pytorch_flash) to flash-attn's (namespace flash, FlashAttention-2's
-    flash_fwd_kernel.h), and the SDPA operators they ran under to flash-attn's custom operators
-    (flash_attn::_flash_attn_forward/backward, flash-attn 2.6+)."""
-    out = []
-    for line in fixture("sdpa-flash.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if row["kind"] == "kernel":
-            row["name"] = row["name"].replace("pytorch_flash::", "flash::")
-            if "flash_attention_backward" in row["under"]:
-                row["under"] = "flash_attn::_flash_attn_backward"
-            elif "flash_attention" in row["under"]:
-                row["under"] = "flash_attn::_flash_attn_forward"
-        out.append(json.dumps(row))
-    path = tmp / "flash-attn-ran.jsonl"
-    path.write_text("\n".join(out) + "\n")
-    return path
+    """A model that asked for SDPA while flash-attn's kernel ran, recorded on the H100: flash_case.py with the
+    flash-attn stand-in importable (tests/attest/gpu/flash_standin.cu: its kernel flash::flash_fwd_kernel,
+    registered as flash-attn 2.6+ registers its own, the custom operator flash_attn::_flash_attn_forward)."""
+    return relocated(tmp, "flash-attn-ran", "libflash_standin.so")
 
 
 def cut(tmp: Path, name: str, keep: int) -> Path:
@@ -79,3 +73,9 @@ def one(path: os.PathLike[str] | str) -> ProcessRecord:
 def one_row(row: dict[str, Any]) -> KernelRow:
     """A kernel row as the probe writes it, as the record reader makes it."""
     return KernelRow(row["name"], row["count"], row["gpu_ns"], row.get("under", ""), row.get("device", 0))
+
+
+def on_capability(found: AttestFacts, capability: tuple[int, int]) -> AttestFacts:
+    """The facts as if the window had run on a GPU of another capability (the records say which)."""
+    records = tuple(dataclasses.replace(r, capability=capability) for r in found.records)
+    return dataclasses.replace(found, records=records)

@@ -91,6 +91,12 @@ def attest(
     run leaves a readable partial record); nothing is sent anywhere. A fresh private CUDA JIT cache shows
     whether the driver compiled PTX. Workloads run with python -I or -E do not load the probe.
 
+    Each kernel is traced to the loaded library whose GPU code defines it (its cubins' symbol tables), else
+    to a family by its name; a hot op on a fallback family where a faster one exists for this GPU is a
+    finding. Whatever the engine (torch or not), sparkenv samples the workload's processes through NVML
+    during the window and says whether the GPU was used at all; with no torch, the window ends at its
+    --seconds (plus 5 s).
+
     Examples:
 
       sparkenv attest --seconds 20 -- python train.py

@@ -9,13 +9,13 @@ import os
 from typing import Any
 
 from sparkenv.core.errors import SparkenvError
-from sparkenv.facts.attest import CpuOp, KernelRow, LibraryCode, ProcessRecord
+from sparkenv.facts.attest import CpuOp, GpuUse, KernelRow, LibraryCode, ProcessRecord, SymbolRead
 
 MAX_BYTES = 256 << 20
 
 
 def paths(where: str) -> list[str]:
-    """The records in a folder (sorted), or the one file named."""
+    """The probe's records in a folder (sorted), or the one file named (none when it is an NVML record)."""
     if os.path.isdir(where):
         return sorted(
             os.path.join(where, n)
@@ -23,11 +23,75 @@ def paths(where: str) -> list[str]:
             if n.startswith("attest-") and n.endswith(".jsonl")
         )
     if os.path.isfile(where):
-        return [where]
+        return [] if _is_gpu_use(where) else [where]
     raise SparkenvError(f"{where}: no such attest record or folder")
 
 
+def _is_gpu_use(path: str) -> bool:
+    from sparkenv.attest.gpu_use import PREFIX
+
+    return os.path.basename(path).startswith(PREFIX) and path.endswith(".jsonl")
+
+
+def gpu_use_paths(where: str) -> list[str]:
+    """NVML's records of the workload's processes (attest/gpu_use.py) in a folder, or the one file named."""
+    if os.path.isdir(where):
+        found = (os.path.join(where, n) for n in os.listdir(where))
+        return sorted(p for p in found if _is_gpu_use(p))
+    return [where] if os.path.isfile(where) and _is_gpu_use(where) else []
+
+
+def read_gpu_use(path: str) -> GpuUse:
+    """One NVML record, read as far as it goes (a cut last line is left out), summed up."""
+    rows = _rows(path)
+    head = rows[0]
+    if head.get("source") != "nvml":
+        raise SparkenvError(f"{path}: no NVML header line: not an attest NVML record")
+    try:
+        samples = [r for r in rows[1:] if r["kind"] == "sample"]
+        peak, on_gpu, max_sm, others, util = 0, set(), None, 0, None
+        for r in samples:
+            mem = {int(pid): int(mib) for pid, mib in r.get("memory_mib") or ()}
+            sm = {int(pid): int(pct) for pid, pct in r.get("sm_percent") or ()}
+            peak = max(peak, sum(mem.values()))
+            on_gpu.update(p for p, mib in mem.items() if mib > 0)
+            on_gpu.update(p for p, pct in sm.items() if pct > 0)
+            if sm:
+                max_sm = max(max_sm or 0, *sm.values())
+            others = max(others, int(r.get("others") or 0))
+            if r.get("gpu_util") is not None:
+                util = max(util or 0, int(r["gpu_util"]))
+        ends = [float(r["t"]) for r in rows[1:] if r["kind"] in ("sample", "end")]
+        return GpuUse(
+            path=path,
+            root=int(head["root"]),
+            error=head.get("error"),
+            host_pids=bool(head.get("host_pids", True)),
+            finished=any(r["kind"] == "end" for r in rows[1:]),
+            samples=len(samples),
+            span_s=max(ends) if ends else 0.0,
+            peak_mib=peak,
+            on_gpu=tuple(sorted(on_gpu)),
+            max_sm=max_sm,
+            others=others,
+            gpu_util_max=util,
+        )
+    except (TypeError, ValueError, KeyError) as exc:
+        raise SparkenvError(f"{path}: a malformed row ({exc.__class__.__name__}: {exc})") from None
+
+
 def read(path: str) -> ProcessRecord:
+    rows = _rows(path)
+    if rows[0]["kind"] != "header":
+        raise SparkenvError(f"{path}: no header line: not an attest record")
+    try:
+        return _record(path, rows)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise SparkenvError(f"{path}: a malformed row ({exc.__class__.__name__}: {exc})") from None
+
+
+def _rows(path: str) -> list[dict[str, Any]]:
+    """The record's JSON lines, a cut last line left out; one line of error for a file that is no record."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
@@ -48,10 +112,7 @@ def read(path: str) -> ProcessRecord:
         rows.append(row)
     if not rows or rows[0]["kind"] != "header":
         raise SparkenvError(f"{path}: no header line: not an attest record")
-    try:
-        return _record(path, rows)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise SparkenvError(f"{path}: a malformed row ({exc.__class__.__name__}: {exc})") from None
+    return rows
 
 
 def _record(path: str, rows: list[dict[str, Any]]) -> ProcessRecord:
@@ -120,3 +181,30 @@ def library_code(records: list[ProcessRecord]) -> tuple[LibraryCode, ...]:
                 )
             )  # fmt: skip
     return tuple(out)
+
+
+def library_kernels(
+    records: list[ProcessRecord],
+) -> tuple[dict[str, tuple[str, ...]], tuple[SymbolRead, ...]]:
+    """Which loaded shared object defines each kernel the records name: every library a process had mapped
+    is read for the kernels its fatbins define (cubins' symbol tables, PTX entries), and a recorded name
+    matches a defined one as it is (an `extern "C"` kernel, a mangled name) or as torch's profiler writes
+    it, demangled by the same C++ runtime function. (name -> paths, what each library gave)."""
+    from sparkenv.cuda import fatbin
+    from sparkenv.cuda.demangle import demangle
+
+    wanted = {k.name for r in records for k in r.kernels}
+    found: dict[str, list[str]] = {}
+    reads = []
+    for path in dict.fromkeys(p for r in records for p in r.libraries):
+        if not wanted or not os.path.isfile(path):
+            continue
+        names = fatbin.kernel_names(path)
+        if not names.names and names.complete:
+            continue  # no GPU code here
+        reads.append(SymbolRead(path, len(names.names), names.complete, names.problem))
+        for mangled in names.names:
+            for form in {mangled, demangle(mangled)}:
+                if form in wanted:
+                    found.setdefault(form, []).append(path)
+    return {k: tuple(v) for k, v in found.items()}, tuple(reads)

@@ -4,11 +4,12 @@ exec'd (`gate --attest N`: the report comes from a sparkenv beside it, started a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sparkenv import rules
@@ -21,6 +22,9 @@ from sparkenv.facts.attest import AttestFacts
 ATTENTION = ("sdpa", "flash-attn", "any")
 POLL_S = 0.2
 GONE_S = 1.0  # how often the follower looks whether the workload is gone, its report given
+# No probe record by the window's end plus this: the workload loaded no torch (or not yet); the window
+# ends with NVML's record of its processes alone.
+NO_RECORD_GRACE_S = 5.0
 
 
 def wanted_attention(option: str | None, env: Mapping[str, str]) -> tuple[str, str]:
@@ -43,8 +47,10 @@ def gather(
     where: str, attention: str | None, env: Mapping[str, str], jit_folder: str | None = None
 ) -> AttestFacts:
     records = [record.read(p) for p in record.paths(where)]
+    gpu_use = tuple(record.read_gpu_use(p) for p in record.gpu_use_paths(where))
     wanted, why = wanted_attention(attention, env)
     jit = launch.jit_cache(jit_folder) if jit_folder else {}
+    defined_in, symbol_reads = record.library_kernels(records)
     return AttestFacts(
         records=tuple(records),
         attention_wanted=wanted,
@@ -53,6 +59,9 @@ def gather(
         jit_folder=jit_folder,
         jit_files=jit.get("files"),  # type: ignore[arg-type]
         jit_bytes=jit.get("bytes"),  # type: ignore[arg-type]
+        defined_in=defined_in,
+        symbol_reads=symbol_reads,
+        gpu_use=gpu_use,
     )
 
 
@@ -83,7 +92,8 @@ def workload(
         shutil.rmtree(cache, ignore_errors=True)
         raise SparkenvError(f"cannot start {cmd[0]}: {exc.strerror}") from None
     try:
-        wait_for_windows(run_dir, lambda: child.poll() is not None, time.monotonic() + seconds)
+        with _gpu_use(run_dir, child.pid) as sample:
+            wait_for_windows(run_dir, lambda: child.poll() is not None, time.monotonic() + seconds, sample)
         facts = gather(run_dir, attention, env, cache)
     except BaseException:
         children.stop(child)
@@ -92,15 +102,33 @@ def workload(
     return facts, judge(facts, " ".join(cmd)[:200]), (child, cache)
 
 
-def wait_for_windows(run_dir: str, gone: Any, deadline: float) -> None:
+def wait_for_windows(run_dir: str, gone: Any, deadline: float, tick: Any = None) -> None:
     """Until the workload is gone, or every record in `run_dir` has its end line (and one has come; past
-    `deadline` unless one ended already: --steps ends a window early)."""
+    `deadline` unless one ended already: --steps ends a window early), or none has come by `deadline` and
+    NO_RECORD_GRACE_S. `tick` is called at each look (NVML's sample of the workload's processes)."""
     while not gone():
+        if tick is not None:
+            tick()
         found = record.paths(run_dir)
         ended = [_has_end(p) for p in found]
-        if found and all(ended) and (time.monotonic() >= deadline or any(ended)):
+        now = time.monotonic()
+        if found and all(ended) and (now >= deadline or any(ended)):
+            return
+        if not found and now >= deadline + NO_RECORD_GRACE_S:
             return
         time.sleep(POLL_S)
+
+
+@contextlib.contextmanager
+def _gpu_use(run_dir: str, root: int) -> Iterator[Any]:
+    """NVML's record of the workload's process tree for as long as the window is waited for."""
+    from sparkenv.attest.gpu_use import Recorder
+
+    recorder = Recorder(run_dir, root)
+    try:
+        yield recorder.tick
+    finally:
+        recorder.close()
 
 
 def _has_end(path: str) -> bool:
@@ -128,7 +156,8 @@ def finish(running: Any) -> int:
 def follow(pid: int, run_dir: str, jit: str | None, attention: str | None, seconds: float) -> Report:
     """gate --attest's sparkenv beside the workload (which has the gate's PID): the report once its
     windows ended, or once it is gone."""
-    wait_for_windows(run_dir, lambda: gone(pid), time.monotonic() + seconds)
+    with _gpu_use(run_dir, pid) as sample:
+        wait_for_windows(run_dir, lambda: gone(pid), time.monotonic() + seconds, sample)
     return judge(gather(run_dir, attention, os.environ, jit), run_dir)
 
 

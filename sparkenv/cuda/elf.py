@@ -327,3 +327,46 @@ def _has_nv_fatbin(read: Reader) -> bool | None:
     except OSError:
         return None
     return isinstance(sections, list) and bool(nv_fatbin_sections(sections))
+
+
+SHT_SYMTAB = 2
+_STT_FUNC = 2
+_STO_CUDA_ENTRY = 0x10  # st_other of a cubin's __global__ function: a kernel the host can launch
+
+
+def kernel_symbols(read: Reader) -> list[str] | str:
+    """The kernels a cubin (the ELF inside a fatbin entry) defines: its `.symtab`'s functions marked as CUDA
+    entry points, by their (mangled) names; or a one-line reason. Reads the header, the section table, the
+    symbol table and its string table, each bounded as every other table here."""
+    sections = list_sections(read)
+    if isinstance(sections, str):
+        return sections
+    try:
+        head = read(0, 64)
+        end, is64 = ("<" if head[5] == 1 else ">"), head[4] == 2
+        sfmt = end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
+        hfmt = end + ("16xHHIQQQIHHHHHH" if is64 else "16xHHIIIIIHHHHHH")
+        *_, shoff, _, _, _, _, shentsize, shnum, _ = struct.unpack_from(hfmt, head)
+        table = _read_exact(read, shoff, shnum * shentsize, "section header table")
+        raw = [struct.unpack_from(sfmt, table, i * shentsize) for i in range(shnum)]
+        symfmt = end + ("IBBHQQ" if is64 else "IIIBBH")
+        symsize = struct.calcsize(symfmt)
+        out: list[str] = []
+        for _, sh_type, _, _, offset, size, link, _, _, entsize in raw:
+            if sh_type != SHT_SYMTAB:
+                continue
+            if link >= shnum or (entsize and entsize < symsize):
+                return "symbol table links to a missing string table"
+            syms = _read_exact(read, offset, size, "symbol table")
+            name = _names_reader(read, raw[link][4], raw[link][5])
+            step = entsize or symsize
+            for at in range(0, len(syms) - symsize + 1, step):
+                fields = struct.unpack_from(symfmt, syms, at)
+                st_name, info, other = fields[:3] if is64 else (fields[0], fields[3], fields[4])
+                if info & 0xF == _STT_FUNC and other & _STO_CUDA_ENTRY and st_name:
+                    out.append(name(st_name))
+        return out
+    except _Bad as exc:
+        return str(exc)
+    except (struct.error, ValueError, OverflowError, IndexError) as exc:
+        return f"malformed ELF ({exc.__class__.__name__})"

@@ -17,9 +17,11 @@ from __future__ import annotations
 import array
 import mmap
 import os
+import re
 import struct
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +58,8 @@ class KernelScan:
     complete: bool = True
     problem: str | None = None  # why not complete, or why nothing could be read
     has_nv_fatbin: bool = False
+    # kernel_names' visitor: called with (kind, arch, flags, payload offset, payload size) for each entry
+    sink: Callable[[int, int, int, int, int], None] | None = field(default=None, repr=False, compare=False)
 
 
 def read_targets(path: str) -> list[KernelTarget] | str:
@@ -111,11 +115,17 @@ def _map(fd: int) -> mmap.mmap | None:
 
 
 def scan_reader(
-    read: elf.Reader, deep: bool = False, limits: Limits | None = None, whole: mmap.mmap | None = None
+    read: elf.Reader,
+    deep: bool = False,
+    limits: Limits | None = None,
+    whole: mmap.mmap | None = None,
+    sink: Callable[[int, int, int, int, int], None] | None = None,
 ) -> KernelScan:
-    """`whole`: the file's bytes as one buffer (what `read` reads from), searched in place."""
+    """`whole`: the file's bytes as one buffer (what `read` reads from), searched in place. `sink`: called
+    for each entry as the walk passes it (kernel_names), through the windowed walk."""
     limits = limits or kernels().limits
-    out = KernelScan()
+    out = KernelScan(sink=sink)
+    whole = None if sink is not None else whole
     sections = elf.list_sections(read)
     if isinstance(sections, str):
         out.complete, out.problem = False, sections
@@ -424,7 +434,7 @@ def _kernel_entries(
     """The entry headers of one fatbin, payloads skipped: the reader's inner loop (tens of thousands of
     entries in a torch venv), so the window's buffer is read in place and the count kept in a local."""
     size, unpack_from, most = _ENTRY.size, _ENTRY.unpack_from, budget.limits.max_entries
-    entries = out.entries
+    entries, sink = out.entries, out.sink
     try:
         while entry + size <= stop_at:
             entries += 1
@@ -442,7 +452,94 @@ def _kernel_entries(
             if kind in _KINDS:  # plain tuples here: KernelTargets are made once, in _entries
                 key = (kind, arch, flags & (_ARCH_SPECIFIC | _FAMILY))
                 tally[key] = tally.get(key, 0) + payload
+                if sink is not None:
+                    sink(kind, arch, flags, entry + ehs, min(payload, stop_at - entry - ehs))
             entry += ehs + payload
         return None
     finally:
         out.entries = entries
+
+
+# ---------------------------------------------------------------------------------------------------
+# Which kernels a shared object's GPU code defines (sparkenv attest: a kernel that ran -> its library)
+
+_COMPRESSED = 0x2000 | 0x8000  # entry flags: the payload is compressed (LZ4; zstd, nvcc's CUDA 13 default)
+_KIND_PTX, _KIND_CUBIN = 1, 2
+_PTX_ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$][\w$]*)")
+
+
+@dataclass
+class KernelNames:
+    """The kernels defined in one file's fatbins, by mangled name (cubins' symbol tables; PTX's `.entry`
+    lines): what could be read. `compressed` entries were passed over (no decompressor here), so a kernel
+    that is not listed may still be defined there: `complete` is then False."""
+
+    names: set[str] = field(default_factory=set)
+    cubins: int = 0
+    ptx: int = 0
+    compressed: int = 0
+    complete: bool = True
+    problem: str | None = None
+
+
+def kernel_names(path: str, limits: Limits | None = None) -> KernelNames:
+    """Every kernel `path`'s `.nv_fatbin` defines, read through the same walk as `scan` (its caps on
+    headers, entries and time hold), each uncompressed cubin's symbol table read where it lies (its
+    header, section table, symbol and string tables: never its code); PTX is read whole up to
+    data/kernels.toml's [limits] max_symbol_bytes in all."""
+    limits = limits or kernels().limits
+    out = KernelNames()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return KernelNames(complete=False, problem=f"unreadable: {exc.strerror}")
+    budget = [limits.max_symbol_bytes]
+
+    def pread(offset: int, size: int) -> bytes:
+        return os.pread(fd, size, offset)
+
+    def visit(kind: int, _arch: int, flags: int, at: int, size: int) -> None:
+        if flags & _COMPRESSED:
+            out.compressed += 1
+            return
+        if kind == _KIND_CUBIN:
+            found = elf.kernel_symbols(_Slice(pread, at, size, budget))
+            if isinstance(found, str):
+                out.complete, out.problem = False, f"a cubin at {at}: {found}"
+                return
+            out.cubins += 1
+            out.names.update(found)
+        elif kind == _KIND_PTX and 0 < size <= budget[0]:
+            budget[0] -= size
+            out.ptx += 1
+            out.names.update(m.decode("ascii", "replace") for m in _PTX_ENTRY.findall(pread(at, size)))
+        elif kind == _KIND_PTX:
+            out.complete, out.problem = False, "PTX past the bytes read for kernel names"
+
+    try:
+        found = scan_reader(pread, deep=False, limits=limits, sink=visit)
+    except OSError as exc:
+        found = KernelScan(complete=False, problem=f"unreadable: {exc.strerror}")
+    finally:
+        os.close(fd)
+    if not found.complete:
+        out.complete, out.problem = False, found.problem
+    if out.compressed:
+        out.complete = False
+        out.problem = out.problem or f"{out.compressed} compressed fatbin entries not read"
+    return out
+
+
+class _Slice:
+    """A reader over one entry's payload inside the file: offsets from its start, nothing read past its
+    end, every byte counted against the budget shared by the file's entries."""
+
+    def __init__(self, read: elf.Reader, start: int, size: int, budget: list[int]) -> None:
+        self.read, self.start, self.size, self.budget = read, start, size, budget
+
+    def __call__(self, offset: int, size: int) -> bytes:
+        if offset < 0 or offset >= self.size:
+            return b""
+        size = min(size, self.size - offset, max(self.budget[0], 0))
+        self.budget[0] -= size
+        return self.read(self.start + offset, size) if size > 0 else b""

@@ -203,4 +203,68 @@ def _sample(nv: Any, h: Any, window_s: float, deadline: float | None) -> list[di
     return samples
 
 
-__all__ = ["pids_are_host_pids", "probe"]
+class ProcessUse:
+    """NVML opened once for a window, read per sample for a set of processes (sparkenv attest's record of
+    a workload without torch): each one's GPU memory (running compute processes) and its SM utilisation
+    since the last sample (nvmlDeviceGetProcessUtilization). `error` says why nothing can be read."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+        self.nv: Any = None
+        self.handles: list[Any] = []
+        self.host_pids = pids_are_host_pids()
+        self._since = 0  # NVML's microsecond clock: utilisation samples newer than this
+        if library_path() is None:
+            self.error = f"{LIBRARY} not found: no NVIDIA driver visible here"
+            return
+        try:
+            import pynvml
+        except ImportError:
+            self.error = "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+            return
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            self.error = _init_error(pynvml, exc)
+            return
+        self.nv = pynvml
+        count = _get(pynvml.nvmlDeviceGetCount) or 0
+        self.handles = [
+            h for i in range(count) if (h := _get(lambda i=i: pynvml.nvmlDeviceGetHandleByIndex(i)))
+        ]
+
+    def sample(self, pids: set[int]) -> dict[str, Any]:
+        """One reading: [pid, MiB] of the GPU memory each of `pids` holds, [pid, %] of the SM time each used
+        since the last reading, how many other processes NVML lists, the device's utilisation."""
+        nv, mine, sm, others, busiest = self.nv, {}, {}, set(), 0
+        if nv is None:
+            return {}
+        for h in self.handles:
+            for p in _get(lambda h=h: nv.nvmlDeviceGetComputeRunningProcesses(h)) or ():
+                used = getattr(p, "usedGpuMemory", None)
+                mib = round(used / MIB) if isinstance(used, int) else 0
+                if int(p.pid) in pids:
+                    mine[int(p.pid)] = mine.get(int(p.pid), 0) + mib
+                else:
+                    others.add(int(p.pid))
+            for u in _get(lambda h=h: nv.nvmlDeviceGetProcessUtilization(h, self._since)) or ():
+                busiest = max(busiest, int(u.timeStamp))
+                if int(u.pid) in pids:
+                    sm[int(u.pid)] = max(sm.get(int(u.pid), 0), int(u.smUtil))
+        self._since = max(self._since, busiest)
+        util = _get(lambda: nv.nvmlDeviceGetUtilizationRates(self.handles[0])) if self.handles else None
+        return {
+            "memory_mib": sorted([pid, mib] for pid, mib in mine.items()),
+            "sm_percent": sorted([pid, pct] for pid, pct in sm.items()),
+            "others": len(others),
+            "gpu_util": util.gpu if util is not None else None,
+        }
+
+    def close(self) -> None:
+        if self.nv is not None:
+            with contextlib.suppress(self.nv.NVMLError):
+                self.nv.nvmlShutdown()
+            self.nv = None
+
+
+__all__ = ["ProcessUse", "pids_are_host_pids", "probe"]

@@ -66,6 +66,38 @@ class LibraryCode:
 
 
 @dataclass(frozen=True)
+class SymbolRead:
+    """What one loaded shared object's fatbins say they define (sparkenv/cuda/fatbin.py kernel_names):
+    `kernels` names read; `complete` False where some entries could not be read (compressed): a kernel
+    missing from them may still be its."""
+
+    path: str
+    kernels: int
+    complete: bool = True
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """What NVML saw of the workload's process tree during the window (sparkenv/attest/gpu_use.py), read
+    from sparkenv beside it: no torch needed. `error`: NVML could not be read; `host_pids` False: this
+    PID namespace is not the host's, so NVML's process IDs cannot be matched to the workload's."""
+
+    path: str
+    root: int
+    error: str | None = None
+    host_pids: bool = True
+    finished: bool = False
+    samples: int = 0
+    span_s: float = 0.0
+    peak_mib: int = 0  # the most GPU memory the tree held at once
+    on_gpu: tuple[int, ...] = ()  # processes of the tree NVML listed with memory or SM time
+    max_sm: int | None = None  # the highest SM utilisation one of them had over a sample
+    others: int = 0  # the most other processes NVML listed at once
+    gpu_util_max: int | None = None
+
+
+@dataclass(frozen=True)
 class AttestFacts:
     records: tuple[ProcessRecord, ...]
     attention_wanted: str = "any"  # "sdpa", "flash-attn" or "any"
@@ -75,6 +107,10 @@ class AttestFacts:
     jit_files: int | None = None
     jit_bytes: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # each recorded kernel name -> the loaded shared objects whose GPU code defines it (symbol tables)
+    defined_in: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    symbol_reads: tuple[SymbolRead, ...] = ()
+    gpu_use: tuple[GpuUse, ...] = ()
 
     @property
     def kernels(self) -> tuple[KernelRow, ...]:

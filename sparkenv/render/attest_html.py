@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.printable import printable
 from sparkenv.core.report import Report, Status
-from sparkenv.rules.attest_kernels import OTHER, Share, families, family, libraries, ms, percent
+from sparkenv.rules.attest_kernels import OTHER, Share, families, family, libraries, library, ms, percent
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts
@@ -42,7 +42,7 @@ svg text{font:12px system-ui,sans-serif;fill:#1d1d1f}svg .track{fill:#eee}svg .b
 
 def render(report: Report, facts: AttestFacts) -> str:
     rows = facts.kernels
-    shares = families(rows)
+    shares = families(rows, facts.defined_in)
     total = sum(r.gpu_ns for r in rows)
     verdict = report.verdict.value
     parts = [
@@ -59,7 +59,7 @@ def render(report: Report, facts: AttestFacts) -> str:
         "<h2>GPU time per backend family</h2>",
         _chart("GPU time per backend family", shares, total),
         "<h2>GPU time per library</h2>",
-        _chart("GPU time per library", libraries(shares), total),
+        _chart("GPU time per library", libraries(rows, facts.defined_in), total),
         f"<h2>Top kernels by GPU time (of {_e(ms(total))})</h2>",
         _kernels(facts, total),
         "<h2>CUDA JIT cache</h2>",
@@ -116,6 +116,8 @@ def _chart(title: str, shares: list[Share], total: int) -> str:
     for i, s in enumerate(shares):
         y = 2 + i * ROW_H
         label = s.name if s.name == s.library else f"{s.name} ({s.library})"
+        if s.how:
+            label += f" [{s.how}]"
         if len(label) > LABEL_CHARS:
             label = label[: LABEL_CHARS - 1] + "…"
         out.append(
@@ -141,12 +143,15 @@ def _kernels(facts: AttestFacts, total: int) -> str:
     top = sorted(merged.items(), key=lambda kv: (-kv[1][1], kv[0]))[:TOP_KERNELS]
     out = [
         f'<p class="meta">{min(TOP_KERNELS, len(merged))} of {len(merged)} kernel name(s)</p>',
-        "<table><tr><th>kernel</th><th>family</th><th>launches</th><th>GPU time</th><th>share</th></tr>",
+        "<table><tr><th>kernel</th><th>family</th><th>library (attributed by)</th><th>launches</th>"
+        "<th>GPU time</th><th>share</th></tr>",
     ]
     for name, (count, ns) in top:
-        fam = family(name)
+        fam = family(name, facts.defined_in.get(name, ()))
+        lib, how = library(name, facts.defined_in)
         out.append(
             f'<tr><td class="name">{_e(name)}</td><td class="nw">{_e(fam.name if fam else OTHER)}</td>'
+            f"<td>{_e(lib)} ({_e(how)})</td>"
             f'<td class="num">{count:,}</td><td class="num">{_e(ms(ns))}</td>'
             f'<td class="num">{_e(percent(ns, total))}</td></tr>'
         )

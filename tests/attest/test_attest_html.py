@@ -88,7 +88,7 @@ def test_the_page_holds_the_verdict_and_every_finding_line(run, tmp_path):
     assert page.tags[:2] == ["html", "head"] and raw.startswith("<!DOCTYPE html>")
     text = "".join(page.text)
     lines = [ln for ln in r.out.splitlines() if re.match(r"^G(10|[1-9]) ", ln)]
-    assert len(lines) == len(data["findings"]) == len(page.findings) == 10
+    assert len(lines) == len(data["findings"]) == len(page.findings) == 11
     # each text line is a row: G-number, status, text, and the fix the line carries (FAIL and WARN)
     for line, (g, status, summary, fix) in zip(lines, page.findings, strict=True):
         assert line in (f"{g} {status}: {summary}", f"{g} {status}: {summary}; {fix}"), line
@@ -203,3 +203,16 @@ def test_with_a_workload_the_page_is_written(run, tmp_path):
     assert "no record: no process loaded torch with the probe" in text
     assert page.findings[0][:2] == ["G2", "SKIP"] and "no attest record" in page.findings[0][2]
     assert page.charts == []
+
+
+def test_the_page_says_how_each_kernel_was_attributed(run, tmp_path):
+    """The H100's flash-attn stand-in record: its kernel's library from the symbol table, the rest by name."""
+    r, html, _ = _attest(run, ah.flash_attn_ran(tmp_path), tmp_path, "--attention", "sdpa")
+    assert r.code == 1, r.err
+    _, page = _page(html)
+    by_library = _bars(page.charts[1])
+    assert by_library["libflash_standin.so"] == pytest.approx(87.2, abs=0.051)
+    text = " ".join(" ".join(page.text).split())
+    assert "void flash::flash_fwd_kernel<64, true>(flash::Flash_fwd_params) flash-attn " in text
+    assert "libflash_standin.so (symbol table)" in text and "torch (libtorch_cuda) (name pattern)" in text
+    assert "libflash_standin.so [symbol table]" in text  # the library chart's label

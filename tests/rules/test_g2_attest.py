@@ -21,16 +21,24 @@ ROWS = [
     Row(RULE, "the SDPA override wanted (SPARKENV_SDPA=1), SDPA ran",
         lambda c: ah.facts("sdpa-flash", None, SPARKENV_SDPA="1"), "attention", Status.PASS, None,
         "as asked"),
-    Row(RULE, "the math fallback ran", lambda c: ah.facts("sdpa-math"), "attention", Status.WARN,
-        "bf16/fp16", "math fallback: 48.6 % of the window's GPU time"),
+    Row(RULE, "the math fallback ran where fused backends exist (SM 9.0)", lambda c: ah.facts("sdpa-math"),
+        "attention", Status.WARN, "bf16/fp16",
+        "attention ran SDPA math, the fallback: 48.6 % of the window's GPU time, while SDPA flash, "
+        "SDPA cuDNN, SDPA memory-efficient exist for SM 9.0"),
+    Row(RULE, "the math fallback on a GPU the data names no faster backend for",
+        lambda c: ah.on_capability(ah.facts("sdpa-math"), (7, 0)), "attention", Status.INFO, None,
+        "the data names no faster backend for SM 7.0"),
     Row(RULE, "SDPA asked, flash-attn ran", lambda c: ah.gathered(ah.flash_attn_ran(c.tmp_path)),
         "attention", Status.FAIL, "sparkenv patch sdpa --install",
-        "ran flash-attn, not the SDPA asked for: 67.6 %"),
+        "ran flash-attn, not the SDPA asked for: 91.1 %"),
+    Row(RULE, "the same model with flash-attn not importable: the SDPA it asked for ran",
+        lambda c: ah.facts("flash-sdpa"), "attention", Status.PASS, None,
+        "attention ran SDPA cuDNN (14.2 % of GPU time) as asked (SDPA)"),
     Row(RULE, "SDPA asked through SPARKENV_SDPA, flash-attn ran",
         lambda c: ah.gathered(ah.flash_attn_ran(c.tmp_path), None, {"SPARKENV_SDPA": "on"}), "attention",
         Status.FAIL, "sparkenv patch sdpa --install", "not the SDPA asked for"),
     Row(RULE, "nothing asked, flash-attn ran", lambda c: ah.gathered(ah.flash_attn_ran(c.tmp_path), "any"),
-        "attention", Status.PASS, None, "attention ran flash-attn (67.6 %"),
+        "attention", Status.PASS, None, "attention ran flash-attn (91.1 %"),
     Row(RULE, "flash-attn asked, SDPA flash ran", lambda c: ah.facts("sdpa-flash", "flash-attn"), "attention",
         Status.FAIL, "sparkenv gate --deep", "ran SDPA flash, not the flash-attn asked for"),
     Row(RULE, "no attention in the window", lambda c: ah.facts("ext-sass"), "attention", Status.INFO, None,
@@ -41,3 +49,16 @@ ROWS = [
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
 def test_g2_attest(row, ctx):
     check(row, ctx)
+
+
+def test_the_flash_attn_fail_names_the_library_its_kernel_came_from(tmp_path):
+    """From the H100 record: the stand-in's kernel is traced to libflash_standin.so by its cubin's symbol
+    table, not only named flash-attn's by its namespace."""
+    from sparkenv.rules.attest_g2 import attention
+
+    (found,) = attention(ah.gathered(ah.flash_attn_ran(tmp_path)))
+    assert found.status is Status.FAIL
+    assert any(
+        e.startswith("its kernels come from libflash_standin.so (by symbol table): 2,788.1 ms")
+        for e in found.evidence
+    ), found.evidence

@@ -3,14 +3,44 @@ the CPU, and GPU time per family, from records taken on an H100 (tests/fixtures/
 
 from __future__ import annotations
 
+import json
+
 import attest_helpers as ah
 import pytest
 from rule_table import Row, check, ids
 
 from sparkenv.core.report import Status
+from sparkenv.facts.attest import LibraryCode
 
 RULE = "attest_g7.kernels"
 JIT = "CUDA JIT cache"
+USE = "GPU use"
+GEMM = "fallback FP4/FP8 GEMM"
+CUFILE = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcufile.so.0"
+
+
+def _marlin(c, capability=None):  # type: ignore[no-untyped-def]
+    found = ah.gathered(ah.relocated(c.tmp_path, "marlin", "libmarlin_standin.so"))
+    return ah.on_capability(found, capability) if capability else found
+
+
+def _no_host_pids(c):  # type: ignore[no-untyped-def]
+    """nvml-busy's record as a container without the host's PID namespace would write it: NVML's process IDs
+    are the host's, so the busy program's is listed among the others. Made from the real record (a PID
+    namespace was not set up on the GPU machine): the header's host_pids and each sample's lists moved."""
+    out = c.tmp_path / "nvml-no-host-pids"
+    out.mkdir()
+    rows = []
+    for line in ah.fixture("nvml-busy/nvml-652.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["kind"] == "header":
+            row["host_pids"] = False
+        elif row["kind"] == "sample":
+            row["others"], row["memory_mib"], row["sm_percent"] = len(row["memory_mib"]), [], []
+        rows.append(json.dumps(row))
+    (out / "nvml-652.jsonl").write_text("\n".join(rows) + "\n")
+    return ah.gathered(out)
+
 
 ROWS = [
     Row(RULE, "machine code for the GPU: the JIT cache stays empty", lambda c: ah.facts("ext-sass"), JIT,
@@ -29,6 +59,33 @@ ROWS = [
         "the families' shares add up to 100.0 % of the profiler's total"),
     Row(RULE, "a family's row", lambda c: ah.facts("train"), "family cuDNN attention", Status.INFO, None,
         "cuDNN attention (cuDNN): "),
+    Row(RULE, "cuDNN's generated kernels fill the cache; a PTX-only library none of whose kernels ran: "
+        "not blamed", lambda c: ah.gathered(ah.fixture("flash-sdpa"),
+                                            library_code=(LibraryCode(CUFILE, ("compute_90",)),)),
+        JIT, Status.INFO, "CUDA_CACHE_PATH on a volume", "the kernels cuDNN attention generates at run time"),
+    Row(RULE, "Marlin served the GEMMs on SM 12.1, where the data names CUTLASS / cuBLASLt FP4",
+        lambda c: _marlin(c, (12, 1)), GEMM, Status.WARN, "--linear-backend cutlass",
+        "FP4/FP8 GEMM ran on Marlin: 95.2 % of the window's GPU time, a fallback while CUTLASS, cuBLAS(Lt) "
+        "exist for SM 12.1"),
+    Row(RULE, "Marlin served the GEMMs on SM 9.0 (no native FP4 there)", _marlin, GEMM, Status.INFO, None,
+        "the data names no faster family for SM 9.0"),
+    Row(RULE, "no fallback family is hot", lambda c: ah.facts("train"), "fallback paths", Status.PASS, None,
+        "no hot op (≥ 10 % of GPU time) ran a fallback family: FP4/FP8 GEMM (Marlin)"),
+    Row(RULE, "a CUDA program with no torch used the GPU (NVML)", lambda c: ah.facts("nvml-busy"), USE,
+        Status.PASS, None, "the workload used the GPU: 1 process(es), up to 1,030 MiB of GPU memory, SM busy "
+        "up to 98 % of a sample (17 NVML sample(s) over 10.1 s)"),
+    Row(RULE, "numpy never reached the GPU (NVML)", lambda c: ah.facts("nvml-numpy"), USE, Status.WARN,
+        "CUDA_VISIBLE_DEVICES empty",
+        "the workload held no GPU memory and ran nothing on the GPU in the window (17 NVML sample(s) over "
+        "10.2 s): it ran on the CPU"),
+    Row(RULE, "a torch model left on the CPU (NVML)", lambda c: ah.facts("nvml-torch-cpu"), USE, Status.WARN,
+        "a device option left at cpu", "it ran on the CPU"),
+    Row(RULE, "NVML's host PIDs cannot be matched in this PID namespace", _no_host_pids, USE, Status.SKIP,
+        "--pid=host", "NVML lists 1 process(es) on the GPU by the host's process IDs"),
+    Row(RULE, "the table names the library that defines a kernel, by its symbol table",
+        lambda c: ah.gathered(ah.flash_attn_ran(c.tmp_path)), "GPU time", Status.PASS, None,
+        "by library: libflash_standin.so 87.2 % (by symbol table), torch (libtorch_cuda) 7.7 % (by name "
+        "pattern)"),
     Row(RULE, "a killed process: the record is partial",
         lambda c: ah.gathered(ah.cut(c.tmp_path, "train", 30)), "GPU time", Status.WARN, "--seconds",
         "the window did not end in pid"),

@@ -19,6 +19,8 @@ class Family(NamedTuple):
     backend: str = ""  # the attention backend its kernels serve ([[attention]] name), if any
     runtime_compiled: bool = False  # generated at run time: their PTX fills the JIT cache by design
     observed: str = ""
+    # the shared objects (file names) whose kernels belong here when no name pattern names them
+    files: re.Pattern[str] | None = None
 
 
 class Attention(NamedTuple):
@@ -26,7 +28,6 @@ class Attention(NamedTuple):
     api: str
     operator: re.Pattern[str]
     source: str
-    fallback: bool = False
 
 
 class Cpu(NamedTuple):
@@ -40,11 +41,31 @@ class Jit(NamedTuple):
     source: str
 
 
+class Path(NamedTuple):
+    """An op whose `slow` families (or attention backends) are a fallback where `faster` ones exist for the
+    GPUs in `capabilities` ("major.minor")."""
+
+    op: str
+    gotcha: str
+    slow: tuple[str, ...]
+    faster: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    why: str
+    fix: str
+    source: str
+
+
+class Fallback(NamedTuple):
+    hot_share: float
+    path: tuple[Path, ...]
+
+
 class KernelPaths(NamedTuple):
     reviewed: str
     probe: Probe
     family: tuple[Family, ...]
     attention: tuple[Attention, ...]
+    fallback: Fallback
     cpu: Cpu
     jit: Jit
 

@@ -27,6 +27,8 @@ class Limits(NamedTuple):
     max_headers: int
     max_entries: int
     max_seconds: float
+    # what kernel_names (sparkenv attest) reads of a file's cubin symbol tables and PTX, in bytes
+    max_symbol_bytes: int = 64 << 20
 
 
 class Kernels(NamedTuple):
