@@ -20,10 +20,10 @@ from typing import Any
 from sparkenv.core import children, pool
 from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
+from sparkenv.environment.facts_file import FACTS_SCHEMA
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.environment.reading import UnreadableFile, read_text
 from sparkenv.gate import early, orchestrate
-from sparkenv.gate.facts_file import FACTS_SCHEMA
 from sparkenv.knowledge import gate
 
 ENV_KEYS = (

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the probes are imported where they run: a check worker impo
 
 
 def load_facts(path: str) -> dict[str, Any]:
-    from sparkenv.gate import facts_file
+    from sparkenv.environment import facts_file
 
     return facts_file.load(path)
 
