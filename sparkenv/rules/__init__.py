@@ -107,7 +107,8 @@ class Rule:
 
 class Lazy:
     """A rule function named by its module (rules/gN_<stage>.py) and name, imported at its first call:
-    a stage imports only the rule modules of its own stage (check does not import the gate's)."""
+    a stage imports only the rule modules of its own stage (check does not import the gate's). Kept, with
+    lazy_names and HAS_STAGE, for a measured start-up cost: benchmarks/README.md "Kept for start-up"."""
 
     def __init__(self, module: str, name: str) -> None:
         self.__module__ = f"sparkenv.rules.{module}"
