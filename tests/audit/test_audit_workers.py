@@ -215,7 +215,7 @@ import sys, time
 from sparkenv.audit import scan
 read = scan.read_ahead
 def slow(task, cap):
-    if task.endswith("libtorch_cuda.so"):
+    if task.endswith(".so"):  # every worker, once at its first shared object, stays busy: none ends first
         time.sleep(600)
     return read(task, cap)
 scan.read_ahead = slow
@@ -245,7 +245,7 @@ def test_a_signal_to_the_audit_kills_every_worker(venv, tmp_path, sig):
             time.sleep(0.05)
             workers = _children_of(proc.pid)
         assert len(workers) == 3, "the audit never started its workers"
-        time.sleep(0.5)  # one worker sleeps in its read; the audit waits for its answer
+        time.sleep(0.5)  # the workers sleep in their reads; the audit waits for their answers
         assert proc.poll() is None
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
