@@ -1,7 +1,7 @@
 """Where one first audit's CPU time goes (empty cache folder), in-process: imports, metadata, ELF,
 kernels (fatbin reading), rules, the requirement check, the cache write. CPU time (process_time), so a
 loaded machine still gives usable figures; figures, not targets (side_by_side.py judges the audit).
-The phases are what the audit's own process spent: with worker processes (audit/readahead.py) the
+The phases are what the audit's own process spent: with worker processes (core/pool.py) the
 reading is theirs (`workers cpu`), and `wall` marks when each step ended (seconds from the start,
 imports included), `waited` how long the audit's process waited for the workers' answers.
 
@@ -29,11 +29,14 @@ imports = time.process_time() - t0
 spent = collections.defaultdict(float)
 marks = [("imports", time.perf_counter() - w0)]
 try:
-    from sparkenv.audit import readahead
-except ImportError:  # a checkout from before the workers
-    readahead = None
-if readahead is not None:
-    answer, close_queue = readahead.Readahead.answer, readahead.Readahead.close_queue
+    from sparkenv.core.pool import Pool
+except ImportError:  # a checkout from before the one pool
+    try:
+        from sparkenv.audit.readahead import Readahead as Pool
+    except ImportError:  # a checkout from before the workers
+        Pool = None
+if Pool is not None:
+    answer, close_queue = Pool.answer, Pool.close_queue
 
     def waiting(self, path):
         start = time.perf_counter()
@@ -46,7 +49,7 @@ if readahead is not None:
         marks.append((f"metadata ({self.workers} workers)", time.perf_counter() - w0))
         close_queue(self)
 
-    readahead.Readahead.answer, readahead.Readahead.close_queue = waiting, closing
+    Pool.answer, Pool.close_queue = waiting, closing
 
 def timed(module, name, label):
     fn = getattr(module, name)

@@ -8,7 +8,7 @@ whole in-process run.
 
 It calls probes.gather itself, without the entrypoint's early start, so every probe runs in a thread
 of this process (the typer command's way); the entrypoint's own timeline, with its forked probes
-(gate/forked.py), is `benchmarks/gate_start.py --breakdown`. Standard library only; sparkenv must be
+(core/pool.py), is `benchmarks/gate_start.py --breakdown`. Standard library only; sparkenv must be
 importable by --python (PYTHONPATH works). Figures, not targets: gate_start.py judges the targets.
 """
 

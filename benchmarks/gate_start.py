@@ -120,7 +120,7 @@ real_start = gate_entry.start_early
 def start_early(a):
     mark("early start"); real_start(a); mark("early started")
 gate_entry.start_early = start_early
-if hasattr(early, "_started"):  # children forked by the gate (gate/forked.py): each times itself
+if hasattr(early, "_started"):  # children forked by the gate (core/pool.py): each times itself
     real_started = early._started
     def _started(fn):
         name = fn.__qualname__.split(".")[0] + "".join(f"/{d}" for d in fn.__defaults__ or ())
@@ -134,14 +134,14 @@ if hasattr(early, "_started"):  # children forked by the gate (gate/forked.py): 
     early._started = _started
 if hasattr(gate_entry, "_check_group"):  # the check workers: each stamps when it is ready for the facts
     real_check = gate_entry._check_group
-    def _check_group(group, receive, alarm):
+    def _check_group(group, receive, *more):  # (an older tree passes its alarm too)
         s = time.perf_counter()
-        class Ready:  # the feed (gate/forked.py), stamped when the worker asks for the facts
+        class Ready:  # the feed (core/pool.py), stamped when the worker asks for the facts
             waiting = getattr(receive, "waiting", None)
             def __call__(self):
                 stamp("check_worker_ready/" + "+".join(group), s)
                 return receive()
-        return real_check(group, Ready(), alarm)
+        return real_check(group, Ready(), *more)
     gate_entry._check_group = _check_group
 def patch_later():  # what the gate imports after its forks: patched once it is there
     from sparkenv.gate import orchestrate

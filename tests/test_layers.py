@@ -1,10 +1,13 @@
-"""The house's layers, read from the code: an import only goes down, and no cycle joins two folders.
+"""The house's layers, read from the code: an import only goes down, no cycle joins two folders, and no
+stage imports another stage's internals.
 
 Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
-  6 CLI      cli/ (the typer app, the lean entry, the one place a command ends), __main__.py and every
+  7 CLI      cli/ (the typer app, the lean entry, the one place a command ends), __main__.py and every
              stage's commands.py (thin: options in, a stage called, the report handed to a renderer)
-  5 stages   resolve/, lock/, image/, audit/, gate/, multinode/, patches/, render/, watch/, host/,
-             gotchas.py
+  6 stages   resolve/, image/, audit/, gate/, multinode/, patches/, watch/, host/, attest/: one stage
+             imports of another only its public API, the folder's __init__ or its api.py
+  5 shared   render/ (reports out), gotchas.py (the catalogue's text), lock/ (the lock file, uv driving
+             and its caches: resolve locks, build locks through resolve's API, audit reads locks)
   4 rules    rules/: every judgement
   3 facts    facts/: the typed facts each stage gathers and the rules read (frozen, no I/O)
   2 readers  cuda/, environment/ (profiles included), knowledge/, index/: pure readers of files, ELF,
@@ -12,36 +15,48 @@ Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
   1 core     core/ (report, outputs, safe reads, signals, the cache …), the package's
              __init__, and patches/sdpa.py: a standard-library-only payload that `patch sdpa --install`
              copies into a target, so any layer may read its one definition of the SDPA mode
-Imports under TYPE_CHECKING and inside functions count: they are what a reader of the code follows.
+Imports under TYPE_CHECKING and inside functions count: they are what a reader of the code follows. So
+does `importlib.import_module(NAME)` (and `__import__`) where NAME is spelt out: a string, a name looped
+over or looked up in a literal tuple or dict, an f-string whose fixed start names the package; any other
+argument is refused, its site named, unless COMPUTED lists it with its reason.
 """
 
 from __future__ import annotations
 
 import ast
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STAGES = {
-    "resolve",
-    "lock",
-    "image",
-    "audit",
-    "gate",
-    "multinode",
-    "patches",
-    "render",
-    "watch",
-    "host",
-    "attest",
-    "gotchas",
-}
+STAGES = {"resolve", "image", "audit", "gate", "multinode", "patches", "watch", "host", "attest"}
+SHARED = {"render", "gotchas", "lock"}
 READERS = {"cuda", "environment", "knowledge", "index"}
 PAYLOADS = {"sparkenv.patches.sdpa"}
-NAMES = {6: "CLI", 5: "stage", 4: "rules", 3: "facts", 2: "reader", 1: "core"}
+NAMES = {7: "CLI", 6: "stage", 5: "shared", 4: "rules", 3: "facts", 2: "reader", 1: "core"}
+
+# Computed imports kept, by `path:function`, each with why its name cannot be spelt out.
+COMPUTED = {
+    "sparkenv/gate/torch_probe.py:_sdpa_status": "runs in the workload's interpreter and imports the "
+    "workload's SDPA hook module by the name the gate passes: not a module of this package",
+    "sparkenv/rules/__init__.py:Lazy.__call__": "the rule function's module a `Lazy` names: a module of "
+    "rules/ itself (the lazy façade: each stage imports only its own rule modules)",
+    "sparkenv/gate/run.py:prepare_checks": "the module of each live rule (rule.check.__module__), imported "
+    "in a check worker before the facts come: a module of rules/, below the gate",
+}
+
+# One stage's imports of another stage's internals that are still there, each with what would end it.
+KNOWN_INTERNALS = {
+    ("sparkenv.gate.entry", "sparkenv.watch.launch"): "gate --watch starts the watcher; watch/ (another "
+    "branch's) has no api.py yet",
+    ("sparkenv.gate.entry", "sparkenv.attest.launch"): "gate --attest; attest/ (another branch's) has no "
+    "api.py yet",
+    ("sparkenv.gate.entry", "sparkenv.attest.run"): "gate --attest; attest/ (another branch's) has no api.py "
+    "yet",
+}
 
 
 def layer(module: str) -> int:
@@ -50,8 +65,10 @@ def layer(module: str) -> int:
         return 1
     top = parts[1]
     if parts[-1] == "commands" or top in ("cli", "__main__"):
-        return 6
+        return 7
     if top in STAGES:
+        return 6
+    if top in SHARED:
         return 5
     if top == "rules":
         return 4
@@ -74,15 +91,99 @@ def modules(root: Path) -> dict[str, Path]:
     return found
 
 
+def _is_import_call(node: ast.AST) -> bool:
+    """importlib.import_module(…), import_module(…) or __import__(…)."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id in ("import_module", "__import__")
+    return isinstance(f, ast.Attribute) and f.attr == "import_module"
+
+
+def _strings(node: ast.AST | None) -> list[str] | None:
+    """The strings of a literal tuple, list or set (a dict: its values); None for anything else."""
+    if isinstance(node, ast.Dict):
+        node = ast.Tuple(elts=list(node.values))
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return [e.value for e in node.elts]  # type: ignore[attr-defined]
+    return None
+
+
+def _spelt(arg: ast.AST, constants: dict[str, list[str]], loops: dict[str, list[str]]) -> list[str] | None:
+    """The module names an import call's argument can be, when the code spells them out; else None."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if isinstance(arg, ast.Name):
+        return loops.get(arg.id, constants.get(arg.id))
+    if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name):
+        return constants.get(arg.value.id)
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        start = str(arg.values[0].value)
+        if start.startswith("sparkenv.") and start.endswith("."):
+            return [start[:-1]]  # the package is spelt out, the module in it is not
+    return None
+
+
+def _import_calls(tree: ast.Module) -> Iterator[tuple[ast.Call, list[str] | None, str]]:
+    """Every import call: (call, the names it can import or None, `function` or `Class.method` it is in)."""
+    constants: dict[str, list[str]] = {}
+    for stmt in tree.body:  # NAME = ("sparkenv.a", …) at module level
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(stmt, ast.AnnAssign):
+            target = stmt.target
+        found = _strings(getattr(stmt, "value", None))
+        if isinstance(target, ast.Name) and found is not None:
+            constants[target.id] = found
+    loops: dict[str, list[str]] = {}
+    for node in ast.walk(tree):  # for NAME in ("sparkenv.a", …) or in such a constant
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            it = node.iter
+            found = constants.get(it.id) if isinstance(it, ast.Name) else _strings(it)
+            if found is not None:
+                loops[node.target.id] = found
+
+    def walk(node: ast.AST, where: str) -> Iterator[tuple[ast.Call, list[str] | None, str]]:
+        for child in ast.iter_child_nodes(node):
+            inner = where  # a function inside a function: the outer one names the site
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if isinstance(node, ast.ClassDef):
+                    inner = f"{where}.{child.name}"
+                elif not where:
+                    inner = child.name
+            if _is_import_call(child):
+                yield child, _spelt(child.args[0], constants, loops), where  # type: ignore[attr-defined]
+            yield from walk(child, inner)
+
+    yield from walk(tree, "")
+
+
+def computed(root: Path) -> list[str]:
+    """`path:function` of every import call whose module name is not spelt out."""
+    found = []
+    for path in modules(root).values():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for _call, names, where in _import_calls(tree):
+            if names is None:
+                found.append(f"{path.relative_to(root).as_posix()}:{where or '<module>'}")
+    return sorted(set(found))
+
+
 def imports(root: Path) -> list[tuple[str, str, int]]:
     """(importer, imported module, line) for every import of a sparkenv module."""
     mods = modules(root)
     out = []
     for name, path in mods.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        called = {id(call): names or [] for call, names, _ in _import_calls(tree)}
+        for node in ast.walk(tree):
             targets: list[str] = []
-            if isinstance(node, ast.Import):
+            if id(node) in called:
+                targets = called[id(node)]
+            elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
@@ -108,6 +209,21 @@ def upward(root: Path) -> list[str]:
         for a, b, line in imports(root)
         if layer(b) > layer(a)
     ]
+
+
+def internals(root: Path) -> list[tuple[str, str]]:
+    """(importer, imported) where a stage imports a module of another stage that is not its public API:
+    the folder's __init__ or its api.py."""
+    return sorted(
+        {
+            (a, b)
+            for a, b, _ in imports(root)
+            if layer(a) == layer(b) == 6
+            and folder(a) != folder(b)
+            and b != f"sparkenv.{folder(b)}"
+            and not b.endswith(".api")
+        }
+    )
 
 
 def folder(module: str) -> str:
@@ -196,6 +312,17 @@ def test_every_import_goes_down():
     assert upward(ROOT) == []
 
 
+def test_every_import_call_spells_its_module():
+    """A computed `import_module` is an edge the other tests cannot see: refused, unless COMPUTED says why."""
+    assert computed(ROOT) == sorted(COMPUTED)
+
+
+def test_no_stage_imports_another_stages_internals():
+    """A stage calls another through its __init__ or api.py (build locks through resolve/api.py; host reads
+    the snapshot through environment/facts_file.py, not gate/): what is left is listed, with its reason."""
+    assert set(internals(ROOT)) <= set(KNOWN_INTERNALS), sorted(set(internals(ROOT)) - set(KNOWN_INTERNALS))
+
+
 def test_no_cycle_joins_two_folders():
     assert cycles(ROOT) == []
 
@@ -260,3 +387,49 @@ def test_a_planted_cycle_inside_a_folder_is_found(tree: Path):
     options.write_text(options.read_text() + "\nfrom sparkenv.render import emit  # planted\n")
     assert cycles(tree) == []
     assert cycles(tree, within=True) == [["sparkenv.render.emit", "sparkenv.render.options"]]
+
+
+def _plant(tree: Path, rel: str, text: str) -> None:
+    path = tree / "sparkenv" / rel
+    path.write_text(path.read_text() + "\n" + text + "\n")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'importlib.import_module("sparkenv.gate.probes")',
+        '__import__("sparkenv.gate.probes")',
+        'import_module(NAMES["probes"])\nNAMES = {"probes": "sparkenv.gate.probes"}',
+        'for name in ("sparkenv.gate.probes",):\n    importlib.import_module(name)',
+    ],
+    ids=["import_module", "__import__", "a literal dict", "a literal loop"],
+)
+def test_a_planted_spelt_out_import_call_is_an_edge(tree: Path, call: str):
+    """rules/ importing the gate by name: an upward import like any other."""
+    _plant(tree, "rules/g3.py", "import importlib\nfrom importlib import import_module\n" + call)
+    found = upward(tree)
+    assert len(found) == 1 and found[0].startswith("sparkenv/rules/g3.py:"), found
+    assert "imports sparkenv.gate.probes (rules -> stage)" in found[0]
+
+
+def test_a_planted_computed_import_is_refused_with_its_site(tree: Path):
+    _plant(
+        tree,
+        "audit/scan.py",
+        "def load(name):\n    import importlib\n\n    return importlib.import_module(name)",
+    )
+    _plant(tree, "rules/g3.py", "class Late:\n    def get(self, n):\n        return __import__(n + 'x')")
+    assert set(computed(tree)) - set(COMPUTED) == {
+        "sparkenv/audit/scan.py:load",
+        "sparkenv/rules/g3.py:Late.get",
+    }
+
+
+def test_a_planted_import_of_another_stages_internals_is_named(tree: Path):
+    """audit reaching into the gate's probes is named; the same stage through an api.py, or a package's
+    __init__, is not."""
+    _plant(tree, "audit/scan.py", "from sparkenv.gate import probes  # planted")
+    assert ("sparkenv.audit.scan", "sparkenv.gate.probes") in internals(tree)
+    (tree / "sparkenv" / "gate" / "api.py").write_text("from sparkenv.gate.probes import gather\n")
+    _plant(tree, "host/run.py", "from sparkenv.gate import api\nfrom sparkenv import multinode")
+    assert [(a, b) for a, b in internals(tree) if a == "sparkenv.host.run"] == []

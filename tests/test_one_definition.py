@@ -140,6 +140,11 @@ def _child_process(node: ast.AST) -> bool:
     )
 
 
+def _worker_pool(node: ast.AST) -> bool:
+    """A forked worker answering through a pipe: children.fork, or a pipe of one's own to frame on."""
+    return _call(node, "children", {"fork"}) or _call(node, "os", {"pipe", "pipe2"})
+
+
 def _one_shot_container(node: ast.AST) -> bool:
     f = getattr(node, "func", None) if isinstance(node, ast.Call) else None
     return (
@@ -326,10 +331,16 @@ GUARDS = [
     ),
     Guard(
         "the child-process registry (own session, killed with its group)",
-        # forks too: children.fork (the audit's readers, the gate's forked probes)
+        # forks too: children.fork (core/pool.py's workers: the audit's readers, the gate's probes)
         ("core/children.py",),
         _child_process,
         "import subprocess\nproc = subprocess.run(['uv', 'pip', 'compile'], timeout=60)\n",
+    ),
+    Guard(
+        "the worker pool (forked workers, their pipes and framing)",
+        ("core/pool.py", "core/children.py"),
+        _worker_pool,
+        "import os\nanswers, to_parent = os.pipe()\n",
     ),
     Guard(
         "one-shot containers",

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from sparkenv.audit import memo as memo_mod
-from sparkenv.audit import ngc, readahead
+from sparkenv.audit import ngc
 from sparkenv.audit.memo import Memo
+from sparkenv.core import children, pool
 from sparkenv.core.stat_cache import stat_key
 from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.cuda import rules as cuda_rules
@@ -22,6 +23,24 @@ from sparkenv.facts.lock import Lock
 from sparkenv.facts.ngc import NgcFacts
 from sparkenv.knowledge import packages
 from sparkenv.knowledge import toolchain as toolchain_data
+
+# A first audit of a large CUDA venv spends most of its time in readers that need nothing but a path (the
+# metadata, ELF and fatbin readers: benchmarks/audit_phases.py): every `.dist-info` folder, then each shared
+# object as soon as a RECORD names it, goes to a pool of forked workers (core/pool.py) while this process
+# checks requirements, and their answers are taken in the usual order. Nothing is judged in a worker: it
+# returns what the readers returned, as plain data (the memo's shapes), with the stat key it took before
+# reading. A task without an answer (a worker killed, timed out, crashed) is read here, as without workers.
+MAX_WORKERS = 8
+TIMEOUT_S = 120.0  # a worker past it is killed and its paths read by the audit's process
+
+
+def default_workers() -> int:
+    """SPARKENV_AUDIT_WORKERS when set (a count; 0: read in the audit's process), else the CPUs this
+    process may use less one, at most MAX_WORKERS, none on one CPU."""
+    given = os.environ.get("SPARKENV_AUDIT_WORKERS", "").strip()
+    if given.isdigit():
+        return min(int(given), 64)
+    return max(0, min(children.usable_cpus() - 1, MAX_WORKERS))
 
 
 def gather(
@@ -36,11 +55,11 @@ def gather(
     while_reading: Callable[[dict[str, DistFacts]], object] | None = None,
 ) -> AuditFacts:
     """`memo`: what an earlier audit read (audit/memo.py), used for every file whose stat is unchanged.
-    `workers`: processes reading shared objects beside this one (audit/readahead.py; None: as many as
+    `workers`: processes reading shared objects beside this one (default_workers; None: as many as
     the machine has CPUs for, 0: none). `while_reading(dists)` runs once every distribution is read,
     while the workers still read shared objects (the requirement check needs only the metadata)."""
-    n = readahead.default_workers() if workers is None else workers
-    ahead = readahead.Readahead(functools.partial(read_ahead, cap=gpu), n) if n > 0 else None
+    n = default_workers() if workers is None else workers
+    ahead = pool.Pool(functools.partial(read_ahead, cap=gpu), n, TIMEOUT_S) if n > 0 else None
     try:
         return _gather(target, lock, root, gpu, env, memo, markers, ahead, while_reading)
     finally:
@@ -56,7 +75,7 @@ def _gather(
     env: dict[str, str] | None,
     memo: Memo | None,
     markers: tuple[container.ContainerFacts, NgcFacts] | None,
-    ahead: readahead.Readahead | None,
+    ahead: pool.Pool | None,
     while_reading: Callable[[dict[str, DistFacts]], object] | None,
 ) -> AuditFacts:
     dists: dict[str, DistFacts] = {}
@@ -114,7 +133,7 @@ def _gather(
     )
 
 
-def _queue(ahead: readahead.Readahead, site: str, so_paths: list[str], memo: Memo | None) -> None:
+def _queue(ahead: pool.Pool, site: str, so_paths: list[str], memo: Memo | None) -> None:
     """Hand the shared objects this audit will read to the workers; one the memo knows (most likely
     unchanged) is left to the audit's process."""
     for rel in so_paths:
@@ -124,7 +143,7 @@ def _queue(ahead: readahead.Readahead, site: str, so_paths: list[str], memo: Mem
 
 
 def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
-    """In a worker (audit/readahead.py), a metadata task (_meta_task: _read_dist) or a shared object's
+    """In a worker (gather's pool), a metadata task (_meta_task: _read_dist) or a shared object's
     path: what _elf and the fatbin reader would read of it, as plain data: (stat key taken before the
     reads, the ELF answer as the memo keeps it, the fatbin scans as kernels.json keeps them). None when
     the ELF reader raised: the audit's process reads it and reports."""
@@ -146,7 +165,7 @@ def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
 
 
 def _distribution(
-    site: Path, name: str, memo: Memo | None, ahead: readahead.Readahead | None = None
+    site: Path, name: str, memo: Memo | None, ahead: pool.Pool | None = None
 ) -> Distribution | MetadataProblem:
     if memo is None:
         return read_one(site, name)
@@ -250,9 +269,9 @@ def ptxas_paths(facts: AuditFacts) -> list[str]:
 
 
 def _elf(
-    path: str, memo: Memo | None, hint: bool = False, ahead: readahead.Readahead | None = None
+    path: str, memo: Memo | None, hint: bool = False, ahead: pool.Pool | None = None
 ) -> elf.ElfInfo | elf.ElfDefect | None:
-    """The ELF reader's answer: a worker's reading of it this run (audit/readahead.py), else the memo's
+    """The ELF reader's answer: a worker's reading of it this run (gather's pool), else the memo's
     when the file's stat is the one it was read under, else read here."""
     if memo is None and ahead is None:
         return elf.read_file(path, hint)
@@ -321,7 +340,7 @@ def _scan_files(
     gpu: coverage.Capability | None = None,
     cache: kernels.ScanCache | None = None,
     memo: Memo | None = None,
-    ahead: readahead.Readahead | None = None,
+    ahead: pool.Pool | None = None,
 ) -> int:
     for note in facts.dist.notes:
         # a RECORD that exists but cannot be read (a FIFO, a device, a loop) hides every shared object
@@ -359,7 +378,7 @@ def _scan_files(
     return seen
 
 
-def _scans_of(ahead: readahead.Readahead | None, path: str) -> kernels.Scans | None:
+def _scans_of(ahead: pool.Pool | None, path: str) -> kernels.Scans | None:
     """The fatbin scans a worker made of `path`, as kernels.json keeps them (with their stat key)."""
     if ahead is None:
         return None

@@ -19,7 +19,7 @@ def main() -> None:
     elif argv[:1] and argv[0] in LEAN:
         from sparkenv.cli import process_exit
 
-        process_exit.guarded(lambda: _lean(LEAN[argv[0]], argv[1:]))
+        process_exit.guarded(lambda: _lean(argv[0], argv[1:]))
     from sparkenv.cli.commands import main as cli_main
 
     cli_main()
@@ -70,7 +70,7 @@ LEAN = {
 }
 
 
-def _lean(module_name: str, argv: list[str]) -> None:
+def _lean(command: str, argv: list[str]) -> None:
     """Returns only when the typer command should answer instead (--help, an unknown option …)."""
     import importlib
 
@@ -80,7 +80,7 @@ def _lean(module_name: str, argv: list[str]) -> None:
 
     def body() -> int | None:
         nonlocal module
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(LEAN[command])
         args = module.parse(argv)
         return None if args is None else module.run(args)
 

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import subprocess
 
 _children: set[subprocess.Popen[Any]] = set()
-_forked: set[int] = set()  # worker processes forked by this one (sparkenv/audit/readahead.py)
 _lock = threading.Lock()
 _PR_SET_CHILD_SUBREAPER = 36
 # set in every child's environment: an orphan re-parented to sparkenv is killed only when it carries
@@ -130,7 +129,7 @@ def parent_death_signal() -> Callable[[], None] | None:
 
 
 def adopt(proc: Any) -> None:
-    """Register a child started another way (the gate's forked probes, sparkenv/gate/forked.py): it
+    """Register a child started another way (the forked workers, sparkenv/core/pool.py): it
     offers `pid`, `kill()` and `wait(timeout)` as Popen does, leads its own process group, and is
     killed with every other child."""
     with _lock:
@@ -191,12 +190,12 @@ def stop(proc: subprocess.Popen[Any], reap_s: float = 5.0) -> None:
     forget(proc)
 
 
-def fork(work: Callable[[], object], register: bool = True, own_group: bool = False) -> int:
-    """Fork a worker that runs `work()` and exits (0, or 1 when it raised), registered so that
-    `kill_all` and `reap` kill it (`register=False`: the caller registers it itself, with `adopt`). The
-    worker never returns into the caller's code: no `finally`, atexit handler or buffered output of the
-    parent runs twice. SIGINT, SIGTERM and SIGHUP kill it outright. `own_group`: it leads a process group
-    of its own (what it starts is killed with it). OSError when the fork fails."""
+def fork(work: Callable[[], object], register: Callable[[int], object]) -> int:
+    """Fork a worker that runs `work()` and exits (0, or 1 when it raised); `register(pid)` registers it
+    (with `adopt`: core/pool.py's Worker) before a signal can reach this process. The worker never returns
+    into the caller's code: no `finally`, atexit handler or buffered output of the parent runs twice.
+    SIGINT, SIGTERM and SIGHUP kill it outright. It leads a process group of its own (what it starts is
+    killed with it). OSError when the fork fails."""
     # held off from the fork until the worker is registered: a Ctrl-C raised in between would leave a
     # worker no kill_all finds, and one raised in the worker before its handlers are reset would run
     # the parent's handler there; what arrived meanwhile is delivered right after
@@ -211,50 +210,28 @@ def fork(work: Callable[[], object], register: bool = True, own_group: bool = Fa
                 # the parent's handlers would raise into its own code here; a signal it ignores stays so
                 signals.install_handler(signal.SIG_DFL, _STOPPING)  # type: ignore[arg-type]
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                if own_group:
-                    with contextlib.suppress(OSError):
-                        os.setpgid(0, 0)
+                with contextlib.suppress(OSError):
+                    os.setpgid(0, 0)
                 work()
                 code = 0
             finally:
                 os._exit(code)
-        if own_group:
-            with contextlib.suppress(OSError):  # the worker does the same; whichever runs first wins
-                os.setpgid(pid, pid)
-        if register:
-            with _lock:
-                _forked.add(pid)
+        with contextlib.suppress(OSError):  # the worker does the same; whichever runs first wins
+            os.setpgid(pid, pid)
+        register(pid)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return pid
 
 
-def reap(pid: int, wait_s: float = 1.0) -> None:
-    """SIGKILL a forked worker (finished or not) and collect its exit status: none is left behind. One
-    stuck in the kernel (a hung file system) past `wait_s` after SIGKILL is left unreaped."""
-    import time
-
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
-    stop = time.monotonic() + wait_s
-    with contextlib.suppress(ChildProcessError, OSError):
-        while not os.waitpid(pid, os.WNOHANG)[0] and time.monotonic() < stop:
-            time.sleep(0.0005)  # a worker that just answered is exiting: a millisecond or so
-    with _lock:
-        _forked.discard(pid)
-
-
 def kill_all(spare: Collection[Any] = ()) -> int:
     """Kill every registered child's process group, reaping what can be reaped without waiting, then
-    the orphans re-parented to sparkenv, and every forked worker; how many registered children there
+    the orphans re-parented to sparkenv; how many registered children (forked workers among them) there
     were. `spare`: registered children left running and registered (the gate's check workers, which
     still wait for the facts when its probes are done: sparkenv/gate/run.py)."""
     with _lock:
         procs = [p for p in _children if p not in spare]
         _children.difference_update(procs)
-        workers = list(_forked)
-    for pid in workers:
-        reap(pid)
     if not procs:
         _kill_orphans()
         return 0

@@ -42,3 +42,16 @@ def values(options: Iterable[Option], given: Mapping[str, Any]) -> dict[str, Any
         value = given.get(o.name, o.default)
         out[o.name] = (list(value) or None) if o.many and value is not None else value
     return out
+
+
+# Declared here, not by a stage: `gate` and `host` both write and replay the facts snapshot
+# (environment/facts_file.py), with one spelling.
+DUMP_FACTS = Option(
+    "dump_facts",
+    ("--dump-facts",),
+    metavar="FILE",
+    help="Write the facts snapshot (attach it to a bug report).",
+)
+FACTS = Option(
+    "facts", ("--facts",), metavar="FILE", help="Replay a snapshot instead of probing this machine."
+)

@@ -37,7 +37,7 @@ class ScanCache(StatCache):
 
 class Recorder(ScanCache):
     """Keeps the scans made through it in memory only: a worker process's reads, sent as they are to the
-    audit's process (sparkenv/audit/readahead.py), which uses them as it would use kernels.json."""
+    audit's process (sparkenv/audit/scan.py's pool), which uses them as it would use kernels.json."""
 
     def __init__(self) -> None:
         super().__init__(None, READER)

@@ -1,7 +1,7 @@
 """The gate's slowest probes, started as soon as the arguments are parsed, before the rest of the gate is
 imported: NVML (pynvml's import, then driver calls that wait on the kernel module) and the reading of the
 workload's interpreter (its packages, torch's files, Triton's ptxas), each in a child forked from the
-gate (gate/forked.py: on another core, so their CPU no longer takes turns with the gate's own under the
+gate (core/pool.py: on another core, so their CPU no longer takes turns with the gate's own under the
 GIL; a thread where no child can be forked), and under --deep the isolated torch process (seconds:
 import torch, the first CUDA operation). All overlap with everything the gate does after;
 probes.gather collects them under its one deadline, and runs them itself where they were not started
@@ -48,11 +48,11 @@ _pids: set[int] = set()  # every child forked here
 
 
 def _started(fn: Callable[[], Any]) -> Any:
-    """fn running beside the gate: in a forked child (gate/forked.py), else in a thread."""
-    from sparkenv.gate import forked
+    """fn running beside the gate: in a forked child (core/pool.py), else in a thread."""
+    from sparkenv.core import pool
 
     try:
-        child = forked.Forked(fn)
+        child = pool.once(fn)
     except (OSError, RuntimeError):
         return _Thread(fn)
     _pids.add(child.pid)
@@ -65,7 +65,7 @@ def _gpu_probe() -> Any:
     return nvml.probe(shutdown=False)  # the child's exit closes NVML, after it has answered
 
 
-_gpu: Any = None  # forked.Forked or _Thread
+_gpu: Any = None  # pool.Worker or _Thread
 _reads: dict[tuple[Any, ...], Any] = {}  # the same, per group of probes (probes.interpreter_facts …)
 _torch: Any = None  # orchestrate.Bounded, or None
 
@@ -98,19 +98,20 @@ CHECK_GROUPS: tuple[tuple[str, ...], ...] = (
     ("G3", "G4", "G5", "G6"),
 )
 MIN_CPUS = 4  # fewer: the workers would take turns with the probes and the gate on the same cores
-_checkers: dict[tuple[str, ...], Any] = {}  # group -> forked.Forked (fed the facts)
+_checkers: dict[tuple[str, ...], Any] = {}  # group -> pool.Worker (fed the facts)
 
 
-def start_checks(deadline_s: float, judge: Callable[[tuple[str, ...], Callable[[], Any], int], Any]) -> None:
-    """Fork the check workers, one a group of CHECK_GROUPS: each computes `judge(group, receive, alarm)`
-    (gate/entry.py's, which imports the checks in the worker), leaving by SIGALRM after `alarm` seconds,
-    past the gate's deadline, whatever it does, and as soon as the gate ends without sending the facts."""
-    from sparkenv.gate import forked
+def start_checks(deadline_s: float, judge: Callable[[tuple[str, ...], Callable[[], Any]], Any]) -> None:
+    """Fork the check workers, one a group of CHECK_GROUPS: each computes `judge(group, receive)`
+    (gate/entry.py's, which imports the checks in the worker), leaving by SIGALRM past the gate's
+    deadline, whatever it does, and as soon as the gate ends without sending the facts."""
+    from sparkenv.core import pool
 
-    alarm = max(1, int(deadline_s) + 2)
     for group in CHECK_GROUPS:
         try:
-            child = forked.Forked(lambda receive, g=group: judge(g, receive, alarm), feed=True)
+            child = pool.once(
+                lambda receive, g=group: judge(g, receive), feed=True, alarm_s=int(deadline_s) + 2
+            )
         except (OSError, RuntimeError):
             return  # the gate judges the rest itself
         _checkers[group] = child
@@ -172,7 +173,7 @@ SECTIONS = (
 
 
 def start_group(key: tuple[Any, ...], read: Callable[[], dict[str, Any]]) -> None:
-    """Start a group of probes beside the gate: `read` gives each probe's outcome (forked.caught's)."""
+    """Start a group of probes beside the gate: `read` gives each probe's outcome (pool.caught's)."""
     _reads[key] = _started(read)
 
 

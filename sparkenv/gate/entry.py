@@ -183,13 +183,10 @@ def workers_wanted() -> bool:
     return children.usable_cpus() >= MIN_CPUS
 
 
-def _check_group(group: tuple[str, ...], receive: Any, alarm: int) -> Any:
+def _check_group(group: tuple[str, ...], receive: Any) -> Any:
     """A check worker's work (forked: gate/early.py): the checks' imports happen here, not in the gate."""
-    import signal
-
     from sparkenv.gate import run
 
-    signal.alarm(alarm)
     return run.check_group(group, receive)
 
 
@@ -323,10 +320,9 @@ def exec_workload(cmd: list[str]) -> None:
     threads still stuck (a FIFO, a wedged driver call) vanish with the old image."""
     sys.stdout.flush()
     sys.stderr.flush()
-    from sparkenv.core import children
-    from sparkenv.gate import forked
+    from sparkenv.core import children, pool
 
-    forked.reap_all()
+    pool.reap_all()
     children.before_exec()
     try:
         os.execvp(cmd[0], cmd)

@@ -49,7 +49,7 @@ def _nothing() -> None:
 def prepare() -> None:
     """Before anything else is imported: no cyclic garbage collection, then the path. The gate is a
     short-lived process that execs the workload (or exits) within its deadline, and its children
-    (gate/forked.py) leave once they have answered: what the collector frees there is never needed,
+    (core/pool.py) leave once they have answered: what the collector frees there is never needed,
     while its passes cost each of them time in every import (each pass walks the objects the gate had
     when it forked, writing to the pages they share with it). The exec starts the workload's own
     interpreter, with its collector on; the watcher (--watch) is a new interpreter too."""

@@ -10,9 +10,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sparkenv.environment import digest, launch, nccl
+from sparkenv.environment import digest, launch, nccl, sysfs
 from sparkenv.knowledge import multinode
-from sparkenv.multinode import agent_path, sysfs
+from sparkenv.multinode import agent_path
 
 SYSFS_ROOT_ENV = "SPARKENV_SYSFS_ROOT"  # a recorded tree (tests, replaying a user's machine)
 

@@ -5,7 +5,7 @@ options are here too: `sparkenv watch` (watch/commands.py) and `gate --watch` sh
 
 from __future__ import annotations
 
-from sparkenv.core.optionspec import Option
+from sparkenv.core.optionspec import DUMP_FACTS, FACTS, Option
 
 POLICY = Option(
     "policy",
@@ -70,15 +70,6 @@ LINK_TEST = Option(
     default=False,
     help="G10, multi-node launches: time one all-reduce between the nodes (NCCL on GPUs, gloo on CPUs) "
     "after they agree, and warn when it is below the link's expected bandwidth.",
-)
-DUMP_FACTS = Option(
-    "dump_facts",
-    ("--dump-facts",),
-    metavar="FILE",
-    help="Write the facts snapshot (attach it to a bug report).",
-)
-FACTS = Option(
-    "facts", ("--facts",), metavar="FILE", help="Replay a snapshot instead of probing this machine."
 )
 PYTHON = Option(
     "python",

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkenv.core import children
+from sparkenv.core import children, pool
 from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
+from sparkenv.environment.facts_file import FACTS_SCHEMA
 from sparkenv.environment.intent import nvfp4_intent
 from sparkenv.environment.reading import UnreadableFile, read_text
-from sparkenv.gate import early, forked, orchestrate
-from sparkenv.gate.facts_file import FACTS_SCHEMA
+from sparkenv.gate import early, orchestrate
 from sparkenv.knowledge import gate
 
 ENV_KEYS = (
@@ -175,7 +175,7 @@ def interpreter_facts(python: str, read_kernels: bool, part: str = "") -> dict[s
         "kernel_coverage": lambda: probe_kernel_coverage(python, installed, read_kernels=read_kernels),
     }
     wanted = early.INTERPRETER_PARTS.get(part, tuple(reads))
-    return {name: forked.caught(read) for name, read in reads.items() if name in wanted}
+    return {name: pool.caught(read) for name, read in reads.items() if name in wanted}
 
 
 def host_facts(gate: set[int]) -> dict[str, tuple[Any, ...]]:
@@ -188,7 +188,7 @@ def host_facts(gate: set[int]) -> dict[str, tuple[Any, ...]]:
         "container": probe_container,
         "loader": probe_loader,
     }
-    return {name: forked.caught(read) for name, read in reads.items()}
+    return {name: pool.caught(read) for name, read in reads.items()}
 
 
 def _early(outcomes: Callable[[], dict[str, tuple[Any, ...]] | None]) -> Callable[..., Callable[[], Any]]:
@@ -199,7 +199,7 @@ def _early(outcomes: Callable[[], dict[str, tuple[Any, ...]] | None]) -> Callabl
     def probe(name: str, here: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
             found = once()
-            return forked.unwrap(found[name]) if found is not None else here()
+            return pool.unwrap(found[name]) if found is not None else here()
 
         return run
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the probes are imported where they run: a check worker impo
 
 
 def load_facts(path: str) -> dict[str, Any]:
-    from sparkenv.gate import facts_file
+    from sparkenv.environment import facts_file
 
     return facts_file.load(path)
 
@@ -105,7 +105,7 @@ def check_group(group: tuple[str, ...], receive: Any) -> dict[str, list[Finding]
     prepare_checks(gids, report=False, data=False)
     _warm_up(gids, SECTIONS)  # loads the data files the group's checks read on those facts
     # The other data files a live check reads, where real facts take a branch the warm-up did not: loaded
-    # only while the facts are still to come (receive.waiting(): gate/forked.py), so that a worker whose
+    # only while the facts are still to come (receive.waiting(): core/pool.py), so that a worker whose
     # facts are there judges at once (G8's had loaded all five before it was ready: the last worker).
     waiting = getattr(receive, "waiting", None)
     if waiting is not None:
@@ -121,18 +121,19 @@ def evaluate(
     """Every live check over the facts, each G-number's findings in G order, merged by subject: the
     groups the check workers took judged there (fed the facts at once, answering in parallel), the rest
     here, and here too every group whose worker did not answer by `deadline` (died, killed, late)."""
-    from sparkenv.gate import early, forked
+    from sparkenv.core import pool
+    from sparkenv.gate import early
 
     facts = GateFacts(raw, need_gb, strict)
     workers = early.checkers()
     end = deadline if deadline is not None else time.monotonic() + 10.0
-    payload = forked.packed((raw, need_gb, strict)) if workers else b""
+    payload = pool.packed((raw, need_gb, strict)) if workers else b""
     fed = {group: w for group, w in workers.items() if w.send(payload, end)}
     judged: dict[str, list[Finding]] = {}
     for group, w in fed.items():
         try:
             answer = w.result(end)
-        except Exception:  # the worker failed (forked.Failed) or its checks' imports did: judged here
+        except Exception:  # the worker failed (pool.Failed) or its checks' imports did: judged here
             continue
         if isinstance(answer, dict) and set(answer) == set(group):
             judged.update(answer)

@@ -1,10 +1,9 @@
 """`sparkenv host`'s own options, declared once (sparkenv/core/optionspec.py); --facts and --dump-facts are
-the gate's declarations (one snapshot format, one spelling)."""
+declared there for the gate and host alike (one snapshot format, one spelling)."""
 
 from __future__ import annotations
 
-from sparkenv.core.optionspec import Option
-from sparkenv.gate.options import DUMP_FACTS, FACTS
+from sparkenv.core.optionspec import DUMP_FACTS, FACTS, Option
 
 IMAGE = Option(
     "image",

@@ -15,8 +15,8 @@ from typing import Any
 
 from sparkenv.core import children
 from sparkenv.environment import host_os
+from sparkenv.environment.facts_file import FACTS_SCHEMA  # the gate's: one snapshot format
 
-FACTS_SCHEMA = "sparkenv.facts/1"  # the gate's (gate/facts_file.py): one snapshot format
 # A busy loop pinned to one core, ended by itself after argv[2] seconds (and killed after the reading).
 BUSY = (
     "import os, sys, time\n"

@@ -35,7 +35,7 @@ def check(a: HostArgs) -> HostArgs:
 
 def facts_of(a: HostArgs) -> tuple[dict[str, Any], str]:
     if a.facts:
-        from sparkenv.gate import facts_file  # the gate's loader: one schema, validated the same way
+        from sparkenv.environment import facts_file  # the gate's loader: one schema, validated the same way
 
         return facts_file.load(a.facts), f"replayed from {a.facts}"
     from sparkenv.host import probes

@@ -25,7 +25,7 @@ def driver_check(driver: str | None, prof) -> Finding | None:  # type: ignore[no
 
     from sparkenv.core.errors import SparkenvError
     from sparkenv.cuda import driver as drv
-    from sparkenv.rules.g1 import driver_for_image
+    from sparkenv.rules.g1_driver import driver_for_image
 
     where = "--driver"
     if driver is None:

@@ -696,7 +696,7 @@ def _fallback(
 ) -> FallbackFacts | None:
     """One locked package against its newest final release: how old, capped by whom, and (where the
     rule would call it a fallback) why the two newer releases do not fit. None when it is the newest."""
-    from sparkenv.rules.g9 import is_fallback
+    from sparkenv.rules.g9_resolved import is_fallback
 
     finals = [v for v in page if not v.is_prerelease and not v.is_devrelease]
     newest = max(finals, default=None)

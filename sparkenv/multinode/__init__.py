@@ -1,5 +1,5 @@
-"""More than one Spark (G10): the link each node has (sysfs.py), and the agents the gate runs in the
-workload's interpreter for the agreement of the nodes: through the launcher's own TCPStore
+"""More than one Spark (G10): the link each node has (environment/sysfs.py), and the agents the gate runs in
+the workload's interpreter for the agreement of the nodes: through the launcher's own TCPStore
 (store_agent.py) or a Ray cluster's key-value store (ray_agent.py). The agents are standalone scripts:
 the gate runs them by path, never imports them."""
 

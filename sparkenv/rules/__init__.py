@@ -107,7 +107,8 @@ class Rule:
 
 class Lazy:
     """A rule function named by its module (rules/gN_<stage>.py) and name, imported at its first call:
-    a stage imports only the rule modules of its own stage (check does not import the gate's)."""
+    a stage imports only the rule modules of its own stage (check does not import the gate's). Kept, with
+    HAS_STAGE, for a measured start-up cost: benchmarks/README.md "Kept for start-up"."""
 
     def __init__(self, module: str, name: str) -> None:
         self.__module__ = f"sparkenv.rules.{module}"
@@ -118,18 +119,6 @@ class Lazy:
         if self._fn is None:
             self._fn = getattr(importlib.import_module(self.__module__), self.__name__)
         return self._fn(facts)
-
-
-def lazy_names(module_name: str, where: dict[str, str]) -> Callable[[str], Any]:
-    """A gN.py's module `__getattr__`: its re-exported names (`from sparkenv.rules.g1 import fix_for`),
-    each imported from the stage module that holds it only when asked for."""
-
-    def __getattr__(name: str) -> Any:
-        if name not in where:
-            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f"sparkenv.rules.{where[name]}"), name)
-
-    return __getattr__
 
 
 def module(gid: GotchaId | str) -> Any:

@@ -13,44 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparkenv.rules import Lazy, Rule, Stage, lazy_names
+from sparkenv.rules import Lazy, Rule, Stage
 
 if TYPE_CHECKING:
     from sparkenv.core.report import Finding
     from sparkenv.facts.resolved import ResolvedFacts
-    from sparkenv.rules.g1_declared import declared, fix_for, resolved_cpu_only
-    from sparkenv.rules.g1_driver import driver_for_image, judge_driver
-    from sparkenv.rules.g1_installed import installed
-    from sparkenv.rules.g1_live import LIVE_FIX, live
-    from sparkenv.rules.g1_wheels import resolved_wheel_files
-
-# each stage's module is imported when its rule runs or a name is asked for (rules.Lazy)
-_WHERE = {
-    "declared": "g1_declared",
-    "fix_for": "g1_declared",
-    "resolved_cpu_only": "g1_declared",
-    "driver_for_image": "g1_driver",
-    "judge_driver": "g1_driver",
-    "installed": "g1_installed",
-    "LIVE_FIX": "g1_live",
-    "live": "g1_live",
-    "resolved_wheel_files": "g1_wheels",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
-
-__all__ = [
-    "LIVE_FIX",
-    "RULES",
-    "declared",
-    "driver_for_image",
-    "fix_for",
-    "installed",
-    "judge_driver",
-    "live",
-    "resolved",
-    "resolved_cpu_only",
-    "resolved_wheel_files",
-]
 
 
 def resolved(facts: ResolvedFacts) -> list[Finding]:

@@ -1,5 +1,5 @@
 """G10 per node, one of rules/g10.py's rules: is this node's link ready for a multi-node run? Pure:
-link facts (multinode/sysfs.py), NCCL's effective settings and the launch in, findings out. Thresholds
+link facts (environment/sysfs.py), NCCL's effective settings and the launch in, findings out. Thresholds
 and the Spark's topology are data (sparkenv/data/multinode.toml)."""
 
 from __future__ import annotations

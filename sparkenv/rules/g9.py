@@ -13,49 +13,7 @@ NGC torch on the running machine (gate).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sparkenv.rules import Lazy, Rule, Stage, lazy_names
-
-if TYPE_CHECKING:
-    from sparkenv.rules.g9_declared import declared
-    from sparkenv.rules.g9_installed import NO_CONTAINER_FIX, installed, ngc_torch
-    from sparkenv.rules.g9_live import live
-    from sparkenv.rules.g9_lock_and_image import image, lockfile
-    from sparkenv.rules.g9_resolved import accepts, is_fallback, resolved
-    from sparkenv.rules.replaced import replaced_on_purpose
-
-# each stage's module is imported when its rule runs or a name is asked for (rules.Lazy)
-_WHERE = {
-    "declared": "g9_declared",
-    "NO_CONTAINER_FIX": "g9_installed",
-    "installed": "g9_installed",
-    "ngc_torch": "g9_installed",
-    "live": "g9_live",
-    "image": "g9_lock_and_image",
-    "lockfile": "g9_lock_and_image",
-    "accepts": "g9_resolved",
-    "is_fallback": "g9_resolved",
-    "resolved": "g9_resolved",
-    "replaced_on_purpose": "replaced",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
-
-__all__ = [
-    "NO_CONTAINER_FIX",
-    "RULES",
-    "accepts",
-    "declared",
-    "image",
-    "installed",
-    "is_fallback",
-    "live",
-    "lockfile",
-    "ngc_torch",
-    "replaced_on_purpose",
-    "resolved",
-]
-
+from sparkenv.rules import Lazy, Rule, Stage
 
 RULES = (
     Rule(

@@ -97,7 +97,7 @@ def test_an_audit_with_the_hint_says_what_one_without_it_says(env, objects, tmp_
         return scan(path, *args, **kwargs)
 
     monkeypatch.setattr(fatbin, "scan", counted)
-    # the opens are counted in this process: no worker processes (audit/readahead.py) read for it
+    # the opens are counted in this process: no worker processes (core/pool.py) read for it
     monkeypatch.setenv("SPARKENV_AUDIT_WORKERS", "0")
     # off: the hint is unknown for every object, so every object goes through the fatbin reader
     monkeypatch.setattr(elf, "_has_nv_fatbin", lambda read: None if off[0] else hint(read))

@@ -1,4 +1,4 @@
-"""A first audit reads metadata and shared objects in forked worker processes (audit/readahead.py). It
+"""A first audit reads metadata and shared objects in forked worker processes (core/pool.py). It
 must say exactly what an audit in one process says, with real nvcc- and gcc-built objects, damaged and
 missing ones included; a worker that dies or hangs leaves its objects to the audit's own process (never
 a silent PASS); a SIGTERM or SIGINT to a real `sparkenv audit` kills every worker.
@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from artifacts import default_dispositions
 
-from sparkenv.audit import readahead, scan
 from sparkenv.audit import run as audit_run
+from sparkenv.audit import scan
+from sparkenv.core import pool
 from sparkenv.cuda import fatbin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +67,7 @@ def _report(prefix: Path, gpu: object, workers: int, tmp: Path, monkeypatch) -> 
 def _answers(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     """The tasks a worker answered, as the audit's process takes them."""
     answered: list[str] = []
-    answer = readahead.Readahead.answer
+    answer = pool.Pool.answer
 
     def counted(self, task):  # type: ignore[no-untyped-def]
         got = answer(self, task)
@@ -74,7 +75,7 @@ def _answers(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
             answered.append(task)
         return got
 
-    monkeypatch.setattr(readahead.Readahead, "answer", counted)
+    monkeypatch.setattr(pool.Pool, "answer", counted)
     return answered
 
 
@@ -135,7 +136,7 @@ def test_a_worker_that_fails_leaves_its_objects_to_the_audit(venv, tmp_path, mon
         return read(task, cap)
 
     monkeypatch.setattr(scan, "read_ahead", faulty)
-    monkeypatch.setattr(readahead, "TIMEOUT_S", 2.0)  # a hung worker dies by its alarm after this
+    monkeypatch.setattr(scan, "TIMEOUT_S", 2.0)  # a hung worker dies by its alarm after this
     answered = _answers(monkeypatch)
     assert _report(venv.prefix, "default", 2, tmp_path, monkeypatch) == alone
     assert not any(task.endswith("libtorch_cuda.so") for task in answered)
@@ -172,41 +173,41 @@ def test_a_file_cut_short_under_a_workers_mmap_is_read_by_the_audit(venv, kernel
 
 def test_every_task_is_answered_or_left_to_the_caller():
     """More tasks than the pipe holds at once (the backlog), and a path too long for a task record."""
-    pool = readahead.Readahead(lambda task: len(task), 2)
+    workers = pool.Pool(lambda task: len(task), 2, 60.0)
     tasks = [f"/x/{i:06d}/lib.so" for i in range(6000)]
     long = "/" + "y" * 700
     try:
         for task in [*tasks, long]:
-            pool.submit(task)
-        pool.close_queue()
-        assert pool.workers == 2
-        assert [pool.answer(t) for t in tasks] == [len(t) for t in tasks]
-        assert pool.answer(long) is None  # never queued: the caller reads it
-        assert pool.answer("/never/submitted") is None
+            workers.submit(task)
+        workers.close_queue()
+        assert workers.workers == 2
+        assert [workers.answer(t) for t in tasks] == [len(t) for t in tasks]
+        assert workers.answer(long) is None  # never queued: the caller reads it
+        assert workers.answer("/never/submitted") is None
     finally:
-        pool.close()
+        workers.close()
     assert not _workers_alive()
 
 
 def test_no_workers_on_request_or_with_other_threads(monkeypatch):
     import threading
 
-    assert readahead.Readahead(str, 0).failed is False
-    pool = readahead.Readahead(str, 0)
-    pool.submit("/a")
-    assert pool.failed and pool.workers == 0 and pool.answer("/a") is None
+    assert pool.Pool(str, 0, 60.0).failed is False
+    none = pool.Pool(str, 0, 60.0)
+    none.submit("/a")
+    assert none.failed and none.workers == 0 and none.answer("/a") is None
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
     try:
-        pool = readahead.Readahead(str, 2)
-        pool.submit("/a")  # a fork beside another thread could copy a held lock: read in-process
-        assert pool.failed and pool.workers == 0
+        beside = pool.Pool(str, 2, 60.0)
+        beside.submit("/a")  # a fork beside another thread could copy a held lock: read in-process
+        assert beside.failed and beside.workers == 0
     finally:
         stop.set()
         thread.join()
     monkeypatch.setenv("SPARKENV_AUDIT_WORKERS", "5")
-    assert readahead.default_workers() == 5
+    assert scan.default_workers() == 5
 
 
 _SLOW_AUDIT = """
@@ -214,7 +215,7 @@ import sys, time
 from sparkenv.audit import scan
 read = scan.read_ahead
 def slow(task, cap):
-    if task.endswith("libtorch_cuda.so"):
+    if task.endswith(".so"):  # every worker, once at its first shared object, stays busy: none ends first
         time.sleep(600)
     return read(task, cap)
 scan.read_ahead = slow
@@ -244,7 +245,7 @@ def test_a_signal_to_the_audit_kills_every_worker(venv, tmp_path, sig):
             time.sleep(0.05)
             workers = _children_of(proc.pid)
         assert len(workers) == 3, "the audit never started its workers"
-        time.sleep(0.5)  # one worker sleeps in its read; the audit waits for its answer
+        time.sleep(0.5)  # the workers sleep in their reads; the audit waits for their answers
         assert proc.poll() is None
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
@@ -270,6 +271,4 @@ def _children_of(pid: int) -> list[int]:
 
 
 def _workers_alive() -> list[int]:
-    from sparkenv.core import children
-
-    return [pid for pid in children._forked if Path(f"/proc/{pid}").exists()] + _children_of(os.getpid())
+    return _children_of(os.getpid())

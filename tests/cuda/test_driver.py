@@ -10,7 +10,7 @@ import pytest
 from sparkenv.core import datafiles
 from sparkenv.core.report import Status
 from sparkenv.cuda import driver
-from sparkenv.rules import g1 as judged
+from sparkenv.rules import g1_driver as judged
 
 H200 = Path(__file__).parents[1] / "fixtures" / "machines" / "h200"
 

@@ -17,8 +17,9 @@ import gate_helpers as gh
 import pytest
 
 from sparkenv import rules
+from sparkenv.core import pool
 from sparkenv.facts.live import GateFacts
-from sparkenv.gate import early, entry, forked, run
+from sparkenv.gate import early, entry, run
 
 SNAPSHOTS = sorted(p.stem for p in (gh.FIXTURES / "facts").glob("*.json"))
 
@@ -27,7 +28,7 @@ SNAPSHOTS = sorted(p.stem for p in (gh.FIXTURES / "facts").glob("*.json"))
 def workers(monkeypatch):
     """Check workers forked here, as the gate's early start forks them; every one reaped after."""
     monkeypatch.setenv("SPARKENV_GATE_WORKERS", "1")
-    # the gate forks only while it runs no thread (gate/forked.py): a daemon thread an earlier test in
+    # the gate forks only while it runs no thread (core/pool.py): a daemon thread an earlier test in
     # this process left finishing (a lock's head start, its readers) is waited for, as a gate never has one
     for thread in threading.enumerate():
         if thread is not threading.current_thread():
@@ -39,7 +40,7 @@ def workers(monkeypatch):
     for w in started:
         w.stop()
     early.checkers()
-    forked.reap_all()
+    pool.reap_all()
 
 
 def _one_process(raw: dict, need_gb: float = 0.0, strict: bool = False) -> list:
@@ -54,7 +55,7 @@ def test_the_workers_judge_as_one_process_does(workers, name, need_gb, strict):
     assert found == _one_process(raw, need_gb, strict)
     assert facts.raw is raw
     for w in workers:  # each answered (none was left to the gate) and exits by itself
-        assert w.returncode is not None or w in forked._exiting
+        assert w.returncode is not None or w in pool._exiting
 
 
 def test_the_groups_cover_each_live_check_once():

@@ -22,7 +22,7 @@ from timing import assert_kept, timed, wait_for
 
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.report import LINE_RE
-from sparkenv.gate import facts_file
+from sparkenv.environment import facts_file
 
 DRIVERS = Path(__file__).parents[1] / "fixtures" / "machines" / "drivers"
 

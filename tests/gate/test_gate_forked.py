@@ -1,4 +1,4 @@
-"""The gate's slow probes run in children forked at its start (sparkenv/gate/forked.py, gate/early.py):
+"""The gate's slow probes run in children forked at its start (sparkenv/core/pool.py, gate/early.py):
 real forks, real signals. A child's answer is the probe's own (its value, or its error under the same
 class name); a child past the deadline, or alive when a signal comes, is killed; the workload never
 inherits one; and the facts the children read are the facts the gate reads in its own threads."""
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from timing import assert_kept, timed
 
-from sparkenv.core import children
-from sparkenv.gate import early, forked, probes
+from sparkenv.core import children, pool
+from sparkenv.gate import early, probes
 
 
 def _gone(pid: int) -> bool:
@@ -37,25 +37,25 @@ def _refuse() -> None:
 def test_a_forked_probe_answers_with_its_value_or_its_own_error():
     deadline = time.monotonic() + 10
     value = {"gpus": [{"name": "H200", "memory.total": 143771}], "n": (1, 2.5, None)}
-    assert forked.Forked(lambda: value).result(deadline) == value
-    failing = forked.Forked(_refuse)
+    assert pool.once(lambda: value).result(deadline) == value
+    failing = pool.once(_refuse)
     with pytest.raises(Exception) as caught:
         failing.result(deadline)
     # the probe's ERROR line reads as when it ran in the gate's own thread
     assert f"{caught.value.__class__.__name__}: {caught.value}" == "ValueError: bad value in /proc/x"
-    forked.reap_all()  # as before the exec of the workload
+    pool.reap_all()  # as before the exec of the workload
     assert _gone(failing.pid)
 
 
 def test_a_forked_probe_that_dies_is_an_error_naming_the_signal():
-    with pytest.raises(forked.Failed, match=r"ended without an answer \(killed by SIGKILL\)"):
-        forked.Forked(_crash).result(time.monotonic() + 10)
+    with pytest.raises(pool.Failed, match=r"ended without an answer \(killed by SIGKILL\)"):
+        pool.once(_crash).result(time.monotonic() + 10)
 
 
 def test_a_forked_probe_past_the_deadline_is_killed_and_reaped():
     # the same fork, answer and reap for a probe that answers at once: this machine's pace now
-    _, baseline = timed(lambda: forked.Forked(lambda: None).result(time.monotonic() + 60))
-    child = forked.Forked(lambda: time.sleep(60))
+    _, baseline = timed(lambda: pool.once(lambda: None).result(time.monotonic() + 60))
+    child = pool.once(lambda: time.sleep(60))
     answer, elapsed = timed(lambda: child.result(time.monotonic() + 0.3))
     assert answer is None  # late: the gate reports it as not answering
     # killed, not waited for: a child that ran its 60 s would have ended by itself with status 0
@@ -65,7 +65,7 @@ def test_a_forked_probe_past_the_deadline_is_killed_and_reaped():
 
 def test_a_signal_to_the_gate_kills_its_forked_probes():
     """What the gate's handlers call on SIGTERM/SIGINT/SIGHUP (children.kill_all) reaches the child."""
-    child = forked.Forked(lambda: time.sleep(60))
+    child = pool.once(lambda: time.sleep(60))
     assert os.getpgid(child.pid) == child.pid  # a group of its own, as every child sparkenv starts
     assert children.kill_all() >= 1
     assert child.returncode == -signal.SIGKILL and _gone(child.pid)

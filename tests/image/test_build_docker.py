@@ -234,11 +234,13 @@ def test_a_lock_replacing_a_base_package_fails_the_build_and_tags_nothing(
     assert line.startswith(f"G9 FAIL: a package the base provides was replaced: torch {ngc_torch} -> 2.9.1; ")
     from sparkenv.facts import image as base_facts
     from sparkenv.render.text import finding_line
-    from sparkenv.rules import g9
+    from sparkenv.rules import g9_lock_and_image
 
     replaced = base_facts.Change("torch", (ngc_torch,), ("2.9.1",))
     (expected,) = [
-        f for f in g9.image(base_facts.BaseCheck(("torch",), (replaced,), ())) if f.subject == "torch"
+        f
+        for f in g9_lock_and_image.image(base_facts.BaseCheck(("torch",), (replaced,), ()))
+        if f.subject == "torch"
     ]
     assert line == finding_line(expected)
     assert proc.stdout.strip().splitlines()[-1].startswith("verdict: blocked")

@@ -11,8 +11,7 @@ import multinode_helpers
 import pytest
 
 from sparkenv.core.report import Status
-from sparkenv.environment import launch, nccl
-from sparkenv.multinode import sysfs
+from sparkenv.environment import launch, nccl, sysfs
 from sparkenv.rules import g10_link as judge_link
 
 SYS = Path(__file__).parents[1] / "fixtures" / "sys"

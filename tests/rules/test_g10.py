@@ -11,7 +11,7 @@ import stage_facts as sf
 from rule_table import Row, check, ids
 
 from sparkenv.core.report import Status
-from sparkenv.multinode import sysfs
+from sparkenv.environment import sysfs
 
 SYS = Path(__file__).resolve().parents[1] / "fixtures" / "sys"
 TORCHRUN = ["torchrun", "--nnodes", "2", "--node-rank", "0", "--master-addr", "192.168.177.11", "train.py"]

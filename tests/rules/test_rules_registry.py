@@ -386,19 +386,15 @@ def test_no_container_marker_one_verdict_and_fix_in_the_audit_and_the_gate(env, 
     assert installed.fix == live.fix
 
 
-def test_every_rule_named_lazily_and_every_name_a_gotcha_module_exports_is_there():
-    """rules.Lazy and the gN.py modules' lazy names: each names a function (or constant) that its stage
-    module defines, so a rule that runs late cannot fail to import, and `from sparkenv.rules.g1 import
-    fix_for` keeps working."""
+def test_every_rule_named_lazily_is_there():
+    """rules.Lazy: each names a function that its stage module defines, so a rule that runs late cannot
+    fail to import."""
     import importlib
 
     lazy = 0
     for gid in rules.GOTCHAS:
-        mod = rules.module(gid)
         for rule in rules.rules_of(gid):
             if isinstance(rule.check, rules.Lazy):
                 lazy += 1
                 assert callable(getattr(importlib.import_module(rule.check.__module__), rule.check.__name__))
-        for name in getattr(mod, "__all__", ()):
-            assert getattr(mod, name) is not None, (gid, name)
     assert lazy >= 9  # g1's three and g9's six at least

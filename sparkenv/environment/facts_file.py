@@ -1,7 +1,7 @@
-"""Load a facts snapshot for replay (`gate --facts FILE`): read safely, parse, validate against the
-shipped schema (sparkenv/data/facts.schema.json, `sparkenv.facts/1`). Anything wrong is one line naming
-the file and the problem (exit 2): a FIFO, a huge file, JSON nested 200k deep, `"capability": [9]`,
-`"workload": 5`, a string where a number belongs."""
+"""Load a facts snapshot for replay (`gate --facts FILE`, `host --facts FILE`): read safely, parse,
+validate against the shipped schema (sparkenv/data/facts.schema.json, `sparkenv.facts/1`). Anything
+wrong is one line naming the file and the problem (exit 2): a FIFO, a huge file, JSON nested 200k
+deep, `"capability": [9]`, `"workload": 5`, a string where a number belongs."""
 
 from __future__ import annotations
 
