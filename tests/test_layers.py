@@ -49,14 +49,7 @@ COMPUTED = {
 }
 
 # One stage's imports of another stage's internals that are still there, each with what would end it.
-KNOWN_INTERNALS = {
-    ("sparkenv.gate.entry", "sparkenv.watch.launch"): "gate --watch starts the watcher; watch/ (another "
-    "branch's) has no api.py yet",
-    ("sparkenv.gate.entry", "sparkenv.attest.launch"): "gate --attest; attest/ (another branch's) has no "
-    "api.py yet",
-    ("sparkenv.gate.entry", "sparkenv.attest.run"): "gate --attest; attest/ (another branch's) has no api.py "
-    "yet",
-}
+KNOWN_INTERNALS: dict[tuple[str, str], str] = {}
 
 
 def layer(module: str) -> int:

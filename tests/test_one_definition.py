@@ -321,7 +321,12 @@ GUARDS = [
         "def applies(req, env):\n    return req.marker is None or req.marker.evaluate(env)\n",
     ),
     Guard(
-        "signal handlers", ("core/signals.py",), _signal_handler, "import signal\nsignal.signal(15, print)\n"
+        # watch/supervise.py: gate --watch's supervisor forwards every signal to the workload, a PID 1's
+        # duty, not sparkenv's own cleanup (core/signals.py)
+        "signal handlers",
+        ("core/signals.py", "watch/supervise.py"),
+        _signal_handler,
+        "import signal\nsignal.signal(15, print)\n",
     ),
     Guard(
         "the Terminated signal exception",
@@ -331,14 +336,15 @@ GUARDS = [
     ),
     Guard(
         "the child-process registry (own session, killed with its group)",
-        # forks too: children.fork (core/pool.py's workers: the audit's readers, the gate's probes)
-        ("core/children.py",),
+        # forks too: children.fork (core/pool.py's workers: the audit's readers, the gate's probes);
+        # watch/supervise.py starts the user's workload, which must outlive no registry and die with no group
+        ("core/children.py", "watch/supervise.py"),
         _child_process,
         "import subprocess\nproc = subprocess.run(['uv', 'pip', 'compile'], timeout=60)\n",
     ),
     Guard(
         "the worker pool (forked workers, their pipes and framing)",
-        ("core/pool.py", "core/children.py"),
+        ("core/pool.py", "core/children.py", "watch/supervise.py"),  # the supervisor's self-pipe wake-up
         _worker_pool,
         "import os\nanswers, to_parent = os.pipe()\n",
     ),

@@ -156,13 +156,19 @@ def _residue(fix: str | None) -> bool:
 
 def _dry_run(argv: list[str]) -> str:
     """ "" when uv accepts the command as a dry run; else its last words."""
+    from sparkenv.core import children
+
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=DRY_RUN_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
-        return f"no answer within {DRY_RUN_TIMEOUT:.0f} s"
+        proc = children.spawn(argv, text=True)
     except OSError as exc:
         return str(exc)
+    try:
+        _, err = proc.communicate(timeout=DRY_RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {DRY_RUN_TIMEOUT:.0f} s"
+    finally:
+        children.stop(proc)
     if proc.returncode == 0:
         return ""
-    words = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+    words = [ln.strip() for ln in err.splitlines() if ln.strip()]
     return " ".join(words[-3:])[:300] or f"exit status {proc.returncode}"

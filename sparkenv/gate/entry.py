@@ -129,7 +129,7 @@ def _asked(a: GateArgs, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
 
 def _check_watch(a: GateArgs) -> None:
     """--watch's options, and its folder made, before any probe: a typo costs no start."""
-    from sparkenv.watch import launch
+    from sparkenv.watch import api as launch
 
     if not a.workload:
         raise SparkenvError("--watch watches a workload: give it after --, e.g. sparkenv gate --watch -- CMD")
@@ -289,15 +289,15 @@ def start_workload(a: GateArgs) -> None:
 
 
 def _supervise(a: GateArgs, watcher_env: dict[str, str]) -> None:
-    from sparkenv.gate import forked
-    from sparkenv.watch import launch, supervise
+    from sparkenv.core import pool
+    from sparkenv.watch import api as watch
 
-    forked.reap_all()
-    folder = a.watch_dir or launch.DEFAULT_FOLDER
+    pool.reap_all()
+    folder = a.watch_dir or watch.DEFAULT_FOLDER
     interval, policy = a.watch_interval or 2.0, a.watch_policy or "report"
     try:
-        supervise.run(
-            a.workload, lambda pid: launch.start(folder, interval, policy, a.workload, pid, watcher_env)
+        watch.supervise(
+            a.workload, lambda pid: watch.start(folder, interval, policy, a.workload, pid, watcher_env)
         )
     except OSError as exc:
         _cannot_start(a.workload, exc)
@@ -306,11 +306,11 @@ def _supervise(a: GateArgs, watcher_env: dict[str, str]) -> None:
 def _attest(seconds: float) -> None:
     """--attest: the workload's environment gets the probe (sparkenv/attest/launch.py), and a sparkenv
     beside it reports on this stderr when its window ends."""
-    from sparkenv.attest import launch, run
+    from sparkenv.attest import api as attest
 
-    folder = launch.run_folder(os.environ.get("SPARKENV_ATTEST_DIR") or launch.DEFAULT_FOLDER)
-    env = launch.environment(os.environ, folder, seconds)
-    run.start_follower(folder, env, seconds)
+    folder = attest.run_folder(os.environ.get("SPARKENV_ATTEST_DIR") or attest.DEFAULT_FOLDER)
+    env = attest.environment(os.environ, folder, seconds)
+    attest.start_follower(folder, env, seconds)
     os.environ.clear()
     os.environ.update(env)
 
