@@ -238,4 +238,20 @@ def write_one(path: PathLike, content: str | bytes, make_parents: bool = False) 
     write_all({path: content}, make_parents)
 
 
-__all__ = ["OutputError", "check", "write_all", "write_one"]
+def holds(path: PathLike, content: str | bytes) -> bool:
+    """Whether `path` is a writable regular file (not a link) whose bytes are already those write_all
+    would write of `content` (redacted, UTF-8): writing it again would change only its times. A caller
+    that re-writes what it wrote last time (a re-lock's unchanged files, a cache entry) leaves it as is."""
+    data = redact(content).encode("utf-8") if isinstance(content, str) else content
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data) or not os.access(path, os.W_OK):
+            return False
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(len(data) + 1) == data
+    except OSError:
+        return False
+
+
+__all__ = ["OutputError", "check", "holds", "write_all", "write_one"]

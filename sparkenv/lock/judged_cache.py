@@ -160,7 +160,9 @@ def _write(path: Path, key_: str, body: dict[str, Any]) -> None:
 
     record = {"format": FORMAT, "key": key_, "checksum": _checksum(body), "body": body}
     with contextlib.suppress(OSError, SparkenvError, ValueError, TypeError):
-        outputs.write_one(path, json.dumps(record, separators=(",", ":")), make_parents=True)
+        text = json.dumps(record, separators=(",", ":"))
+        if not outputs.holds(path, text):  # a re-lock's prediction, as it was: not written again
+            outputs.write_one(path, text, make_parents=True)
 
 
 def load(judgement: str) -> Entry | None:

@@ -300,8 +300,7 @@ def _read(key_text: str) -> tuple[list[str], dict[str, str]] | None:
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if st.st_uid != os.getuid() or st.st_mode & 0o022 or st.st_size > 16 << 20:
+        if not _trusted(os.fstat(fd)):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read()
@@ -313,6 +312,11 @@ def _read(key_text: str) -> tuple[list[str], dict[str, str]] | None:
         return _parse(data.decode("utf-8", "surrogateescape"), key_text)
     except (ValueError, IndexError):
         return None
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """An entry this user wrote and nobody else may write, of a sane size."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and st.st_size <= 16 << 20
 
 
 def _parse(text: str, key_text: str) -> tuple[list[str], dict[str, str]] | None:
@@ -418,4 +422,7 @@ def _store(
 
     from sparkenv.core import outputs  # the one atomic writer: a reader never sees half an entry
 
-    outputs.write_one(_entry(key_text), _body([FORMAT, f"{zlib.crc32(_body(body)):08x}", *body]), True)
+    path, data = _entry(key_text), _body([FORMAT, f"{zlib.crc32(_body(body)):08x}", *body])
+    # a re-lock that left the lock as it was keeps the entry it started from: not written again
+    if not (outputs.holds(path, data) and _trusted(os.stat(path))):
+        outputs.write_one(path, data, True)

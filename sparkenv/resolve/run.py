@@ -341,10 +341,14 @@ def _judged(
             )  # fmt: skip
             if kept is not None or resolution.kept:
                 judged_cache.keep_rendered(layout, files[pylock_path], files[req_path], packages, stage_count)
+        from sparkenv.core import outputs as output_files
+
+        # a re-lock that renders the very bytes already there leaves those files as they are
+        changed = {path: text for path, text in files.items() if not output_files.holds(path, text)}
         if outputs is None:
-            lockwrite.write_pair(files)
+            lockwrite.write_pair(changed)
         else:
-            outputs.update(files)
+            outputs.update(changed)
         timeline.mark("lock rendered")
         if resolution.before_uv and (kept is not None or resolution.kept):
             # the next plain re-lock replaces this very lock: it may expect uv to answer as now

@@ -124,3 +124,26 @@ def test_a_read_past_a_files_limit_is_kept_one_cut_by_the_locks_budget_is_not(in
     # kept for the limits it was read under only: with a larger one the member would be read
     monkeypatch.setattr(wheel_elf, "PER_OBJECT", wheel_elf.PER_OBJECT * 2)
     assert wheel_elf._cached(sha, coverage.gb10()) is None
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+def test_a_relock_that_renders_the_same_bytes_leaves_the_files_as_they_were(lock):
+    """Nothing is written again where the bytes would be the same (the lock's two files, the kept
+    judgement's prediction); a changed input is judged again and its lock written."""
+    first = lock("big-ops\n", *BARE)
+    assert first.code == 0, first.out + first.err
+    lock(None, *BARE)  # the prediction for the lock just written is made by this re-lock
+    written, judged = _stamps(lock.out), _stamps(lock.cache / "judged-locks")
+    again = lock(None, *BARE)
+    assert lock.kept and again.json()["findings"] == first.json()["findings"]
+    assert _stamps(lock.out) == written and _stamps(lock.cache / "judged-locks") == judged
+    before = lock.files()
+    changed = lock("big-ops>=1\n", *BARE)
+    assert not lock.kept and "metadata read" in lock.marks
+    assert changed.json()["findings"] == first.json()["findings"]
+    # the lock records its inputs' hash: new bytes, written
+    assert lock.files()["pylock.spark-bare.toml"] != before["pylock.spark-bare.toml"]
+    assert _stamps(lock.out)["pylock.spark-bare.toml"] != written["pylock.spark-bare.toml"]

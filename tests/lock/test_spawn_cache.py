@@ -96,7 +96,10 @@ def test_a_relock_starts_uv_from_the_cache_and_writes_the_same_lock(locker: Lock
     # uv from the cache starts before the lock has read its inputs
     assert again.index(FROM_CACHE) < again.index("inputs read")
     assert files(locker.out) == written == locker.control()
+    # the same bytes again: neither the lock's files nor the entry are written again
+    stamps = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [*locker.out.iterdir(), _entry(locker)]}
     assert KEPT in locker.lock()  # the lock just written is the next one's preferences: still a hit
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in stamps} == stamps
 
 
 def _same_size_and_mtime(path: Path, old: str, new: str) -> None:
