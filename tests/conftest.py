@@ -194,7 +194,32 @@ def sparkenv(*args: str, env: dict[str, str] | None = None, cwd: Path | None = N
         env=full_env,
         cwd=cwd,
     )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    result = Result(proc.returncode, proc.stdout, proc.stderr)
+    _no_pass_beside_a_fail(args, proc.stdout)
+    return result
+
+
+def _no_pass_beside_a_fail(args: tuple[str, ...], out: str) -> None:
+    """Every JSON report any test's CLI run prints is held to one rule (issue 39): no PASS of a G-number
+    about a subject beside a FAIL of the same G-number about the same subject — one check saying both yes
+    and no. (A G9 PASS "torch pinned in the lock" beside a G1 FAIL of torch's CUDA build is two questions
+    with two answers, and stays.)"""
+    if not out.startswith("{"):
+        return
+    try:
+        report = json.loads(out)
+    except ValueError:
+        return
+    if not isinstance(report, dict) or not isinstance(report.get("findings"), list):
+        return
+    found = [f for f in report["findings"] if isinstance(f, dict)]
+    failed = {(f.get("id"), f.get("subject")) for f in found if f.get("status") == "FAIL"}
+    contradicting = [
+        f"{f.get('id')} PASS: {f.get('summary')}"
+        for f in found
+        if f.get("status") == "PASS" and (f.get("id"), f.get("subject")) in failed
+    ]
+    assert not contradicting, f"sparkenv {' '.join(args)}: PASS beside FAIL, same subject: {contradicting}"
 
 
 @pytest.fixture

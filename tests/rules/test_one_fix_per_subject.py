@@ -43,3 +43,20 @@ def test_no_pass_beside_a_fail_of_the_same_subject(profile, ctx):
         f"{f.id.value} PASS: {f.summary}" for f in found if f.status.value == "PASS" and f.subject in failed
     ]
     assert not contradicting, contradicting
+
+
+def test_every_cli_report_of_the_suite_is_held_to_it():
+    """tests/conftest.py checks every JSON report a CLI run of the suite prints: a planted report with a
+    PASS and a FAIL of one G-number about one subject is refused, two G-numbers are two questions."""
+    import json
+
+    from conftest import _no_pass_beside_a_fail
+
+    def report(*findings):
+        return json.dumps(
+            {"findings": [{"id": i, "status": s, "subject": "torch", "summary": "x"} for i, s in findings]}
+        )
+
+    _no_pass_beside_a_fail(("lock",), report(("G9", "PASS"), ("G1", "FAIL")))
+    with pytest.raises(AssertionError, match="PASS beside FAIL"):
+        _no_pass_beside_a_fail(("lock",), report(("G9", "PASS"), ("G9", "FAIL")))
