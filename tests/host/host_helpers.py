@@ -8,20 +8,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
+from build_helpers import skip_unless_required
 
 from sparkenv.host import docker_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "host"
-
-
-def skip_unless_required(reason: str) -> None:
-    """Skip a Docker test for what this machine lacks; under SPARKENV_REQUIRE_DOCKER=1 (CI, which provides
-    the engine, gcc, root and a second user's tools) the same lack is a failure: CI never skips these."""
-    if os.environ.get("SPARKENV_REQUIRE_DOCKER") == "1":
-        pytest.fail(reason + "; SPARKENV_REQUIRE_DOCKER=1 makes this a failure (.ci/run provides it)")
-    pytest.skip(reason)
 
 
 def engine_or_skip() -> dict[str, Any]:

@@ -37,7 +37,9 @@ def image() -> str:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     if found.stdout.strip() != "{}.{}".format(*sys.version_info[:2]):
-        pytest.skip("the stand-in's Python is not this interpreter's: its site-packages cannot be lent")
+        bh.skip_unless_required(
+            "the stand-in's Python is not this interpreter's: its site-packages can't be lent"
+        )
     return bh.STANDIN_TAG
 
 
@@ -49,7 +51,7 @@ def _site() -> str:
 
 def _start(pid1: str, folder: Path, code: str, name: str) -> subprocess.Popen[str]:
     if pid1 == "tini -g" and not TINI.exists():
-        pytest.skip(f"{TINI} is not installed")
+        bh.skip_unless_required(f"{TINI} is not installed")
     folder.mkdir(parents=True, exist_ok=True)
     docker_opts, prefix = PID1S[pid1]
     argv = [
