@@ -113,23 +113,27 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "a file", limit: int
             raise _not_regular(p, st.st_mode, what)
         if st.st_size > limit:
             raise UnreadableFile(p, f"{_size(st.st_size)}, over the {_size(limit)} limit for {what}")
-        chunks: list[bytes] = []
-        got = 0
-        while True:
-            # Read to EOF, not st_size: /proc files say 0, and a growing file must still stop at the cap.
-            try:
-                chunk = os.read(fd, min(limit + 1 - got, 4 * MiB) or 1)
-            except OSError as exc:
-                raise UnreadableFile(p, f"read failed: {exc.strerror or exc}") from None
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-            if got > limit:
-                raise UnreadableFile(p, f"over the {_size(limit)} limit for {what}")
-        return b"".join(chunks)
+        # Read to EOF, not st_size: /proc files say 0, and a growing file must still stop at the cap.
+        return _read_capped(fd, p, what, limit)
     finally:
         os.close(fd)
+
+
+def _read_capped(fd: int, name: str, what: str, limit: int) -> bytes:
+    """`fd` read to its end, never past `limit`; UnreadableFile naming `name` otherwise."""
+    chunks: list[bytes] = []
+    got = 0
+    while True:
+        try:
+            chunk = os.read(fd, min(limit + 1 - got, 4 * MiB) or 1)
+        except OSError as exc:
+            raise UnreadableFile(name, f"read failed: {exc.strerror or exc}") from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        got += len(chunk)
+        if got > limit:
+            raise UnreadableFile(name, f"over the {_size(limit)} limit for {what}")
 
 
 def read_text(
@@ -169,20 +173,8 @@ def read_stdin(*, what: str = "a file", limit: int = DEFAULT_LIMIT) -> str:
         raise UnreadableFile(STDIN, f"cannot read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(mode):
         raise UnreadableFile(STDIN, f"a directory; expected {what}")
-    chunks: list[bytes] = []
-    got = 0
-    while True:  # blocking reads: a pipe's writer may be slow, and it ends the input by closing
-        try:
-            chunk = os.read(0, min(limit + 1 - got, 4 * MiB) or 1)
-        except OSError as exc:
-            raise UnreadableFile(STDIN, f"read failed: {exc.strerror or exc}") from None
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-        if got > limit:
-            raise UnreadableFile(STDIN, f"over the {_size(limit)} limit for {what}")
-    return _decoded(b"".join(chunks), STDIN, what, "strict")
+    # blocking reads: a pipe's writer may be slow, and it ends the input by closing
+    return _decoded(_read_capped(0, STDIN, what, limit), STDIN, what, "strict")
 
 
 # Linux's limits (limits.h): a longer path or name fails every call with ENAMETOOLONG

@@ -37,6 +37,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from sparkenv.index import deadline
@@ -103,27 +104,22 @@ class _Response(http.client.HTTPResponse):
         return self.watch.says if self.watch is not None else deadline.request_message()
 
     def read(self, amt: int | None = None) -> bytes:
-        # a body cut at its deadline may end early without an error: never handed on as if whole
-        try:
-            data = super().read(amt)
-        except (OSError, http.client.HTTPException, ValueError):
-            if self._expired():
-                raise deadline.Expired(self._says()) from None
-            raise
-        if self._expired():
-            raise deadline.Expired(self._says())
-        return data
+        return self._in_time(super().read, amt)
 
     def readinto(self, b: Any) -> int:
+        return self._in_time(super().readinto, b)
+
+    def _in_time(self, read: Callable[[Any], Any], arg: Any) -> Any:
+        # a body cut at its deadline may end early without an error: never handed on as if whole
         try:
-            n = super().readinto(b)
+            got = read(arg)
         except (OSError, http.client.HTTPException, ValueError):
             if self._expired():
                 raise deadline.Expired(self._says()) from None
             raise
         if self._expired():
             raise deadline.Expired(self._says())
-        return n
+        return got
 
     def _close_conn(self) -> None:
         super()._close_conn()  # type: ignore[misc]
