@@ -64,7 +64,7 @@ ROWS = [
                                             library_code=(LibraryCode(CUFILE, ("compute_90",)),)),
         JIT, Status.INFO, "CUDA_CACHE_PATH on a volume", "the kernels cuDNN attention generates at run time"),
     Row(RULE, "Marlin served the GEMMs on SM 12.1, where the data names CUTLASS / cuBLASLt FP4",
-        lambda c: _marlin(c, (12, 1)), GEMM, Status.WARN, "--linear-backend cutlass",
+        lambda c: _marlin(c, (12, 1)), GEMM, Status.WARN, "--moe-backend flashinfer_cutlass",
         "FP4/FP8 GEMM ran on Marlin: 95.2 % of the window's GPU time, a fallback while CUTLASS, cuBLAS(Lt) "
         "exist for SM 12.1"),
     Row(RULE, "Marlin served the GEMMs on SM 9.0 (no native FP4 there)", _marlin, GEMM, Status.INFO, None,
