@@ -1,18 +1,15 @@
 """`sparkenv audit --fix-plan`: the commands that would fix an environment's CUDA-major findings, each
 checked before it is printed.
 
-For every G1 FAIL or WARN about an installed distribution bound to another CUDA major: install its
-CUDA 13 counterpart where sparkenv's data names one (rules/counterparts.py, the one source of every fix
-text), then uninstall it — unless another installed distribution requires it unconditionally (its
-Requires-Dist holds on the environment without an extra; environment/markers.applies, the one marker
-evaluation): then it is not removed, and the plan says which distribution to upgrade instead. A
-requirer that is itself removed by the plan does not hold it.
+For each G1 FAIL or WARN about an installed distribution bound to another CUDA major: install its CUDA 13
+counterpart where the data names one (rules/counterparts.py), then uninstall it, unless another installed
+distribution requires it unconditionally (environment/markers.applies); then the plan names what to
+upgrade instead. A requirer the plan itself removes does not hold it.
 
-Then each command is dry-run against the environment with uv (`uv pip install --dry-run` and
-`uv pip uninstall --dry-run`, `--python` the environment's interpreter, uv's configured index): all the
-installs together first, one by one only if that fails. Only commands a dry run accepted are printed;
-the others are listed with uv's reason. Without an interpreter or without uv nothing is printed as a
-command, and the plan says why."""
+Each command is dry-run with uv against the environment's interpreter (all installs together, one by one
+only if that fails); only commands a dry run accepted are printed, the others with uv's reason. Without
+an interpreter or uv, the plan says why and prints no command.
+"""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from sparkenv.core import safe_read
 from sparkenv.core.names import canonical
 
 # RECORD rows are "path,hash,size". Shared objects are found by searching the whole text for the end of
-# a path like ".so," or ".so.12,", not by a csv row loop: a real CUDA venv lists ~70,000 files and only
-# ~850 matter here (10x faster than a line-anchored regex, which backtracks through every path).
+# a path like ".so," or ".so.12,", not by a csv row loop: a real CUDA venv lists tens of thousands of
+# files and only a few hundred matter here (a line-anchored regex backtracks through every path).
 _SO_END = re.compile(r"\.so(?:\.[0-9][\w.]*)?,")
 _QUOTED_ROW = re.compile(r'^"', re.M)
 _SO_QUOTED = re.compile(r'^"((?:[^"]|"")*\.so(?:\.[0-9][\w.]*)?)",', re.M)

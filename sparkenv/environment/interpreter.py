@@ -13,7 +13,7 @@ from typing import Any
 
 from sparkenv.core.errors import SparkenvError
 
-ASK_TIMEOUT = 15.0  # seconds a shim may take to say which interpreter it runs (pyenv's answers in ~0.1 s)
+ASK_TIMEOUT = 15.0  # seconds a shim may take to say which interpreter it runs (a pyenv shim needs far less)
 _PYTHON_BINARY = re.compile(r"python(\d+(\.\d+)?[a-z]?)?(\.exe)?$")
 _ASK = "import sys; print(sys.executable)"
 

@@ -2,15 +2,12 @@
 the credential reaches the stage only as a secret mount (`RUN --mount=type=secret`), which BuildKit keeps
 out of every layer, the image's history and its build cache.
 
-Why the command line: the docker SDK builds through the Engine API's classic builder, which has no
-secrets. A file the context carries into a stage (the netrc sparkenv copied before) becomes a layer of an
-intermediate image that stays in the engine's cache after the build, final image clean or not. BuildKit's
-secrets travel over a session the docker CLI opens with the engine (gRPC), which the SDK does not speak.
-A loopback proxy that adds the credential to pip's requests was the other way: it works only where the
-build's RUN steps share the host's network (`--network host`, a local engine), must rewrite the index's
-pages to keep the file hosts behind it, and the proxy's address in the RUN line changes the step's cache
-key on every build (the multi-GB fetch would never be cached). A build without a credential keeps the
-SDK's classic build, which needs no CLI."""
+The docker SDK builds with the Engine API's classic builder, which has no secrets (a file carried into a
+stage stays in the engine's cache) and does not speak the session BuildKit's secrets travel over. A
+loopback proxy adding the credential was the other way, and was not taken: it needs the host's network,
+must rewrite the index's pages, and its address would change the fetch step's cache key on every build.
+A build without a credential keeps the SDK's classic build, which needs no CLI.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,11 @@
 """`sparkenv profiles new NAME --from-image IMAGE`: run the image once and write a complete profile.
 
-The image's own python3 runs a standard-library script (nothing is installed into it; its entrypoint is
-bypassed, so NGC's banner and entrypoint.d parts stay out of the output) that prints its Python, CPU,
-glibc, CUDA and every installed distribution. Platform, digest and environment come from the image's
-configuration. What could not be read is written with a comment saying UNVERIFIED and the default used.
-
-Decisions: `provides` lists every distribution of the image except the packaging tools (pip,
-setuptools, wheel), since resolution must not replace anything the base installed (G9) and users
-upgrade those tools freely; the environment keeps the variables that steer CUDA, pip and the
-frameworks, never ones that look like credentials.
+The image's own python3 runs a standard-library script (nothing installed; its entrypoint bypassed, so
+NGC's banner stays out) that prints its Python, CPU, glibc, CUDA and installed distributions; platform,
+digest and environment come from the image's configuration. What could not be read is written as
+UNVERIFIED with the default used. `provides` lists every distribution but pip, setuptools and wheel
+(resolution must not replace what the base installed; users upgrade those tools freely); the environment
+keeps the variables that steer CUDA, pip and the frameworks, never ones that look like credentials.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """The knowledge files of sparkenv/data, each loaded once into frozen, validated records.
 
-`knowledge.gate()` is data/gate.toml, `knowledge.cuda()` data/cuda.toml, and so on: one cached loader
-per file. Each file's shape is written once, as typed records in `knowledge/records/<file>.py` with a
-`parse(data)` built on `knowledge.schema.build`: a missing, unknown or mistyped key fails at load with
-the file and key named (KnowledgeError: exit 2, or the ERROR line of the rule that read it), names of
-distributions are canonicalised (PEP 503), lists are tuples and tables read-only mappings. Callers read
-attributes, never raw keys.
+`knowledge.gate()` is data/gate.toml, `knowledge.cuda()` data/cuda.toml, and so on: one cached loader per
+file, whose shape is the typed records of `knowledge/records/<file>.py` (built by `knowledge.schema`). A
+missing, unknown or mistyped key fails at load naming the file and key (KnowledgeError: exit 2, or the
+ERROR line of the rule that read it). Callers read attributes, never raw keys.
 
-A file's records module is imported the first time the file is read, not when a caller is imported:
-the gate imports most of sparkenv on every start but reads only a few files.
+A file's records module is imported the first time the file is read, not when a caller is imported: the
+gate imports most of sparkenv on every start but reads only a few files.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Turn a parsed data file into frozen records, checking every key against the record's types.
 
 One converter for every file of sparkenv/data, so each file's shape is written once, as the record its
-callers read: a missing key, an unknown key (a typo) or a value of the wrong type is one KnowledgeError
-naming the file and the key, at load, not a KeyError at the 28th lookup. Lists become tuples and tables
-read-only mappings; `DistName` fields are canonicalised as packaging does (PEP 503, sparkenv.core.names), so
-no caller compares a raw name from a data file.
-
-Records are typing.NamedTuple classes: immutable, typed, with defaults, like a frozen dataclass, but a
-fraction of the cost to define (benchmarks/knowledge_load.py), and the gate
-defines two dozen of them on every start. `_toml_keys` maps a field to a TOML key of another name
-(`[[server]]` -> servers).
+callers read: a missing, unknown (a typo) or mistyped key is one KnowledgeError naming the file and the key,
+at load. Lists become tuples, tables read-only mappings, and `DistName` fields are canonicalised (PEP 503,
+sparkenv.core.names). Records are typing.NamedTuple classes (immutable, typed, with defaults) because the
+gate defines a few dozen on every start and they cost less to define than frozen dataclasses
+(benchmarks/knowledge_load.py). `_toml_keys` maps a field to a TOML key of another name.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """Run by the gate with the workload's interpreter when the workload heads, joins or uses a Ray cluster:
-publish this node's digest in the cluster's internal key-value store (held by the GCS), wait (bounded)
-for the expected nodes' digests, and optionally time transfers between the nodes through tasks Ray
-places one per node. Standalone on purpose (stdlib + ray; torch when the interpreter has it), like
-store_agent.py, whose torch facts and all-reduce it reuses.
+publish this node's digest in the cluster's key-value store (the GCS), wait (bounded) for the expected
+nodes' digests, and optionally time transfers between the nodes through tasks placed one per node.
+Standalone on purpose (standard library + ray; torch when the interpreter has it), like store_agent.py.
 
-Who is expected: every node alive in the cluster, every node whose gate is publishing now (a node that
-joins after its gate), and at least the count the launch names. A record counts only when its writer is
-seen alive during this exchange (its heartbeat moves, or it lists this run as seen): records that an
-earlier run left in the store never count. Each agent stops once every expected node has published and
-has seen it, so the last one out still finds the others' final records.
+Expected: every node alive in the cluster, every node whose gate is publishing now, and at least the
+count the launch names. A record counts only when its writer is seen alive during this exchange, so
+records an earlier run left in the store never count. Each agent stops once every expected node has
+published and has seen it, so the last one out still finds the others' final records.
 
 Input: one JSON object as the only argument. Output: one JSON object on stdout; exit 0 even when nodes
-are missing (the gate judges what was seen)."""
+are missing (the gate judges what was seen).
+"""
 
 from __future__ import annotations
 

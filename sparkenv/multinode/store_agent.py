@@ -276,6 +276,6 @@ def _first(exc: BaseException) -> str:
 if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
-    # Skip the interpreter's teardown (the store's server thread, gloo) which takes ~1 s: the answer is out,
+    # Skip the interpreter's teardown (the store's server thread, gloo), which is slow: the answer is out,
     # and the peers have read what they needed before we got here.
     os._exit(code)

@@ -1,30 +1,18 @@
 """The G2 SDPA override: PyTorch's scaled_dot_product_attention as the attention of Unsloth and transformers.
 
-Why one flag is not enough: `unsloth/models/_utils.py` sets `HAS_FLASH_ATTENTION = True` when flash_attn
-imports, and every module that star-imports it (`unsloth.models.llama`, `vision`, `loader`, `mistral` …,
-`unsloth.utils.attention_dispatch`) holds its own copy. The widely shared patch
-`unsloth.models._utils.HAS_FLASH_ATTENTION = False` changes the config Unsloth writes ("sdpa") but not
-`attention_dispatch.HAS_FLASH_ATTENTION`, which `select_attention_backend()` reads: training can still run
-flash-attn. This module sets the flags in every `unsloth*` module, loaded now or later:
+One flag is not enough: every module that star-imports `unsloth.models._utils` holds its own copy of
+`HAS_FLASH_ATTENTION`, and the attention dispatch reads its copy (docs/patch.md says which). So a finder
+at the front of `sys.meta_path` patches each `unsloth*` module as it is imported (the flash-attention
+flags, and in "sdpa" mode `HAS_XFORMERS`, set to False), and transformers' `is_flash_attn_{2,3,4}_available`
+in every module of transformers, trl, peft and Unsloth that holds one.
 
-- `HAS_FLASH_ATTENTION` and `HAS_FLASH_ATTENTION_SOFTCAPPING` (Gemma 2's flash path) → False;
-- in "sdpa" mode (the default) also `HAS_XFORMERS` → False, so the dispatch falls through to SDPA; in
-  "xformers" mode xformers is left alone;
-- transformers' `is_flash_attn_{2,3,4}_available` → a function returning False, in every loaded module of
-  transformers, trl, peft and Unsloth that holds one (they import it by name);
-- an import hook (a finder at the front of `sys.meta_path`) patches each such module right after it
-  executes, so the order of imports does not matter: what star-imports a patched module copies False.
+Activation: `force_sdpa()`, or `sparkenv-sdpa.pth` (`sparkenv patch sdpa --install`) running `_boot()`,
+which only puts the finder in place: nothing heavy is imported until an `unsloth*` module is.
+`SPARKENV_SDPA=0` (off/false/no) switches the .pth off, `SPARKENV_SDPA=xformers` keeps xformers.
+`status()` tells a gate, importing nothing, whether the override is active.
 
-Activation: call `force_sdpa()`, or install `sparkenv-sdpa.pth` (`sparkenv patch sdpa --install`), which
-runs `_boot()` at interpreter start. `_boot()` only puts the (cheap) finder in place; nothing is patched
-and nothing heavy is imported until an `unsloth*` module is imported. `SPARKENV_SDPA=0` (or off/false/no)
-switches the .pth activation off at run time; `SPARKENV_SDPA=xformers` keeps xformers.
-
-`status()` tells a gate, without importing torch or anything else, whether the override is active.
-
-This file uses the standard library only and must stay that way: `sparkenv patch sdpa --install` copies it
-into the target's site-packages as `_sparkenv_sdpa.py`, so the .pth works where sparkenv is not installed.
-Several copies can be loaded in one process (this module and the copy); they share one finder, found in
+Standard library only, and it must stay so: `patch sdpa --install` copies this file into the target's
+site-packages as `_sparkenv_sdpa.py`. Copies loaded in one process share one finder, found in
 `sys.meta_path` by its `_sparkenv_sdpa` marker, which holds the state.
 """
 

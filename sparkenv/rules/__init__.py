@@ -1,47 +1,15 @@
 """The rules registry: every judgement sparkenv makes, keyed by (G-number, stage).
 
-Where things go (read this before adding a check):
+`rules/gN.py` holds gotcha N's judgements, pure functions of one stage's typed facts (`sparkenv/facts/`)
+that return Findings, and ends with `RULES`: the (stage, function, what it looks at) rows that the stage
+runners and `sparkenv explain` read, so a rule listed there runs and a rule that runs is listed. A gotcha
+that outgrows one file keeps `RULES` in gN.py and its stages in gN_<stage>.py. `rules/<concept>.py` is one
+classifier several stages ask (cuda_major, unsloth, hosts, wrong_cpu, replaced, base_fit, data_age).
 
-- `rules/gN.py` — every judgement of gotcha N, one section per stage that can see it, each a pure
-  function of that stage's typed facts that returns Findings (a gotcha that outgrows one file keeps
-  RULES in gN.py and its stages in gN_<stage>.py: g1_installed.py, g9_resolved.py …; the rule's name
-  stays `g1.installed`). At the end of the module, `RULES` names
-  (stage, function, what it looks at); the stage runners and `sparkenv explain` read only that, so a
-  rule listed there runs, and a rule that runs is listed. New judgement for G7 in the gate? A function
-  in rules/g7.py and a `Rule(Stage.LIVE, …)` line; nothing in gate/.
-- `rules/<concept>.py` — one classifier per concept that several stages ask about:
-  `cuda_major.py` (the CUDA major of a name, label, pin, Requires-Dist, soname or install path, with
-  one precedence and one severity table), `unsloth.py` (the Unsloth family), `hosts.py` (known-bad
-  host builds), `wrong_cpu.py` (shared objects of another CPU), `replaced.py` (a base package replaced
-  on purpose), `base_fit.py` (a base image, as read, against a lock's profile: build's first check),
-  `data_age.py` (what the dated data does not know: a profile's UNVERIFIED values, an NGC release or a
-  driver newer than the newest known, decided by knowledge/known.py for every stage).
-  Rules read typed facts from `sparkenv/facts/` (inside an NGC image: `facts/ngc.py`) and
-  pure readers from `sparkenv/environment/` (`markers.py`, the marker environment of a target;
-  `pins.py`, exact pins); they never import a stage package (tests/test_layers.py).
-  The host driver against a CUDA release is in g1_driver.py, a package's
-  GPU code, Triton's ptxas and TORCH_CUDA_ARCH_LIST in g7.py; what they read is parsed in
-  `sparkenv/cuda/`.
-  The SDPA wanted/off words live in `sparkenv/patches/sdpa.py` (`mode_from_env`), because the
-  override's .pth must read them without importing sparkenv; the rules call that one function.
-- Not judgements: `sparkenv/core/outputs.py` (atomic, all-or-nothing writes), `sparkenv/core/cache.py` (the
-  cache folder, `$SPARKENV_CACHE_DIR`).
-- Stage packages gather facts and call `evaluate(stage, facts)`: `resolve/` (Stage.DECLARED,
-  Stage.RESOLVED, and Stage.LOCKFILE over `sparkenv/facts/lockfile.py`'s facts), `audit/`
-  (Stage.INSTALLED, also run inside every image `sparkenv build` makes), `image/` (Stage.IMAGE: the
-  facts `base_check.py` prints inside the image, read by `facts/image.py`), `gate/` (Stage.LIVE),
-  `watch/` (Stage.WATCH: the time series of `facts/timeseries.py`, judged again at every reading
-  while the workload runs), `attest/` (Stage.ATTEST: the kernels a workload's window launched,
-  `facts/attest.py`, judged by rules/attest_g2.py and attest_g7.py with the classifier
-  rules/attest_kernels.py over data/kernel_paths.toml).
-  They decide nothing themselves.
-- The lock itself (reading and writing pylock + hashed requirements) has one owner, `sparkenv/lock/`;
-  a profile (type and loading) is `sparkenv/environment/profiles.py`.
-- A rule that raises becomes one ERROR line naming it (`run_rule`), at every stage: never a traceback,
-  never exit 70, never a hidden PASS.
-
-Facts types are imported by the rules only under TYPE_CHECKING, so importing a rule module stays cheap
-(the gate runs before every workload).
+Rules never import a stage package (tests/test_layers.py); stages gather facts, call `evaluate(stage,
+facts)` and decide nothing. A rule that raises is one ERROR line naming it (`run_rule`): never a traceback,
+exit 70 or a hidden PASS. Facts types are imported only under TYPE_CHECKING, so importing a rule module
+stays cheap (the gate runs before every workload). The map of every file: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """A CPU-only build by class, not by name: a native distribution (it ships shared objects) that asks for
-CUDA libraries on another platform (its Requires-Dist names a CUDA-bound distribution under a marker that
-holds on x86_64 Linux and not on the target's CPU) and, for the target, neither requires nor ships nor
-links any CUDA library. The same release is GPU-capable elsewhere; on a Spark it runs on the CPU. torch
-before 2.11 is the known case (its aarch64 wheels on the default index list nvidia-*-cu12 for
-`platform_machine == "x86_64"` only); speech and inference engines ship the same shape. One function
-for the lock (the resolved wheel's metadata and file list) and the audit (the installed METADATA, RECORD
-and ELF): g1_installed.dist_finding.
+CUDA libraries on another platform only (a Requires-Dist on a CUDA-bound distribution under a marker that
+holds on x86_64 Linux, not on the target) and for the target neither requires, ships nor links any CUDA
+library. On a Spark it runs on the CPU; torch before 2.11 is the known case. One function for the lock
+and the audit: g1_installed.dist_finding.
 
-What is not seen: a package whose other-platform wheel bundles or links CUDA while its metadata names
-no CUDA requirement at all (the other wheel's files would have to be read); the data's families (torch,
-onnxruntime-gpu, jax) are judged by rules/cuda_builds.py."""
+Not seen: a package whose other-platform wheel bundles CUDA while its metadata names no CUDA requirement
+(that wheel's files would have to be read); the data's families (torch, onnxruntime-gpu, jax) are judged
+by rules/cuda_builds.py.
+"""
 
 from __future__ import annotations
 

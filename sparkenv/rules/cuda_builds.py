@@ -1,12 +1,10 @@
-"""Is a resolved member of a CUDA-capable family (torch, torchvision, …) a CUDA build? The classifier
-rules/g1.py's resolved-stage CPU-only check uses; the lock calls it too, to know whose RECORD to read.
+"""Is a resolved member of a CUDA-capable family (torch, torchvision, …) a CUDA build? Used by rules/g1.py's
+resolved-stage CPU-only check, and by the lock to know whose RECORD to read.
 
-The same name ships CUDA and CPU-only builds; on PyPI, older aarch64 torch wheels carry no CUDA at
-all, and an exact pin like `torch==2.5.1` resolves to one of them for a Spark. A resolved member counts
-as a CUDA build when any of these shows CUDA: its version label (+cu130, NGC's .nvYY.MM), a CUDA
-runtime among the Requires-Dist that apply on the target, an exact pin on a family member that is a
-CUDA build (torchvision → torch==2.11.0) or the base's build, or a CUDA library in its RECORD.
-Only members with none of the first three get their RECORD read (by range requests).
+One name ships CUDA and CPU-only builds (older aarch64 torch wheels on PyPI carry no CUDA). A member is a
+CUDA build when its version label (+cu130, NGC's .nvYY.MM), a CUDA runtime among its Requires-Dist for the
+target, an exact pin on a family member that is a CUDA build (or the base's build), or a CUDA library in
+its RECORD shows CUDA. Only members with none of the first three get their RECORD read.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""G9 — drift: a bare pip environment, a pip install that replaced the base's torch, packages moved off
-the image's pins or the lock: every stage's judgement.
+"""G9 — drift: a bare pip environment, a pip install that replaced the base's torch, packages moved off the
+image's pins or the lock. Every stage's judgement; `RULES` at the end lists which function judges what.
 
-declared: pins that would replace what the base provides, drift-prone packages not pinned exactly, the
-Unsloth family installed with its dependencies (check, lock); resolved: what the base provides kept out
-of the lock, drift-prone packages pinned, --no-deps stages (lock); lockfile: whether the lock may be
-written, and a written lock against its inputs (lock, lock --check); image: the base's packages untouched
-by the lock's install steps (build); installed: container markers, NGC torch replaced, packages off the
-image's constraint file, drift against --lock, requirements unmet as pip check reports them (audit,
-build's self-audit); live: the same markers and
-NGC torch on the running machine (gate).
+declared and resolved (check, lock): base pins replaced, drift-prone packages not pinned exactly, --no-deps
+stages; lockfile (lock, lock --check): may the lock be written, is it stale; image (build): the base's
+packages untouched; installed (audit, build's self-audit): container markers, NGC torch replaced, the
+constraint file, drift against --lock, unmet requirements; live (gate): the same markers and NGC torch.
 """
 
 from __future__ import annotations

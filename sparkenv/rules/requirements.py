@@ -1,17 +1,14 @@
-"""Which installed distributions' requirements are unmet — what `pip check` reports, read from outside
-(pure: the facts the audit already gathered). The G9 judgement of them is in rules/g9.py.
+"""Which installed distributions' requirements are unmet: what `pip check` reports, read from outside
+(pure: the facts the audit gathered). rules/g9.py judges them.
 
-Like pip check: Requires-Dist markers are evaluated for the audited environment (its Python and CPU, not
-this host's), a requirement on a missing distribution is "missing", a version outside the specifier
-(pre-releases allowed) is a "conflict". Beyond pip check: the extras that were asked for are checked
-too — `A requires B[x]` makes B's `extra == "x"` requirements count (pip check ignores extras).
+As pip check: Requires-Dist markers are evaluated for the audited environment (not this host), a
+requirement on a missing distribution is "missing", a version outside the specifier (pre-releases
+allowed) a "conflict". Beyond pip check, requested extras count: `A requires B[x]` checks B's
+`extra == "x"` requirements.
 
-Severity (rules/g9.py, decision): WARN, for missing and conflicting requirements alike; `--strict`
-makes them fail.
-Not FAIL, because a FAIL blocks — `sparkenv build` leaves an image untagged on one — and broken
-requirements are common in images that run: NGC bases ship some, stacks such as Unsloth's are installed
-with --no-deps on purpose against pins known to be too strict, and a requirement on a distribution that
-a base provides under another name reads as missing. Each finding names both sides and the fix.
+Severity is WARN (`--strict` fails), not FAIL: a FAIL leaves a build's image untagged, and broken
+requirements are common in images that run (NGC bases ship some, Unsloth's stack is installed with
+--no-deps on purpose, a base may provide a distribution under another name).
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""A requirement uv found no set of versions for (`sparkenv lock`): one FAIL naming it, the cause in one
-line and the nearest release that has a wheel for the target, so that `--json`, SARIF and annotations carry
-the most common Spark failure as a finding (exit 1), not as an error line (exit 2 stays for bad input).
+"""A requirement uv found no set of versions for (`sparkenv lock`): one FAIL naming it, the cause in one line
+and the nearest release with a wheel for the target, so `--json`, SARIF and annotations carry it as a
+finding (exit 1), not an error line (exit 2 stays for bad input).
 
-Which G-number: what stops a file from installing on the target — no wheel for linux/aarch64 (a
-platform, ABI or Python tag) and no sdist — is G1's, the family of "the wheel does not fit the target"
-(CUDA-12 wheels, CPU-only builds, wheels of another CPU). What stops the set from closing — no release
-in the range asked, requirements that conflict, a name the index does not serve or refuses — is G9's,
-the closed-lock judgement (every requirement met by the lock or the base). A package uv could not build
-stays G2's (rules/g2.py), the source-build gotcha."""
+What stops a file from installing on the target (no linux/aarch64 wheel and no sdist) is G1's, "the wheel
+does not fit the target". What stops the set from closing (no release in range, conflicts, a name the
+index does not serve or refuses) is G9's, the closed lock. A package uv could not build stays G2's.
+"""
 
 from __future__ import annotations
 

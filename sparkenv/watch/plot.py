@@ -1,13 +1,11 @@
-"""A plot of a watched run as one self-contained SVG file (no script, no font, no plotting library):
-power with its limit, temperature, SM clock and MemAvailable against time since start, each event a
-marked vertical line whose tooltip is its G-line. Opens in any browser; commits as text.
+"""A plot of a watched run as one self-contained SVG file (no script, no font, no plotting library): power
+with its limit, temperature, SM clock and MemAvailable against time since start, each event a marked
+vertical line whose tooltip is its G-line. Opens in any browser; commits as text.
 
-Laid out for reading: the title, the reading count, each panel's name and legend, the event marks and the
-axis labels each get their own place, checked by their estimated extents (no text meets another, an event
-mark at the same time as another stacks above it); every value axis starts at 0 and ends on a round
-number above the highest value (MemAvailable's at the machine's total memory), so a wobble of a few
-hundred MB over a 128 GB pool looks like the wobble it is; ticks fall on round numbers (1, 2, 2.5 or 5
-times a power of ten; round times)."""
+Laid out by estimated text extents, so no label meets another (event marks at one time stack). Every value
+axis starts at 0 and ends on a round number above the highest value (MemAvailable's at the machine's total
+memory), so a small wobble over a large pool looks like one; ticks fall on round numbers.
+"""
 
 from __future__ import annotations
 

@@ -1,34 +1,14 @@
-"""`gate --watch`'s start: the gate stays as the workload's parent, a minimal supervisor, so that the
-watcher outlives the workload and has written its summary when the command's status is known.
+"""`gate --watch`'s start: the gate stays the workload's parent, a minimal supervisor, so that the watcher
+outlives the workload and has written its summary when the command's status is known.
 
-Why not exec the workload as the gate does without --watch: a process's end is told to its parent the
-moment it ends, and nothing after that can be held back. In a container started with `docker run --init`
-(docker-init is tini), or under dumb-init, PID 1 exits as soon as its child does, and when a PID
-namespace's init exits the kernel SIGKILLs every other process in it: the watcher died mid-run, its
-record ending as after a power loss. With the gate itself as PID 1 the same happens at the workload's
-end. On a host the shell had the status while the watcher still wrote, so a `watch --report` run next
-raced it. Only the process its parent waits on can hold that back, so with --watch that is the gate:
-
-- the workload runs as its child, in a process group of its own that gets the terminal's foreground when
-  the gate had it (as tini does: Ctrl-C and Ctrl-Z reach the workload's group, not the supervisor), with
-  the default dispositions of the signals Python ignores for itself (SIGPIPE, SIGXFSZ) and of every
-  signal the gate handled; a signal ignored when the gate started stays ignored, as it would without
-  the gate. Should the supervisor be SIGKILLed, the kernel SIGKILLs the workload (parent-death signal),
-  as a SIGKILL of the exec'd workload would have ended it;
-- every signal the supervisor receives goes on to the workload (none of it is acted on here), except
-  those that cannot be caught or only come from the kernel about this process (SIGCHLD, SIGTTIN,
-  SIGTTOU and the faults); a workload stopped from the terminal stops the supervisor too, so the shell
-  sees its job stopped, and `fg` continues both;
-- it reaps every child, any orphan handed to it included (as a PID 1 must);
-- when the workload has ended (left unreaped, so the watcher can still open it), it waits for the
-  watcher's end at most FINISH_S seconds: a watcher stuck (or still starting on a loaded machine) cannot
-  hold the workload's status; it is left to finish on its own (in a container the kernel ends it with
-  PID 1);
-- it ends as the workload ended: the same exit status, or killed by the same signal (a PID 1 cannot be,
-  so there it exits 128 + the signal's number, as a shell reports it); it writes nothing of its own.
-
-What changes against the exec: the workload's PID is the supervisor's child's, not the gate's, and a
-signal to the gate's process group reaches the workload once, through the supervisor.
+Why not exec the workload as the plain gate does: a process's end reaches its parent at once. Under
+`docker run --init` (tini), dumb-init, or with the gate as PID 1, init exits with its child and the kernel
+SIGKILLs the rest of the PID namespace, the watcher mid-record; on a host, a `watch --report` run next
+raced the watcher. So the supervisor runs the workload as its child in a process group of its own (with
+the terminal's foreground, default signal dispositions and a parent-death SIGKILL), forwards every signal
+it can catch, reaps every child, waits at most FINISH_S for the watcher once the workload ended, and ends
+as the workload ended (its status, or its signal; 128 + the signal as a PID 1). Each of these, and what
+differs from the exec: docs/architecture.md, "The watch's supervisor".
 """
 
 from __future__ import annotations

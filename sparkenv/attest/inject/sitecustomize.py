@@ -1,22 +1,19 @@
 """sparkenv attest's probe, loaded into the workload's own interpreter as `sitecustomize` (its folder first
-on PYTHONPATH): for a bounded window after `import torch` finishes, torch's profiler (Kineto/CUPTI) records
-every GPU kernel launched and every operator; then the profiler stops, its buffers are freed and the
-workload goes on untouched. Standard library only: the workload's environment need not have sparkenv.
+on PYTHONPATH): for a bounded window after `import torch` finishes, torch's profiler records every GPU
+kernel and operator; then it stops, its buffers are freed and the workload goes on untouched. Standard
+library only (the workload's environment need not have sparkenv); it starts no process and sends nothing.
 
-- Start: on the thread that finishes `import torch` (a finder wraps torch's loader, as the SDPA override
-  does for Unsloth), when that is the main thread: torch's profiler records operators per thread.
-- Hard end: a daemon timer thread asks the main thread to stop the profiler with Py_AddPendingCall, which
-  runs at its next bytecode whatever the workload does with signals (none is sent); `--steps` ends it at
-  the N-th optimizer step; interpreter exit ends it too. A main thread that never returns to Python keeps
-  it running: the record says so ("late") every few seconds until it does.
-- Record: attest-<pid>.jsonl in $SPARKENV_ATTEST_DIR, one JSON object a line, flushed as written: a
-  header at the start, a tick every second, then the window's rows and an end line. A killed run leaves
-  the header and its ticks: a readable partial record.
-- Nothing is sent anywhere. Another sitecustomize further down the path is run too.
+- Start: on the thread that finishes `import torch` (a finder wraps torch's loader), when that is the main
+  thread: the profiler records operators per thread.
+- End: a timer thread asks the main thread to stop the profiler with Py_AddPendingCall (no signal is
+  sent); `--steps` ends it at the N-th optimizer step; interpreter exit too. A main thread that never
+  returns to Python keeps it running, and the record says so ("late").
+- Record: attest-<pid>.jsonl in $SPARKENV_ATTEST_DIR, flushed as written (a header, a tick a second, the
+  window's rows, an end line), so a killed run leaves a readable partial record.
 
 Variables: SPARKENV_ATTEST_DIR (on), SPARKENV_ATTEST_SECONDS, SPARKENV_ATTEST_STEPS, SPARKENV_ATTEST_MARKERS
-(`|`-separated parts of operator names kept as a kernel's callers). The probe starts no process: gate
---attest's report comes from a sparkenv beside the workload that follows the record.
+(`|`-separated parts of operator names kept as a kernel's callers). Another sitecustomize further down
+the path runs too.
 """
 
 from __future__ import annotations
