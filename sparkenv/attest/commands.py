@@ -3,12 +3,15 @@ judge a record written earlier (`--record`, what `gate --attest` runs at the win
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from sparkenv.cli import options as opts
+from sparkenv.core.errors import SparkenvError
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts
@@ -107,13 +110,10 @@ def attest(
 
       sparkenv attest --record sparkenv-attest --html attest.html
     """
-    import os
-    import sys
 
     from sparkenv.attest import launch, run
     from sparkenv.core import outputs
     from sparkenv.core.bounds import seconds_problem
-    from sparkenv.core.errors import SparkenvError
     from sparkenv.render.emit import emit
 
     if bool(workload) == bool(record):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Mapping
 
 from sparkenv.attest.inject import sitecustomize as probe
+from sparkenv.knowledge import kernel_paths
 
 PROBE_DIR = os.path.dirname(os.path.abspath(probe.__file__))
 DEFAULT_FOLDER = "sparkenv-attest"
@@ -17,7 +19,6 @@ JIT_CACHE_MAX = 4 << 30  # CUDA_CACHE_MAXSIZE's largest value: nothing the windo
 
 def run_folder(folder: str) -> str:
     """A fresh folder for one run's records under `folder`: every record in it is this workload's."""
-    import time
 
     path = os.path.join(folder, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}")
     os.makedirs(path, exist_ok=True)
@@ -27,7 +28,6 @@ def run_folder(folder: str) -> str:
 def environment(base: Mapping[str, str], folder: str, seconds: float, steps: int = 0) -> dict[str, str]:
     """`base` with the probe switched on for a window of `seconds` (or `steps` optimizer steps, whichever
     ends first), records into `folder`."""
-    from sparkenv.knowledge import kernel_paths
 
     env = dict(base)
     path = env.get("PYTHONPATH", "")

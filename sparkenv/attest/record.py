@@ -8,7 +8,10 @@ import json
 import os
 from typing import Any
 
+from sparkenv.attest.gpu_use import PREFIX
 from sparkenv.core.errors import SparkenvError
+from sparkenv.cuda import fatbin
+from sparkenv.cuda.demangle import demangle
 from sparkenv.facts.attest import CpuOp, GpuUse, KernelRow, LibraryCode, ProcessRecord, SymbolRead
 
 MAX_BYTES = 256 << 20
@@ -28,7 +31,6 @@ def paths(where: str) -> list[str]:
 
 
 def _is_gpu_use(path: str) -> bool:
-    from sparkenv.attest.gpu_use import PREFIX
 
     return os.path.basename(path).startswith(PREFIX) and path.endswith(".jsonl")
 
@@ -165,7 +167,6 @@ def _record(path: str, rows: list[dict[str, Any]]) -> ProcessRecord:
 def library_code(records: list[ProcessRecord]) -> tuple[LibraryCode, ...]:
     """The fatbin targets of the shared objects the processes had loaded, read only where a JIT cache
     filled (the question is then which of them had only PTX): headers only, as the audit reads them."""
-    from sparkenv.cuda import fatbin
 
     wanted = dict.fromkeys(p for r in records if r.jit_files for p in r.libraries)
     out = []
@@ -190,8 +191,6 @@ def library_kernels(
     is read for the kernels its fatbins define (cubins' symbol tables, PTX entries), and a recorded name
     matches a defined one as it is (an `extern "C"` kernel, a mangled name) or as torch's profiler writes
     it, demangled by the same C++ runtime function. (name -> paths, what each library gave)."""
-    from sparkenv.cuda import fatbin
-    from sparkenv.cuda.demangle import demangle
 
     wanted = {k.name for r in records for k in r.kernels}
     found: dict[str, list[str]] = {}

@@ -14,10 +14,12 @@ from typing import Any
 
 from sparkenv import rules
 from sparkenv.attest import launch, record
+from sparkenv.attest.gpu_use import Recorder
 from sparkenv.core import children
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.report import Report
 from sparkenv.facts.attest import AttestFacts
+from sparkenv.patches.sdpa import mode_from_env
 
 ATTENTION = ("sdpa", "flash-attn", "any")
 POLL_S = 0.2
@@ -30,7 +32,6 @@ NO_RECORD_GRACE_S = 5.0
 def wanted_attention(option: str | None, env: Mapping[str, str]) -> tuple[str, str]:
     """The attention the workload asked for: --attention, else SDPA where $SPARKENV_SDPA wants the SDPA
     override (the one reading of that variable: patches/sdpa.py), else any."""
-    from sparkenv.patches.sdpa import mode_from_env
 
     if option is not None:
         choice = option.strip().lower()
@@ -122,7 +123,6 @@ def wait_for_windows(run_dir: str, gone: Any, deadline: float, tick: Any = None)
 @contextlib.contextmanager
 def _gpu_use(run_dir: str, root: int) -> Iterator[Any]:
     """NVML's record of the workload's process tree for as long as the window is waited for."""
-    from sparkenv.attest.gpu_use import Recorder
 
     recorder = Recorder(run_dir, root)
     try:

@@ -5,6 +5,7 @@ anything else returns None and typer answers. Both parsers end in `run`."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -51,7 +52,6 @@ def run(args: AuditArgs) -> int:
     say_what_was_read(result, options)
     if not args.fix_plan:
         return emit(result, options)
-    import sys
 
     from sparkenv.audit import fix_plan
     from sparkenv.environment import target

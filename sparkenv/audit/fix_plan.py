@@ -21,10 +21,12 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from sparkenv.core import children
 from sparkenv.core.report import GotchaId, Report, Status
 from sparkenv.environment import distributions
 from sparkenv.environment.markers import applies, marker_environment
 from sparkenv.environment.target import Target
+from sparkenv.rules import counterparts
 
 DRY_RUN_TIMEOUT = 120.0
 
@@ -72,7 +74,6 @@ def _requirers(key: str, installed: dict[str, distributions.Distribution], env: 
 
 def plan(report: Report, target: Target) -> Plan:
     """The checked commands for the report's CUDA-major findings on `target`."""
-    from sparkenv.rules import counterparts
 
     out = Plan()
     installed = _installed(target)
@@ -153,7 +154,6 @@ def _residue(fix: str | None) -> bool:
 
 def _dry_run(argv: list[str]) -> str:
     """ "" when uv accepts the command as a dry run; else its last words."""
-    from sparkenv.core import children
 
     try:
         proc = children.spawn(argv, text=True)

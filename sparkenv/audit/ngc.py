@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from sparkenv.core import safe_read
 from sparkenv.core.pins import exact_pin
 from sparkenv.facts.ngc import CONSTRAINT_FILE as NGC_CONSTRAINT_FILE
 from sparkenv.facts.ngc import RELEASE_VARIABLE, NgcFacts
@@ -18,7 +19,6 @@ def detect(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> 
     live = root == Path("/")
     environ = os.environ if environ is None and live else (environ or {})
     path = root / CONSTRAINT_FILE
-    from sparkenv.core import safe_read
 
     try:  # under --root this is a mounted image's file: a FIFO or device there must not hang the audit
         text = safe_read.read_text(path, what="a pip constraint file", limit=16 << 20, errors="replace")

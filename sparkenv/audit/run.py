@@ -6,15 +6,20 @@ changed one is read again where it changed and judged in full."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.audit import memo as memo_mod
 from sparkenv.audit import ngc
+from sparkenv.core.errors import SparkenvError
 from sparkenv.core.report import Finding, GotchaId, Report, Status
+from sparkenv.cuda import coverage
 from sparkenv.environment import container, target
 from sparkenv.facts.lock import Lock, ProfileOfLock
+from sparkenv.knowledge import packages
 
 if TYPE_CHECKING:
     from sparkenv.facts.installed import AuditFacts
@@ -34,8 +39,6 @@ def audit(
     started = time.perf_counter()
     resolved = target.resolve(target_arg, machine)
     if gpu == "default":
-        from sparkenv.cuda import coverage
-
         gpu = coverage.gb10()
     root_path = Path(root) if root else Path("/")
     markers = (container.detect(root_path), ngc.detect(root_path))
@@ -74,7 +77,6 @@ def _profile_of(locked: Lock) -> ProfileOfLock | None:
     if not locked.sparkenv or not (locked.profile or locked.profile_file):
         return None
     from sparkenv.core import project
-    from sparkenv.core.errors import SparkenvError
     from sparkenv.lock import profile as lockprofile
 
     try:
@@ -95,7 +97,6 @@ def _judged(
     memo: Any,
 ) -> tuple[Report, AuditFacts]:
     from sparkenv.audit import scan
-    from sparkenv.cuda import coverage
 
     def while_reading(dists: dict[str, Any]) -> None:
         # while workers read shared objects: the requirement check (the G9 rule and the context below
@@ -131,11 +132,9 @@ def _requirements() -> Any:
 
 
 def _remember(memo: memo_mod.Memo, resolved: target.Target, facts: AuditFacts, report: Report) -> None:
-    import os
 
     from sparkenv.audit import scan
     from sparkenv.environment.distributions import metadata_names
-    from sparkenv.knowledge import packages
 
     site_dirs = list(resolved.site_dirs)
     metas = []
@@ -194,7 +193,6 @@ def evaluate(facts: AuditFacts) -> list[Finding]:
 def say_what_was_read(result: Report, reporting: ReportOptions) -> None:
     """First, on a terminal's stderr, which environment was read (stdout stays findings then the verdict;
     a captured stderr stays the one error line). The G1 INFO line and context.read say it too."""
-    import sys
 
     if not (reporting.quiet or reporting.machine_stdout) and sys.stderr.isatty():
         print(f"sparkenv audit: read {result.context['read']}", file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from sparkenv.core.errors import SparkenvError
 from sparkenv.cuda.targets import KernelTarget
 from sparkenv.knowledge import gate, kernels
 
@@ -33,7 +34,6 @@ def parse_capability(text: str) -> Capability | None:
 def parse_gpu_option(value: str | None) -> Capability | None:
     """`--gpu`'s value (audit, build): a capability such as 12.1 or 9.0, the GB10's when not given, or
     None for `none` (the kernel check skipped); anything else is a usage error naming the option (exit 2)."""
-    from sparkenv.core.errors import SparkenvError
 
     if value is None:
         return gb10()

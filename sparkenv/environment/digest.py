@@ -3,11 +3,13 @@ torch, CUDA, NCCL, Python and the GPU), and the comparison of every node's diges
 
 from __future__ import annotations
 
+import hashlib
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sparkenv.core import safe_read
 from sparkenv.environment import host_driver
 from sparkenv.knowledge import multinode
 
@@ -17,9 +19,6 @@ IMAGE_LOCK = "/opt/sparkenv/pylock.toml"  # where `sparkenv build` puts the imag
 def lock_hash(env: Mapping[str, str]) -> str | None:
     """sha256 of the lock this environment was built from: $SPARKENV_LOCK, else the image's own lock.
     The same value `sparkenv build` writes into the io.sparkenv.lock-hash label."""
-    import hashlib  # here: the gate's checks import this module at every start, single-node too
-
-    from sparkenv.core import safe_read
 
     path = env.get("SPARKENV_LOCK") or IMAGE_LOCK
     try:

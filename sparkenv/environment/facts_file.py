@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import functools
 import json
+from importlib import resources
 from typing import Any
 
+from sparkenv.core.datafiles import parse_user_json
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.printable import printable
 from sparkenv.environment.reading import UnreadableFile, read_bytes
@@ -20,7 +22,6 @@ LIMIT = 32 << 20  # a real snapshot is ~20 KiB; its dists of a 2,000-package ima
 @functools.cache
 def _validator() -> Any:
     # fastjsonschema: pure Python, no dependencies, compiles the schema once; only a replay pays.
-    from importlib import resources  # only to replay a snapshot: the gate's start does without it
 
     import fastjsonschema
 
@@ -48,7 +49,6 @@ def load(path: str) -> dict[str, Any]:
         raw = read_bytes(path, what="a facts snapshot (JSON)", limit=LIMIT)
     except UnreadableFile as exc:
         raise SparkenvError(str(exc)) from None
-    from sparkenv.core.datafiles import parse_user_json
 
     return validate(parse_user_json(raw, path, "a facts snapshot"), path)
 

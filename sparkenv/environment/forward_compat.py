@@ -9,6 +9,8 @@ import os
 import re
 from collections.abc import Iterable
 
+from sparkenv.knowledge import drivers
+
 _LIBCUDA = re.compile(r"libcuda\.so\.(\d+(?:\.\d+){1,2})")
 _MAX_ENTRIES = 4096  # a compat folder holds a handful of files; past this it is not one
 
@@ -20,8 +22,6 @@ def _key(version: str) -> tuple[int, ...]:
 def libcuda_version(dirs: Iterable[str] | None = None) -> str | None:
     """The newest forward-compatibility libcuda's version in `dirs` (default: data/drivers.toml's)."""
     if dirs is None:
-        from sparkenv.knowledge import drivers
-
         dirs = drivers().forward_compat.dirs
     found: list[str] = []
     for folder in dirs:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparkenv.core.safe_read import UnreadableFile, read_text
+from sparkenv.cuda.driver import parse_proc_version
+
 PROC_DRIVER = "/proc/driver/nvidia/version"
 # The bare version, where /proc/driver/nvidia is hidden (some container runtimes)
 SYS_MODULE = "/sys/module/nvidia/version"
@@ -16,8 +19,6 @@ SYS_TAINT = "/sys/module/nvidia/taint"
 def read() -> dict[str, Any]:
     """{"proc_version", "version", "source"}, or {"proc_version": None, "version": None, "error": why}
     (the gate records it as it is, so the snapshot says why the driver is unknown)."""
-    from sparkenv.core.safe_read import UnreadableFile, read_text
-    from sparkenv.cuda.driver import parse_proc_version
 
     try:
         text = read_text(PROC_DRIVER, what="the NVIDIA driver version", limit=64 << 10, errors="replace")
@@ -37,7 +38,6 @@ def version() -> str | None:
 
 def taint() -> str | None:
     """The loaded nvidia module's taint flags ("POE", "OE"), or None where no module is loaded."""
-    from sparkenv.core.safe_read import UnreadableFile, read_text
 
     try:
         return read_text(SYS_TAINT, what="the NVIDIA module's taint flags", limit=4096).strip()

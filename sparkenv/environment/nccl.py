@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sparkenv.core import safe_read
 from sparkenv.knowledge import multinode
 
 
@@ -38,7 +39,6 @@ def read_confs(env: Mapping[str, str]) -> list[dict[str, Any]]:
     read (a FIFO, a device, no permission, over the size cap) is listed with `error`: NCCL may read it
     differently, so the link lines say so; a FIFO no longer hangs the probe, which dropped every G10
     line at the deadline."""
-    from sparkenv.core import safe_read
 
     found: list[dict[str, Any]] = []
     for path in conf_paths(env):

@@ -10,9 +10,12 @@ this GPU (GB10's memory: NOT_SUPPORTED) is None, never an error; a missing libnv
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from typing import Any
+
+from sparkenv.environment import ldcache
 
 MIB = 1 << 20
 
@@ -25,9 +28,6 @@ def library_path() -> str | None:
 
     Importing pynvml costs more than the rest of the gate (it defines its ctypes structures at import);
     on a machine without the driver, this look-up says so without paying for it."""
-    import os
-
-    from sparkenv.environment import ldcache
 
     machine = os.uname().machine  # what platform.machine() says on Linux, without importing platform
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)

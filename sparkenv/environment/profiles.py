@@ -6,17 +6,24 @@ files), or `[tool.sparkenv] profile = "…"` / `profile-file = "…"` in pyproje
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from sparkenv.core import schema
+from sparkenv import knowledge
+from sparkenv.core import safe_read, schema
+from sparkenv.core.datafiles import parse_toml, parse_user_toml
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.image_reference import check_digest, check_image
 from sparkenv.core.names import canonical
+from sparkenv.environment.markers import marker_environment
 
 PLATFORMS = {
     "linux/aarch64": "aarch64",
@@ -34,7 +41,6 @@ MACHINE_ALIASES = {"aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64",
 def uv_platform(machine: str, glibc: str) -> str:
     """uv's --python-platform for a CPU and a glibc version: x86_64-manylinux_2_36. The levels uv names
     are data (toolchain.toml [uv]): a newer glibc than uv knows gets the newest level it knows."""
-    from sparkenv import knowledge
 
     try:
         major, minor = (int(x) for x in (glibc or "2.17").split(".")[:2])
@@ -140,7 +146,6 @@ class Profile:
 
     def marker_env(self) -> dict[str, str]:
         """The environment markers are evaluated in: the target's, never the host's."""
-        from sparkenv.environment.markers import marker_environment
 
         return marker_environment(self.machine, self.python)
 
@@ -150,7 +155,6 @@ class Profile:
         platform = canonical_platform(platform)
         if platform == canonical_platform(self.platform):
             return self
-        from dataclasses import replace
 
         return replace(self, platform=platform)
 
@@ -165,7 +169,6 @@ def _data_dir():
     here = Path(__file__).resolve().parent.parent / "data" / "profiles"
     if here.is_dir():
         return here
-    from importlib import resources
 
     return resources.files("sparkenv").joinpath("data", "profiles")
 
@@ -178,7 +181,6 @@ def _parse(text: str, where: str) -> Profile:
     if not data.get("source"):
         data["source"] = f"{where} (hand-written)"
     provides = _values(data, where)
-    from sparkenv.core.image_reference import check_digest, check_image
 
     if data.get("image"):  # "" is allowed: a profile for a venv, built on with --base
         check_image(str(data["image"]), f"{where}: image")
@@ -205,7 +207,6 @@ def _parse(text: str, where: str) -> Profile:
 
 
 def _toml(text: str, where: str) -> dict[str, Any]:
-    from sparkenv.core.datafiles import parse_user_toml
 
     return parse_user_toml(text, where)
 
@@ -284,7 +285,6 @@ def _shipped_file(name: str) -> Profile | None:
 
 @functools.cache
 def _defaults_file() -> dict[str, Any]:
-    from sparkenv.core.datafiles import parse_toml
 
     return parse_toml(_data_dir().joinpath("_default.toml").read_text(encoding="utf-8"))
 
@@ -312,14 +312,11 @@ def load(name_or_path: str | None, base_dir: Path | None = None) -> Profile:
         path = Path(name_or_path)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        from sparkenv.core import safe_read
 
         try:
             text = safe_read.read_text(path, what="a profile file", limit=1 << 20)
         except safe_read.UnreadableFile as exc:
             raise SparkenvError(f"{name_or_path}: cannot read profile file: {exc.reason}") from None
-        import dataclasses
-        import os
 
         return dataclasses.replace(_parse(text, str(name_or_path)), file=os.path.realpath(path))
     raise SparkenvError(

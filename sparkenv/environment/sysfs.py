@@ -4,6 +4,7 @@ recorded tree (tests/fixtures/sys/), with the interfaces' IPv4 addresses from it
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import os
@@ -124,7 +125,6 @@ def parse_ip_json(text: str) -> dict[str, list[str]]:
 def live_addresses(names: list[str]) -> dict[str, list[str]]:
     """IPv4 address/prefix of each interface through the SIOCGIFADDR/SIOCGIFNETMASK ioctls: no `ip`
     binary needed (NGC images do not all carry iproute2)."""
-    import fcntl
 
     out: dict[str, list[str]] = {}
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

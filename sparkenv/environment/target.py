@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from sparkenv.core import safe_read
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.printable import printable
 from sparkenv.cuda import elf
+from sparkenv.environment import interpreter
 
 _PYVER_IN_PATH = re.compile(r"python(\d+\.\d+)")
 _HOST_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
@@ -50,11 +52,8 @@ def resolve(arg: str | None, machine: str | None = None) -> Target:
         )
         return _finish(f"the running interpreter ({sys.executable})", dirs, Path(sys.executable), machine)
 
-    from sparkenv.environment import interpreter
-
     # a bare name is looked up on PATH, a shim (pyenv's) asked for its real interpreter, as uv does
     path = Path(interpreter.real(os.path.expanduser(arg)))
-    import stat
 
     try:
         st = safe_read.stat_target(path)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from packaging.markers import Marker
 from packaging.specifiers import SpecifierSet
 
+from sparkenv.core.pins import exact_pin
 from sparkenv.environment.markers import applies
 from sparkenv.environment.profiles import Profile
 
@@ -32,7 +33,6 @@ class Declared:
 
     @property
     def exact(self) -> str | None:
-        from sparkenv.core.pins import exact_pin
 
         return exact_pin(self.specifier)
 

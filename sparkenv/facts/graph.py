@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from sparkenv.environment.markers import applies, evaluator
@@ -140,7 +140,6 @@ def installed_chains(requires: Mapping[str, Iterable[str]], env: dict[str, str])
 
 
 def _requirement(raw: str) -> Requirement | None:
-    from packaging.requirements import InvalidRequirement
 
     try:
         return Requirement(raw)

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from sparkenv.cuda.driver import module_flavour
 from sparkenv.facts.live import GateFacts
 
 # What the firmware or DGX OS calls a Spark ("NVIDIA_DGX_Spark" in /sys/class/dmi/id/product_name)
@@ -75,7 +76,6 @@ class HostFacts(GateFacts):
     # --- the driver --------------------------------------------------------------------------------
     @property
     def module_flavour(self) -> str | None:
-        from sparkenv.cuda.driver import module_flavour
 
         drv = self.section("driver") or {}
         return module_flavour(drv.get("proc_version"), drv.get("taint"))

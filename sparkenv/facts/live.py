@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkenv.core.report import Finding, GotchaId, Status
+from sparkenv.cuda.driver import parse_proc_version
 from sparkenv.knowledge import gate
 
 
@@ -73,7 +74,6 @@ class GateFacts:
 
     @property
     def driver_version(self) -> str | None:
-        from sparkenv.cuda.driver import parse_proc_version
 
         drv = self.section("driver") or {}
         if drv.get("version"):

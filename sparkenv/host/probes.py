@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkenv.core import children
-from sparkenv.environment import host_os
+from sparkenv.core.safe_read import read_text
+from sparkenv.environment import container, host_driver, host_os, nvml, parsers
 from sparkenv.environment.facts_file import FACTS_SCHEMA  # the gate's: one snapshot format
+from sparkenv.host import docker_probe
 
 # A busy loop pinned to one core, ended by itself after argv[2] seconds (and killed after the reading).
 BUSY = (
@@ -56,7 +58,6 @@ def gather(opts: Options) -> dict[str, Any]:
     take("gpu", probe_gpu, facts)
     take("container", probe_container, facts)
     setup: dict[str, Any] = {}
-    from sparkenv.host import docker_probe
 
     host = os.environ.get("DOCKER_HOST") or docker_probe.DEFAULT_HOST
     take("user", docker_probe.user, setup)
@@ -89,7 +90,6 @@ def _image_folder(engine: dict[str, Any]) -> str:
 def probe_driver() -> dict[str, Any]:
     """The gate's driver reader (the loaded module's version line) and the module's taint flags, which
     tell its flavour where the version line is hidden."""
-    from sparkenv.environment import host_driver
 
     found = host_driver.read()
     found["taint"] = host_driver.taint()
@@ -97,15 +97,12 @@ def probe_driver() -> dict[str, Any]:
 
 
 def probe_meminfo() -> dict[str, int]:
-    from sparkenv.core.safe_read import read_text
-    from sparkenv.environment import parsers
 
     return parsers.parse_meminfo(read_text("/proc/meminfo", what="/proc/meminfo", limit=1 << 20))
 
 
 def probe_container() -> dict[str, Any]:
     """The gate's container markers (its `container` section): `sparkenv host` belongs outside one."""
-    from sparkenv.environment import container
 
     found = container.detect()
     return {"markers": list(found.markers), "checked": list(found.checked)}
@@ -113,7 +110,6 @@ def probe_container() -> dict[str, Any]:
 
 def probe_gpu() -> dict[str, Any]:
     """The gate's NVML probe: the GPUs, their names and capability, the driver NVML reports."""
-    from sparkenv.environment import nvml
 
     return nvml.probe(0.0, time.monotonic() + 10.0)
 

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkenv import rules
+from sparkenv.core import outputs
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.report import Report
+from sparkenv.environment import facts_file
 from sparkenv.facts.host import HostFacts
+from sparkenv.host import probes
 
 
 @dataclass(frozen=True)
@@ -35,10 +38,7 @@ def check(a: HostArgs) -> HostArgs:
 
 def facts_of(a: HostArgs) -> tuple[dict[str, Any], str]:
     if a.facts:
-        from sparkenv.environment import facts_file  # the gate's loader: one schema, validated the same way
-
         return facts_file.load(a.facts), f"replayed from {a.facts}"
-    from sparkenv.host import probes
 
     return probes.gather(probes.Options(image=a.image, timeout_s=a.timeout)), "live"
 
@@ -46,8 +46,6 @@ def facts_of(a: HostArgs) -> tuple[dict[str, Any], str]:
 def run(a: HostArgs) -> tuple[Report, dict[str, Any]]:
     raw, source = facts_of(check(a))
     if a.dump_facts:
-        from sparkenv.core import outputs
-
         outputs.write_one(a.dump_facts, json.dumps(raw, indent=1, default=str) + "\n")
     facts = HostFacts(raw)
     findings = rules.evaluate(rules.Stage.HOST, facts)

@@ -16,6 +16,7 @@ from sparkenv.core import schema
 from sparkenv.core.errors import ServiceMissing, SparkenvError
 from sparkenv.core.printable import printable
 from sparkenv.facts.base_image import BaseImage
+from sparkenv.image import engine
 
 PROBE_TIMEOUT = 120
 
@@ -84,7 +85,6 @@ _ANSWER_LIMIT = 4 << 20  # bytes: an NGC image's answer is ~30 KB
 def local_or_pulled(client: Any, image: str, platform: str | None = None, otherwise: str = "") -> Any:
     """The engine's image `image`, pulled when it is not here; not pullable: exit 3 saying how to get it
     (the same words whoever asks: build or profiles new), and `otherwise` (build: pass --base IMAGE)."""
-    from sparkenv.image import engine
 
     img = engine.local_image(client, image)
     if img is not None:
@@ -105,7 +105,6 @@ def read(
     client: Any, image: str, platform: str | None = None, timeout: float = PROBE_TIMEOUT, otherwise: str = ""
 ) -> BaseImage:
     """Facts of IMAGE (pulled when not here): the probe's answer plus its configuration."""
-    from sparkenv.image import engine
 
     img = local_or_pulled(client, image, platform, otherwise)
     attrs = img.attrs

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from sparkenv import rules
 from sparkenv.facts.image import parse
 
 if TYPE_CHECKING:
@@ -19,6 +20,5 @@ def findings(lines: Iterable[str]) -> list[Finding]:
     facts = parse(lines)
     if facts is None:
         return []
-    from sparkenv import rules
 
     return sorted(rules.evaluate(rules.Stage.IMAGE, facts), key=lambda f: f.sort_key())

@@ -23,7 +23,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkenv.core import children
 from sparkenv.core.errors import ServiceMissing
+from sparkenv.environment.interpreter import which_all
 from sparkenv.image import engine  # its Progress and failure wording: one build log, two builders
 
 SECRET_ID = "sparkenv-netrc"
@@ -52,7 +54,6 @@ def command() -> tuple[list[str], dict[str, str]]:
     """The docker CLI's BuildKit build: `docker buildx build --load` where buildx answers, else the
     built-in client of a CLI before buildx (DOCKER_BUILDKIT=1 docker build). The first `docker` on PATH
     that has either (a static CLI without its buildx plugin may shadow the distribution's)."""
-    from sparkenv.environment.interpreter import which_all
 
     found = which_all("docker")
     if not found:
@@ -72,7 +73,6 @@ def command() -> tuple[list[str], dict[str, str]]:
 
 
 def _answers(argv: list[str], extra: dict[str, str]) -> bool:
-    from sparkenv.core import children
 
     try:
         probe = children.spawn(argv, {**os.environ, **extra})
@@ -161,7 +161,6 @@ def build(
     """Build the tar `context` (sent on stdin) with BuildKit, each of `secrets` (id -> bytes) given as a
     secret from a file only this user can read, removed afterwards; return the image ID. A build silent
     for `silent_s` seconds is stopped."""
-    from sparkenv.core import children
 
     argv, extra = command()
     with tempfile.TemporaryDirectory(prefix="sparkenv-build-") as tmp:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from typing import Annotated, Optional
 
 import typer
@@ -185,7 +186,6 @@ def profiles_list(
     if ctx.invoked_subcommand:
         return
     import json
-    from dataclasses import asdict
 
     from sparkenv.environment import profiles
 

@@ -14,12 +14,14 @@ from pathlib import Path
 
 from sparkenv.core import safe_read
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.image_reference import check_image
 from sparkenv.core.redact import redact
 from sparkenv.environment import profiles
 from sparkenv.environment.profiles import Profile
 from sparkenv.facts.lock import Lock
-from sparkenv.image import buildkit
+from sparkenv.image import buildkit, runtime
 from sparkenv.index import credentials
+from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import write as lockwrite
 
 TEMPLATE = "ngc.Dockerfile"
@@ -59,7 +61,6 @@ def profile_for(lock: Lock, arg: str | None) -> Profile:
     """--profile as the user gave it (a file relative to the working directory, like every path on the
     command line), else the profile the lock records (sparkenv.lock.profile). A profile whose content
     changed since the lock is refused: the lock was resolved for what it said then."""
-    from sparkenv.lock import profile as lockprofile
 
     prof = profiles.load(arg) if arg else lockprofile.of_lock(lock)
     named = lock.profile
@@ -101,8 +102,6 @@ NGC_IMAGES = "nvcr.io/nvidia/"
 
 def default_base(profile: Profile, override: str | None) -> Base:
     if override:
-        from sparkenv.core.image_reference import check_image
-
         check_image(override, "--base")
         return Base(override, "", override)
     if not profile.image:
@@ -183,7 +182,6 @@ class Plan:
         """The lock's profile file as the image keeps it, beside the lock (lock/profile.py kept_path: where
         of_lock finds it there): its path relative to the lock's folder and its bytes, credentials
         redacted as the lock's are; None for a shipped profile."""
-        from sparkenv.lock import profile as lockprofile
 
         kept = lockprofile.kept_path(self.lock)
         if kept is None or not self.profile.file:
@@ -262,7 +260,6 @@ class Plan:
 
     def files(self) -> dict[str, tuple[bytes, int]]:
         """Context path -> (content, mode); the Dockerfile included."""
-        from sparkenv.image import runtime
 
         pkg = resources.files("sparkenv.image")
         out: dict[str, tuple[bytes, int]] = {

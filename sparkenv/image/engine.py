@@ -7,14 +7,19 @@ import json
 import os
 import re
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, TextIO
 
+from sparkenv.core import signals
 from sparkenv.core.errors import ServiceMissing, SparkenvError
+from sparkenv.core.extras import missing
 from sparkenv.core.report import Finding
+from sparkenv.facts.image import is_facts
+from sparkenv.image.base_report import findings
 
 API_TIMEOUT = 60  # seconds for ordinary Engine API calls
 BUILD_TIMEOUT = 3600  # seconds the build stream may stay silent (a long pip download)
@@ -49,8 +54,6 @@ def connect(timeout: int = API_TIMEOUT) -> Any:
         import docker
         from docker.errors import DockerException
     except ImportError:
-        from sparkenv.core.extras import missing
-
         raise missing("build") from None
     import requests
 
@@ -264,8 +267,6 @@ def _failure(chunk: dict[str, Any], progress: Progress) -> tuple[str, tuple[Find
             "where a registry is reachable, or pass --base IMAGE"
         )
         return text, ()
-    from sparkenv.facts.image import is_facts
-    from sparkenv.image.base_report import findings
 
     # the base check prints facts only; what they mean comes from the registry (rules/g9.py, Stage.IMAGE)
     judged = tuple(findings(progress.tail))
@@ -340,11 +341,8 @@ def run_once(
     closing line then says so). The engine's errors become ServiceMissing (exit 3) with its message;
     `what` names the run in messages ("the image's audit"), `name` the container ("verification").
     `through_entrypoint`: `argv` is the command given to the image's own ENTRYPOINT, as `docker run`."""
-    import time
 
     import requests
-
-    from sparkenv.core import signals
 
     container = None
     interrupted = False
@@ -407,8 +405,6 @@ def _remove(container: Any, interrupted: bool, name: str) -> None:
     except (DockerException, requests.RequestException, OSError):
         return  # the engine went away: the error being raised says so
     if interrupted:
-        from sparkenv.core import signals
-
         signals.cleaned(f"removed the {name} container {container.short_id}")
 
 
@@ -476,7 +472,6 @@ def tag(client: Any, image_id: str, ref: str) -> None:
 
 def retag(client: Any, image_id: str, ref: str) -> None:
     """Point `ref` back at `image_id`; best effort on the way out of a failure, as `untag`."""
-    from sparkenv.core import signals
 
     try:
         tag(client, image_id, ref)
@@ -495,6 +490,5 @@ def untag(client: Any, ref: str) -> None:
         client.api.remove_image(ref, noprune=True)
     except (DockerException, requests.RequestException, OSError):
         return
-    from sparkenv.core import signals
 
     signals.cleaned(f"removed the local tag {ref}")

@@ -16,12 +16,19 @@ import os
 import re
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.image_reference import check_image
 from sparkenv.core.printable import printable
 from sparkenv.core.redact import url_without_secrets
 from sparkenv.core.safe_read import check_length
+from sparkenv.environment import profiles
 from sparkenv.facts.base_image import BaseImage
+from sparkenv.image import base_probe, engine
+from sparkenv.image.context import BREAK
+from sparkenv.render.emit import write_atomic
 
 PACKAGING_TOOLS = {"pip", "setuptools", "wheel"}
 ENV_PREFIXES = (
@@ -47,7 +54,6 @@ ARCH_TO_PLATFORM = {"arm64": "linux/aarch64", "amd64": "linux/amd64"}
 
 def read_image(image: str, platform: str | None = None, timeout: float | None = None) -> BaseImage:
     """Facts of IMAGE: sparkenv/image/base_probe.py, the one reader of a base (build reads it so too)."""
-    from sparkenv.image import base_probe, engine
 
     client = engine.connect()  # without the docker SDK: exit 3 naming sparkenv[build]
     return base_probe.read(client, image, platform, timeout or base_probe.PROBE_TIMEOUT)
@@ -63,7 +69,6 @@ def _toml_str(value: str) -> str:
 
 def render(name: str, image: str, facts: BaseImage, today: datetime.date) -> str:
     """The profile's TOML text, commented: where each value came from, and what is UNVERIFIED."""
-    from sparkenv.environment import profiles
 
     digest = facts.repo_digests[0] if facts.repo_digests else ""
     identity = f"{image}@{digest}" if digest else f"{image} (image id {facts.image_id}, not from a registry)"
@@ -112,7 +117,6 @@ def pep668(facts: BaseImage) -> str:
         if setting
         else "the image does not set PIP_BREAK_SYSTEM_PACKAGES"
     )
-    from sparkenv.image.context import BREAK
 
     return (
         f"{PEP668}python3 is externally managed ({facts.externally_managed}; {said}): "
@@ -148,8 +152,6 @@ def _platform_lines(facts: BaseImage, defaults: dict[str, str]) -> list[str]:
 def _provided(facts: BaseImage) -> dict[str, str]:
     """Every distribution in the image by its canonical name (packaging tools left out), with its
     version, or '' where the version is a legacy string resolution cannot compare."""
-    from packaging.utils import canonicalize_name
-    from packaging.version import InvalidVersion, Version
 
     provided: dict[str, str] = {}
     for raw, version in sorted(facts.dists.items(), key=lambda kv: canonicalize_name(kv[0])):
@@ -182,8 +184,6 @@ def write_profile(
 ) -> tuple[Path, str]:
     """Run IMAGE, write NAME's profile (default ./NAME.toml); the text is checked by sparkenv's own
     profile reader before anything is written, and written whole or not at all."""
-    from sparkenv.environment import profiles
-    from sparkenv.render.emit import write_atomic
 
     if not profiles.NAME_RE.fullmatch(name):
         raise SparkenvError(
@@ -219,6 +219,5 @@ def summary(dest: Path, text: str) -> str:
 
 
 def _reparse(dest: Path, text: str):  # type: ignore[no-untyped-def]
-    from sparkenv.environment import profiles
 
     return profiles.parse(text, os.fspath(dest))

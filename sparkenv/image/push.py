@@ -9,6 +9,7 @@ import sys
 from typing import Any, NoReturn, TextIO
 
 from sparkenv.core.errors import ServiceMissing, SparkenvError
+from sparkenv.image import engine
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _AUTH = re.compile(r"unauthorized|authentication required|denied|no basic auth", re.I)
@@ -37,7 +38,6 @@ def push(client: Any, ref: str, quiet: bool, out: TextIO = sys.stderr) -> str:
     """Push the local tag `ref`; return the manifest digest. ServiceMissing (exit 3) when the registry
     cannot be reached or wants a login; PushFailed when it refuses the upload. The engine's own errors
     go through engine.talking, as every call to it."""
-    from sparkenv.image import engine
 
     repo, tag = split(ref)
     registry = registry_of(repo)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from sparkenv.core.errors import SparkenvError
+from sparkenv.cuda import coverage
+from sparkenv.cuda import driver as drv
+from sparkenv.environment import host_driver
+from sparkenv.rules.g1_driver import driver_for_image
 
 if TYPE_CHECKING:
     from sparkenv.core.report import Finding
@@ -10,7 +17,6 @@ if TYPE_CHECKING:
 
 def target_gpu(gpu: str | None, prof) -> str:  # type: ignore[no-untyped-def]
     """--gpu, else the profile's `gpu`, else the GB10: what the image's extensions must run on (G7)."""
-    from sparkenv.cuda import coverage
 
     value = (gpu or str(getattr(prof, "gpu", "") or "") or coverage.cap_text(coverage.gb10())).strip()
     cap = coverage.parse_gpu_option(value)
@@ -21,16 +27,9 @@ def driver_check(driver: str | None, prof) -> Finding | None:  # type: ignore[no
     """G1 at build time: the profile's CUDA against --driver, or against this machine's driver when it
     has one (building on the Spark); rules/g1.driver_for_image judges it (a WARN: the image may run
     elsewhere). A finding of the build's report (the dry run prints it first)."""
-    from dataclasses import replace
-
-    from sparkenv.core.errors import SparkenvError
-    from sparkenv.cuda import driver as drv
-    from sparkenv.rules.g1_driver import driver_for_image
 
     where = "--driver"
     if driver is None:
-        from sparkenv.environment import host_driver
-
         driver = host_driver.version()
         if driver is None:
             return None

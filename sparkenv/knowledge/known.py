@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
+from sparkenv.knowledge import cuda, drivers, hosts
+
 Kind = Literal["ngc", "cuda", "driver", "dgx_os"]
 _NUMBERS = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
 
@@ -56,14 +58,12 @@ def _show(key: tuple[int, ...]) -> str:
 
 
 def newest_ngc() -> str:
-    from sparkenv.knowledge import cuda
 
     return max(cuda().ngc, key=lambda r: _key(r) or ())
 
 
 def newest_cuda(major: int | None = None) -> str:
     """The newest CUDA release in data/drivers.toml (of `major`, when given)."""
-    from sparkenv.knowledge import drivers
 
     keys = [k for k in (_key(r) for r in drivers().toolkit) if k and (major is None or k[0] == major)]
     return _show(max(keys)) if keys else ""
@@ -71,14 +71,12 @@ def newest_cuda(major: int | None = None) -> str:
 
 def newest_driver() -> str:
     """The highest minimum driver in data/drivers.toml: the newest driver branch the table knows."""
-    from sparkenv.knowledge import drivers
 
     return max(drivers().toolkit.values(), key=lambda v: _key(v) or ())
 
 
 def newest_dgx_os() -> str:
     """The newest DGX OS release in data/hosts.toml [[dgx_os]]."""
-    from sparkenv.knowledge import hosts
 
     return max((r.version for r in hosts().dgx_os), key=lambda v: _key(v) or (), default="")
 
@@ -90,8 +88,6 @@ def newer_than_known(kind: Kind, value: str | None) -> Unknown | None:
     if key is None:
         return None
     if kind == "ngc":
-        from sparkenv.knowledge import cuda
-
         newest = newest_ngc()
         if key[:2] <= (_key(newest) or ()):
             return None
@@ -106,8 +102,6 @@ def newer_than_known(kind: Kind, value: str | None) -> Unknown | None:
             f'"{rel}" to [ngc] in sparkenv/data/cuda.toml from its release notes ({cuda().ngc_source})',
         )
     if kind == "dgx_os":
-        from sparkenv.knowledge import hosts
-
         newest = newest_dgx_os()
         if not newest or key <= (_key(newest) or ()):
             return None
@@ -117,7 +111,6 @@ def newer_than_known(kind: Kind, value: str | None) -> Unknown | None:
             f"add a [[dgx_os]] row for {_show(key)} to {file} from NVIDIA's DGX OS release notes ({source})"
         )
         return Unknown(kind, _show(key), newest, file, hosts().reviewed, refresh)
-    from sparkenv.knowledge import drivers
 
     data = drivers()
     file = "sparkenv/data/drivers.toml"

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from sparkenv.cli import options as opts
+from sparkenv.core.errors import SparkenvError
+from sparkenv.core.report import Report
 
 patch_app = typer.Typer(
     name="patch",
@@ -45,8 +47,6 @@ def sdpa(
 
       sparkenv patch sdpa --uninstall .venv
     """
-    from sparkenv.core.errors import SparkenvError
-    from sparkenv.core.report import Report
     from sparkenv.environment import target as targets
     from sparkenv.facts.override import OverrideFacts
     from sparkenv.patches import install as inst

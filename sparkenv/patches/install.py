@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparkenv.core import children, outputs, safe_read
 from sparkenv.core.errors import SparkenvError
 from sparkenv.knowledge import packages
 
@@ -57,7 +58,6 @@ class Installed:
     @property
     def current(self) -> bool:
         """The installed copy is this sparkenv's sdpa.py (an older copy keeps working, but not improving)."""
-        from sparkenv.core import safe_read
 
         try:
             # through safe_read: a module that is a FIFO or /dev/zero is not current, and never a hang
@@ -75,7 +75,6 @@ def files(site: Path) -> Installed:
 def install(site: Path) -> Installed:
     """Both files or neither (core.outputs: both paths checked, both written to temporaries, then moved
     in): the module first, then the .pth, so a .pth never names a missing module."""
-    from sparkenv.core import outputs
 
     where = files(site)
     if not site.is_dir():
@@ -112,7 +111,6 @@ def verify(interpreter: Path, site: Path, timeout: float = 60.0) -> tuple[bool, 
         "'origin': getattr(finder, 'origin', None), "
         "'heavy': sorted(m for m in ('torch', 'transformers', 'unsloth') if m in sys.modules)}))\n"
     )
-    from sparkenv.core import children
 
     try:
         # its own session, killed with everything it started when it overruns (sparkenv/core/children.py)

@@ -9,7 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from sparkenv.core.report import Report
+from sparkenv import __version__
+from sparkenv.core import outputs, waivers
+from sparkenv.core.report import Report, parse_ids, selected
+from sparkenv.render import colour, json_report, text
 from sparkenv.render.options import ReportOptions, output_format
 
 
@@ -23,8 +26,6 @@ class Shown:
 
 
 def shown(result: Report | Shown, options: ReportOptions) -> Shown:
-    from sparkenv.core import waivers
-    from sparkenv.core.report import parse_ids, selected
 
     if isinstance(result, Shown):
         return result
@@ -35,8 +36,6 @@ def shown(result: Report | Shown, options: ReportOptions) -> Shown:
 
 def files(view: Shown, options: ReportOptions) -> list[tuple[str, str]]:
     """(path, content) of --report, --junit and --sarif: for core.outputs, which writes all or none."""
-    from sparkenv import __version__
-    from sparkenv.render import json_report
 
     out: list[tuple[str, str]] = []
     if options.report:
@@ -62,8 +61,6 @@ def emit(
     """Select, apply the waivers, write the files, all or none (a failure there is exit 2 before anything
     is printed), then stdout (or `stream`: the gate's stderr in front of a workload). The exit code.
     `more`: a command's own files (attest's --html), made from the same shown report, written with them."""
-    from sparkenv.core import outputs
-    from sparkenv.render import json_report, text
 
     fmt = output_format(options)
     view = shown(result, options)
@@ -77,8 +74,6 @@ def emit(
 
         out.write(github.render(view.report, quiet=options.quiet, strict=options.strict))
     else:
-        from sparkenv.render import colour
-
         body = text.render(view.report, quiet=options.quiet)
         out.write(colour.paint(body) if colour.wanted(out) else body)
     out.flush()
@@ -92,6 +87,5 @@ def _takes_unicode(stream: TextIO) -> bool:
 
 def write_atomic(path: str, content: str) -> None:
     """Write whole or not at all: a reader never sees half a file (see sparkenv.core.outputs)."""
-    from sparkenv.core import outputs
 
     outputs.write_one(path, content)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from sparkenv import gotchas
 from sparkenv.core.report import Report, Status
 from sparkenv.render import location
 
@@ -18,7 +19,6 @@ LEVEL = {Status.FAIL: "error", Status.ERROR: "error", Status.WARN: "warning", St
 
 
 def _rules(ids: list[str]) -> list[dict[str, object]]:
-    from sparkenv import gotchas
 
     out = []
     for gid in ids:

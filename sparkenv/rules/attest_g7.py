@@ -23,6 +23,7 @@ from sparkenv.rules.attest_kernels import (
     percent,
     slower_paths,
 )
+from sparkenv.rules.g7_coverage import judge
 
 if TYPE_CHECKING:
     from sparkenv.facts.attest import AttestFacts, KernelRow, ProcessRecord
@@ -112,7 +113,6 @@ def _ptx_only(facts: AttestFacts, caps: set[tuple[int, int]]) -> list[tuple[str,
     GPU code defines a kernel that ran (symbol tables), or one whose kernel names could not all be read
     while a kernel that ran is neither defined by a library read here nor named by a family's pattern. A
     PTX-only library none of whose kernels ran compiled nothing."""
-    from sparkenv.rules.g7_coverage import judge
 
     ran_in = {p for paths in facts.defined_in.values() for p in paths}
     read_whole = {s.path for s in facts.symbol_reads if s.complete}

@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
+
 from sparkenv.cuda import rules
 from sparkenv.environment.markers import applies, marker_environment
+from sparkenv.rules.cuda_major import _parse_requirement
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -27,7 +30,6 @@ _OTHER = {"aarch64": "x86_64", "x86_64": "aarch64"}
 
 def other_platform_cuda(requires: Iterable[str], machine: str) -> tuple[list[str], list[str]]:
     """(the CUDA-bound requirements that hold on the other Linux CPU only, those that hold on `machine`)."""
-    from sparkenv.rules.cuda_major import _parse_requirement
 
     here = marker_environment(machine, None)
     there = marker_environment(_OTHER.get(machine, "x86_64"), None)
@@ -36,7 +38,6 @@ def other_platform_cuda(requires: Iterable[str], machine: str) -> tuple[list[str
         req = _parse_requirement(raw)
         if req is None:
             continue
-        from packaging.utils import canonicalize_name
 
         key = canonicalize_name(req.name)
         bound = rules.is_cuda_relevant(key) or any(rules.extra_major(e) is not None for e in req.extras)

@@ -14,6 +14,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion
+
+from sparkenv.core.pins import exact_pin
 from sparkenv.cuda import rules
 from sparkenv.knowledge import packages
 from sparkenv.rules import cuda_major
@@ -64,7 +67,6 @@ def _label_evidence(version: str) -> str | None:
 
 
 def _accepts(e: Edge, version: str) -> bool:
-    from packaging.version import InvalidVersion
 
     try:
         return bool(version) and e.req.specifier.contains(version, prereleases=True)
@@ -73,7 +75,6 @@ def _accepts(e: Edge, version: str) -> bool:
 
 
 def _exact(e: Edge) -> str | None:
-    from sparkenv.core.pins import exact_pin
 
     return exact_pin(e.req.specifier)
 

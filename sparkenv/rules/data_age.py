@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
+from sparkenv.cuda.rules import ngc_release
 from sparkenv.facts.ngc import RELEASE_VARIABLE
 from sparkenv.knowledge.known import newer_than_known
 
@@ -55,7 +56,6 @@ def driver(gid: GotchaId, version: str | None) -> list[Finding]:
 
 def profile(gid: GotchaId, prof: Profile) -> list[Finding]:
     """The profile's UNVERIFIED values, and its NGC release when that is newer than the data knows."""
-    from sparkenv.cuda.rules import ngc_release
 
     out = base(gid, prof.env.get(RELEASE_VARIABLE) or ngc_release(prof.provides.get("torch", "")), prof.name)
     if prof.unverified:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sparkenv.core.report import GotchaId
 from sparkenv.rules import Lazy, Rule, Stage
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 def resolved(facts: ResolvedFacts) -> list[Finding]:
     """Stage.RESOLVED: names, labels and Requires-Dist (g1_declared), and what each wheel ships
     (g1_wheels)."""
-    from sparkenv.core.report import GotchaId
     from sparkenv.rules import g1_declared, g1_wheels, unresolved
 
     return (

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.environment import launch, nccl
 from sparkenv.facts.parallelism import Parallelism
-from sparkenv.rules import Lazy, Rule, Stage, g10_agreement, g10_link, parallelism
+from sparkenv.rules import Lazy, Rule, Stage, g10_agreement, g10_link, parallelism, run_rule
 
 if TYPE_CHECKING:
     from sparkenv.facts.live import GateFacts
@@ -26,7 +26,6 @@ def _plan(f: GateFacts) -> launch.Launch:
 
 def live(f: GateFacts) -> list[Finding]:
     """The three parts, each isolated like a rule: a crash in one is its own ERROR line, the others stand."""
-    from sparkenv.rules import run_rule
 
     out: list[Finding] = []
     for part in PARTS:

@@ -6,6 +6,7 @@ differences."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +124,6 @@ def check(agreement: Mapping[str, Any] | None, nodes: int, strict: bool = False)
 
 def _blocking(unreached: Finding) -> Finding:
     """An ERROR about agreement not reached, as strict judges it: a FAIL that says it blocks."""
-    from dataclasses import replace
 
     return replace(unreached, status=Status.FAIL, summary=unreached.summary + BLOCKS)
 

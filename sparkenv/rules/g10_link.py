@@ -4,6 +4,7 @@ and the Spark's topology are data (sparkenv/data/multinode.toml)."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -385,7 +386,6 @@ def _ifname_set(net: Mapping[str, Any], names: list[str], fast: Any, value: str,
 
 def _iface_of(address: str, net: Mapping[str, Any]) -> tuple[str | None, bool]:
     """The interface whose subnet holds `address`, and whether the address is that interface's own."""
-    import ipaddress  # here: the gate imports this module on every start, a multi-node run calls it
 
     try:
         ip = ipaddress.IPv4Address(address)
@@ -422,7 +422,6 @@ def _advertised_one(
     key = s.source.split("=", 1)[0].split(" ")[-1] if "=" in s.source else s.source.split(" ")[1]
     said = partial(_finding, subject=key.lstrip("-"), evidence=(s.source,))
     shown = s.value if address == s.value else f"{s.value} ({address})"
-    import ipaddress
 
     try:
         ip = ipaddress.IPv4Address(address)

@@ -4,8 +4,11 @@ one fix text every stage gives for the same evidence."""
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING
+
+from packaging.version import Version
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
@@ -146,7 +149,6 @@ def declared(facts: DeclaredFacts) -> list[Finding]:
 
 
 def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
-    from packaging.version import Version
 
     key = d.key
     assert key is not None
@@ -159,7 +161,6 @@ def _declared_one(d: Declared, profile: Profile) -> list[Finding]:
     out = _cuda_fail(key, d.exact, f"{desc} ({d.where})", ev, bool(profile.image), extras)
     if provider is not None and str(d.specifier):
         # G9 fails the same pin for replacing the base's build, which is the target's CUDA: one fix for both
-        import dataclasses
 
         from sparkenv.rules.g9_declared import base_pin_fix
 

@@ -4,6 +4,7 @@ versions and the dated table are sparkenv/cuda/driver.py's."""
 from __future__ import annotations
 
 import enum
+from dataclasses import replace
 from functools import partial
 
 from sparkenv.core.report import Finding, GotchaId, Status
@@ -206,7 +207,5 @@ def driver_for_image(driver: str, cuda: str | None, where: str) -> Finding:
     a host with a newer driver; the gate on that host makes the same judgement a FAIL (`judge_driver`)."""
     found = judge_driver(driver, cuda, where=where)
     if found.status is Status.FAIL:
-        from dataclasses import replace
-
         found = replace(found, status=Status.WARN)
     return found

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
-from sparkenv.rules import cuda_major, wrong_cpu
+from sparkenv.environment.markers import marker_environment
+from sparkenv.rules import cpu_only_class, cuda_major, cuda_per_release, wrong_cpu
 from sparkenv.rules.cuda_major import Binding, Evidence
 
 if TYPE_CHECKING:
@@ -58,7 +59,6 @@ def installed(facts: AuditFacts) -> list[Finding]:
 def _chains(facts: AuditFacts) -> dict[str, list[str]]:
     """The chain that pulled each installed distribution in, through extras and markers, from installed
     METADATA (facts/graph.installed_chains, the lock's chain function on the audit's facts)."""
-    from sparkenv.environment.markers import marker_environment
     from sparkenv.facts import graph
 
     env = marker_environment(facts.target.machine, facts.target.python_version)
@@ -164,7 +164,6 @@ def _cpu_only(df: DistView, b: Binding, v: _Verdict, on_base: bool) -> None:
 def _cpu_only_class(df: DistView, b: Binding, machine: str, v: _Verdict) -> None:
     """A GPU-capable distribution (CUDA libraries required on another CPU) built without CUDA for this one:
     a WARN with the evidence (rules/cpu_only_class.py), at lock and at audit alike."""
-    from sparkenv.rules import cpu_only_class
 
     if v.problems:  # a FAIL already says what is wrong with it
         return
@@ -259,7 +258,6 @@ def _fix_for(key: str, required_by: list[str], kind: str, on_base: bool) -> str:
 def _per_release(df: DistView, machine: str, v: _Verdict, who: str) -> Finding | None:
     """One library per CUDA release (bitsandbytes and its like), one of which is picked by
     torch.version.cuda: the judgement the lock makes on the wheel's file list, here on installed files."""
-    from sparkenv.rules import cuda_per_release
 
     got = cuda_per_release.verdict(df.key, df.so_paths, machine)
     if got is None:

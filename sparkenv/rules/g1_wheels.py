@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.cuda import rules
-from sparkenv.rules import cuda_major
+from sparkenv.facts.dist_view import WheelDist
+from sparkenv.facts.installed import SharedObject
+from sparkenv.rules import cuda_builds, cuda_major
+from sparkenv.rules.g1_installed import dist_finding
 
 if TYPE_CHECKING:
     from sparkenv.facts.dist_view import WheelDist
@@ -25,8 +28,6 @@ def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
     `dist_finding`, fed by the wheel. A wheel whose list could not be read is an INFO, never a silent
     PASS. Packages whose name or version already says their CUDA major, and torch's family (whose build is
     judged from its metadata and RECORD), are g1_declared's: one line per package."""
-    from sparkenv.rules import cuda_builds
-    from sparkenv.rules.g1_installed import dist_finding
 
     fams = cuda_builds.families()
     views = wheel_views(facts)
@@ -64,8 +65,6 @@ def resolved_wheel_files(facts: ResolvedFacts) -> list[Finding]:
 
 def wheel_views(facts: ResolvedFacts) -> dict[str, WheelDist]:
     """key -> the wheel's view for each resolved binary wheel whose file list was read."""
-    from sparkenv.facts.dist_view import WheelDist
-    from sparkenv.facts.installed import SharedObject
 
     out = {}
     for key, files in facts.wheel_files.items():

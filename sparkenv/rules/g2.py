@@ -192,7 +192,6 @@ def sdist_build(facts: ResolvedFacts, key: str) -> SdistBuild | None:
 def _build_failures(facts: ResolvedFacts) -> list[Finding]:
     """A package uv could not build or download while resolving: a FAIL naming it, the first line of the
     real cause and the fix; the rest of the set was resolved without it, so every other finding stands."""
-    import re
 
     profile = facts.profile
     out = []

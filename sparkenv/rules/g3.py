@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate
+from sparkenv.knowledge import watch as limits
 from sparkenv.rules import Lazy, Rule, Stage
 
 if TYPE_CHECKING:
@@ -87,7 +88,6 @@ EXHAUST = (
 
 
 def watch(s: Series) -> list[Finding]:
-    from sparkenv.knowledge import watch as limits
 
     w = limits()
     if s.last is None or not s.memory("mem_available_kb"):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import gate
+from sparkenv.knowledge import watch as limits
 from sparkenv.rules import Lazy, Rule, Stage
 
 if TYPE_CHECKING:
@@ -143,7 +144,6 @@ HEAT = 0x8 | 0x20 | 0x40 | 0x80  # the REASONS that are heat or a power brake, n
 
 
 def watch(s: Series) -> list[Finding]:
-    from sparkenv.knowledge import watch as limits
 
     w = limits()
     recent = s.window(w.sampling.window_s)

@@ -11,6 +11,7 @@ from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.environment import parsers
 from sparkenv.environment.servers import identify
 from sparkenv.knowledge import gate
+from sparkenv.knowledge import watch as limits
 from sparkenv.rules import Rule, Stage
 
 if TYPE_CHECKING:
@@ -207,7 +208,6 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
 def watch(s: Series) -> list[Finding]:
     """Every process NVML listed at some reading but not at the first, that is not the workload's; and
     every other process whose memory grew past the threshold since it was first seen."""
-    from sparkenv.knowledge import watch as limits
 
     if not s.samples:
         return [_finding(status=Status.SKIP, summary="no readings", subject="gpu processes")]

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.knowledge import packages
 from sparkenv.rules import unresolved
@@ -112,7 +115,6 @@ def _locked(facts: ResolvedFacts) -> list[Finding]:
 def _provided_by_base(facts: ResolvedFacts) -> list[Finding]:
     """What the base provides, and which requirement would have pulled it in; not said of a base package
     some requirement conflicts with (resolved_base fails it)."""
-    from packaging.utils import canonicalize_name
 
     profile, excluded = facts.profile, facts.excluded
     conflicted = {f.subject for f in resolved_base(facts)}
@@ -143,7 +145,6 @@ def _provided_by_base(facts: ResolvedFacts) -> list[Finding]:
 
 def _no_deps_missing(facts: ResolvedFacts) -> list[Finding]:
     """The --no-deps stage's packages: what they require that the lock does not carry."""
-    from packaging.utils import canonicalize_name
 
     if not facts.no_deps_stage:
         return []
@@ -168,7 +169,6 @@ def _no_deps_missing(facts: ResolvedFacts) -> list[Finding]:
 
 def accepts(req_specifier: SpecifierSet, version: str) -> bool:
     """PEP 440 containment with pre-releases allowed: the base's version is what it is."""
-    from packaging.version import InvalidVersion, Version
 
     try:
         return req_specifier.contains(Version(version), prereleases=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Optional
 
 import typer
@@ -80,7 +81,6 @@ def options(
     pid: int, folder: str | None, interval: float | None, policy: str | None, argv_json: str | None
 ) -> Any:
     import json
-    import os
 
     from sparkenv.knowledge import watch as limits
     from sparkenv.watch import launch, loop

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 
+from sparkenv.core import children
 from sparkenv.core.errors import SparkenvError
 
 DEFAULT_FOLDER = "sparkenv-watch"
@@ -65,7 +66,6 @@ def start(
     env = dict(os.environ if environ is None else environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     sys.stderr.flush()
-    from sparkenv.core import children
 
     # its own session (sparkenv/core/children.py): a signal to the workload's group does not reach it
     return children.spawn(argv, env, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())

@@ -19,9 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from sparkenv import rules
+from sparkenv.core import outputs, signals
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts.timeseries import Sample, Series, clock
+from sparkenv.knowledge import watch as limits
+from sparkenv.rules.g3 import eta_seconds
+from sparkenv.watch import metrics, plot
 from sparkenv.watch.announce import Announcer, line
+from sparkenv.watch.metrics import NAME
+from sparkenv.watch.record import Recorder
+from sparkenv.watch.sampler import Sampler
 
 PLOT_EVERY_S = 60.0  # the plot is rewritten this often too: a power-off leaves the last one
 HISTORY = 2000  # readings older than the window kept at most (thinned evenly)
@@ -51,16 +58,12 @@ class Outputs:
 def names(folder: str, pid: int, started: float) -> Outputs:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
     base = os.path.join(folder, f"watch-{stamp}-{pid}")
-    from sparkenv.watch.metrics import NAME
 
     return Outputs(record=base + ".jsonl", metrics=os.path.join(folder, NAME), plot=base + ".svg")
 
 
 class Watcher:
     def __init__(self, o: Options) -> None:
-        from sparkenv.knowledge import watch as limits
-        from sparkenv.watch.record import Recorder
-        from sparkenv.watch.sampler import Sampler
 
         self.o = o
         self.w = limits()
@@ -173,21 +176,17 @@ class Watcher:
         )
 
     def write_metrics(self, sample: Sample, series: Series) -> None:
-        from sparkenv.rules.g3 import eta_seconds
-        from sparkenv.watch import metrics
 
         eta = eta_seconds(series.window(self.w.sampling.window_s), self.w)
         self._write(self.files.metrics, metrics.render(sample, self.findings, eta[0] if eta else None))
 
     def write_plot(self, series: Series) -> None:
-        from sparkenv.watch import plot
 
         self.last_plot = series.last.t if series.last else 0.0
         title = f"sparkenv watch: pid {self.o.pid} {' '.join(self.o.workload)[:80]}".rstrip()
         self._write(self.files.plot, plot.render(series, self.events, title))
 
     def _write(self, path: str, text: str) -> None:
-        from sparkenv.core import outputs
 
         with contextlib.suppress(OSError, outputs.OutputError):  # a full disk must not end the watch
             outputs.write_one(path, text)
@@ -279,8 +278,6 @@ def watch(o: Options) -> int:
 
     def stop(signum: int, _frame: Any) -> None:
         raise _Stop(signum)
-
-    from sparkenv.core import signals
 
     signals.install_handler(stop, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     try:

@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkenv.core.datafiles import parse_user_json
 from sparkenv.core.errors import SparkenvError, writing
+from sparkenv.core.safe_read import UnreadableFile, read_bytes
 from sparkenv.facts.timeseries import Sample
 
 SCHEMA = "sparkenv.watch/1"
@@ -65,8 +67,6 @@ class Record:
 
 def read(path: str) -> Record:
     """A record back; SparkenvError (exit 2, one line) when the file is missing or not a watch record."""
-    from sparkenv.core.datafiles import parse_user_json
-    from sparkenv.core.safe_read import UnreadableFile, read_bytes
 
     # through safe_read: a FIFO (which an open() waits on for ever), a device or a folder is refused
     lines = read_bytes(path, what="a watch record (.jsonl)", limit=MAX_RECORD).split(b"\n")

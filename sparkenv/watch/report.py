@@ -9,6 +9,7 @@ import time
 from sparkenv import rules
 from sparkenv.core.report import Finding, GotchaId, Status
 from sparkenv.facts.timeseries import KIB_PER_GIB, Series, clock
+from sparkenv.knowledge import watch as limits
 from sparkenv.render.text import finding_line
 from sparkenv.watch.record import Record
 
@@ -23,7 +24,6 @@ def judge(rec: Record) -> list[Finding]:
 
 
 def render(rec: Record, findings: list[Finding]) -> str:
-    from sparkenv.knowledge import watch as limits
 
     h, s = rec.header, series(rec)
     workload = " ".join(h.get("workload") or []) or "?"

@@ -9,6 +9,7 @@ import os
 import time
 from typing import Any
 
+from sparkenv.environment.nvml import library_path, pids_are_host_pids
 from sparkenv.facts.timeseries import GpuProcess, GpuReading, Sample
 
 MEMINFO = "/proc/meminfo"
@@ -28,7 +29,6 @@ class Sampler:
         self.shutdown: dict[int, float | None] = {}
         self.max_clock: dict[int, int | None] = {}
         self.known: dict[int, tuple[bool, tuple[str, ...]]] = {}  # pid -> (the workload's, argv)
-        from sparkenv.environment.nvml import library_path, pids_are_host_pids
 
         self.pids_local = pids_are_host_pids()
         if library_path() is None:

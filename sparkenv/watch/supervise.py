@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -22,6 +23,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
+
+from sparkenv.core import children
 
 FINISH_S = 5.0  # at most this long from the workload's end to the watcher's summary
 _UNFORWARDED = {
@@ -211,7 +214,6 @@ def _give_tty(fd: int, pgrp: int) -> None:
 def _child_setup(tty: int | None) -> Callable[[], None]:
     """The workload's side before its exec: killed with the supervisor, its own process group, the
     terminal's foreground when the gate had it."""
-    from sparkenv.core import children
 
     die_with_parent = children.parent_death_signal()
 
@@ -231,8 +233,6 @@ def _end_as(ended: tuple[str, int]) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     if how == "signal":
-        import resource
-
         with contextlib.suppress(OSError, ValueError):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the workload's core is its own to dump
         with contextlib.suppress(OSError, ValueError):
