@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from sparkenv.core import children, pool
-from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
 from sparkenv.environment.facts_file import FACTS_SCHEMA
 from sparkenv.environment.intent import nvfp4_intent
@@ -409,7 +410,7 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         return None
     name, dash, version = stem.partition("-")
     if kind == "dist-info" and dash and version[:1].isdigit() and "-" not in version:
-        return _canonical(name), version
+        return canonicalize_name(name), version
     meta = "METADATA" if kind == "dist-info" else "PKG-INFO"
     path = (
         os.path.join(site, folder, meta)
@@ -426,7 +427,7 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         if sep
     )
     if fields.get("name") and fields.get("version"):
-        return _canonical(fields["name"]), fields["version"]
+        return canonicalize_name(fields["name"]), fields["version"]
     return None
 
 

@@ -3,7 +3,7 @@
 One converter for every file of sparkenv/data, so each file's shape is written once, as the record its
 callers read: a missing key, an unknown key (a typo) or a value of the wrong type is one KnowledgeError
 naming the file and the key, at load, not a KeyError at the 28th lookup. Lists become tuples and tables
-read-only mappings; `DistName` fields are canonicalised as packaging does (PEP 503, sparkenv.core.names), so
+read-only mappings; `DistName` fields are canonicalised by packaging.utils.canonicalize_name (PEP 503), so
 no caller compares a raw name from a data file.
 
 Records are typing.NamedTuple classes: immutable, typed, with defaults, like a frozen dataclass, but a
@@ -22,8 +22,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any, NewType, TypeVar
 
+from packaging.utils import canonicalize_name
+
 from sparkenv.core.errors import SparkenvError
-from sparkenv.core.names import canonical
 
 DistName = NewType("DistName", str)  # a distribution name, canonicalised at load
 T = TypeVar("T")
@@ -75,7 +76,7 @@ def _scalar(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
-        return canonical(value)
+        return canonicalize_name(value)
     if tp in _KINDS:
         ok = isinstance(value, (int, float) if tp is float else tp) and (
             tp is bool or type(value) is not bool
