@@ -14,6 +14,7 @@ more than MAX_FILES files is refused, not cut short (the parser would go on read
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,10 +31,22 @@ class Include:
     folder: Path  # the including file's folder: the target is relative to it
 
 
+# pip splits a line into tokens at spaces and takes a token starting with "-" for an option; any "-"
+# at a line's start or after whitespace, outside a comment, is a superset of that (pip drops comments,
+# `#` at a line's start or after whitespace, before it reads options; a line it joins to the next with
+# `\` is read by this per line, which only finds more)
+_MAYBE_OPTION = re.compile(r"(^|\s)-", re.MULTILINE)
+_COMMENT = re.compile(r"(^|[^\S\n])#.*$", re.MULTILINE)
+
+
 def includes_of(text: str) -> list[tuple[int, str]]:
     """(line number, target) of every `-r`/`-c` include in a requirements file's text, read by
     pip-requirements-parser's own preprocessing and option parser. A line the parser cannot read is
     skipped here: the parser reports it as an invalid line when the file is parsed."""
+    if not _MAYBE_OPTION.search(_COMMENT.sub("", text)):
+        # no token starts with "-": no option, so no include (and no parser import for check or lock; a
+        # file's comments often quote a command line: `pip install --no-deps …`)
+        return []
     from pip_requirements_parser import (
         CommentLine,
         OptionParsingError,

@@ -140,6 +140,36 @@ def _where(filename: str, line: int | None) -> str:
     return f"{filename}:{line}" if line else filename
 
 
+# A line pip reads as nothing but a named requirement (name, extras, specifiers, marker): no option, no
+# include, no URL or path, no ${VAR}, no continuation. pip's comment rule: "#" at the start or after
+# whitespace ends the line.
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?[^@$\\/:]*")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_ARCHIVE = re.compile(r"\.(whl|zip|tar|tgz|tbz|txz|tlz)\b")  # pip reads such a name as a local file
+
+
+def plain_requirements(text: str) -> list[tuple[int, Requirement]] | None:
+    """The requirements of a file whose every line is a plain named requirement (or blank, or a
+    comment), with their line numbers; None when any line needs pip's full grammar (options, includes,
+    URLs, paths, environment variables, continuations, an invalid line), which pip-requirements-parser
+    reads then. Most requirements files are plain; this spares `check` the parser's import and its
+    per-line option parser. tests/lock/test_inputs_plain.py holds the two readers to the same result."""
+    found = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if raw.endswith("\\"):
+            return None  # pip joins it with the next line, even after a comment
+        line = _COMMENT.sub("", raw).strip()
+        if not line:
+            continue
+        if not _PLAIN_LINE.fullmatch(line) or _ARCHIVE.search(line) or " -" in line or "\t-" in line:
+            return None
+        try:
+            found.append((lineno, Requirement(line)))
+        except InvalidRequirement:
+            return None  # the parser words the error
+    return found
+
+
 def _stdin(inputs: Inputs, fence: Path | None) -> None:
     """`-`: a requirements file piped in, read once and bounded, named "<stdin>" in every message. It
     stands in the current folder: its includes are relative to it and fenced by its project
@@ -160,7 +190,17 @@ def _requirements(
     from sparkenv.lock.includes import prescan
 
     # FIFOs, devices, huge or undecodable files, missing or fenced includes: one line, before the parser
-    parsed_requirements(path, arg, inputs, prescan(path, arg, fence, text))
+    texts = prescan(path, arg, fence, text)
+    if len(texts) == 1:
+        ((resolved, text),) = texts.items()
+        plain = plain_requirements(text)
+        if plain is not None:
+            inputs.files.append(resolved)
+            no_deps = bool(NO_DEPS_DIRECTIVE.search(text))
+            for lineno, r in plain:
+                _add(inputs, r, _where(arg, lineno), path.parent, no_deps, constraint=False)
+            return
+    parsed_requirements(path, arg, inputs, texts)
 
 
 @contextlib.contextmanager
