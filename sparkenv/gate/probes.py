@@ -421,14 +421,11 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         text = read_text(path, what=f"a {meta} file", limit=4 << 20)
     except UnreadableFile:
         return None
-    fields = dict(
-        (k.strip().lower(), v.strip())
-        for k, sep, v in (ln.partition(":") for ln in text.split("\n\n", 1)[0].splitlines())
-        if sep
-    )
-    if fields.get("name") and fields.get("version"):
-        return canonicalize_name(fields["name"]), fields["version"]
-    return None
+    from sparkenv.environment.distributions import parse_headers
+
+    fields = parse_headers(text)
+    name, version = (fields.get("name") or [""])[0], (fields.get("version") or [""])[0]
+    return (canonicalize_name(name), version) if name and version else None
 
 
 def probe_kernel_coverage(
