@@ -17,8 +17,8 @@ from sparkenv.gate.options import GATE
 from sparkenv.render import options as reporting
 from sparkenv.resolve import check_args, lock_args
 
-ENV = ("SPARKENV_GATE", "SPARKENV_GATE_DEEP", "SPARKENV_GATE_DEEP_CACHE", "SPARKENV_GATE_WATCH")
-ENV += ("SPARKENV_WATCH_DIR",)
+ENV = tuple(o.envvar for o in fastpath.OPTIONS if o.envvar)  # the variables the gate's options declare
+WORKLOAD = ["--", "python", "train.py"]
 
 
 def _command(name: str):  # type: ignore[no-untyped-def]
@@ -67,15 +67,51 @@ def test_each_lean_parser_reads_each_declared_option_as_typer_does(command, opti
 def test_the_gate_reads_each_declared_option_as_typer_does(option, spelling, monkeypatch):
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
-    argv = [*_argv(option, spelling), "--", "python", "train.py"]
+    argv = [*_argv(option, spelling), *WORKLOAD]
+    typed = _gate_args(argv)
+    assert fastpath.parse(argv) == typed
+    assert typed != fastpath.parse(WORKLOAD)
+
+
+def _gate_args(argv: list[str]) -> GateArgs:
+    """What the typer command hands the gate for `argv`."""
     params = _typer_params("gate", argv)
-    typed = GateArgs(
-        workload=list(params["workload"]),
+    return GateArgs(
+        workload=list(params["workload"] or []),
         reporting=reporting.bundle(params),
         **optionspec.values(GATE, params),
     )
-    assert fastpath.parse(argv) == typed
-    assert typed != fastpath.parse(["--", "python", "train.py"])
+
+
+@pytest.mark.parametrize("option", [o for o in fastpath.OPTIONS if o.envvar], ids=lambda o: o.envvar)
+def test_the_gate_reads_each_declared_variable_as_typer_does(option, monkeypatch):
+    """The options' variables ($SPARKENV_GATE …) come from the same declaration as their spellings: set
+    alone, each gives both parsers the same values; an empty one is unset in both."""
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(option.envvar, "1" if option.flag else "2.5" if option.kind is float else "G1")
+    typed = _gate_args(WORKLOAD)
+    assert fastpath.parse(WORKLOAD) == typed
+    monkeypatch.setenv(option.envvar, "")
+    assert fastpath.parse(WORKLOAD) == _gate_args(WORKLOAD) != typed
+
+
+def test_a_watch_variable_does_not_make_a_bare_gate_watch(monkeypatch):
+    """$SPARKENV_GATE_WATCH set in an image's environment: `gate` alone still runs (nothing to watch)."""
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARKENV_GATE_WATCH", "1")
+    bare, with_workload = fastpath.parse([]), fastpath.parse(WORKLOAD)
+    assert bare is not None and not bare.watch
+    assert with_workload is not None and with_workload.watch
+
+
+def test_a_flag_variable_that_is_no_boolean_is_a_usage_error(monkeypatch):
+    from sparkenv.core.errors import SparkenvError
+
+    monkeypatch.setenv("SPARKENV_GATE_DEEP", "maybe")
+    with pytest.raises(SparkenvError, match=r"\$SPARKENV_GATE_DEEP: 'maybe' is not a boolean"):
+        fastpath.parse(WORKLOAD)
 
 
 @pytest.mark.parametrize(

@@ -2,23 +2,30 @@
 every workload, `check` in pre-commit hooks, `audit` of an unchanged environment): those imports cost more
 than the commands' own work. It reads the options a command declares (sparkenv/core/optionspec.py: the same
 declarations the typer command is built from) — `--name VALUE`, `--name=VALUE`, flags, repeated options,
-`--` — and gives up (None) on anything else (--help, a typo, a missing value), so that the typer command
-answers with its usual help or error."""
+`--`, and each option's declared variable where the line leaves it unset — and gives up (None) on anything
+else (--help, a typo, a missing value), so that the typer command answers with its usual help or error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 
-from sparkenv.core.optionspec import Option, spellings
+from sparkenv.core.optionspec import Option, env_flag, spellings
 
 
 def parse(
-    argv: list[str], options: Iterable[Option], *, interspersed: bool = True
+    argv: list[str],
+    options: Iterable[Option],
+    *,
+    interspersed: bool = True,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, object], list[str]] | None:
-    """(the given options' values by name, positional arguments). A repeated option is a list in the given
+    """(the options' values by name, positional arguments). A repeated option is a list in the given
     order; a number is converted (a usage error, exit 2, when it is not one). `interspersed`: options may
     follow positionals (click's default); False: the first positional and everything after it are
-    positional (a workload's own command line)."""
+    positional (a workload's own command line). `environ`: where the declared variables are read
+    (`environment`; default os.environ)."""
+    options = tuple(options)
     known = spellings(options)
     values: dict[str, object] = {}
     positional: list[str] = []
@@ -49,7 +56,23 @@ def parse(
             positional += argv[i:]
             break
         i += 1
-    return values, positional
+    return environment(options, values, os.environ if environ is None else environ), positional
+
+
+def environment(
+    options: Iterable[Option], values: dict[str, object], environ: Mapping[str, str]
+) -> dict[str, object]:
+    """`values` with each option the line left unset taken from its declared variable, as typer's
+    envvar= takes it: an empty variable is unset; a flag's is yes or no (env_flag)."""
+    for option in options:
+        raw = environ.get(option.envvar, "") if option.envvar else ""
+        if option.name in values or not raw:
+            continue
+        if option.flag:
+            values[option.name] = env_flag(option.envvar or "", environ)
+        else:
+            _store(values, option, f"${option.envvar}", raw)
+    return values
 
 
 def _store(values: dict[str, object], option: Option, spelled: str, raw: str) -> None:

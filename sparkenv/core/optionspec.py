@@ -9,8 +9,12 @@ more than a cached audit). A NamedTuple: cheaper to define than a frozen datacla
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
+
+TRUE = ("1", "true", "yes", "on", "y", "t")
+FALSE = ("0", "false", "no", "off", "n", "f", "")
 
 
 class Option(NamedTuple):
@@ -32,6 +36,18 @@ class Option(NamedTuple):
 def spellings(options: Iterable[Option]) -> dict[str, Option]:
     """Every spelling of every option: what a parser accepts."""
     return {flag: o for o in options for flag in o.flags}
+
+
+def env_flag(name: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """A yes/no variable (a flag's envvar): 1/0, true/false, yes/no, on/off; unset or empty is no."""
+    value = environ.get(name, "").strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    from sparkenv.core.errors import SparkenvError
+
+    raise SparkenvError(f"${name}: {value!r} is not a boolean (use 1 or 0)")
 
 
 def values(options: Iterable[Option], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -122,10 +122,9 @@ def scan_reader(
     sink: Callable[[int, int, int, int, int], None] | None = None,
 ) -> KernelScan:
     """`whole`: the file's bytes as one buffer (what `read` reads from), searched in place. `sink`: called
-    for each entry as the walk passes it (kernel_names), through the windowed walk."""
+    for each entry as the walk passes it (kernel_names)."""
     limits = limits or kernels().limits
     out = KernelScan(sink=sink)
-    whole = None if sink is not None else whole
     sections = elf.list_sections(read)
     if isinstance(sections, str):
         out.complete, out.problem = False, sections
@@ -289,10 +288,6 @@ class _Whole(_Window):
         super().__init__(read)
         self._start, self._whole = 0, whole
 
-    @property
-    def whole(self) -> mmap.mmap:
-        return self._whole
-
     def ahead(self, offset: int, end: int) -> tuple[Any, int]:
         if offset >= 0 and len(self._whole) - offset >= _HEADER_LEN:
             return self._whole, offset
@@ -309,8 +304,7 @@ def _entries(
 ) -> str | None:
     tally: dict[tuple[int, int, int], int] = {}  # (kind, arch, variant bits) -> payload bytes
     try:
-        walk = _walk_whole if isinstance(read, _Whole) else _walk
-        return walk(read, start, size, out, budget, align, tally)
+        return _walk(read, start, size, out, budget, align, tally)
     finally:
         for (kind, arch, bits), payload in tally.items():
             variant = "a" if bits & _ARCH_SPECIFIC else "f" if bits & _FAMILY else ""
@@ -354,73 +348,6 @@ def _walk(
             return stop
         pos = max(stop_at, pos + 16)
     return None
-
-
-def _walk_whole(
-    read: _Window,
-    start: int,
-    size: int,
-    out: KernelScan,
-    budget: _Budget,
-    align: int,
-    tally: dict[tuple[int, int, int], int],
-) -> str | None:
-    """_walk and _kernel_entries over a whole mapped file (_Whole), step for step: the buffer read where
-    it lies and the entry loop inlined, for the calls were most of a deep read (cuFFT 12's 24,000
-    fatbins in .ldata). Tests compare the two readers on every kind of object."""
-    assert isinstance(read, _Whole)
-    data = read.whole
-    n, find = len(data), data.find
-    head, entry_at, esize = _HEAD.unpack_from, _ENTRY.unpack_from, _ENTRY.size
-    most_headers, most_entries = budget.limits.max_headers, budget.limits.max_entries
-    flag_bits = _ARCH_SPECIFIC | _FAMILY
-    step = 8 if align == 8 else 1
-    pos, end = start, start + size
-    headers, entries = out.headers, out.entries
-    try:
-        while pos + 16 <= end:
-            if pos + 16 > n:
-                return "truncated fatbin"
-            magic, version, header_size, fat_size = head(data, pos)
-            if magic != FATBIN_MAGIC or (align == 1 and (version != 1 or header_size != 16)):
-                if align == 1 and not budget.late():  # next_magic's first search, here
-                    avail = min(n - pos - 1, end - pos - 1, _Window.FAR)
-                    at = find(_WELL_FORMED, pos + 1, pos + 1 + avail) if avail >= _HEADER_LEN else -1
-                    if at >= 0:
-                        pos = at
-                        continue
-                pos = read.next_magic(pos + step, end, start, budget, align)
-                if budget.exhausted:
-                    return budget.why
-                continue
-            headers += 1
-            out.fatbin_bytes += header_size + fat_size
-            if headers % 256 == 0 or headers > most_headers:
-                out.headers, out.entries = headers, entries
-                stop = budget.check(out)
-                if stop:
-                    return stop
-            entry, stop_at = pos + header_size, min(end, pos + header_size + fat_size)
-            while entry + esize <= stop_at:
-                entries += 1
-                if entries % 1024 == 0 or entries > most_entries:
-                    out.headers, out.entries = headers, entries
-                    stop = budget.check(out)
-                    if stop:
-                        return stop
-                if entry + esize > n:
-                    return "truncated fatbin entry"
-                kind, _, ehs, payload, _, _, _, _, arch, _, _, flags = entry_at(data, entry)
-                if ehs < esize:
-                    return "malformed fatbin entry header"
-                if kind in _KINDS:
-                    key = (kind, arch, flags & flag_bits)
-                    tally[key] = tally.get(key, 0) + payload
-                entry += ehs + payload
-            pos = max(stop_at, pos + 16)
-        return None
-    finally:
-        out.headers, out.entries = headers, entries
 
 
 def _kernel_entries(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.optionspec import env_flag
 from sparkenv.render.options import ReportOptions
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from sparkenv.gate.probes import Options
 
 POLICIES = ("strict", "warn", "off")
-TRUE = ("1", "true", "yes", "on", "y", "t")
-FALSE = ("0", "false", "no", "off", "n", "f", "")
 
 
 @dataclass
@@ -48,15 +47,6 @@ class GateArgs:
     watch_policy: str | None
     attest: float  # --attest N: the probe's window over the workload's first N seconds (sparkenv/attest/)
     reporting: ReportOptions
-
-
-def env_flag(name: str) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if value in TRUE:
-        return True
-    if value in FALSE:
-        return False
-    raise SparkenvError(f"${name}: {value!r} is not a boolean (use 1 or 0)")
 
 
 def _seconds(name: str, value: float, *, zero_ok: bool) -> float:

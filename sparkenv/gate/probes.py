@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from sparkenv.core import children, pool
-from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
 from sparkenv.environment.facts_file import FACTS_SCHEMA
 from sparkenv.environment.intent import nvfp4_intent
@@ -409,7 +410,7 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         return None
     name, dash, version = stem.partition("-")
     if kind == "dist-info" and dash and version[:1].isdigit() and "-" not in version:
-        return _canonical(name), version
+        return canonicalize_name(name), version
     meta = "METADATA" if kind == "dist-info" else "PKG-INFO"
     path = (
         os.path.join(site, folder, meta)
@@ -420,14 +421,11 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         text = read_text(path, what=f"a {meta} file", limit=4 << 20)
     except UnreadableFile:
         return None
-    fields = dict(
-        (k.strip().lower(), v.strip())
-        for k, sep, v in (ln.partition(":") for ln in text.split("\n\n", 1)[0].splitlines())
-        if sep
-    )
-    if fields.get("name") and fields.get("version"):
-        return _canonical(fields["name"]), fields["version"]
-    return None
+    from sparkenv.environment.distributions import parse_headers
+
+    fields = parse_headers(text)
+    name, version = (fields.get("name") or [""])[0], (fields.get("version") or [""])[0]
+    return (canonicalize_name(name), version) if name and version else None
 
 
 def probe_kernel_coverage(

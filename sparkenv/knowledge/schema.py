@@ -3,7 +3,7 @@
 One converter for every file of sparkenv/data, so each file's shape is written once, as the record its
 callers read: a missing, unknown (a typo) or mistyped key is one KnowledgeError naming the file and the key,
 at load. Lists become tuples, tables read-only mappings, and `DistName` fields are canonicalised (PEP 503,
-sparkenv.core.names). Records are typing.NamedTuple classes (immutable, typed, with defaults) because the
+packaging.utils.canonicalize_name). Records are typing.NamedTuple classes (immutable, typed, with defaults) because the
 gate defines a few dozen on every start and they cost less to define than frozen dataclasses
 (benchmarks/knowledge_load.py). `_toml_keys` maps a field to a TOML key of another name.
 """
@@ -18,8 +18,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any, NewType, TypeVar
 
+from packaging.utils import canonicalize_name
+
 from sparkenv.core.errors import SparkenvError
-from sparkenv.core.names import canonical
 
 DistName = NewType("DistName", str)  # a distribution name, canonicalised at load
 T = TypeVar("T")
@@ -71,7 +72,7 @@ def _scalar(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
-        return canonical(value)
+        return canonicalize_name(value)
     if tp in _KINDS:
         ok = isinstance(value, (int, float) if tp is float else tp) and (
             tp is bool or type(value) is not bool

@@ -227,18 +227,13 @@ def _unkept(data: Any) -> dict[Version, Release] | None:
 
 def release(index_url: str | None, key: str, version: str, timeout: float = 20.0) -> Release | None:
     """One release of the project (its files, their URLs and sha256), or None: what the early reads need
-    of a pick. On a PEP 691 page only the entries of that version's files are decoded (a big project's
-    page lists thousands of files, and decoding it all costs more CPU than the read it serves); a page
-    that does not look as expected is read whole, as releases() reads it."""
+    of a pick."""
     page = _page(index_url, key, timeout)
     if page is None:
         return None
     url, body, ctype = page
     if "json" in ctype:
-        text = _text(body)
-        entries = _json_entries_of(text, [version]) if text is not None else None
-        if entries is None:
-            entries = _json_entries_whole(body, version)
+        entries = _json_entries(body, version)
         if entries is None:
             return None
     else:
@@ -253,7 +248,7 @@ def every_release(index_url: str | None, key: str, timeout: float = 20.0) -> dic
     if page is None:
         return None
     url, body, ctype = page
-    entries = _json_entries_whole(body, every=True) if "json" in ctype else _html_entries(body)
+    entries = _json_entries(body, every=True) if "json" in ctype else _html_entries(body)
     return _by_version(entries, url) if entries is not None else None
 
 
@@ -279,143 +274,9 @@ def _html_entries(body: bytes) -> list[_Entry]:
     return [(n, y, rp, None, href, _fragment_sha256(href)) for n, y, rp, href in parser.files]
 
 
-# a "filename" whose value is not a plain string (an escape in it): the whole page is decoded
-_ODD_NAME = re.compile(r'"filename"(?!\s*:\s*"[^"\\]*")')
-_DECODER = json.JSONDecoder()
-
-
-_VERSIONS = re.compile(r'"versions"\s*:\s*\[')
-
-
-def _text(body: bytes) -> str | None:
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _versions(text: str) -> object:
-    """The page's PEP 700 `versions` list, decoded alone; None when it has none. Its first key found by
-    str.find (a page lists it last, after megabytes of files: a regular expression's scan is slower)."""
-    at = text.find('"versions"')
-    m = None
-    while at >= 0 and m is None:
-        m = _VERSIONS.match(text, at)
-        at = text.find('"versions"', at + 1)
-    if m is None:
-        return None
-    try:
-        return _DECODER.raw_decode(text, m.end() - 1)[0]
-    except ValueError:
-        return None
-
-
-def _json_entries_of(text: str, versions: list[str]) -> list[_Entry] | None:
-    """The entries of the files whose name holds one of `versions`, each file's object decoded alone:
-    found by the names (`_names_holding`), the object starting at the `{` after the `[` or `,` before
-    its "filename" key. None when a name is not a plain string (an escape in it) or an object cannot be
-    found so: the caller decodes the whole page."""
-    if not versions:
-        return []
-    if any(not v or '"' in v or "\\" in v for v in versions) or ("\\" in text and _ODD_NAME.search(text)):
-        return None
-    entries: list[_Entry] = []
-    for key_at, name in _names_holding(text, versions):
-        start = _object_start(text, key_at)
-        try:
-            f, _ = _DECODER.raw_decode(text, start) if start >= 0 else (None, 0)
-            if not isinstance(f, dict) or f.get("filename") != name:
-                return None
-            sha = (f.get("hashes") or {}).get("sha256", "")
-            entries.append(
-                (name, bool(f.get("yanked")), f.get("requires-python") or "", _when(f.get("upload-time")),
-                 f.get("url", ""), sha)
-            )  # fmt: skip
-        except (ValueError, TypeError, AttributeError):
-            return None
-    return entries
-
-
-_KEY = '"filename"'
-_GAP = re.compile(r"\s*:\s*")
-
-
-def _names_holding(text: str, needles: list[str]) -> list[tuple[int, str]]:
-    """(where its "filename" key starts, the name) of every plain file name holding one of `needles`, in
-    the page's order. Found from the needles by str.find (a few hundred hits in a page of megabytes; a
-    regular expression tried at each of its thousands of names cost a fifth of a big page's decoding):
-    a hit counts where the string holding it is the value of a "filename" key."""
-    found: dict[int, tuple[int, str]] = {}  # by the value's opening quote
-    for at, needle in _hits(text, needles):
-        opening = text.rfind('"', 0, at)
-        if opening >= 0 and opening not in found:
-            closing = text.find('"', at)
-            key_at = text.rfind(_KEY, 0, opening)
-            if (
-                closing >= at + len(needle)
-                and key_at >= 0
-                and _GAP.fullmatch(text, key_at + len(_KEY), opening)
-            ):
-                found[opening] = (key_at, text[opening + 1 : closing])
-    return [found[k] for k in sorted(found)]
-
-
-def _hits(text: str, needles: list[str]) -> list[tuple[int, str]]:
-    """(where, which) of every occurrence of each needle. The newest versions mostly share a prefix
-    (`-3.14.`): where it is long enough to be rare, the page is scanned once for it, each hit then told
-    apart, instead of once per needle."""
-    common = needles[0] if needles else ""
-    for n in needles[1:]:
-        while not n.startswith(common):
-            common = common[:-1]
-    if len(needles) > 1 and len(common) >= 4:
-        out = []
-        at = text.find(common)
-        while at >= 0:
-            out += [(at, n) for n in needles if text.startswith(n, at)]
-            at = text.find(common, at + 1)
-        return out
-    out = []
-    for needle in needles:
-        at = text.find(needle)
-        while at >= 0:
-            out.append((at, needle))
-            at = text.find(needle, at + 1)
-    return out
-
-
-def _object_start(text: str, at: int) -> int:
-    """Where the object holding position `at` starts, as an element of the files array: the last `{`
-    before `at` that follows `[` or `,` (a nested object follows `:`); -1 when there is none."""
-    i = at
-    while True:
-        i = text.rfind("{", 0, i)
-        if i < 0:
-            return -1
-        j = i - 1
-        while j >= 0 and text[j] in " \t\r\n":
-            j -= 1
-        if j >= 0 and text[j] in "[,":
-            return i
-
-
-def _json_entries(body: bytes, include: str = "") -> list[_Entry] | None:
-    """The files of a PEP 691 page (of its newest releases only, and `include`); None when the page is
-    not one. Where the page lists its versions (PEP 700), only the objects of the wanted files are
-    decoded (`_json_entries_of`); the whole page otherwise, or when it does not look as expected."""
-    text = _text(body)
-    listed = _versions(text) if text is not None else None
-    wanted = _newest_versions(listed)
-    if text is not None and wanted is not None:
-        if include:
-            wanted.append(include)
-        quick = _json_entries_of(text, wanted)
-        if quick is not None:
-            return quick
-    return _json_entries_whole(body, include)
-
-
-def _json_entries_whole(body: bytes, include: str = "", every: bool = False) -> list[_Entry] | None:
+def _json_entries(body: bytes, include: str = "", every: bool = False) -> list[_Entry] | None:
+    """The files of a PEP 691 page (of its newest releases only, and `include`; `every`: all of them);
+    None when the page is not one."""
     entries: list[_Entry] = []
     try:
         page = json.loads(body)

@@ -1,7 +1,7 @@
 """The gate's start-up shortcuts keep its verdicts: Triton found from the folder listing (no
 metadata read), its ptxas releases remembered per file (sparkenv/core/stat_cache.py) and read again whenever
-the file changed, names canonicalised as packaging does, the modules the start does without, and the
---deep torch process started first and used once."""
+the file changed, the modules the start does without, and the --deep torch process started first and
+used once."""
 
 from __future__ import annotations
 
@@ -15,9 +15,6 @@ import gate_helpers as gh
 import pytest
 from conftest import Env, sparkenv
 from kernel_helpers import cuda_ptxas
-from packaging.utils import canonicalize_name
-
-from sparkenv.gate import probes
 
 BIN = "triton/backends/nvidia/bin"
 # No CUDA 12.8 toolkit here: the old ptxas is a stand-in holding the string ptxas carries in its bytes.
@@ -108,17 +105,6 @@ def test_an_unreadable_or_foreign_cache_is_not_used(venv, tmp_path):
     assert gate_facts(venv, cache, tmp_path)["kernel_coverage"]["triton"]["bundled"]["ptxas"] == "12.8"
 
 
-def test_names_are_canonical_as_packaging_makes_them():
-    """The gate's listing canonicalises names without importing packaging.utils: the same result, on
-    every distribution of this environment and on the awkward spellings."""
-    names = ["Foo_Bar", "foo.bar", "FOO--bar__baz", "zope.interface", "typing_extensions", "A", "a-_-.b"]
-    for site in sys.path:
-        if site.endswith("site-packages") and os.path.isdir(site):
-            names += [n.split("-")[0] for n in os.listdir(site) if n.endswith(".dist-info")]
-    assert len(names) > 20
-    assert {n: probes._canonical(n) for n in names} == {n: canonicalize_name(n) for n in names}
-
-
 def _imported(*args: str, env: dict[str, str]) -> set[str]:
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", *args], capture_output=True, text=True, timeout=60, env=env
@@ -127,14 +113,13 @@ def _imported(*args: str, env: dict[str, str]) -> set[str]:
 
 
 def test_the_default_start_does_without_these_modules(tmp_path):
-    """The image entrypoint's start stays lean: no subprocess machinery (its probes' children are forked), no
-    importlib.resources with its zipfile and tempfile, no packaging.tags with sysconfig and logging,
-    no sockets (single node). What the interpreter's own start imports (site's .pth files: a CA bundle
-    hook imports certifi → importlib.resources on some machines) is not the gate's and is left out."""
+    """The image entrypoint's start stays lean: no importlib.resources with its zipfile and tempfile, no
+    sockets (single node), no hashing. What the interpreter's own start imports (site's .pth files: a CA
+    bundle hook imports certifi → importlib.resources on some machines) is not the gate's and is left out."""
     env = {**os.environ, "SPARKENV_CACHE_DIR": str(tmp_path)}
     imported = _imported("-m", "sparkenv", "gate", "-q", env=env) - _imported("-c", "pass", env=env)
     assert "sparkenv.gate.probes" in imported  # it did probe
-    avoided = {"subprocess", "importlib.resources", "zipfile", "tempfile", "socket", "hashlib"}
+    avoided = {"importlib.resources", "zipfile", "tempfile", "socket", "hashlib"}
     assert not imported & avoided, sorted(imported & avoided)
     assert not {m for m in imported if m.startswith("sparkenv.watch")}  # only under --watch
 
