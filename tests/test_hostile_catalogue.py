@@ -22,7 +22,6 @@ site folder for an unprivileged user) runs in-process.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import random
 import shutil
@@ -236,7 +235,8 @@ def catalogue(root: Path) -> list[Case]:
     plain = _venv(root, "plain")
     cache = root / "cache-fifo"
     cache.mkdir()
-    _fifo(cache / "kernels.json")
+    (cache / "kernels").mkdir()
+    _fifo(cache / "kernels" / "entries")
     cases.append(
         Case(
             "audit/kernel-cache-fifo",
@@ -810,15 +810,15 @@ def test_fatbin_flood_off_the_grid_stops_at_its_budget(tmp_path):
     assert found.problem is not None and f"stopped after {limits.max_seconds:g} s" in found.problem
 
 
-def test_kernel_cache_damaged_entries_are_read_again(tmp_path, kernels):
+def test_kernel_cache_damaged_entries_are_read_again(tmp_path, kernels, monkeypatch):
     """A kernel cache whose entries have the wrong types (hand-edited, another version's) is never
     fatal: the file is scanned again and the entry replaced."""
-    from sparkenv.core.stat_cache import stat_key
+    from sparkenv.core.cache import stat_key
     from sparkenv.environment import kernels as kernel_reader
 
     lib = str(kernels.so("sm75"))
     key = stat_key(lib)
-    cache_file = tmp_path / "kernels.json"
+    monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path))
     whole = {
         "targets": [1],
         "complete": True,
@@ -829,12 +829,9 @@ def test_kernel_cache_damaged_entries_are_read_again(tmp_path, kernels):
     }
     damaged = [{"targets": 5}, {"targets": ["sm_75"], "complete": "yes"}, [], "x", whole]
     for entry in damaged:
-        cache_file.write_text(
-            json.dumps(
-                {"reader": kernel_reader._reader_key(), "entries": {lib: {"key": key, "shallow": entry}}}
-            )
-        )
-        cache = kernel_reader.ScanCache(cache_file)
+        kernel_reader.ScanCache.default().store.save("entries", {lib: {"key": key, "shallow": entry}})
+        cache = kernel_reader.ScanCache.default()
+        assert cache.entries  # the damaged entry is read, and must not be used
         found = kernel_reader._scan(lib, False, key, cache)
         assert found["nv_fatbin"] is True and "sm_75" in found["targets"], entry
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sparkenv.core.stat_cache import stat_key
+from sparkenv.core.cache import stat_key
 
 READER = "audit-memo-1"  # bump when what is remembered changes: older files are then ignored
 _SPARKENV = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from sparkenv.audit import memo as memo_mod
 from sparkenv.audit import ngc
 from sparkenv.audit.memo import Memo
 from sparkenv.core import children, pool
-from sparkenv.core.stat_cache import stat_key
+from sparkenv.core.cache import stat_key
 from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.cuda import rules as cuda_rules
 from sparkenv.environment import container, kernels
@@ -157,7 +157,7 @@ def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
         return None
     scans = None
     if cap is not None and isinstance(info, elf.ElfInfo) and info.nv_fatbin is not False:
-        kept = kernels.Recorder()
+        kept = kernels.ScanCache(None)  # kept in memory, sent to the audit's process
         # mapped: a file cut short meanwhile kills this worker (SIGBUS), and the audit reads it itself
         kernels.read_object(path, path, cap, kept, mapped=True)
         scans = kept.entries.get(path)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparkenv.core.stat_cache import StatCache, stat_key
+from sparkenv.core.cache import PerFile, Store, stat_key
 from sparkenv.cuda import coverage, elf, fatbin, toolchain
 from sparkenv.knowledge import kernels
 from sparkenv.knowledge import toolchain as toolchain_data
@@ -22,38 +22,22 @@ from sparkenv.knowledge import toolchain as toolchain_data
 READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored
 
 
-class ScanCache(StatCache):
-    """Fatbin scans keyed by each file's stat (sparkenv/core/stat_cache.py), kept in the cache folder
-    (sparkenv/core/cache.py) as kernels.json: an audit or gate re-reads only what changed. Never fatal: an
-    unreadable or unusable cache is just not used."""
-
-    def __init__(self, path: Path | None, reader: str | None = None) -> None:
-        super().__init__(path, reader or _reader_key())
+class ScanCache(PerFile):
+    """Fatbin scans per file, kept in the store "kernels" (core/cache.py): an audit or gate re-reads only
+    what changed."""
 
     @classmethod
     def default(cls) -> ScanCache:
-        return cls.in_cache_folder("kernels.json", _reader_key())
+        import zlib
 
-
-class Recorder(ScanCache):
-    """Keeps the scans made through it in memory only: a worker process's reads, sent as they are to the
-    audit's process (sparkenv/audit/scan.py's pool), which uses them as it would use kernels.json."""
-
-    def __init__(self) -> None:
-        super().__init__(None, READER)
-
-    def put(self, path: str, key: list[int] | None, slot: str, value: Any) -> None:
-        if key is not None:
-            self.entries.setdefault(path, {"key": key})[slot] = value
+        data = kernels()
+        parts = json.dumps(
+            [part._asdict() for part in (data.sections, data.limits, data.sparse)], sort_keys=True
+        )
+        return cls(Store("kernels", f"{READER}-{zlib.crc32(parts.encode()):08x}"))
 
 
 Scans = dict[str, Any]  # a kernels.json entry: {"key": stat key, "shallow": scan, "deep": scan}
-
-
-def _reader_key() -> str:
-    data = kernels()
-    parts = [part._asdict() for part in (data.sections, data.limits, data.sparse)]
-    return f"{READER} {json.dumps(parts, sort_keys=True)}"
 
 
 def _scan(
@@ -113,7 +97,7 @@ def read_object(
     mapped: bool = False,
 ) -> coverage.ObjectKernels | None:
     """Kernels of one shared object; None when it carries no GPU code (most objects of a venv).
-    `scans`: what another process read of this path (a Recorder's entry), used where its stat key is
+    `scans`: what another process read of this path (a ScanCache(None)'s entry), used where its stat key is
     this file's; anything it lacks is read here. `mapped`: read through mmap (fatbin.scan: only in a
     process that may die of SIGBUS, the audit's workers)."""
     key = stat_key(path)
@@ -209,11 +193,11 @@ TRITON_NAMES = ("triton", "pytorch-triton")  # canonical names a Triton install 
 
 
 def read_triton(
-    site: str, name: str, version: str, env: Mapping[str, str], cache: StatCache | None = None
+    site: str, name: str, version: str, env: Mapping[str, str], cache: PerFile | None = None
 ) -> toolchain.TritonTools:
     """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
     override them, as `env` sets them. With `cache`, a release read before from the very same file
-    (sparkenv/core/stat_cache.py) is not searched for again in its tens of megabytes."""
+    (core/cache.py PerFile) is not searched for again in its tens of megabytes."""
     spec = toolchain_data().triton
     bundled = {}
     for tool in (spec.default_tool, spec.blackwell_tool):
@@ -225,7 +209,7 @@ def read_triton(
     return toolchain.TritonTools(name, version, bundled, chosen, releases)
 
 
-def _ptxas_release(path: str, cache: StatCache | None) -> str | None:
+def _ptxas_release(path: str, cache: PerFile | None) -> str | None:
     if cache is None:
         return toolchain.ptxas_release_of_file(path)
     key = stat_key(path)
@@ -238,8 +222,8 @@ def _ptxas_release(path: str, cache: StatCache | None) -> str | None:
     return release
 
 
-def ptxas_cache() -> StatCache:
-    return StatCache.in_cache_folder("ptxas.json", PTXAS_READER)
+def ptxas_cache() -> PerFile:
+    return PerFile(Store("ptxas", PTXAS_READER))
 
 
 def triton_to_json(tools: toolchain.TritonTools) -> dict[str, Any]:

@@ -59,13 +59,13 @@ def folder() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def code_stamp() -> str:
-    """sparkenv as it is on disk: every file of the package by its identity (stat_cache.stat_key, no file
+    """sparkenv as it is on disk: every file of the package by its identity (cache.stat_key, no file
     read), its version, the interpreter and packaging's version (markers and specifiers are
     its)."""
     import packaging
 
     import sparkenv
-    from sparkenv.core.stat_cache import stat_key
+    from sparkenv.core.cache import stat_key
 
     root = Path(sparkenv.__file__).parent
     h = hashlib.sha256(f"{sparkenv.__version__}\0{sys.version}\0{packaging.__version__}\0".encode())

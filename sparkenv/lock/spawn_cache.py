@@ -88,9 +88,9 @@ def _entry(key_text: str) -> Path:
 
 
 def stamp(path: str) -> str:
-    """The file's identity as every cache of sparkenv compares it (stat_cache.stat_key: size, mtime,
+    """The file's identity as every cache of sparkenv compares it (cache.stat_key: size, mtime,
     ctime, inode), as text; `-` when it cannot be stat'ed (absent)."""
-    from sparkenv.core.stat_cache import stat_key
+    from sparkenv.core.cache import stat_key
 
     key = stat_key(path)
     return "-" if key is None else ":".join(map(str, key))
