@@ -5,6 +5,7 @@ internal error)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -104,11 +105,14 @@ class Store:
         self.name, self.version, self.limit = name, version, limit
 
     def path(self, key: str) -> Path:
-        """The entry's file: the key itself when it is a plain file name, else a digest of it."""
+        """The entry's file: the key itself when it is a plain file name, else two checksums of it (zlib:
+        no hashlib before a re-lock's uv starts), and a caller whose keys are not file names keeps the key
+        in the entry and compares it."""
         if not (0 < len(key) <= 128 and set(key) <= _SAFE and key[0] != "."):
-            import hashlib
+            import zlib
 
-            key = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+            data = key.encode("utf-8", "surrogateescape")
+            key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
         return root() / self.name / key
 
     def _head(self, body: bytes) -> bytes:
@@ -148,8 +152,8 @@ class Store:
             os.close(fd)
 
     def write(self, key: str, text: str, behind: bool = False) -> None:
-        """Atomically (core/outputs.py, which redacts first: a text holding a credential no longer matches
-        its checksum, so it is never read back); `behind`: on the filing thread (core/filing.py)."""
+        """Atomically (core/outputs.py), redacted first (core/redact.py: no credential is ever kept);
+        `behind`: on the filing thread (core/filing.py)."""
         from sparkenv.core import filing, outputs
         from sparkenv.core.redact import redact
 
@@ -161,6 +165,8 @@ class Store:
         try:
             folder(self.name)
             if not outputs.holds(path, data):  # as it was: not written again
+                with contextlib.suppress(FileExistsError):  # made 0600, a mode the writer keeps, whatever
+                    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # the umask
                 outputs.write_one(path, data)
         except (OSError, SparkenvError):
             pass
@@ -183,36 +189,3 @@ class Store:
         except (ValueError, TypeError):
             return
         self.write(key, text, behind)
-
-
-class PerFile:
-    """What was read from files' bytes, one entry per path holding the stat_key it was read under: a
-    file whose stat differs is read again. One store entry (`store`, `key`) holds them all; entries of
-    files that are gone are dropped when it is saved."""
-
-    def __init__(self, store: Store | None, key: str = "entries") -> None:
-        self.store, self.key, self.dirty = store, key, False
-        data = store.load(key) if store is not None else None
-        self.entries: dict[str, Any] = data if isinstance(data, dict) else {}
-
-    def get(self, path: str, key: list[int] | None, slot: str) -> Any:
-        entry = self.entries.get(path)
-        if key is None or not isinstance(entry, dict) or entry.get("key") != key:
-            return None
-        return entry.get(slot)
-
-    def put(self, path: str, key: list[int] | None, slot: str, value: Any) -> None:
-        if key is None:
-            return
-        entry = self.entries.get(path)
-        if not isinstance(entry, dict) or entry.get("key") != key:
-            entry = self.entries[path] = {"key": key}
-        entry[slot] = value
-        self.dirty = True
-
-    def save(self) -> None:
-        if self.store is None or not self.dirty:
-            return
-        self.entries = {p: e for p, e in self.entries.items() if os.path.exists(p)}
-        self.store.save(self.key, self.entries)
-        self.dirty = False
