@@ -166,6 +166,7 @@ def test_when_uv_picks_a_wheel_another_sorts_before_that_one_is_read_too(tmp_pat
     assert max(first, other_python, other_arch) < pick  # all three sort before uv's pick
     server = _picked(ix, pick, {first: _sha(ix, first)})
     assert metadata.cached(_sha(ix, first), ".native-2") == "ops/_k0.so\n"
-    assert metadata.STORE.path(f"{_sha(ix, first)}.metadata").is_file()  # uv read the pick's metadata, not this one's
+    # uv read the pick's metadata, not this one's
+    assert metadata.STORE.path(f"{_sha(ix, first)}.metadata").is_file()
     read = {p.rsplit("/", 1)[-1] for p, _ in server.requests}
     assert other_python not in read and other_arch not in read
