@@ -7,6 +7,13 @@ Every command runs with $SPARKENV_CACHE_DIR set: the commands named by --fresh-c
 empty folder for every run (a first audit, a container started from an image); the others share one
 folder kept from run to run (filled by the untimed warm-up round: an unchanged environment audited
 again). A command's text may start with NAME=VALUE words, set for that command alone.
+
+--drop N=STORE removes one store of sparkenv's cache (core/cache.py: the folder STORE in the command's
+$SPARKENV_CACHE_DIR) before every run of command N: the command without that cache, every other one warm.
+Give that command a SPARKENV_CACHE_DIR of its own, or it empties the store the others share:
+
+python benchmarks/side_by_side.py --drop 2=audit -- "python -m sparkenv audit V" \
+    "SPARKENV_CACHE_DIR=/tmp/no-audit python -m sparkenv audit V"
 """
 
 from __future__ import annotations
@@ -45,6 +52,13 @@ def main() -> int:
         help="command N (1-based) gets an empty $SPARKENV_CACHE_DIR every run; repeatable",
     )
     parser.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="N=STORE",
+        help="remove the cache store STORE before every run of command N (1-based); repeatable",
+    )
+    parser.add_argument(
         "--limit",
         action="append",
         default=[],
@@ -69,6 +83,9 @@ def main() -> int:
             fresh = i + 1 in args.fresh_cache
             cache = tempfile.mkdtemp(prefix="side-by-side-fresh-") if fresh else kept
             env = {**os.environ, "SPARKENV_CACHE_DIR": cache, **own}
+            for n, _, store in (d.partition("=") for d in args.drop):
+                if int(n) == i + 1:
+                    shutil.rmtree(os.path.join(env["SPARKENV_CACHE_DIR"], store), ignore_errors=True)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             proc = subprocess.run(words, capture_output=True, timeout=600, env=env, cwd=neutral)
@@ -90,6 +107,9 @@ def main() -> int:
     print(f"{'median s':>9}  {'min s':>7}  {'CPU s':>7}  command ({args.runs} runs; load {load:.1f})")
     for i, command in enumerate(args.commands):
         note = "  [empty cache each run]" if i + 1 in args.fresh_cache else ""
+        note += "".join(
+            f"  [without {store}]" for n, _, store in (d.partition("=") for d in args.drop) if int(n) == i + 1
+        )
         print(f"{med[i]:9.3f}  {min(times[i]):7.3f}  {statistics.median(cpu[i]):7.3f}  {command}{note}")
     for i, command in enumerate(args.commands[1:], 1):
         print(f"ratio {args.commands[0]!r} / {command!r} = {med[0] / med[i]:.3f}")

@@ -22,7 +22,6 @@ site folder for an unprivileged user) runs in-process.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import random
 import shutil
@@ -236,10 +235,10 @@ def catalogue(root: Path) -> list[Case]:
     plain = _venv(root, "plain")
     cache = root / "cache-fifo"
     cache.mkdir()
-    _fifo(cache / "kernels.json")
+    _fifo(cache / "audit")  # where the audit's cache store (core/cache.py) keeps its entries
     cases.append(
         Case(
-            "audit/kernel-cache-fifo",
+            "audit/cache-store-fifo",
             ["audit", str(plain), "--gpu", "12.1"],
             (0, 1),
             quiet_ok=True,
@@ -808,35 +807,6 @@ def test_fatbin_flood_off_the_grid_stops_at_its_budget(tmp_path):
     found = fatbin.scan(str(tmp_path / "libflood.so"), deep=True, limits=limits)
     assert found.headers == 0 and not found.complete
     assert found.problem is not None and f"stopped after {limits.max_seconds:g} s" in found.problem
-
-
-def test_kernel_cache_damaged_entries_are_read_again(tmp_path, kernels):
-    """A kernel cache whose entries have the wrong types (hand-edited, another version's) is never
-    fatal: the file is scanned again and the entry replaced."""
-    from sparkenv.core.stat_cache import stat_key
-    from sparkenv.environment import kernels as kernel_reader
-
-    lib = str(kernels.so("sm75"))
-    key = stat_key(lib)
-    cache_file = tmp_path / "kernels.json"
-    whole = {
-        "targets": [1],
-        "complete": True,
-        "problem": None,
-        "sections": [],
-        "payload": {},
-        "nv_fatbin": True,
-    }
-    damaged = [{"targets": 5}, {"targets": ["sm_75"], "complete": "yes"}, [], "x", whole]
-    for entry in damaged:
-        cache_file.write_text(
-            json.dumps(
-                {"reader": kernel_reader._reader_key(), "entries": {lib: {"key": key, "shallow": entry}}}
-            )
-        )
-        cache = kernel_reader.ScanCache(cache_file)
-        found = kernel_reader._scan(lib, False, key, cache)
-        assert found["nv_fatbin"] is True and "sm_75" in found["targets"], entry
 
 
 def test_the_g10_agreement_rule_never_crashes_on_a_peers_answer():

@@ -1,6 +1,6 @@
-"""What the last audit of an environment read and judged, remembered in the cache folder
-(sparkenv/core/cache.py, `audit-<digest of the target>.json`), so that an unchanged environment audits from
-the cache and a changed one re-reads only what changed.
+"""What the last audit of an environment read and judged, remembered in the store "audit"
+(sparkenv/core/cache.py) by a digest of the target, so that an unchanged environment audits from the
+cache and a changed one re-reads only what changed.
 
 Two levels, each keyed by everything that can change it:
 
@@ -14,15 +14,14 @@ Two levels, each keyed by everything that can change it:
   what was read from them. What changed is read again; the rest comes from here.
 
 A change of any file changes its ctime, which no user can set back, so a changed file is never taken for
-an unchanged one. The cache is never trusted: a file whose checksum, reader or header does not match,
-or whose contents do not have the expected shape, is ignored as a whole and rewritten after the audit; a
+an unchanged one. The cache is never trusted: an entry the store does not take, or whose header does not
+match, or whose contents do not have the expected shape, is ignored whole and rewritten after the audit; a
 cache that cannot be written is skipped. Nothing in it can turn a FAIL into a PASS, because nothing in
 it is used for a file whose stat differs from the one it was read under.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -31,9 +30,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sparkenv.core.stat_cache import stat_key
+from sparkenv.core.cache import Store, stat_key
 
-READER = "audit-memo-1"  # bump when what is remembered changes: older files are then ignored
+STORE = Store("audit", "1")  # core/cache.py; bump the version when what is remembered changes
 _SPARKENV = Path(__file__).resolve().parent.parent
 # the modules whose code decides what an audit reads and judges: an edited checkout is a new reader
 _CODE_DIRS = ("audit", "rules", "cuda", "environment", "facts", "knowledge", "render")
@@ -74,7 +73,7 @@ def header(target: Any, lock: str | None, root: Path, gpu: Any, markers: Any) ->
     # reader on the miss that must come first, with its one-line error
     lock_key = stat_key(lock) if lock else None
     parts = [
-        READER,
+        STORE.version,
         _code_and_data(),
         [target.description, target.machine, target.python_version, str(target.interpreter)],
         [str(d) for d in target.site_dirs],
@@ -112,8 +111,8 @@ class Memo:
     audit reads) and the facts per distribution and per shared object (read only when something
     changed). Neither `load` nor `save` ever raises."""
 
-    def __init__(self, path: Path | None, header_digest: str) -> None:
-        self.path, self.header = path, header_digest
+    def __init__(self, key: str | None, header_digest: str) -> None:
+        self.key, self.header = key, header_digest
         self.report: dict[str, Any] | None = None  # {"fingerprint", "findings", "context", "paths"}
         self._dists: dict[str, dict[str, Any]] | None = None  # loaded on first use (a miss)
         self._elf: dict[str, dict[str, Any]] = {}
@@ -121,44 +120,22 @@ class Memo:
         # the stats taken before each file was read this run: what the remembered report was made from
         self.sites: list[Any] = []
         self.taken: dict[str, Any] = {}
-        data = self._read(path)
+        data = self._read(key)
         report = data.get("report") if data else None
         self.report = report if isinstance(report, dict) else None
 
     @classmethod
     def for_target(cls, header_digest: str, site_dirs: Iterable[Path]) -> Memo:
-        from sparkenv.core import cache
-        from sparkenv.core.errors import SparkenvError
+        return cls(_digest(json.dumps([str(d) for d in site_dirs]))[:16], header_digest)
 
-        name = f"audit-{_digest(json.dumps([str(d) for d in site_dirs]))[:16]}.json"
-        try:
-            return cls(cache.folder() / name, header_digest)
-        except SparkenvError:
-            return cls(None, header_digest)
-
-    @property
-    def _facts_path(self) -> Path | None:
-        return None if self.path is None else self.path.with_suffix(".facts.json")
-
-    def _read(self, path: Path | None) -> dict[str, Any] | None:
-        """The file's data when its checksum, reader and header match, else None (ignored whole)."""
-        if path is None:
-            return None
-        try:
-            raw = path.read_text(encoding="utf-8")
-            body, _, check = raw.rpartition("\n")
-            if _digest(body) != check:
-                return None  # truncated, edited or damaged
-            data = json.loads(body)
-        except (OSError, ValueError, RecursionError):
-            return None
-        if not isinstance(data, dict) or data.get("reader") != READER or data.get("header") != self.header:
-            return None
-        return data
+    def _read(self, key: str | None) -> dict[str, Any] | None:
+        """The entry's data when it was written under this header, else None (ignored whole)."""
+        data = STORE.load(key) if key is not None else None
+        return data if isinstance(data, dict) and data.get("header") == self.header else None
 
     def _load_facts(self) -> dict[str, dict[str, Any]]:
         if self._dists is None:
-            data = self._read(self._facts_path) or {}
+            data = self._read(f"{self.key}.facts" if self.key else None) or {}
             dists, elf = data.get("dists"), data.get("elf")
             ok = isinstance(dists, dict) and isinstance(elf, dict)
             self._dists = dists if ok else {}  # type: ignore[assignment]
@@ -252,23 +229,10 @@ class Memo:
             self.used.add(path)
 
     def save(self) -> None:
-        if self.path is None:
+        if self.key is None:
             return
         dists = self._load_facts()
-        self._write(self.path, {"report": self.report})
-        self._write(
-            self._facts_path,
-            {
-                "dists": {k: v for k, v in dists.items() if k in self.used},
-                "elf": {k: v for k, v in self._elf.items() if k in self.used},
-            },
-        )
-
-    def _write(self, path: Path | None, data: dict[str, Any]) -> None:
-        from sparkenv.core import outputs
-
-        if path is None:
-            return
-        body = json.dumps({"reader": READER, "header": self.header, **data}, separators=(",", ":"))
-        with contextlib.suppress(OSError, outputs.OutputError):  # never fatal: then it is just not kept
-            outputs.write_one(path, f"{body}\n{_digest(body)}")
+        STORE.save(self.key, {"header": self.header, "report": self.report})
+        used = {"dists": dists, "elf": self._elf}
+        facts = {k: {p: v for p, v in d.items() if p in self.used} for k, d in used.items()}
+        STORE.save(f"{self.key}.facts", {"header": self.header, **facts})

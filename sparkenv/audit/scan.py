@@ -12,7 +12,7 @@ from sparkenv.audit import memo as memo_mod
 from sparkenv.audit import ngc
 from sparkenv.audit.memo import Memo
 from sparkenv.core import children, pool
-from sparkenv.core.stat_cache import stat_key
+from sparkenv.core.cache import stat_key
 from sparkenv.cuda import coverage, elf, toolchain
 from sparkenv.cuda import rules as cuda_rules
 from sparkenv.environment import container, kernels
@@ -82,7 +82,6 @@ def _gather(
     shadowed: list[Distribution] = []
     problems: list[MetadataProblem] = []
     # the data the readers need, loaded before the workers start (each would load its own copy)
-    cache = kernels.ScanCache.default() if gpu is not None else None
     cuda_rules.layout_paths()
     pth_name = packages().sdpa_override_pth
     sdpa: str | None = None
@@ -114,9 +113,7 @@ def _gather(
         while_reading(dists)
     count = 0
     for facts in dists.values():
-        count += _scan_files(facts, gpu, cache, memo, ahead)
-    if cache is not None:
-        cache.save()
+        count += _scan_files(facts, gpu, memo, ahead)
     found_container, found_ngc = markers or (container.detect(root), ngc.detect(root))
     return AuditFacts(
         target,
@@ -129,7 +126,7 @@ def _gather(
         sdpa,
         count,
         gpu,
-        _triton(dists, os.environ if env is None else env, memo is not None),
+        _triton(dists, os.environ if env is None else env),
     )
 
 
@@ -145,7 +142,7 @@ def _queue(ahead: pool.Pool, site: str, so_paths: list[str], memo: Memo | None) 
 def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
     """In a worker (gather's pool), a metadata task (_meta_task: _read_dist) or a shared object's
     path: what _elf and the fatbin reader would read of it, as plain data: (stat key taken before the
-    reads, the ELF answer as the memo keeps it, the fatbin scans as kernels.json keeps them). None when
+    reads, the ELF answer as the memo keeps it, the fatbin scans with their stat key). None when
     the ELF reader raised: the audit's process reads it and reports."""
     if "\0" in task:
         return _read_dist(*task.split("\0"))
@@ -157,7 +154,7 @@ def read_ahead(task: str, cap: coverage.Capability | None) -> Any:
         return None
     scans = None
     if cap is not None and isinstance(info, elf.ElfInfo) and info.nv_fatbin is not False:
-        kept = kernels.Recorder()
+        kept = kernels.ScanCache()  # kept in memory, sent to the audit's process
         # mapped: a file cut short meanwhile kills this worker (SIGBUS), and the audit reads it itself
         kernels.read_object(path, path, cap, kept, mapped=True)
         scans = kept.entries.get(path)
@@ -239,21 +236,13 @@ def _read_dist(site: str, name: str) -> tuple[Any, Any] | None:
     return (key, _dist_entry(_kept(item))) if isinstance(item, Distribution) else None
 
 
-def _triton(
-    dists: dict[str, DistFacts], env: Mapping[str, str], cached: bool = False
-) -> toolchain.TritonTools | None:
+def _triton(dists: dict[str, DistFacts], env: Mapping[str, str]) -> toolchain.TritonTools | None:
     """Triton's ptxas, with the variables as set where the audit runs (in a built image's
-    verification: the image's ENV). `cached`: a release read before from the very same file is reused."""
+    verification: the image's ENV)."""
     for key in ("triton", "pytorch-triton"):
         facts = dists.get(key)
         if facts is not None:
-            cache = kernels.ptxas_cache() if cached else None
-            tools = kernels.read_triton(
-                str(facts.dist.site_dir), facts.dist.name, facts.dist.version, env, cache
-            )
-            if cache is not None:
-                cache.save()
-            return tools
+            return kernels.read_triton(str(facts.dist.site_dir), facts.dist.name, facts.dist.version, env)
     return None
 
 
@@ -338,7 +327,6 @@ def _elf_from(hit: Any) -> Any:
 def _scan_files(
     facts: DistFacts,
     gpu: coverage.Capability | None = None,
-    cache: kernels.ScanCache | None = None,
     memo: Memo | None = None,
     ahead: pool.Pool | None = None,
 ) -> int:
@@ -372,14 +360,14 @@ def _scan_files(
         # nv_fatbin False: the ELF reader saw no .nv_fatbin, so the fatbin reader would return None
         # (kernels.read_object); it is not opened a second time. None (not known) reads as before.
         if gpu is not None and info.nv_fatbin is not False:
-            found = kernels.read_object(path, rel, gpu, cache, _scans_of(ahead, path))
+            found = kernels.read_object(path, rel, gpu, None, _scans_of(ahead, path))
             if found is not None:
                 facts.kernels.append(found)
     return seen
 
 
 def _scans_of(ahead: pool.Pool | None, path: str) -> kernels.Scans | None:
-    """The fatbin scans a worker made of `path`, as kernels.json keeps them (with their stat key)."""
+    """The fatbin scans a worker made of `path`, with their stat key."""
     if ahead is None:
         return None
     read = ahead.answer(path)

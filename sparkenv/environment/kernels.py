@@ -8,52 +8,36 @@ libraries that embed fatbins as data).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparkenv.core.stat_cache import StatCache, stat_key
+from sparkenv.core.cache import stat_key
 from sparkenv.cuda import coverage, elf, fatbin, toolchain
-from sparkenv.knowledge import kernels
 from sparkenv.knowledge import toolchain as toolchain_data
 
-READER = "fatbin-3"  # bump when what a scan records changes: older cache files are then ignored
+READER = "fatbin-3"  # bump when what a scan records changes: kept scans of the old reader are not read
 
 
-class ScanCache(StatCache):
-    """Fatbin scans keyed by each file's stat (sparkenv/core/stat_cache.py), kept in the cache folder
-    (sparkenv/core/cache.py) as kernels.json: an audit or gate re-reads only what changed. Never fatal: an
-    unreadable or unusable cache is just not used."""
-
-    def __init__(self, path: Path | None, reader: str | None = None) -> None:
-        super().__init__(path, reader or _reader_key())
-
-    @classmethod
-    def default(cls) -> ScanCache:
-        return cls.in_cache_folder("kernels.json", _reader_key())
-
-
-class Recorder(ScanCache):
-    """Keeps the scans made through it in memory only: a worker process's reads, sent as they are to the
-    audit's process (sparkenv/audit/scan.py's pool), which uses them as it would use kernels.json."""
+class ScanCache:
+    """A worker's fatbin scans by path and stat key, in memory, sent as they are to the audit's process
+    (sparkenv/audit/scan.py's pool). Not kept between runs: measured, a kept scan saved under 5 % of an
+    audit (benchmarks/README.md, "Caches")."""
 
     def __init__(self) -> None:
-        super().__init__(None, READER)
+        self.entries: dict[str, Any] = {}
+
+    def get(self, path: str, key: list[int] | None, slot: str) -> Any:
+        entry = self.entries.get(path)
+        return entry.get(slot) if key is not None and entry is not None and entry["key"] == key else None
 
     def put(self, path: str, key: list[int] | None, slot: str, value: Any) -> None:
         if key is not None:
             self.entries.setdefault(path, {"key": key})[slot] = value
 
 
-Scans = dict[str, Any]  # a kernels.json entry: {"key": stat key, "shallow": scan, "deep": scan}
-
-
-def _reader_key() -> str:
-    data = kernels()
-    parts = [part._asdict() for part in (data.sections, data.limits, data.sparse)]
-    return f"{READER} {json.dumps(parts, sort_keys=True)}"
+Scans = dict[str, Any]  # a ScanCache entry: {"key": stat key, "shallow": scan, "deep": scan}
 
 
 def _scan(
@@ -113,7 +97,7 @@ def read_object(
     mapped: bool = False,
 ) -> coverage.ObjectKernels | None:
     """Kernels of one shared object; None when it carries no GPU code (most objects of a venv).
-    `scans`: what another process read of this path (a Recorder's entry), used where its stat key is
+    `scans`: what another process read of this path (a ScanCache's entry), used where its stat key is
     this file's; anything it lacks is read here. `mapped`: read through mmap (fatbin.scan: only in a
     process that may die of SIGBUS, the audit's workers)."""
     key = stat_key(path)
@@ -204,42 +188,21 @@ def from_json(items: Iterable[dict[str, Any]]) -> list[coverage.ObjectKernels]:
     return out
 
 
-PTXAS_READER = "ptxas-release-1"  # bump when what is remembered of a ptxas binary changes
 TRITON_NAMES = ("triton", "pytorch-triton")  # canonical names a Triton install goes by
 
 
-def read_triton(
-    site: str, name: str, version: str, env: Mapping[str, str], cache: StatCache | None = None
-) -> toolchain.TritonTools:
+def read_triton(site: str, name: str, version: str, env: Mapping[str, str]) -> toolchain.TritonTools:
     """Triton's bundled ptxas releases (read from the files, nothing run) and the variables that
-    override them, as `env` sets them. With `cache`, a release read before from the very same file
-    (sparkenv/core/stat_cache.py) is not searched for again in its tens of megabytes."""
+    override them, as `env` sets them."""
     spec = toolchain_data().triton
     bundled = {}
     for tool in (spec.default_tool, spec.blackwell_tool):
         path = os.path.join(site, spec.bundled_dir, tool)
         if os.path.isfile(path):
-            bundled[tool] = _ptxas_release(path, cache)
+            bundled[tool] = toolchain.ptxas_release_of_file(path)
     chosen = {v: env[v] for v in (spec.default_env, spec.blackwell_env) if env.get(v)}
-    releases = {p: _ptxas_release(p, cache) for p in chosen.values()}
+    releases = {p: toolchain.ptxas_release_of_file(p) for p in chosen.values()}
     return toolchain.TritonTools(name, version, bundled, chosen, releases)
-
-
-def _ptxas_release(path: str, cache: StatCache | None) -> str | None:
-    if cache is None:
-        return toolchain.ptxas_release_of_file(path)
-    key = stat_key(path)
-    hit = cache.get(path, key, "ptxas")
-    if isinstance(hit, dict) and (hit.get("release") is None or isinstance(hit.get("release"), str)):
-        return hit.get("release")
-    release = toolchain.ptxas_release_of_file(path)
-    # The key is taken before the read: a file changed during it gets a new key, so it is read again.
-    cache.put(path, key, "ptxas", {"release": release})
-    return release
-
-
-def ptxas_cache() -> StatCache:
-    return StatCache.in_cache_folder("ptxas.json", PTXAS_READER)
 
 
 def triton_to_json(tools: toolchain.TritonTools) -> dict[str, Any]:
@@ -269,8 +232,6 @@ def gather(site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str,
     ptxas. The first distribution of a name on the path wins, as at import time."""
     from sparkenv.environment.distributions import Distribution, iter_distributions
 
-    cache = ScanCache.default()
-    releases = ptxas_cache()
     packages: dict[str, Any] = {}
     seen: set[str] = set()
     triton = None
@@ -282,13 +243,11 @@ def gather(site_dirs: Iterable[str], cap: coverage.Capability, env: Mapping[str,
             seen.add(dist.key)
             paths = dist.shared_object_paths()
             objects += len(paths)
-            found = read_paths(str(site), paths, cap, cache)
+            found = read_paths(str(site), paths, cap)
             if found:
                 packages[dist.key] = {"version": dist.version, "objects": to_json(found)}
             if triton is None and dist.key in TRITON_NAMES:
-                triton = triton_to_json(read_triton(str(site), dist.name, dist.version, env, releases))
-    cache.save()
-    releases.save()
+                triton = triton_to_json(read_triton(str(site), dist.name, dist.version, env))
     return {
         "read_for": coverage.cap_text(cap),
         "shared_objects": objects,
@@ -307,7 +266,5 @@ def gather_triton(
     found = next((n for n in installed if n in TRITON_NAMES), None)
     if found is not None:
         version, site = installed[found]
-        releases = ptxas_cache()
-        triton = triton_to_json(read_triton(site, found, version, env, releases))
-        releases.save()
+        triton = triton_to_json(read_triton(site, found, version, env))
     return {"read_for": coverage.cap_text(cap), "shared_objects": None, "packages": None, "triton": triton}

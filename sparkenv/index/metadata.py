@@ -5,8 +5,6 @@ the index's PEP 658 `.metadata` file; the wheel's own `*.dist-info/METADATA`, re
 through its zip central directory wherever it is (ZIP64 included), or by a full download when the
 server has no range support; an sdist's PKG-INFO. Fetched concurrently. A file that gives nothing is
 returned with its reason, and the caller reports it: never silence.
-
-Cache folder: $SPARKENV_CACHE_DIR, else $XDG_CACHE_HOME/sparkenv, else ~/.cache/sparkenv.
 """
 
 from __future__ import annotations
@@ -16,11 +14,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
-from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from sparkenv.core.errors import SparkenvError
+from sparkenv.core.cache import Store
 from sparkenv.index import credentials, fetch, integrity, remote_zip
 
 
@@ -45,42 +42,20 @@ class Metadata:
     invalid: list[str] = field(default_factory=list)  # Requires-Dist values packaging cannot parse
 
 
-def cache_dir() -> Path:
-    from sparkenv.core import cache
-
-    return cache.root() / "metadata"  # one place decides where sparkenv caches (sparkenv/core/cache.py)
+# core/cache.py's store of what was read of a file, by its sha256 and what was read (a suffix):
+# content-addressed, never stale
+STORE = Store("metadata", "1")
 
 
 def store(sha256: str, text: str, suffix: str = ".metadata", behind: bool = False) -> None:
-    """Keep `text` in the cache by the file's sha256. `behind`: made by the filing thread
-    (core/filing.py), as a lock files after uv's exit what it read early."""
-    import contextlib
-
-    from sparkenv.core import outputs
-
-    path = cache_dir() / f"{sha256}{suffix}"
-    if behind:
-        from sparkenv.core import filing
-
-        filing.later(path, text)
-        return
-    with contextlib.suppress(OSError, SparkenvError):  # a cache that cannot be written only costs time
-        outputs.write_one(path, text, make_parents=True)
+    """Keep `text` by the file's sha256; `behind`: on the filing thread (core/filing.py), as a lock files
+    after uv's exit what it read early."""
+    STORE.write(f"{sha256}{suffix}", text, behind)
 
 
 def cached(sha256: str, suffix: str = ".metadata") -> str | None:
-    """The text kept by the file's sha256: queued in this process (core/filing.py), else on disk;
-    None when there is none."""
-    from sparkenv.core import filing
-
-    path = cache_dir() / f"{sha256}{suffix}"
-    text = filing.kept(path)
-    if text is not None:
-        return text
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    """The text kept by the file's sha256 (queued in this process or on disk); None when there is none."""
+    return STORE.read(f"{sha256}{suffix}")
 
 
 def _pep658(ref: FileRef, timeout: float) -> str | None:

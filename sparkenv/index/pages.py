@@ -24,18 +24,17 @@ index and the file rewritten.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
+from sparkenv.core.cache import Store
 from sparkenv.core.redact import redact
 
-FORMAT = 1  # what is kept; another value (an older or newer sparkenv's file) is not read
+STORE = Store("index-pages", "1")  # core/cache.py; bump the version when what is kept changes
 _MAX_AGE = re.compile(r"(?:^|,)\s*max-age\s*=\s*\"?(\d+)\"?\s*(?:,|$)", re.IGNORECASE)
 
 
@@ -68,28 +67,15 @@ class Kept:
         return out
 
 
-def folder() -> Path:
-    from sparkenv.core import cache
-
-    return cache.root() / "index-pages"
-
-
-def _file(url: str) -> Path:
-    return folder() / f"{hashlib.sha256(redact(url).encode()).hexdigest()}.json"
-
-
 def digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
 def load(url: str) -> Kept | None:
     """The kept page of `url`; None when there is none or the file is not one this module wrote for it."""
+    raw = STORE.load(redact(url))
     try:
-        raw = json.loads(_file(url).read_bytes())
-    except (OSError, ValueError):
-        return None
-    try:
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT or raw.get("url") != redact(url):
+        if not isinstance(raw, dict) or raw.get("url") != redact(url):
             return None
         kept = Kept(
             url=raw["url"],
@@ -111,25 +97,16 @@ def load(url: str) -> Kept | None:
 
 
 def save(kept: Kept) -> None:
-    """Write the page's file (atomically, through core.outputs, which redacts); a cache that cannot be
-    written only costs time."""
-    import contextlib
-
-    from sparkenv.core import outputs
-    from sparkenv.core.errors import SparkenvError
-
-    record = {"format": FORMAT, **{k: getattr(kept, k) for k in Kept.__dataclass_fields__}}
+    record = {k: getattr(kept, k) for k in Kept.__dataclass_fields__}
     record["url"] = redact(kept.url)
-    with contextlib.suppress(OSError, SparkenvError, ValueError, TypeError):
-        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
-        outputs.write_one(_file(kept.url), text, make_parents=True)
+    STORE.save(record["url"], record)
 
 
 def forget(url: str) -> None:
     import contextlib
 
     with contextlib.suppress(OSError):
-        _file(url).unlink()
+        STORE.path(redact(url)).unlink()
 
 
 _JSON = "application/vnd.pypi.simple.v1+json"

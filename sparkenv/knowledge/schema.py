@@ -3,9 +3,9 @@
 One converter for every file of sparkenv/data, so each file's shape is written once, as the record its
 callers read: a missing, unknown (a typo) or mistyped key is one KnowledgeError naming the file and the key,
 at load. Lists become tuples, tables read-only mappings, and `DistName` fields are canonicalised (PEP 503,
-packaging.utils.canonicalize_name). Records are typing.NamedTuple classes (immutable, typed, with defaults) because the
-gate defines a few dozen on every start and they cost less to define than frozen dataclasses
-(benchmarks/knowledge_load.py). `_toml_keys` maps a field to a TOML key of another name.
+packaging.utils.canonicalize_name). Records are typing.NamedTuple classes (immutable, typed, with
+defaults) because the gate defines a few dozen on every start and they cost less to define than frozen
+dataclasses (benchmarks/knowledge_load.py). `_toml_keys` maps a field to a TOML key of another name.
 """
 
 from __future__ import annotations

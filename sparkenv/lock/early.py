@@ -288,28 +288,23 @@ def _answered(sha256: str, filename: str, key: str = "") -> bool:
     if len(sha256) != 64:
         return False
     suffix = ".native-2" if filename.endswith(".whl") else sdist_scan.CACHE_SUFFIX
-    return (metadata.cache_dir() / f"{sha256}{suffix}").is_file()
+    return metadata.STORE.path(f"{sha256}{suffix}").is_file()
 
 
 def _names() -> dict[str, str]:
-    import json
 
     from sparkenv.index import metadata
 
-    try:
-        data = json.loads((metadata.cache_dir() / NAMES).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = metadata.STORE.load(NAMES)
     if not isinstance(data, dict):
         return {}
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _remember(names: dict[str, str], files: dict[str, str]) -> None:
-    import json
 
     from sparkenv.index import metadata
 
     new = {f: sha for f, sha in files.items() if sha and names.get(f) != sha and _worth_reading(f)}
     if new:
-        metadata.store("", json.dumps({**names, **new}, sort_keys=True), NAMES)
+        metadata.STORE.save(NAMES, {**names, **new})

@@ -15,9 +15,9 @@ The wheels, sdists and metadata the judgement reads are named by the sha256 in u
 answer means the same bytes. Nothing depends on the date or on an environment variable beyond those.
 
 Only a complete judgement is kept: every read answered, no build failure, no ERROR finding. A key part
-changed, a page changed, an entry damaged (not JSON, another format, another key, a checksum that does
-not match): the lock judges afresh and the entry is written again. Never trusted, never a FAIL turned
-into a PASS. The file holds findings (sparkenv.core.printable: no credential) and hashes; the keys are made
+changed, a page changed, an entry damaged (core/cache.py's one rule): the lock judges afresh and the
+entry is written again. Never trusted, never a FAIL turned into a PASS. The file holds findings
+(sparkenv.core.printable: no credential) and hashes; the keys are made
 from redacted text (sparkenv.core.redact).
 
 A prediction is kept beside it, by what is known before uv starts (the same parts, with the lock being
@@ -36,36 +36,29 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.core.cache import Store, stat_key
 from sparkenv.core.redact import redact
 
 if TYPE_CHECKING:
     from sparkenv.core.report import Finding
 
-FORMAT = 1  # what an entry holds; another value is not read
-
-
-def folder() -> Path:
-    from sparkenv.core import cache
-
-    return cache.root() / "judged-locks"
+STORE = Store("judged-locks", "1")  # core/cache.py; bump the version when what an entry holds changes
 
 
 @functools.lru_cache(maxsize=1)
 def code_stamp() -> str:
-    """sparkenv as it is on disk: every file of the package by its identity (stat_cache.stat_key, no file
+    """sparkenv as it is on disk: every file of the package by its identity (cache.stat_key, no file
     read), its version, the interpreter and packaging's version (markers and specifiers are
     its)."""
     import packaging
 
     import sparkenv
-    from sparkenv.core.stat_cache import stat_key
 
     root = Path(sparkenv.__file__).parent
     h = hashlib.sha256(f"{sparkenv.__version__}\0{sys.version}\0{packaging.__version__}\0".encode())
@@ -134,42 +127,16 @@ class Entry:
     pages: dict[str, tuple[str, str]]
 
 
-def _checksum(body: Any) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _read(path: Path, key_: str) -> dict[str, Any] | None:
-    """The record at `path` when it is one this module wrote for `key_`; None otherwise (not trusted)."""
-    try:
-        raw = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT or raw.get("key") != key_:
-        return None
-    body = raw.get("body")
-    if not isinstance(body, dict) or raw.get("checksum") != _checksum(body):
-        return None
-    return body
-
-
-def _write(path: Path, key_: str, body: dict[str, Any]) -> None:
-    """Atomically, through sparkenv.core.outputs (which redacts); a cache that cannot be written only costs
-    time."""
-    from sparkenv.core import outputs
-    from sparkenv.core.errors import SparkenvError
-
-    record = {"format": FORMAT, "key": key_, "checksum": _checksum(body), "body": body}
-    with contextlib.suppress(OSError, SparkenvError, ValueError, TypeError):
-        text = json.dumps(record, separators=(",", ":"))
-        if not outputs.holds(path, text):  # a re-lock's prediction, as it was: not written again
-            outputs.write_one(path, text, make_parents=True)
+def _read(key_: str) -> dict[str, Any] | None:
+    body = STORE.load(key_)
+    return body if isinstance(body, dict) else None
 
 
 def load(judgement: str) -> Entry | None:
     """The judgement kept under this key; None when there is none or it is damaged."""
     from sparkenv.core.report import Finding, Status
 
-    body = _read(folder() / f"{judgement}.json", judgement)
+    body = _read(judgement)
     if body is None:
         return None
     try:
@@ -200,13 +167,13 @@ def keepable(findings: list[Finding]) -> bool:
 def save(judgement: str, findings: list[Finding], pages: dict[str, tuple[str, str]]) -> None:
     rows = [[str(f.id), f.status.value, f.summary, f.subject, list(f.evidence), f.fix] for f in findings]
     body = {"findings": rows, "pages": {k: list(v) for k, v in sorted(pages.items())}}
-    _write(folder() / f"{judgement}.json", judgement, body)
+    STORE.save(judgement, body)
 
 
 def predicted(before_uv: str) -> tuple[str, Entry] | None:
     """(judgement key, its entry) that the last lock with the same key before uv came to; None when
     there is none or either file is damaged."""
-    body = _read(folder() / f"{before_uv}.predict.json", before_uv)
+    body = _read(f"{before_uv}.predict")
     judgement = body.get("judgement") if body is not None else None
     if not isinstance(judgement, str) or len(judgement) != 64:
         return None
@@ -216,7 +183,7 @@ def predicted(before_uv: str) -> tuple[str, Entry] | None:
 
 def predict(before_uv: str, judgement: str) -> None:
     """A lock with this key before uv is expected to come to this judgement."""
-    _write(folder() / f"{before_uv}.predict.json", before_uv, {"judgement": judgement})
+    STORE.save(f"{before_uv}.predict", {"judgement": judgement})
 
 
 @dataclass(frozen=True)
@@ -232,7 +199,7 @@ class Rendered:
 def rendered(layout: str) -> Rendered | None:
     """The files rendered last time under this key (the judgement's key and where and how they are
     written: run._layout); None when there are none or the entry is damaged."""
-    body = _read(folder() / f"{layout}.files.json", layout)
+    body = _read(f"{layout}.files")
     if body is None:
         return None
     got = (body.get("pylock"), body.get("requirements"), body.get("packages"), body.get("stages"))
@@ -245,4 +212,4 @@ def rendered(layout: str) -> Rendered | None:
 
 def keep_rendered(layout: str, pylock: str, requirements: str, packages: int, stages: int) -> None:
     body = {"pylock": pylock, "requirements": requirements, "packages": packages, "stages": stages}
-    _write(folder() / f"{layout}.files.json", layout, body)
+    STORE.save(f"{layout}.files", body)

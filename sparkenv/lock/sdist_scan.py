@@ -145,10 +145,10 @@ def _read(url: str, filename: str, timeout: float, sha256: str = "") -> tuple[di
 
 
 def _cached(sha256: str) -> SdistBuild | None:
+    data = metadata.STORE.load(f"{sha256}{CACHE_SUFFIX}")
     try:
-        data = json.loads((metadata.cache_dir() / f"{sha256}{CACHE_SUFFIX}").read_text(encoding="utf-8"))
         return SdistBuild(data["key"], data["kind"], tuple(data["evidence"]), via="cache")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 

@@ -16,8 +16,8 @@ file edited in place with its size and mtime put back (its ctime still moves) is
 Nothing here holds a credential: an entry is not written when its command or files hold a URL's
 user-info (an index given with its password on the command line or in an input) or when uv needed a netrc
 (a credential only pip's variables hold); the environment enters the key with every URL's user-info
-removed. An entry is read only when it belongs to this user and nobody else may write it; a damaged one
-(a checksum over the whole, every field checked) is a miss, and the lock writes it anew.
+removed. An entry is read as every cache's is (core/cache.py: this user's, writable by nobody else, its
+checksum right), every field checked; anything else is a miss, and the lock writes it anew.
 
 The format is plain text, NUL-separated fields: no JSON decoder imported before uv starts."""
 
@@ -29,10 +29,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sparkenv.core.cache import Store, stat_key
 from sparkenv.lock import timeline
 from sparkenv.lock.uv_process import Running
 
-FORMAT = "sparkenv-spawn-cache 1"
+STORE = Store("spawn", "2")  # core/cache.py; bump the version when an entry's fields change
 _WORK = "\x01WORK\x01"  # the work folder's path in a stored command and its files
 _PREFIX = "sparkenv-lock-"  # the work folder's name
 # environment variables the lock's command depends on, directly or through the credentials it looks for
@@ -60,38 +61,26 @@ def key(fields: tuple[Any, ...]) -> str | None:
     from sparkenv.core.redact import redact
 
     lines = [
-        FORMAT,
         f"sparkenv {__version__} {sys.executable} {sys.prefix}",
         f"cwd {os.getcwd()}",
         f"args {fields!r}",
     ]
-    if redact(lines[3]) != lines[3]:
+    if redact(lines[2]) != lines[2]:
         return None
     for name in sorted(os.environ):
         if (name.startswith(_ENV_PREFIXES) or name in _ENV_NAMES) and name not in _ENV_SKIPPED:
-            value = "(set)" if any(w in name.upper() for w in _SECRET) else redact(os.environ[name])
-            lines.append(f"env {name}={value}")
+            if any(w in name.upper() for w in _SECRET):
+                lines.append(f"env {name} (set)")
+            else:
+                lines.append(f"env {name}={redact(os.environ[name])}")
     text = "\n".join(lines)
-    return None if "\0" in text else text
-
-
-def _folder() -> Path:
-    from sparkenv.core import cache
-
-    return cache.root() / "spawn"
-
-
-def _entry(key_text: str) -> Path:
-    import zlib
-
-    return _folder() / f"{zlib.crc32(key_text.encode('utf-8', 'surrogateescape')):08x}"
+    # the store redacts what it writes (core/cache.py): a key it would change could never be read back
+    return None if "\0" in text or redact(text) != text else text
 
 
 def stamp(path: str) -> str:
-    """The file's identity as every cache of sparkenv compares it (stat_cache.stat_key: size, mtime,
+    """The file's identity as every cache of sparkenv compares it (cache.stat_key: size, mtime,
     ctime, inode), as text; `-` when it cannot be stat'ed (absent)."""
-    from sparkenv.core.stat_cache import stat_key
-
     key = stat_key(path)
     return "-" if key is None else ":".join(map(str, key))
 
@@ -293,51 +282,27 @@ def sweep_later() -> None:
 
 
 def _read(key_text: str) -> tuple[list[str], dict[str, str]] | None:
-    """The entry's command and files, or None: absent, another user's or writable by others, damaged,
-    another key's, or a file it depends on changed."""
-    try:
-        fd = os.open(_entry(key_text), os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+    """The entry's command and files, or None: a miss of the store, another key's, or a file it depends
+    on changed."""
+    text = STORE.read(key_text)
+    if text is None:
         return None
+    fields = text.split("\0")
     try:
-        if not _trusted(os.fstat(fd)):
+        if fields[0] != key_text:
             return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        return _parse(data.decode("utf-8", "surrogateescape"), key_text)
+        deps = int(fields[1])
+        pairs = fields[2 : 2 + 2 * deps]
+        if len(pairs) != 2 * deps or any(stamp(pairs[j]) != pairs[j + 1] for j in range(0, len(pairs), 2)):
+            return None  # an input, the profile, the lock being replaced or uv changed: computed afresh
+        i = 2 + 2 * deps
+        n = int(fields[i])
+        argv = fields[i + 1 : i + 1 + n]
+        i += 1 + n
+        m = int(fields[i])
+        named = fields[i + 1 : i + 1 + 2 * m]
     except (ValueError, IndexError):
         return None
-
-
-def _trusted(st: os.stat_result) -> bool:
-    """An entry this user wrote and nobody else may write, of a sane size."""
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and st.st_size <= 16 << 20
-
-
-def _parse(text: str, key_text: str) -> tuple[list[str], dict[str, str]] | None:
-    import zlib
-
-    fields = text.split("\0")
-    if fields[0] != FORMAT or fields[1] != f"{zlib.crc32(_body(fields[2:])):08x}" or fields[2] != key_text:
-        return None
-    i = 3
-    deps = int(fields[i])
-    pairs = fields[i + 1 : i + 1 + 2 * deps]
-    if len(pairs) != 2 * deps:
-        return None
-    if any(stamp(pairs[j]) != pairs[j + 1] for j in range(0, len(pairs), 2)):
-        return None  # an input, the profile, the lock being replaced or uv changed: computed afresh
-    i += 1 + 2 * deps
-    n = int(fields[i])
-    argv = fields[i + 1 : i + 1 + n]
-    i += 1 + n
-    m = int(fields[i])
-    named = fields[i + 1 : i + 1 + 2 * m]
     if i + 1 + 2 * m != len(fields) or len(named) != 2 * m:
         return None
     files = dict(zip(named[0::2], named[1::2], strict=True))
@@ -355,10 +320,6 @@ def _sound(argv: list[str], files: dict[str, str], stamped: list[str]) -> bool:
         and argv[argv.index("--output-file") + 1].startswith(_WORK + "/")
         and all(n and "/" not in n and n not in (".", "..") for n in files)
     )
-
-
-def _body(fields: list[str]) -> bytes:
-    return "\0".join(fields).encode("utf-8", "surrogateescape")
 
 
 class Cached:
@@ -418,11 +379,4 @@ def _store(
     stored_argv = [a.replace(folder, _WORK) for a in argv]
     stored = [x for n, t in files.items() for x in (n, t.replace(folder, _WORK))]
     body = [key_text, str(len(stamps)), *deps, str(len(argv)), *stored_argv, str(len(files)), *stored]
-    import zlib
-
-    from sparkenv.core import outputs  # the one atomic writer: a reader never sees half an entry
-
-    path, data = _entry(key_text), _body([FORMAT, f"{zlib.crc32(_body(body)):08x}", *body])
-    # a re-lock that left the lock as it was keeps the entry it started from: not written again
-    if not (outputs.holds(path, data) and _trusted(os.stat(path))):
-        outputs.write_one(path, data, True)
+    STORE.write(key_text, "\0".join(body))

@@ -4,12 +4,14 @@ hidden behind a remembered PASS. Real files, real ELF objects compiled by tests/
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
+import zlib
 
 import pytest
+
+from sparkenv.audit import memo
 
 LINUX = '; platform_system == "Linux"'
 
@@ -147,7 +149,7 @@ def test_a_fail_stays_a_fail_from_the_cache(cached, elves):
 
 def _cache_file(cache, facts: bool = False):  # type: ignore[no-untyped-def]
     """The report's file, or the file of what was read per distribution and shared object."""
-    (path,) = [p for p in cache.glob("audit-*.json") if p.name.endswith(".facts.json") == facts]
+    (path,) = [p for p in (cache / "audit").iterdir() if p.name.endswith(".facts") == facts]
     return path
 
 
@@ -166,8 +168,13 @@ def test_a_damaged_cache_is_ignored_and_rewritten(cached, elves, facts):
     path.write_bytes(path.read_bytes()[:100])
     code, report = audit()
     assert code == 1 and "G1 torch" in _fails(report)
-    body, _, check = _cache_file(cache, facts).read_text().rpartition("\n")  # rewritten whole
-    assert hashlib.sha256(body.encode()).hexdigest() == check and json.loads(body)["reader"]
+    head, _, body = _cache_file(cache, facts).read_text().partition("\n")  # rewritten whole
+    assert head == _head(body) and json.loads(body)["header"]
+
+
+def _head(body: str) -> str:
+    """The first line core/cache.py's store writes before an entry's text."""
+    return f"audit {memo.STORE.version} {zlib.crc32(body.encode()):08x}"
 
 
 def test_a_forged_pass_is_not_trusted(cached, elves):
@@ -183,16 +190,16 @@ def test_a_forged_pass_is_not_trusted(cached, elves):
     code, report = audit()
     assert code == 1 and report["context"]["cache"] == "miss" and "G1 torch" in _fails(report)
     # now the FAIL is remembered; flip it to PASS without the checksum: ignored as damaged
-    body, _, _ = path.read_text().rpartition("\n")
+    head, _, body = path.read_text().partition("\n")
     forged = body.replace('"status":"FAIL"', '"status":"PASS"')
     assert forged != body
-    path.write_text(f"{forged}\n{hashlib.sha256(body.encode()).hexdigest()}")
+    path.write_text(f"{head}\n{forged}")
     code, report = audit()
     assert code == 1 and report["context"]["cache"] == "miss"
     # with a checksum that matches but a shape this reader never writes: ignored too
     data = json.loads(body)
     data["report"]["findings"] = "PASS"
     odd = json.dumps(data, separators=(",", ":"))
-    path.write_text(f"{odd}\n{hashlib.sha256(odd.encode()).hexdigest()}")
+    path.write_text(f"{_head(odd)}\n{odd}")
     code, report = audit()
     assert code == 1 and "G1 torch" in _fails(report)

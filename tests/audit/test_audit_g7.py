@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 
@@ -122,14 +121,12 @@ def test_old_triton_without_blackwell_ptxas(run, env, tmp_path):
     )
 
 
-def test_scans_are_cached_and_a_changed_file_is_read_again(run, env, kernels, tmp_path):
-    """The per-file cache (size, mtime, inode) keeps repeated audits fast; a rebuilt extension is reread."""
+def test_a_changed_file_is_read_again(run, env, kernels, tmp_path):
+    """A rebuilt extension is read again, whatever the audit's cache kept of the old one."""
     cache = tmp_path / "cache"
     env.add("ext-x", "1.0", files={"ext_x/_C.abi3.so": kernels.so("sm90")})
     first = run("audit", str(env.prefix), env={"SPARKENV_CACHE_DIR": str(cache)})
     assert first.line("G7", "ext-x").startswith("G7 FAIL: ext-x 1.0")
-    data = json.loads((cache / "kernels.json").read_text())
-    assert any(p.endswith("ext_x/_C.abi3.so") for p in data["entries"])
     again = run("audit", str(env.prefix), env={"SPARKENV_CACHE_DIR": str(cache)})
     assert again.out == first.out
     target = env.site / "ext_x" / "_C.abi3.so"

@@ -53,7 +53,7 @@ def test_a_picked_binary_wheel_is_read_at_once_and_the_lock_then_reads_it_from_t
         server.shutdown()
     assert any(p.endswith(f"/{native}") for p, _ in asked), asked
     assert not any("pure" in p for p, _ in asked), asked  # a pure wheel's page is not even read
-    names = json.loads((metadata.cache_dir() / early.NAMES).read_text())
+    names = metadata.STORE.load(early.NAMES)
     assert names == {native: _sha(ix, native)}  # a later lock knows this file's answer is cached
     again = early.EarlyReads(ix.url)
     again.line(f"DEBUG Selecting: native==1.0 [compatible] ({native})")
@@ -71,7 +71,7 @@ def test_a_wrong_hint_only_costs_the_read_the_lock_makes_itself(tmp_path, monkey
         reads.line("DEBUG Selecting: native==9.9 [compatible] (native-9.9-cp312-cp312-linux_aarch64.whl)")
         reads.line("DEBUG Selecting: ghost==1.0 [compatible] (ghost-1.0-cp312-cp312-linux_aarch64.whl)")
         reads.settle({native: _sha(ix, native)})
-        assert not list(metadata.cache_dir().glob("*.native-2"))  # nothing filed under a guess
+        assert not list(metadata.STORE.path("-").parent.glob("*.native-2"))  # nothing filed under a guess
         ref = metadata.FileRef("native", native, file_url(ix.url, native), _sha(ix, native))
         assert wheel_files.read([ref]) == {"native": ("native/_ext.so",)}  # read by the lock, as before
     finally:
@@ -93,8 +93,9 @@ def test_a_lock_reads_its_binary_wheels_while_uv_resolves(run, tmp_path, monkeyp
     assert r.code == 0, r.out + r.err
     cache = tmp_path / "sp" / "metadata"
     # uv's log named the pick; the early read filed its file list and the file's name for the next lock
-    assert json.loads((cache / early.NAMES).read_text()) == {native: _sha(ix, native)}
-    assert (cache / f"{_sha(ix, native)}.native-2").read_text() == "native/_ext.so\n"
+    # (each entry's first line is the store's: core/cache.py)
+    assert json.loads((cache / early.NAMES).read_text().partition("\n")[2]) == {native: _sha(ix, native)}
+    assert (cache / f"{_sha(ix, native)}.native-2").read_text().partition("\n")[2] == "native/_ext.so\n"
     # where the file is, the early read found on the page uv cached: the page was read once, by uv;
     # the file once, early, and its answer taken by the lock's read of the URL the lock names
     asked = [p for p, _ in server.requests]
@@ -155,8 +156,8 @@ def test_a_pick_uv_backtracks_from_is_not_read(tmp_path, monkeypatch):
         server.shutdown()
     wheels = [p for p, _ in server.requests if p.endswith(".whl")]
     assert wheels and all(p.endswith(f"/{new}") for p in wheels), wheels
-    assert (metadata.cache_dir() / f"{_sha(ix, new)}.native-2").is_file()
-    assert not (metadata.cache_dir() / f"{_sha(ix, old)}.native-2").exists()
+    assert metadata.STORE.path(f"{_sha(ix, new)}.native-2").is_file()
+    assert not metadata.STORE.path(f"{_sha(ix, old)}.native-2").exists()
 
 
 def test_a_file_read_by_url_before_its_hash_was_known_serves_only_a_read_of_that_url(tmp_path, monkeypatch):
@@ -187,10 +188,10 @@ def test_a_file_read_by_url_before_its_hash_was_known_serves_only_a_read_of_that
         assert len(server.requests) == asked + 1
     finally:
         server.shutdown()
-    assert (metadata.cache_dir() / f"{_sha(ix, one)}.native-2").read_text() == "native/_one.so\n"
+    assert metadata.STORE.path(f"{_sha(ix, one)}.native-2").read_text().endswith("\n" + "native/_one.so\n")
     assert isinstance(got, metadata.Metadata) and isinstance(early_meta, metadata.Metadata)
     assert got.requires == early_meta.requires and got.via == early_meta.via == "PEP 658"
-    assert (metadata.cache_dir() / f"{_sha(ix, one)}.metadata").is_file()
+    assert metadata.STORE.path(f"{_sha(ix, one)}.metadata").is_file()
 
 
 def test_the_locks_file_lists_download_only_what_neither_the_cache_nor_an_early_read_holds(
@@ -228,4 +229,4 @@ def test_the_locks_file_lists_download_only_what_neither_the_cache_nor_an_early_
         "dup": ("dup/_x86.so",),
     }
     assert {p.rsplit("/", 1)[-1] for p in new} == {fresh, dup_arm, dup_x86}
-    assert (metadata.cache_dir() / f"{_sha(ix, early_one)}.native-2").read_text() == "early/_e.so\n"
+    assert metadata.STORE.path(f"{_sha(ix, early_one)}.native-2").read_text().endswith("\n" + "early/_e.so\n")

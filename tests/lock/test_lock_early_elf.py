@@ -103,7 +103,7 @@ def test_a_wheel_that_needs_no_gpu_is_not_read_early(tmp_path, elves, caches):
     server = _picked(ix, fname, {fname: _sha(ix, fname)})
     ranges = [r for p, r in server.requests if p.endswith(fname) and r and not r.startswith("bytes=-")]
     assert ranges == []  # the central directory (a tail range) only: no member fetched
-    assert (metadata.cache_dir() / f"{_sha(ix, fname)}.native-2").is_file()
+    assert metadata.STORE.path(f"{_sha(ix, fname)}.native-2").is_file()
 
 
 def test_an_early_answer_is_taken_only_where_the_locks_budget_would_have_read_the_wheel_whole(
@@ -165,8 +165,8 @@ def test_when_uv_picks_a_wheel_another_sorts_before_that_one_is_read_too(tmp_pat
     other_arch = _ops(ix, elves, count=1, tag="cp312-cp312-manylinux2014_x86_64")  # not ours either
     assert max(first, other_python, other_arch) < pick  # all three sort before uv's pick
     server = _picked(ix, pick, {first: _sha(ix, first)})
-    cache = metadata.cache_dir()
-    assert (cache / f"{_sha(ix, first)}.native-2").read_text() == "ops/_k0.so\n"
-    assert (cache / f"{_sha(ix, first)}.metadata").is_file()  # uv read the pick's metadata, not this one's
+    assert metadata.cached(_sha(ix, first), ".native-2") == "ops/_k0.so\n"
+    # uv read the pick's metadata, not this one's
+    assert metadata.STORE.path(f"{_sha(ix, first)}.metadata").is_file()
     read = {p.rsplit("/", 1)[-1] for p, _ in server.requests}
     assert other_python not in read and other_arch not in read

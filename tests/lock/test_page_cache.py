@@ -171,7 +171,7 @@ def test_no_store_keeps_nothing(index):
     fallbacks.releases(index.url, "demo")
     fallbacks.releases(index.url, "demo")
     assert index.statuses() == [200, 200]
-    assert not list(page_cache.folder().glob("*.json"))
+    assert not list(page_cache.STORE.path("-").parent.glob("*"))
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def test_no_store_keeps_nothing(index):
     [
         b"",  # cut short
         b"{not json",
-        b'{"format": 1}',  # not what this module writes
+        b'index-pages 1 00000000\n{"url": 1}',  # its checksum wrong
         None,  # a well-formed record whose releases are not releases
         "other-url",  # a well-formed record of another page
     ],
@@ -187,20 +187,22 @@ def test_no_store_keeps_nothing(index):
 def test_a_damaged_file_is_not_trusted_and_is_rewritten(index, damage):
     index.body = NEW
     expected = fallbacks.releases(index.url, "demo")
-    (path,) = page_cache.folder().glob("*.json")
-    record = json.loads(path.read_bytes())
+    (path,) = page_cache.STORE.path("-").parent.glob("*")
+    key = index.url + "demo/"
+    assert page_cache.STORE.path(key) == path
+    record = page_cache.STORE.load(key)
     if damage is None:
         record["data"] = [["3.0", None, "", ["x"], [], []]]
-        path.write_text(json.dumps(record))
+        page_cache.STORE.save(key, record)
     elif damage == "other-url":
         record["url"] = "http://127.0.0.1:1/simple/demo/"
-        path.write_text(json.dumps(record))
+        page_cache.STORE.save(key, record)
     else:
         path.write_bytes(damage)
     got = fallbacks.releases(index.url, "demo")
     assert got == expected
     assert index.statuses() == [200, 200]  # asked again, whole: the damaged file was not taken
-    assert json.loads(path.read_bytes())["format"] == page_cache.FORMAT  # and rewritten
+    assert page_cache.STORE.load(key)["url"] == key  # and rewritten
     assert fallbacks.releases(index.url, "demo") == expected
     assert index.statuses() == [200, 200]  # fresh again
 
@@ -213,7 +215,7 @@ def test_no_credential_is_written(index, monkeypatch):
     got = fallbacks.releases(secret_url, "demo")
     assert _versions(got) == ["1.0", "2.0"]
     assert index.seen[0][3].startswith("Basic ")  # the index was asked with the credential
-    (path,) = page_cache.folder().glob("*.json")
+    (path,) = page_cache.STORE.path("-").parent.glob("*")
     text = path.read_text()
     token = base64.b64encode(b"alice:s3cret-token").decode()
     assert "s3cret-token" not in text and "alice" not in text and token not in text

@@ -117,7 +117,7 @@ def test_a_read_past_a_files_limit_is_kept_one_cut_by_the_locks_budget_is_not(in
     assert whole.settled and [p for p, _ in whole.objects] == ["big_ops/_small.so"]
     assert "big_ops/libbig.so.1" in whole.unread and "past the read budget" in whole.unread
     # not in the file a whole read is kept in, where an earlier sparkenv would take it for one
-    assert not (metadata.cache_dir() / f"{sha}{wheel_elf._suffix(coverage.gb10())}").exists()
+    assert not metadata.STORE.path(f"{sha}{wheel_elf._suffix(coverage.gb10())}").exists()
     asked = len(index.requests)
     assert wheel_elf.read_one(ref, paths, wheel_elf.Budget(), 10) == whole
     assert index.requests[asked:] == []

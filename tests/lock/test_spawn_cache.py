@@ -196,11 +196,11 @@ def test_a_stale_entry_is_replaced_by_the_right_uv(locker: Locker):
     locker.req.write_text("solo==1.0\n")
     locker.lock()
     entry = _entry(locker)
-    fields = entry.read_bytes().split(b"\0")
-    fields = [f.replace(b"solo==1.0", b"solo==2.0") for f in fields]
-    crc = zlib.crc32(b"\0".join(fields[2:]))
-    fields[1] = f"{crc:08x}".encode()  # a sound entry, with the wrong command
-    entry.write_bytes(b"\0".join(fields))
+    head, _, body = entry.read_bytes().partition(b"\n")
+    body = body.replace(b"solo==1.0", b"solo==2.0")
+    name, store_version, _ = head.split(b" ")
+    # a sound entry (core/cache.py's first line, its checksum right), with the wrong command
+    entry.write_bytes(b"%s %s %08x\n" % (name, store_version, zlib.crc32(body)) + body)
     marks = locker.lock()
     assert FROM_CACHE in marks and REPLACED in marks and KEPT not in marks
     assert version(locker.out) == "1.0"
