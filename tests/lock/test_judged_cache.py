@@ -246,7 +246,11 @@ def test_sparkenv_itself_changed_has_the_judgement_redone(lock, tmp_path):
 
 
 def _entries(lock: Locker) -> list[Path]:
-    return sorted(p for p in (lock.cache / "judged-locks").glob("*.json") if ".predict." not in p.name)
+    """The kept judgements (not the predictions, nor the declared findings kept beside them)."""
+    folder = lock.cache / "judged-locks"
+    return sorted(
+        p for p in folder.glob("*.json") if ".predict." not in p.name and ".declared." not in p.name
+    )
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "another-key"])
