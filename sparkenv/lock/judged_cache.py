@@ -26,6 +26,10 @@ beside uv that only serve a full judgement (early reads, the head start's import
 the index pages the kept judgement rests on are checked (page_cache.digest_now: no decoding). Should uv
 answer otherwise, the lock judges afresh after uv (slower only then).
 
+The findings on the declared requirements are kept too, under the rules' facts and sparkenv itself (the
+rules are pure functions of both): a re-lock that expects a kept judgement takes them rather than judging
+them again beside uv; any other lock judges them and keeps what it found.
+
 The lock's two files as rendered for a kept judgement are kept too, under the judgement's key and what
 else they record (where the lock and its inputs are, the inputs' bytes, the options: run._layout): a
 re-lock that takes both neither parses uv's answer nor renders, and writes the same bytes.
