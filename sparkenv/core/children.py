@@ -292,10 +292,29 @@ def _marked(entry: Path, me: int) -> bool:
 
 
 def _proc_entries() -> list[Path]:
+    """The /proc entries of the processes that may be orphans re-parented here: this process's children
+    as its threads list them (a handful, where reading every process's stat costs milliseconds on a busy
+    host, after every uv a lock runs), else every process."""
+    own = _own_children()
+    if own is not None:
+        return [Path("/proc") / str(pid) for pid in sorted(own)]
     try:
         return [e for e in Path("/proc").iterdir() if e.name.isdigit()]
     except OSError:
         return []
+
+
+def _own_children() -> set[int] | None:
+    """The pids /proc/self/task/*/children names; None where the kernel does not list them or a thread
+    ended while they were read (the caller then reads every process)."""
+    pids: set[int] = set()
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", encoding="ascii") as fh:
+                pids.update(int(pid) for pid in fh.read().split())
+    except (OSError, ValueError):
+        return None
+    return pids
 
 
 def identity(pid: int | None = None) -> str | None:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
-import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where a socket is shut down: a lock imports this module before uv's spawn
+    import socket
 
 REQUEST_S = 30.0  # uv's documented default for UV_HTTP_TIMEOUT: one page, one metadata file, one range
 TOTAL_S = 180.0  # the lock's --timeout: a cold lock of a large project takes a fraction of it
@@ -101,6 +103,8 @@ class Watch:
         self.fired = True
         expired_requests += 1
         total_passed = total_passed or self.says == total_message()
+        import socket
+
         with contextlib.suppress(OSError):  # the plain socket's shutdown, not TLS's: wakes the blocked read
             socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
 

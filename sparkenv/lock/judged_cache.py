@@ -26,6 +26,10 @@ beside uv that only serve a full judgement (early reads, the head start's import
 the index pages the kept judgement rests on are checked (page_cache.digest_now: no decoding). Should uv
 answer otherwise, the lock judges afresh after uv (slower only then).
 
+The findings on the declared requirements are kept too, under the rules' facts and sparkenv itself (the
+rules are pure functions of both): a re-lock that expects a kept judgement takes them rather than judging
+them again beside uv; any other lock judges them and keeps what it found.
+
 The lock's two files as rendered for a kept judgement are kept too, under the judgement's key and what
 else they record (where the lock and its inputs are, the inputs' bytes, the options: run._layout): a
 re-lock that takes both neither parses uv's answer nor renders, and writes the same bytes.
@@ -134,8 +138,6 @@ def _read(key_: str) -> dict[str, Any] | None:
 
 def load(judgement: str) -> Entry | None:
     """The judgement kept under this key; None when there is none or it is damaged."""
-    from sparkenv.core.report import Finding, Status
-
     body = _read(judgement)
     if body is None:
         return None
@@ -146,15 +148,27 @@ def load(judgement: str) -> Entry | None:
             for k, (url, sha) in pages.items()
         ):
             return None
-        found = []
-        for gid, status, summary, subject, evidence, fix in body["findings"]:
-            texts = [summary, subject, *evidence]
-            if not all(isinstance(t, str) for t in texts) or not (fix is None or isinstance(fix, str)):
-                return None
-            found.append(Finding(gid, Status(status), summary, subject, tuple(evidence), fix))
+        found = _findings(body["findings"])
     except (KeyError, TypeError, ValueError):
         return None
-    return Entry(tuple(found), pages)
+    return None if found is None else Entry(found, pages)
+
+
+def _findings(rows: Any) -> tuple[Finding, ...] | None:
+    """Findings from their rows (`_rows`); None when a row is not one. TypeError, ValueError: not rows."""
+    from sparkenv.core.report import Finding, Status
+
+    found = []
+    for gid, status, summary, subject, evidence, fix in rows:
+        texts = [summary, subject, *evidence]
+        if not all(isinstance(t, str) for t in texts) or not (fix is None or isinstance(fix, str)):
+            return None
+        found.append(Finding(gid, Status(status), summary, subject, tuple(evidence), fix))
+    return tuple(found)
+
+
+def _rows(findings: list[Finding]) -> list[list[Any]]:
+    return [[str(f.id), f.status.value, f.summary, f.subject, list(f.evidence), f.fix] for f in findings]
 
 
 def keepable(findings: list[Finding]) -> bool:
@@ -165,8 +179,7 @@ def keepable(findings: list[Finding]) -> bool:
 
 
 def save(judgement: str, findings: list[Finding], pages: dict[str, tuple[str, str]]) -> None:
-    rows = [[str(f.id), f.status.value, f.summary, f.subject, list(f.evidence), f.fix] for f in findings]
-    body = {"findings": rows, "pages": {k: list(v) for k, v in sorted(pages.items())}}
+    body = {"findings": _rows(findings), "pages": {k: list(v) for k, v in sorted(pages.items())}}
     STORE.save(judgement, body)
 
 
@@ -184,6 +197,21 @@ def predicted(before_uv: str) -> tuple[str, Entry] | None:
 def predict(before_uv: str, judgement: str) -> None:
     """A lock with this key before uv is expected to come to this judgement."""
     STORE.save(f"{before_uv}.predict", {"judgement": judgement})
+
+
+def declared(facts_key: str) -> tuple[Finding, ...] | None:
+    """The findings a judgement of the declared requirements came to under this key (`key` of the rules'
+    facts and sparkenv itself: they are pure functions of both); None when there are none or the record
+    is damaged."""
+    body = _read(f"{facts_key}.declared")
+    try:
+        return None if body is None else _findings(body["findings"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def keep_declared(facts_key: str, findings: list[Finding]) -> None:
+    STORE.save(f"{facts_key}.declared", {"findings": _rows(findings)})
 
 
 @dataclass(frozen=True)

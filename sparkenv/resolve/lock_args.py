@@ -74,11 +74,9 @@ def parse(argv: list[str]) -> LockArgs | None:
 
 def run(args: LockArgs) -> int:
     """The lock (or, under --check, whether the written locks are current), reported; the exit code."""
-    from sparkenv.core import confine
     from sparkenv.core.bounds import seconds_problem
 
     started = time.monotonic()  # the lock's deadline (--timeout) counts from here, fixes tried included
-    confine.allow_outside(args.allow_outside)
     for flag, seconds in (("--timeout", args.timeout), ("--request-timeout", args.request_timeout)):
         problem = seconds_problem(seconds, zero_ok=False)  # `nan`, `inf`, 0, negatives, 1e10: exit 2
         if problem:
@@ -92,6 +90,7 @@ def run(args: LockArgs) -> int:
         from sparkenv.render.emit import emit
         from sparkenv.resolve import run as stage
 
+        _allow_outside(args)
         result = stage.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
         return emit(result, options)
     if not args.inputs:
@@ -101,7 +100,6 @@ def run(args: LockArgs) -> int:
     from sparkenv.core import signals
     from sparkenv.lock import spawn_cache
 
-    spawn_cache.sweep_later()  # work folders a SIGKILLed lock left behind, uv's temporary files in them
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
     from sparkenv.index import deadline
 
@@ -115,6 +113,10 @@ def run(args: LockArgs) -> int:
     cached = spawn_cache.Cached(key, None)
     try:
         early = cached.early = spawn_cache.start(key, args.timeout)
+        # what need not come before uv's spawn comes after it: the fence's folders (read by the inputs'
+        # reader), the sweep of the work folders a SIGKILLed lock left behind (a thread of its own)
+        _allow_outside(args)
+        spawn_cache.sweep_later()
         from sparkenv.resolve import outputs as outputs_mod
 
         outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
@@ -151,6 +153,13 @@ def run(args: LockArgs) -> int:
     timeline.mark("report emitted")
     timeline.flush()
     return code
+
+
+def _allow_outside(args: LockArgs) -> None:
+    """The folders --allow-outside names, for every fence of this process: before any input is read."""
+    from sparkenv.core import confine
+
+    confine.allow_outside(args.allow_outside)
 
 
 def _progress_line(line: str) -> None:

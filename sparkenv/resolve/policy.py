@@ -25,7 +25,22 @@ def check_declared(
     offline: bool = False,
     allow_replace: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    facts = DeclaredFacts(tuple(declared), profile, tuple(index_urls), staged, offline, allow_replace)
+    return judge_declared(declared_facts(declared, profile, index_urls, staged, offline, allow_replace))
+
+
+def declared_facts(
+    declared: list[Declared],
+    profile: Profile,
+    index_urls: list[str],
+    staged: bool = False,
+    offline: bool = False,
+    allow_replace: frozenset[str] = frozenset(),
+) -> DeclaredFacts:
+    """What Stage.DECLARED judges: all its rules read (a lock keeps their findings by it)."""
+    return DeclaredFacts(tuple(declared), profile, tuple(index_urls), staged, offline, allow_replace)
+
+
+def judge_declared(facts: DeclaredFacts) -> list[Finding]:
     return rules.evaluate(rules.Stage.DECLARED, facts)
 
 

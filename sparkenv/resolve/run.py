@@ -67,18 +67,27 @@ def _declared(
     staged: bool,
     offline: bool = False,
     allowed: frozenset[str] = frozenset(),
+    expected: bool = False,
 ) -> list[Finding]:
-    """The one judgement of declared requirements that check and lock both make."""
+    """The one judgement of declared requirements that check and lock both make. A lock keeps what it
+    found under the rules' facts and sparkenv itself (lock/judged_cache.py: the rules are pure functions
+    of both); one that expects a kept judgement of uv's answer (`expected`) takes the kept findings of
+    the same facts rather than judging them again beside uv."""
+    from sparkenv.lock import judged_cache
     from sparkenv.resolve import policy
 
-    return policy.check_declared(
-        inp.requirements,
-        profile,
-        _index_urls(inp, index),
-        staged=staged,
-        offline=offline,
+    facts = policy.declared_facts(
+        inp.requirements, profile, _index_urls(inp, index), staged=staged, offline=offline,
         allow_replace=allowed,
-    )
+    )  # fmt: skip
+    facts_key = judged_cache.key("declared", judged_cache.code_stamp(), facts)
+    if expected and (kept := judged_cache.declared(facts_key)) is not None:
+        timeline.mark("declared judgement kept")
+        return list(kept)
+    found = policy.judge_declared(facts)
+    if judged_cache.keepable(found):
+        judged_cache.keep_declared(facts_key, found)
+    return found
 
 
 def _stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | None, list[Stage]]:
@@ -237,7 +246,8 @@ def lock(
                 timeline.mark("reads beside started")
             from sparkenv.core.report import Status
 
-            declared = _declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
+            expected = uv is not None and bool(uv.out.expected)
+            declared = _declared(inp, profile, index, True, allowed=frozenset(allowed), expected=expected)
             withheld = any(f.status is Status.FAIL for f in bind(declared))
             timeline.mark("declared judged")
             if not withheld and not lockable:

@@ -85,6 +85,7 @@ class Locker:
             *args, env=full_env, cwd=self.tmp,  # `python -m` puts the working folder first on sys.path
         )  # fmt: skip
         assert r.code in (0, 1), r.out + r.err
+        assert timeline.exists(), r.err[-3000:]
         self.marks = [m[0] for m in json.loads(timeline.read_text().splitlines()[-1])["marks"]]
         return r
 
@@ -246,6 +247,7 @@ def test_sparkenv_itself_changed_has_the_judgement_redone(lock, tmp_path):
 
 
 def _entries(lock: Locker) -> list[Path]:
+    """The kept judgements (not the predictions, nor the declared findings kept beside them)."""
     return sorted(p for p in (lock.cache / "judged-locks").glob("*") if "." not in p.name)
 
 
