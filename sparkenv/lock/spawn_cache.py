@@ -9,7 +9,7 @@ sparkenv's version and interpreter, the environment variables the lock and its c
 stat (size, mtime, ctime, inode, device) of every file read on the way — each input and include, the
 profile file or sparkenv's profile and data files, the project's pyproject.toml, the lock being replaced,
 uv itself. On a hit uv is spawned at once, from the cache; the lock then computes the command the normal
-way and compares (resolve/run.py `_Resolving.start`): equal, the early uv is kept; different in anything,
+way and compares (lock/resolving.py `Resolving.start`): equal, the early uv is kept; different in anything,
 it is killed and the right one spawned. A wrong entry therefore costs time, never a wrong lock, and a
 file edited in place with its size and mtime put back (its ctime still moves) is caught twice.
 

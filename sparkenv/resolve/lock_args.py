@@ -90,9 +90,9 @@ def run(args: LockArgs) -> int:
         raise SparkenvError("--write: only with --fix (it says where the fixed inputs go)")
     if args.check_only:
         from sparkenv.render.emit import emit
-        from sparkenv.resolve import run as stage
+        from sparkenv.resolve import lock_check
 
-        result = stage.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
+        result = lock_check.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
         return emit(result, options)
     if not args.inputs:
         raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
@@ -198,10 +198,10 @@ def _lock(
     cached: Any,
     edited: Any = None,
 ) -> Any:
-    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started). `edited`:
+    """The lock itself (lock/api.py, imported here: after the early uv, if any, started). `edited`:
     inputs changed by a fix on trial, locked instead of reading args.inputs."""
+    from sparkenv.lock import api as stage
     from sparkenv.lock.preferences import Upgrade
-    from sparkenv.resolve import run as stage
 
     return stage.lock(
         args.inputs,
