@@ -11,24 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkenv.core import project, signals
+from sparkenv.core import signals
 from sparkenv.core.errors import SparkenvError
 from sparkenv.lock import inputs as inputs_mod
-from sparkenv.lock import spawn_cache, timeline
-from sparkenv.lock import write as lockwrite
+from sparkenv.lock import spawn_cache
 from sparkenv.lock.inputs import named_profile, profile_for
 from sparkenv.lock.judging import judged
-from sparkenv.lock.plan import (
-    allowed_keys,
-    excluded_names,
-    index_options,
-    install_stages,
-    judge_declared,
-    remember,
-    uv_stage,
-)
+from sparkenv.lock.plan import judge_declared, make
 from sparkenv.lock.preferences import KEEP, Upgrade
-from sparkenv.lock.resolving import Resolution, Resolving, keep_command, previous_lock
+from sparkenv.lock.resolving import begin
 from sparkenv.lock.uvdriver import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -71,47 +62,18 @@ def lock(
     inputs as already read and changed (a fix on trial, resolve/fixes.py) instead of reading `paths`."""
 
     started = time.perf_counter()
-    from sparkenv.core import outputs as output_files
-
-    output_files.check_folder(
-        str(project.lock_folder(output_dir)), "--output-dir"
-    )  # before a long resolution
-    timeline.mark("lock started")
-    inp = inputs if inputs is not None else inputs_mod.read(paths, extras, groups=groups)
-    timeline.mark("inputs read")
-    profile = profile_for(profile_arg, platform, inp)
-    timeline.mark("profile loaded")
-    allowed = allowed_keys(allow_replace, profile)
-    index = index_options(inp, index_url, extra_index_urls or [])
-    lockable = any(d.key or d.url for d in inp.requirements if not d.constraint)
-    resolve_stage = uv_stage(inp, profile) if lockable else None
-    excluded = excluded_names(profile, allowed)
-    pylock_path, req_path = lockwrite.paths_for(project.lock_folder(output_dir), profile)
-    timeline.mark("uv's command known")
+    plan = make(
+        paths, profile_arg, platform, output_dir, index_url, extra_index_urls, extras, allow_replace,
+        exclude_newer, groups, inputs,
+    )  # fmt: skip
     bind = binding or (lambda found: found)
     with signals.raising():  # the CLI's handlers already raise; a library caller's may not
-        uv = None
+        uv = begin(plan, upgrade, cached, timeout)
         try:
-            if resolve_stage is not None:
-                prefer = previous_lock(pylock_path, upgrade)
-                early = cached.early if cached is not None else None
-                uv = Resolving(profile, index, resolve_stage, excluded, exclude_newer, prefer, early)
-                uv.start(timeout)
-                if cached is not None:
-                    keep_command(cached, uv, paths, inp, profile, pylock_path, upgrade)
-            remember(index)  # before sparkenv's own first request
-            stages = install_stages(inp, profile, resolve_stage)
-            if uv is not None:
-                uv.read_beside(inp)
-                timeline.mark("reads beside started")
-            from sparkenv.core.report import Status
-
-            declared = judge_declared(inp, profile, index, staged=True, allowed=frozenset(allowed))
-            withheld = any(f.status is Status.FAIL for f in bind(declared))
-            timeline.mark("declared judged")
-            if not withheld and not lockable:
+            declared, withheld = judge_declared(plan, bind)
+            if not withheld and not plan.lockable:
                 raise SparkenvError(f"{', '.join(paths)}: no requirement to lock")
-            resolution = uv.finish(progress) if uv is not None and not withheld else Resolution()
+            resolution = uv.finish(progress) if uv is not None and not withheld else None
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the closing line says what was cleaned
             if uv is not None:
                 uv.interrupted()
@@ -122,10 +84,7 @@ def lock(
     from sparkenv.core import filing
 
     try:
-        return judged(
-            started, paths, inp, profile, index, stages, excluded, allowed, exclude_newer, declared,
-            resolution, withheld, (pylock_path, req_path), progress, outputs, bind,
-        )  # fmt: skip
+        return judged(started, plan, declared, resolution, withheld, progress, outputs, bind)
     finally:  # the cache files made beside the judgement, on every way out
         filing.wait()
 

@@ -14,7 +14,16 @@ from sparkenv.environment import profiles
 from sparkenv.lock import inputs as inputs_mod
 from sparkenv.lock import timeline
 from sparkenv.lock import write as lockwrite
-from sparkenv.lock.plan import STAGE_MAIN, STAGE_UNSLOTH, family, late_keys, reads_from, say
+from sparkenv.lock.plan import (
+    STAGE_MAIN,
+    STAGE_UNSLOTH,
+    Plan,
+    family,
+    install_stages,
+    late_keys,
+    reads_from,
+    say,
+)
 from sparkenv.lock.preferences import KEEP
 from sparkenv.lock.resolving import Resolution, digests_now
 from sparkenv.lock.uvdriver import IndexOptions, Stage
@@ -31,18 +40,10 @@ CACHED = ("cache", "uv's cache")
 
 def judged(
     started: float,
-    paths: list[str],
-    inp: inputs_mod.Inputs,
-    profile: profiles.Profile,
-    index: IndexOptions,
-    stages: list[Stage],
-    excluded: list[str],
-    allowed: set[str],
-    exclude_newer: str | None,
+    plan: Plan,
     declared: list[Finding],
-    resolution: Resolution,
+    resolution: Resolution | None,
     withheld: bool,
-    lock_paths: tuple[Path, Path],
     progress: bool,
     outputs: dict[Path, str] | None,
     bind: Callable[[list[Finding]], list[Finding]],
@@ -53,6 +54,15 @@ def judged(
     from sparkenv.facts import lockfile as lockstatus
     from sparkenv.lock import policy
 
+    paths, inp, profile, index = plan.paths, plan.inp, plan.profile, plan.index
+    excluded, allowed, exclude_newer, lock_paths = (
+        plan.excluded,
+        plan.allowed,
+        plan.exclude_newer,
+        plan.lock_paths,
+    )
+    stages = install_stages(inp, profile, plan.stage)
+    resolution = resolution if resolution is not None else Resolution()
     target = f"{' '.join(paths)} → {profile.python_platform}"
     pylock_path, req_path = lock_paths
     shown = (project.from_here(pylock_path), project.from_here(req_path))

@@ -4,17 +4,73 @@ of resolution, the declared requirements' one judgement (check and lock make the
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkenv.core import project
 from sparkenv.core.errors import SparkenvError
 from sparkenv.environment import profiles
 from sparkenv.lock import inputs as inputs_mod
+from sparkenv.lock import timeline
+from sparkenv.lock import write as lockwrite
 from sparkenv.lock.uvdriver import IndexOptions, Stage
 
 if TYPE_CHECKING:
     # what judges (the rules, the report) is imported once uv has started: only uv's command is
     # needed before (the report, the policy, the credentials are imported after uv's spawn)
     from sparkenv.core.report import Finding
+
+
+@dataclass
+class Plan:
+    """What the lock is made of before uv starts: the inputs as read, the target, the index options,
+    what uv resolves (None: nothing to resolve), what the base keeps out, the lock's two paths."""
+
+    paths: list[str]
+    inp: inputs_mod.Inputs
+    profile: profiles.Profile
+    allowed: set[str]
+    index: IndexOptions
+    lockable: bool
+    stage: Stage | None
+    excluded: list[str]
+    lock_paths: tuple[Path, Path]
+    exclude_newer: str | None
+
+
+def make(
+    paths: list[str],
+    profile_arg: str | None,
+    platform: str | None,
+    output_dir: str | None,
+    index_url: str | None,
+    extra_index_urls: list[str] | None,
+    extras: list[str] | None,
+    allow_replace: list[str] | None,
+    exclude_newer: str | None,
+    groups: list[str] | None,
+    inputs: inputs_mod.Inputs | None,
+) -> Plan:
+    """The plan, in the order uv's command needs it; `inputs`: already read (a fix on trial)."""
+    from sparkenv.core import outputs as output_files
+
+    folder = project.lock_folder(output_dir)
+    output_files.check_folder(str(folder), "--output-dir")  # before a long resolution
+    timeline.mark("lock started")
+    inp = inputs if inputs is not None else inputs_mod.read(paths, extras, groups=groups)
+    timeline.mark("inputs read")
+    profile = inputs_mod.profile_for(profile_arg, platform, inp)
+    timeline.mark("profile loaded")
+    allowed = allowed_keys(allow_replace, profile)
+    index = index_options(inp, index_url, extra_index_urls or [])
+    lockable = any(d.key or d.url for d in inp.requirements if not d.constraint)
+    stage = uv_stage(inp, profile) if lockable else None
+    excluded = excluded_names(profile, allowed)
+    lock_paths = lockwrite.paths_for(folder, profile)
+    timeline.mark("uv's command known")
+    return Plan(paths, inp, profile, allowed, index, lockable, stage, excluded, lock_paths, exclude_newer)
 
 
 STAGE_MAIN = "1-packages"
@@ -50,25 +106,23 @@ def reads_from(index: IndexOptions) -> str | None:
     return index.index_url or credentials.default_index()
 
 
-def judge_declared(
-    inp: inputs_mod.Inputs,
-    profile: profiles.Profile,
-    index: IndexOptions,
-    staged: bool,
-    offline: bool = False,
-    allowed: frozenset[str] = frozenset(),
-) -> list[Finding]:
-    """The one judgement of declared requirements that check and lock both make."""
+def judge_declared(plan: Plan, bind: Callable[[list[Finding]], list[Finding]]) -> tuple[list[Finding], bool]:
+    """The one judgement of declared requirements that check and lock both make, and whether a FAIL
+    among them as the user sees them (`bind`: --select, --ignore, waivers) withholds the lock."""
+    from sparkenv.core.report import Status
     from sparkenv.lock import policy
 
-    return policy.check_declared(
-        inp.requirements,
-        profile,
-        index_urls(inp, index),
-        staged=staged,
-        offline=offline,
-        allow_replace=allowed,
+    declared = policy.check_declared(
+        plan.inp.requirements,
+        plan.profile,
+        index_urls(plan.inp, plan.index),
+        staged=True,
+        offline=False,
+        allow_replace=frozenset(plan.allowed),
     )
+    withheld = any(f.status is Status.FAIL for f in bind(declared))
+    timeline.mark("declared judged")
+    return declared, withheld
 
 
 def plan_stages(inp: inputs_mod.Inputs, profile: profiles.Profile) -> tuple[Stage | None, list[Stage]]:

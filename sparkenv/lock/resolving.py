@@ -14,7 +14,7 @@ from sparkenv.core import project, signals
 from sparkenv.environment import profiles
 from sparkenv.lock import inputs as inputs_mod
 from sparkenv.lock import spawn_cache, timeline, uvdriver
-from sparkenv.lock.plan import reads_from, say
+from sparkenv.lock.plan import Plan, reads_from, remember, say
 from sparkenv.lock.preferences import KEEP, Upgrade
 from sparkenv.lock.uvdriver import IndexOptions, Stage
 
@@ -60,6 +60,36 @@ class Resolution:
         """The judgement is kept from an earlier lock: the early reads are not waited for."""
         if self.early is not None:
             self.early.close()
+
+
+def begin(
+    plan: Plan, upgrade: Upgrade, cached: spawn_cache.Cached | None, timeout: float
+) -> Resolving | None:
+    """uv started on the plan (the early uv of `cached` kept when its command is this one), the index's
+    credentials remembered for sparkenv's own requests, and the reads beside uv started; None when there
+    is nothing to resolve. On any way out of here uv is stopped and its folder removed."""
+    uv = None
+    try:
+        if plan.stage is not None:
+            prefer = previous_lock(plan.lock_paths[0], upgrade)
+            early = cached.early if cached is not None else None
+            uv = Resolving(
+                plan.profile, plan.index, plan.stage, plan.excluded, plan.exclude_newer, prefer, early
+            )
+            uv.start(timeout)
+            if cached is not None:
+                keep_command(cached, uv, plan.paths, plan.inp, plan.profile, plan.lock_paths[0], upgrade)
+        remember(plan.index)  # before sparkenv's own first request
+        if uv is not None:
+            uv.read_beside(plan.inp)
+            timeline.mark("reads beside started")
+        return uv
+    except BaseException as exc:
+        if uv is not None:
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, SIGTERM, SIGHUP: the closing line says so
+                uv.interrupted()
+            uv.close()
+        raise
 
 
 MAX_BUILD_FAILURES = 5

@@ -426,3 +426,14 @@ def _store(
     # a re-lock that left the lock as it was keeps the entry it started from: not written again
     if not (outputs.holds(path, data) and _trusted(os.stat(path))):
         outputs.write_one(path, data, True)
+
+
+def begin(fields: tuple[Any, ...], timeout: float) -> Cached:
+    """The command's side of the cache, in one call: the work folders a SIGKILLed lock left behind swept
+    (on a thread), and the early uv started from the command that `fields` (the command line's values)
+    last ran, when an entry holds one, handed to the lock in a Cached."""
+    sweep_later()
+    key_text = key(fields)
+    cached = Cached(key_text, None)
+    cached.early = start(key_text, timeout)
+    return cached

@@ -98,10 +98,9 @@ def run(args: LockArgs) -> int:
         raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
     from pathlib import Path
 
-    from sparkenv.core import signals
+    from sparkenv.core import outputs, signals
     from sparkenv.lock import spawn_cache
 
-    spawn_cache.sweep_later()  # work folders a SIGKILLed lock left behind, uv's temporary files in them
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
     from sparkenv.index import deadline
 
@@ -110,14 +109,12 @@ def run(args: LockArgs) -> int:
     pending: dict[Path, str] = {}
     # a re-lock starts uv from the command its last lock ran (lock/spawn_cache.py), before the modules
     # that compute it are imported; the lock computes it anyway and keeps that uv only when equal
-    key = spawn_cache.key(tuple(args._replace(check_only=False, timeout=0.0, reporting=None)))
-    early = None
-    cached = spawn_cache.Cached(key, None)
+    # (and the work folders a SIGKILLed lock left behind, uv's temporary files in them, swept on a thread)
+    fields = tuple(args._replace(check_only=False, timeout=0.0, reporting=None))
+    cached = None
     try:
-        early = cached.early = spawn_cache.start(key, args.timeout)
-        from sparkenv.resolve import outputs as outputs_mod
-
-        outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
+        cached = spawn_cache.begin(fields, args.timeout)
+        outputs.check(list(options.files))  # before the resolution ends: a bad path, exit 2
         result = _lock(args, progress, pending, options, cached)
         if deadline.total_passed:  # a read of the index was cut by --timeout: no lock from half the reads
             from sparkenv.core.errors import ServiceMissing
@@ -125,28 +122,32 @@ def run(args: LockArgs) -> int:
             raise ServiceMissing(deadline.total_message())
         result, undo = _after_blocked(args, result, progress, pending, options, started)
     except KeyboardInterrupt:
-        if early is not None:
-            early.interrupted()
+        if cached is not None and cached.early is not None:
+            cached.early.interrupted()
         from sparkenv.core import children
 
         if children.kill_all():  # one started but not yet handed over (a signal in between): gone too
             signals.cleaned("killed uv")
         raise
     finally:
-        if early is not None:
-            early.discard()  # unless the lock claimed it: an error before it did
+        if cached is not None and cached.early is not None:
+            cached.early.discard()  # unless the lock claimed it: an error before it did
     from sparkenv.render.emit import emit, files, shown
 
     # The lock and the report's files together: validated first, all written or none replaced.
     view = shown(result, options)
     try:
-        outputs_mod.write_all(pending, files(view, options))
+        # the lock files and the report's, all or none: a failing --report leaves the previous lock as it was
+        written: list[tuple[str | Path, str]] = [*pending.items(), *files(view, options)]
+        if written:
+            outputs.write_all(written, make_parents=True)  # the lock folder (lockfiles/) is made when missing
     except BaseException:
         if undo is not None:  # lock --fix: the fixed inputs go back with the lock unwritten
             undo()
         raise
     timeline.mark("lock written")
-    cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
+    if cached is not None:
+        cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
     code = emit(view, options._replace(report=None, junit=None, sarif=None))
     timeline.mark("report emitted")
     timeline.flush()
