@@ -133,6 +133,19 @@ def trace(argv: list[str], report: Callable[[Journey], None]) -> None:
         end(0)
 
 
+def _summary(entries: Entries) -> list[object]:
+    top = max(entries.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    return [len(entries), len(top[1]), top[0]]
+
+
+VIEWS = {"journey": ORCHESTRATION, "with cli": ("sparkenv/cli/", *ORCHESTRATION), "whole": None}
+
+
+def _summary(entries: Entries) -> list[object]:
+    top = max(entries.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    return [len(entries), len(top[1]), top[0]]
+
+
 def _report(journey: Journey, ns: argparse.Namespace, args: list[str], out: TextIO) -> None:
     sys.stdout.flush()
     sys.stdout = out
@@ -149,6 +162,8 @@ def _report(journey: Journey, ns: argparse.Namespace, args: list[str], out: Text
                     "entries": {f: len(s) for f, s in rows},
                     "sites": {f: sorted(f"{s} -> {fn}" for s, fn in sites) for f, sites in rows},
                     "imported": len(journey.imported),
+                    # the same run in each view: files passed through, the most entries, that file
+                    "views": {name: _summary(journey.view(v)) for name, v in VIEWS.items()},
                 }
             ),
             flush=True,
