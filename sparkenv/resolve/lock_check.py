@@ -15,8 +15,6 @@ from sparkenv.lock import write as lockwrite
 from sparkenv.lock.inputs import named_profile, profile_for
 
 if TYPE_CHECKING:
-    # what judges (the rules, the report) is imported once uv has started: only uv's command is
-    # needed before (the report, the policy, the credentials are imported after uv's spawn)
     from sparkenv.core.report import Report
     from sparkenv.facts import lockfile as lockstatus
 
