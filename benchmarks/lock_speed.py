@@ -88,16 +88,16 @@ def _lock_cases(
     interval)."""
     path = str(Path(path).resolve())
     from sparkenv.environment import profiles
-    from sparkenv.lock import uvdriver
-    from sparkenv.resolve import inputs, run
+    from sparkenv.lock import inputs, uvdriver
+    from sparkenv.lock import plan as run
 
     prof = profiles.load(profile)
     chosen = ("--profile", profile) if profile else ()
     inp = inputs.read([path])
     work = Path(tempfile.mkdtemp(prefix="lockbench-"))
-    resolve_stage, _ = run._stages(inp, prof)
+    resolve_stage, _ = run.plan_stages(inp, prof)
     assert resolve_stage is not None, "nothing to resolve"
-    jobs = uvdriver.prepare(work, prof, run._index(inp, None, []), [resolve_stage], None, AS_OF)
+    jobs = uvdriver.prepare(work, prof, run.index_options(inp, None, []), [resolve_stage], None, AS_OF)
     bare = [cmd for _, cmd, _ in jobs]  # exactly the uv command sparkenv runs
 
     def sparkenv_cmd(out: str) -> list[str]:

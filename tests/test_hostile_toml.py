@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sparkenv.core.datafiles import parse_toml
 from sparkenv.core.errors import SparkenvError
 from sparkenv.environment import profiles
-from sparkenv.resolve import inputs
+from sparkenv.lock import inputs
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED_PROFILE = REPO / "sparkenv" / "data" / "profiles" / "ngc-25.11.toml"

@@ -7,7 +7,7 @@ Layers, top to bottom (DESIGN.md, docs/architecture.md "Where things are"):
   6 stages   resolve/, image/, audit/, gate/, multinode/, patches/, watch/, host/, attest/: one stage
              imports of another only its public API, the folder's __init__ or its api.py
   5 shared   render/ (reports out), gotchas.py (the catalogue's text), lock/ (the lock file, uv driving
-             and its caches: resolve locks, build locks through resolve's API, audit reads locks)
+             and its caches: resolve locks, build locks through lock/api.py, audit reads locks)
   4 rules    rules/: every judgement
   3 facts    facts/: the typed facts each stage gathers and the rules read (frozen, no I/O)
   2 readers  cuda/, environment/ (profiles included), knowledge/, index/: pure readers of files, ELF,
@@ -311,7 +311,7 @@ def test_every_import_call_spells_its_module():
 
 
 def test_no_stage_imports_another_stages_internals():
-    """A stage calls another through its __init__ or api.py (build locks through resolve/api.py; host reads
+    """A stage calls another through its __init__ or api.py (build locks through lock/api.py; host reads
     the snapshot through environment/facts_file.py, not gate/): what is left is listed, with its reason."""
     assert set(internals(ROOT)) <= set(KNOWN_INTERNALS), sorted(set(internals(ROOT)) - set(KNOWN_INTERNALS))
 

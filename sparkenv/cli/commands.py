@@ -113,7 +113,7 @@ def _root(
         from sparkenv.render import colour
 
         colour.choose(color)
-    if strict_config:  # read where [tool.sparkenv] is read (resolve/inputs.unknown_keys)
+    if strict_config:  # read where [tool.sparkenv] is read (lock/inputs.unknown_keys)
         import os
 
         os.environ["SPARKENV_STRICT_CONFIG"] = "1"

@@ -159,6 +159,7 @@ def _decoded(data: bytes, path: str | os.PathLike[str], what: str, errors: str) 
 
 
 STDIN = "<stdin>"  # how standard input is named in every message
+STDIN_ARG = "-"  # an INPUT read from standard input (`cat requirements.txt | sparkenv check -`)
 
 
 def read_stdin(*, what: str = "a file", limit: int = DEFAULT_LIMIT) -> str:

@@ -1,4 +1,4 @@
-"""The declare stage's facts: the project's requirements as written (resolve/inputs.py reads them)."""
+"""The declare stage's facts: the project's requirements as written (lock/inputs.py reads them)."""
 
 from __future__ import annotations
 

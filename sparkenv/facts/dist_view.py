@@ -61,7 +61,7 @@ class WheelDist:
     shared_objects: list[SharedObject] = field(default_factory=list)
     kernels: list[coverage.ObjectKernels] = field(default_factory=list)
     unread: str = ""
-    gpu_package: bool = False  # its members' ELF was read (resolve/run._gpu_packages)
+    gpu_package: bool = False  # its members' ELF was read (lock/resolved.py)
     read_from: str = " (read from its wheel)"
 
     @property

@@ -1,6 +1,6 @@
 """The facts of a lock's status, judged by rules/g9.py (Stage.LOCKFILE): what `sparkenv lock` may do with
 the lock it resolved, and, for `sparkenv lock --check`, each written lock against its inputs as they are
-now. Gathered by resolve/run.py; nothing here decides."""
+now. Gathered by lock/judging.py and resolve/lock_check.py; nothing here decides."""
 
 from __future__ import annotations
 

@@ -241,8 +241,8 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
     if req.lock:
         return Path(req.lock), None
     if not req.inputs:
+        from sparkenv.lock.api import named_profile, profile_for
         from sparkenv.lock.present import default_lock
-        from sparkenv.resolve.api import named_profile, profile_for
 
         # --profile, else the project's, else the default's lock (else the one lock there)
         stem = profile_for(req.profile, None, None).file_stem
@@ -250,7 +250,7 @@ def _lock_path(req: BuildRequest) -> tuple[Path, BuildOutcome | None]:
         if named_profile(req.profile, None)[0]:
             return folder / f"pylock.{stem}.toml", None
         return default_lock(folder, stem), None
-    from sparkenv.resolve import api
+    from sparkenv.lock import api
 
     result = api.lock(
         paths=list(req.inputs), profile_arg=req.profile, platform=None, output_dir=req.output_dir

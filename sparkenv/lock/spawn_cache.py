@@ -9,7 +9,7 @@ sparkenv's version and interpreter, the environment variables the lock and its c
 stat (size, mtime, ctime, inode, device) of every file read on the way — each input and include, the
 profile file or sparkenv's profile and data files, the project's pyproject.toml, the lock being replaced,
 uv itself. On a hit uv is spawned at once, from the cache; the lock then computes the command the normal
-way and compares (resolve/run.py `_Resolving.start`): equal, the early uv is kept; different in anything,
+way and compares (lock/resolving.py `Resolving.start`): equal, the early uv is kept; different in anything,
 it is killed and the right one spawned. A wrong entry therefore costs time, never a wrong lock, and a
 file edited in place with its size and mtime put back (its ctime still moves) is caught twice.
 
@@ -380,3 +380,15 @@ def _store(
     stored = [x for n, t in files.items() for x in (n, t.replace(folder, _WORK))]
     body = [key_text, str(len(stamps)), *deps, str(len(argv)), *stored_argv, str(len(files)), *stored]
     STORE.write(key_text, "\0".join(body))
+
+
+def begin(fields: tuple[Any, ...], timeout: float) -> Cached:
+    """The command's side of the cache, in one call: the early uv started from the command that `fields`
+    (the command line's values) last ran, when an entry holds one, handed to the lock in a Cached; then
+    the work folders a SIGKILLed lock left behind swept (on a thread: after uv's spawn, which it does not
+    shape)."""
+    key_text = key(fields)
+    cached = Cached(key_text, None)
+    cached.early = start(key_text, timeout)
+    sweep_later()
+    return cached

@@ -198,7 +198,7 @@ def start(
 
 class Failed(SparkenvError):
     """uv could not make one named package part of the set (build, download or resolve it): a finding, not
-    the end of the lock; the lock resolves again without `key` (resolve/run.py). `raw`: uv's whole stderr,
+    the end of the lock; the lock resolves again without `key` (lock/resolving.py). `raw`: uv's whole stderr,
     shown only under SPARKENV_DEBUG=1."""
 
     key: str

@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from sparkenv.facts.declared import Declared
-from sparkenv.resolve import inputs as inputs_mod
+from sparkenv.lock import inputs as inputs_mod
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ edits (resolve/fix_edits.py) at the requirement the user wrote — the subject i
 else the root of its chain — from the same knowledge the rules print: the CUDA 13 counterpart
 (rules/counterparts.py), the CUDA-major extras (cuda/rules.py extra_major), the nearest release with a
 wheel for the target (lock/fallbacks.py). Each is applied to a copy of the inputs and re-resolved by the
-lock itself (resolve/run.py lock, nothing written): one combined re-resolve of every subject's first
+lock itself (lock/api.py lock, nothing written): one combined re-resolve of every subject's first
 proposal, then, for a subject still failing, one re-resolve per further proposal, within the lock's
 deadline and at most MAX_TRIES re-resolves. A fix is printed as one only when its re-resolve leaves no
 FAIL on its subject or on what it wrote; else the fix line says what was tried and why it fails."""
@@ -29,7 +29,7 @@ from sparkenv.resolve.fix_edits import Edit, on_inputs
 if TYPE_CHECKING:
     from sparkenv.environment.profiles import Profile
     from sparkenv.facts.declared import Declared
-    from sparkenv.resolve.inputs import Inputs
+    from sparkenv.lock.inputs import Inputs
 
 MAX_TRIES = 6  # re-resolves after the blocked lock: the combined one and five single ones
 MIN_SECONDS = 5.0  # a re-resolve given less than this is not started

@@ -74,6 +74,7 @@ def parse(argv: list[str]) -> LockArgs | None:
 
 def run(args: LockArgs) -> int:
     """The lock (or, under --check, whether the written locks are current), reported; the exit code."""
+    from sparkenv.core import confine
     from sparkenv.core.bounds import seconds_problem
 
     started = time.monotonic()  # the lock's deadline (--timeout) counts from here, fixes tried included
@@ -88,16 +89,16 @@ def run(args: LockArgs) -> int:
         raise SparkenvError("--write: only with --fix (it says where the fixed inputs go)")
     if args.check_only:
         from sparkenv.render.emit import emit
-        from sparkenv.resolve import run as stage
+        from sparkenv.resolve import lock_check
 
-        _allow_outside(args)
-        result = stage.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
+        confine.allow_outside(args.allow_outside)
+        result = lock_check.lock_check(args.inputs, args.profile, args.platform, args.output_dir, args.extra)
         return emit(result, options)
     if not args.inputs:
         raise SparkenvError("sparkenv lock: name the inputs (requirements files, pyproject.toml)")
     from pathlib import Path
 
-    from sparkenv.core import signals
+    from sparkenv.core import outputs, signals
     from sparkenv.lock import spawn_cache
 
     progress = not (options.quiet or options.machine_stdout) and sys.stderr.isatty()
@@ -108,18 +109,15 @@ def run(args: LockArgs) -> int:
     pending: dict[Path, str] = {}
     # a re-lock starts uv from the command its last lock ran (lock/spawn_cache.py), before the modules
     # that compute it are imported; the lock computes it anyway and keeps that uv only when equal
-    key = spawn_cache.key(tuple(args._replace(check_only=False, timeout=0.0, reporting=None)))
-    early = None
-    cached = spawn_cache.Cached(key, None)
+    # (and the work folders a SIGKILLed lock left behind, uv's temporary files in them, swept on a thread)
+    fields = tuple(args._replace(check_only=False, timeout=0.0, reporting=None))
+    cached = None
     try:
-        early = cached.early = spawn_cache.start(key, args.timeout)
+        cached = spawn_cache.begin(fields, args.timeout)
         # what need not come before uv's spawn comes after it: the fence's folders (read by the inputs'
-        # reader), the sweep of the work folders a SIGKILLed lock left behind (a thread of its own)
-        _allow_outside(args)
-        spawn_cache.sweep_later()
-        from sparkenv.resolve import outputs as outputs_mod
-
-        outputs_mod.check_writable(list(options.files))  # before the resolution ends: a bad path, exit 2
+        # reader) and, in begin, the sweep of the work folders a SIGKILLed lock left behind
+        confine.allow_outside(args.allow_outside)
+        outputs.check(list(options.files))  # before the resolution ends: a bad path, exit 2
         result = _lock(args, progress, pending, options, cached)
         if deadline.total_passed:  # a read of the index was cut by --timeout: no lock from half the reads
             from sparkenv.core.errors import ServiceMissing
@@ -127,39 +125,36 @@ def run(args: LockArgs) -> int:
             raise ServiceMissing(deadline.total_message())
         result, undo = _after_blocked(args, result, progress, pending, options, started)
     except KeyboardInterrupt:
-        if early is not None:
-            early.interrupted()
+        if cached is not None and cached.early is not None:
+            cached.early.interrupted()
         from sparkenv.core import children
 
         if children.kill_all():  # one started but not yet handed over (a signal in between): gone too
             signals.cleaned("killed uv")
         raise
     finally:
-        if early is not None:
-            early.discard()  # unless the lock claimed it: an error before it did
+        if cached is not None and cached.early is not None:
+            cached.early.discard()  # unless the lock claimed it: an error before it did
     from sparkenv.render.emit import emit, files, shown
 
     # The lock and the report's files together: validated first, all written or none replaced.
     view = shown(result, options)
     try:
-        outputs_mod.write_all(pending, files(view, options))
+        # the lock files and the report's, all or none: a failing --report leaves the previous lock as it was
+        written: list[tuple[str | Path, str]] = [*pending.items(), *files(view, options)]
+        if written:
+            outputs.write_all(written, make_parents=True)  # the lock folder (lockfiles/) is made when missing
     except BaseException:
         if undo is not None:  # lock --fix: the fixed inputs go back with the lock unwritten
             undo()
         raise
     timeline.mark("lock written")
-    cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
+    if cached is not None:
+        cached.commit()  # the command for the next re-lock, its preferences those of the lock just written
     code = emit(view, options._replace(report=None, junit=None, sarif=None))
     timeline.mark("report emitted")
     timeline.flush()
     return code
-
-
-def _allow_outside(args: LockArgs) -> None:
-    """The folders --allow-outside names, for every fence of this process: before any input is read."""
-    from sparkenv.core import confine
-
-    confine.allow_outside(args.allow_outside)
 
 
 def _progress_line(line: str) -> None:
@@ -207,10 +202,10 @@ def _lock(
     cached: Any,
     edited: Any = None,
 ) -> Any:
-    """The lock itself (resolve/run.py, imported here: after the early uv, if any, started). `edited`:
+    """The lock itself (lock/api.py, imported here: after the early uv, if any, started). `edited`:
     inputs changed by a fix on trial, locked instead of reading args.inputs."""
+    from sparkenv.lock import api as stage
     from sparkenv.lock.preferences import Upgrade
-    from sparkenv.resolve import run as stage
 
     return stage.lock(
         args.inputs,

@@ -20,13 +20,13 @@ from typing import Any
 
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.report import Report, Verdict
+from sparkenv.lock import inputs as inputs_mod
 from sparkenv.resolve import fix_edits, fixes
-from sparkenv.resolve import inputs as inputs_mod
 
 Undo = Callable[[], None]
 
 
-def _say(line: str, progress: bool) -> None:
+def say(line: str, progress: bool) -> None:
     if progress:
         print(f"sparkenv lock: {line}", file=sys.stderr, flush=True)
 
@@ -36,15 +36,15 @@ def tried(
 ) -> tuple[Report, list[fix_edits.Edit]]:
     """The blocked report with each fix line as its trial showed, and the edits that worked. The trials
     end by the lock's own deadline (`started` + --timeout, time.monotonic) and within TRIAL_SECONDS."""
-    from sparkenv.resolve import run as stage
+    from sparkenv.lock import plan
 
     try:  # read again as the lock read them (an input that cannot be read twice: no fix is tried)
         inp = inputs_mod.read(args.inputs, args.extra, groups=args.group)
     except (SparkenvError, OSError):
         return report, []
-    profile = stage._profile(args.profile, args.platform, inp)
-    index = stage._index(inp, args.index_url, args.extra_index_url or [])
-    reads = stage._reads_from(index)
+    profile = inputs_mod.profile_for(args.profile, args.platform, inp)
+    index = plan.index_options(inp, args.index_url, args.extra_index_url or [])
+    reads = plan.reads_from(index)
     deadline = min(started + args.timeout, time.monotonic() + fixes.TRIAL_SECONDS)
     outcomes = fixes.trial(
         report,
@@ -52,7 +52,7 @@ def tried(
         lambda found, now: fixes.propose(found, now, profile, reads),
         relock,
         deadline,
-        lambda line: _say(line, progress or args.fix),
+        lambda line: say(line, progress or args.fix),
     )
     return fixes.annotate(report, outcomes, profile.python_platform), fixes.works(outcomes)
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkenv.core.optionspec import Option
+from sparkenv.core.safe_read import STDIN_ARG
 
 PROFILE = Option(
     "profile",
@@ -182,7 +183,7 @@ LOCK = (
 )  # in --help's order
 
 
-STDIN = "-"  # an INPUT read from standard input (`cat requirements.txt | sparkenv check -`)
+STDIN = STDIN_ARG  # an INPUT read from standard input
 
 
 def inputs_of(positional: list[str], values: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sparkenv.facts.dist_view import WheelDist
     from sparkenv.facts.resolved import ResolvedFacts
 
-# why a wheel's ELF was not read at lock when the package is not a GPU package (resolve/run._gpu_packages)
+# why a wheel's ELF was not read at lock when the package is not a GPU package (lock/resolved.py)
 NOT_A_GPU_PACKAGE = "the lock reads the ELF of GPU packages' wheels only"
 
 

@@ -34,7 +34,7 @@ def lockfile(facts: LockFileFacts) -> list[Finding]:
 
 def _outcome(o: Outcome) -> Finding:
     """Whether the lock may be written: only when nothing failed and every file could be checked. PASS is
-    the writer's go-ahead (resolve/run.py writes the files only then)."""
+    the writer's go-ahead (lock/judging.py writes the files only then)."""
     if o.inputs_fail:
         summary = "not resolved and no lock written: the inputs fail the policy"
         return _finding(status=Status.INFO, summary=summary, subject="lock")

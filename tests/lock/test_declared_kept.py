@@ -95,23 +95,29 @@ def test_the_declared_findings_are_kept_by_their_facts_in_process(monkeypatch, t
     monkeypatch.setenv("SPARKENV_CACHE_DIR", str(tmp_path / "cache"))
     from sparkenv.core.report import Finding, Status
     from sparkenv.environment import profiles
-    from sparkenv.lock import judged_cache
-    from sparkenv.resolve import inputs as inputs_mod
-    from sparkenv.resolve import policy, run
+    from sparkenv.lock import inputs as inputs_mod
+    from sparkenv.lock import judged_cache, policy
+    from sparkenv.lock import plan as plan_mod
 
     def read(name: str, text: str) -> inputs_mod.Inputs:
         path = tmp_path / name
         path.write_text(text)
         return inputs_mod.read([str(path)], None)
 
+    def declared(inp, prof, index, allowed=frozenset(), expected=False):
+        plan = plan_mod.Plan(
+            [], inp, prof, set(allowed), index, True, None, [], (tmp_path / "a", tmp_path / "b"), None
+        )
+        return plan_mod.judge_declared(plan, lambda found: found, expected)[0]
+
     bare, ngc = profiles.load("spark-bare"), profiles.load("ngc-25.11")
     flash, demo = read("flash.txt", "flash-attn==2.8.3\n"), read("demo.txt", "demo\n")
-    index = run._index(flash, "http://127.0.0.1:9/simple/", [])
-    judged = run._declared(flash, bare, index, True)
+    index = plan_mod.index_options(flash, "http://127.0.0.1:9/simple/", [])
+    judged = declared(flash, bare, index)
     assert any(f.id.value == "G2" and f.subject == "flash-attn" for f in judged), judged
-    assert run._declared(flash, bare, index, True, expected=True) == judged  # taken as kept
+    assert declared(flash, bare, index, expected=True) == judged  # taken as kept
     for inp, prof, allowed in ((demo, bare, frozenset()), (flash, ngc, frozenset()), (flash, ngc, {"torch"})):
-        got = run._declared(inp, prof, index, True, allowed=frozenset(allowed), expected=True)
+        got = declared(inp, prof, index, frozenset(allowed), expected=True)
         fresh = policy.check_declared(
             inp.requirements, prof, [index.index_url or ""], staged=True, allow_replace=frozenset(allowed)
         )
@@ -120,5 +126,5 @@ def test_the_declared_findings_are_kept_by_their_facts_in_process(monkeypatch, t
     marker = Finding("G9", Status.INFO, "kept under these facts", "demo", ("a",), None)
     facts = policy.declared_facts(demo.requirements, bare, [index.index_url or ""], staged=True)
     judged_cache.keep_declared(judged_cache.key("declared", judged_cache.code_stamp(), facts), [marker])
-    assert run._declared(demo, bare, index, True, expected=True) == [marker]
-    assert run._declared(demo, bare, index, True) != [marker]  # not expected: judged
+    assert declared(demo, bare, index, expected=True) == [marker]
+    assert declared(demo, bare, index) != [marker]  # not expected: judged

@@ -1,4 +1,4 @@
-"""check's plain-line reader (resolve/inputs.plain_requirements) against pip-requirements-parser: where
+"""check's plain-line reader (lock/inputs.plain_requirements) against pip-requirements-parser: where
 the plain reader answers, both give the same requirements; every line it cannot read exactly sends the
 whole file to the parser."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkenv.lock import inputs
 from sparkenv.lock.includes import prescan
-from sparkenv.resolve import inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 

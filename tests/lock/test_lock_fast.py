@@ -125,12 +125,12 @@ def test_uv_starts_before_what_only_judges_its_answer(solo, tmp_path):
     at_spawn, at_exit = modules("AT_SPAWN"), modules("AT_EXIT")
     later = {
         "typer", "click", "pydantic", "pip_requirements_parser", "sparkenv.render.emit",
-        "sparkenv.rules.g1_declared", "sparkenv.rules.g9_declared", "sparkenv.resolve.resolved",
+        "sparkenv.rules.g1_declared", "sparkenv.rules.g9_declared", "sparkenv.lock.resolved",
         "sparkenv.index.metadata", "sparkenv.facts.resolved", "sparkenv.facts.graph",
         "sparkenv.lock.early", "urllib.request",
     }  # fmt: skip
     assert not at_spawn & later
-    assert {"sparkenv.rules.g1_declared", "sparkenv.resolve.resolved", "sparkenv.render.emit"} <= at_exit
+    assert {"sparkenv.rules.g1_declared", "sparkenv.lock.resolved", "sparkenv.render.emit"} <= at_exit
     assert not at_exit & {"typer", "click", "pydantic"}
 
 

@@ -286,7 +286,7 @@ SPY = (
     "def spy(*a, **k):\n"
     "    p = spawn(*a, **k)\n"
     "    if a[0][1:3] == ['pip', 'compile']:\n"
-    "        early = 'sparkenv.resolve.inputs' not in sys.modules\n"  # started before the inputs were read
+    "        early = 'sparkenv.lock.inputs' not in sys.modules\n"  # started before the inputs were read
     "        open(pid_file, 'w').write(f'{p.pid} {early}')\n"
     "    return p\n"
     "c.spawn = spy\n"

@@ -1,5 +1,5 @@
 """Each stage's typed facts, built by that stage's own builders from real inputs: a requirements file
-read by resolve/inputs.py (Stage.DECLARED), locked packages as resolve/run.py hands them to the policy
+read by lock/inputs.py (Stage.DECLARED), locked packages as lock/judging.py hands them to the policy
 (Stage.RESOLVED), a real installed environment with compiled ELF files scanned by audit/scan.py
 (Stage.INSTALLED), and facts snapshots recorded on real machines viewed through gate/view.py
 (Stage.LIVE)."""
@@ -25,9 +25,9 @@ from sparkenv.facts.installed import AuditFacts
 from sparkenv.facts.live import GateFacts
 from sparkenv.facts.resolved import Locked, ResolvedFacts
 from sparkenv.facts.timeseries import GpuProcess, GpuReading, Sample, Series
+from sparkenv.lock import inputs
+from sparkenv.lock import plan as resolve_run
 from sparkenv.lock import read as lockread
-from sparkenv.resolve import inputs
-from sparkenv.resolve import run as resolve_run
 
 
 @dataclass
@@ -69,8 +69,8 @@ def declared(
     """`text` as a requirements.txt, read and shaped the way `sparkenv check` does."""
     path = ctx.file("requirements.txt", text)
     inp = inputs.read([str(path)])
-    prof = resolve_run._profile(profile, platform, inp)
-    urls = resolve_run._index_urls(inp, resolve_run._index(inp, None, []))
+    prof = inputs.profile_for(profile, platform, inp)
+    urls = resolve_run.index_urls(inp, resolve_run.index_options(inp, None, []))
     return DeclaredFacts(tuple(inp.requirements), prof, tuple(urls), staged)
 
 

@@ -12,7 +12,7 @@ from sparkenv.audit.run import audit
 from sparkenv.core.report import LINE_RE, Finding, Status
 from sparkenv.environment import profiles
 from sparkenv.facts.resolved import Locked
-from sparkenv.resolve import policy
+from sparkenv.lock import policy
 from sparkenv.resolve.check import check
 
 # (distribution, version): evidence that only a name or a version carries, so every stage sees all of it.

@@ -10,11 +10,11 @@ from typing import Any
 from sparkenv.core.redact import redact
 from sparkenv.environment import profiles
 from sparkenv.facts.lock import FORMAT
+from sparkenv.lock import inputs as inputs_mod
 from sparkenv.lock import profile as lockprofile
 from sparkenv.lock import read as lockread
 from sparkenv.lock import write as lockwrite
 from sparkenv.lock.uvdriver import IndexOptions, Stage
-from sparkenv.resolve import inputs as inputs_mod
 
 
 def relative(path: Path, out_dir: Path) -> str:

@@ -21,11 +21,11 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sparkenv.core import safe_read, schema
+from sparkenv.core import project, safe_read, schema
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.redact import excerpt
+from sparkenv.environment import profiles
 from sparkenv.facts.declared import Declared
-from sparkenv.resolve.options import STDIN
 
 # [tool.sparkenv] keys sparkenv reads, and their types (an unknown key is a warning: `unknown_keys`)
 _SETTINGS = {
@@ -127,7 +127,7 @@ def read(
     inputs = Inputs(list(paths))
     for arg in paths:
         path = Path(arg)
-        if arg == STDIN:
+        if arg == safe_read.STDIN_ARG:
             _stdin(inputs, fence)
         elif path.name == "pyproject.toml" or path.suffix == ".toml":
             _pyproject(path, arg, inputs, extras or [], groups or [])
@@ -480,3 +480,33 @@ def _pyproject(path: Path, arg: str, inputs: Inputs, extras: list[str], wanted_g
     for url in settings.get("extra-index-url", []) or []:
         if url not in inputs.extra_index_urls:
             inputs.extra_index_urls.append(str(url))
+
+
+def profile_for(arg: str | None, platform: str | None, inp: Inputs | None) -> profiles.Profile:
+    """The target: --profile, else the inputs' [tool.sparkenv] profile, else the project root's
+    pyproject.toml [tool.sparkenv] profile (a requirements file in a project that names its profile
+    there, or `build` with no input), else the default."""
+    arg, base_dir = named_profile(arg, inp)
+    return profiles.load(arg, base_dir).with_platform(platform)
+
+
+def named_profile(arg: str | None, inp: Inputs | None) -> tuple[str | None, Path | None]:
+    """The profile something names (--profile, the inputs' or the project's [tool.sparkenv]) and the
+    folder it is relative to; (None, None) when only the default is left."""
+    base_dir = None
+    if not arg and inp is not None:
+        arg = inp.settings.get("profile") or inp.settings.get("profile-file")
+        base_dir = inp.files[0].parent if inp.files else None
+    if not arg:
+        arg, base_dir = _project_profile()
+    return arg, base_dir
+
+
+def _project_profile() -> tuple[str | None, Path | None]:
+    """The profile the project root's pyproject.toml names in [tool.sparkenv], and the folder it is
+    relative to; (None, None) when there is none."""
+    pyproject = project.root() / "pyproject.toml"
+    if not pyproject.is_file():
+        return None, None
+    settings = project_settings(project.from_here(pyproject))
+    return settings.get("profile") or settings.get("profile-file"), pyproject.parent

@@ -1,6 +1,6 @@
 """The resolved set judged, once uv has answered (`sparkenv lock`): each package's metadata, the
 dependency graph, the wheels' file lists and the GPU packages' ELF, the sdists' builds, old fallbacks,
-handed to the rules (policy.check_resolved). Imported after uv has started (resolve/run.py): none of it
+handed to the rules (policy.check_resolved). Imported after uv has started (lock/resolving.py): none of it
 is needed before."""
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from sparkenv.core.report import Finding
 from sparkenv.environment import profiles
 from sparkenv.facts.resolved import BuildFailure, Locked, MetadataProblem, SdistBuild, Unresolved
 from sparkenv.index import integrity, metadata
-from sparkenv.lock import uvdriver
-from sparkenv.resolve import inputs as inputs_mod
-from sparkenv.resolve import policy
+from sparkenv.lock import inputs as inputs_mod
+from sparkenv.lock import policy, uvdriver
 
 
 @dataclass
