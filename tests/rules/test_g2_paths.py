@@ -470,3 +470,38 @@ def test_override_install_and_uninstall_outcomes():
     assert gone.summary == f"SDPA override removed from {SITE} (sparkenv-sdpa.pth, _sparkenv_sdpa.py)"
     nothing = g2.override_outcome(_override("uninstall"))
     assert nothing.summary == f"SDPA override was not installed in {SITE}: nothing to remove"
+
+
+def test_on_an_ngc_base_the_fix_builds_it_once_against_the_bases_torch(ctx):
+    """A CUDA-compiling package the NGC base does not provide: the build-once advice names the pin the
+    user asked for, or the bare name when none."""
+    f = _one(g2.declared(sf.declared(ctx, "mamba-ssm\n", "ngc-25.11")), "mamba-ssm")
+    assert f.status is Status.FAIL
+    assert f.fix and f.fix.endswith("(pip install --no-build-isolation mamba-ssm)")
+    f = _one(g2.declared(sf.declared(ctx, "mamba-ssm==2.2.4\n", "ngc-25.11")), "mamba-ssm")
+    assert f.fix and f.fix.endswith("(pip install --no-build-isolation mamba-ssm==2.2.4)")
+    bf = BuildFailure("mamba-ssm", "2.2.4", "build", "error: nvcc not found")
+    facts = sf.resolved(sf.locked("torch", "2.9.1"), profile="ngc-25.11", build_failures=(bf,))
+    f = _one(g2.resolved(facts), "mamba-ssm")
+    assert f.fix and f.fix.endswith("(pip install --no-build-isolation mamba-ssm==2.2.4)")
+
+
+def test_live_unsloth_names_the_dispatch_it_picks():
+    stages = {"importable": True, "works": True, "version": "2.7.4.post1"}
+    dists = {"torch": "2.9.1+cu130", "flash-attn": NGC_FA, "unsloth": "2026.7.2"}
+    for override, words in [
+        ({"installed": True, "active": True, "dispatch": "sdpa"}, "the SDPA override is active; "
+         "Unsloth's dispatch picks sdpa"),
+        ({"installed": True, "active": False, "dispatch": "flash_dense"}, "SDPA is wanted but the override "
+         "is not active: Unsloth's dispatch picks flash_dense"),
+    ]:  # fmt: skip
+        facts = sf.live_raw(
+            "h200-live",
+            torch__stages__flash=stages,
+            torch__stages__sdpa_override=override,
+            dists=dists,
+            env={},
+        )
+        f = _one(g2.live(facts), "unsloth")
+        assert f.summary == f"unsloth 2026.7.2: {words}", f
+        assert f"dispatch: {override['dispatch']}" in f.evidence
