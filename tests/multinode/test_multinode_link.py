@@ -329,7 +329,10 @@ def test_no_rdma_tells_how_to_expose_the_devices():
 
 def test_degraded_port_names_the_cable_and_the_mtu_command():
     found = judge("spark-degraded", GOOD_ENV)
-    assert found["rdma:rocep1s0f1"].fix.startswith("reseat or replace the QSFP cable")
+    assert found["rdma:rocep1s0f1"].fix == (
+        "reseat or replace the QSFP cable, check both ends with ibstat; NVIDIA's check-connectx-bandwidth "
+        "(dgx-spark-playbooks#108) measures the rail"
+    )
     mtu = found["rdma:roceP2p1s0f1"]
     assert "enP2p1s0f1np1 MTU 1500: below the 9000 the Spark playbooks use" in mtu.summary
     assert mtu.fix == "ip link set enP2p1s0f1np1 mtu 9000 on both nodes (and on the switch)"
@@ -358,3 +361,51 @@ def test_a_resolved_host_name_is_judged_by_its_address():
     }
     assert found["master-addr"].status is Status.PASS
     assert "spark-b (192.168.177.12) is on enp1s0f1np1" in found["master-addr"].summary
+
+
+def _tree(tmp_path: Path, name: str) -> Path:
+    tree = tmp_path / name
+    shutil.copytree(SYS / "spark-healthy", tree)
+    return tree
+
+
+def test_the_link_interfaces_come_from_gids_too(tmp_path):
+    """A device whose netdev link is missing under sysfs: its GIDs still name the interface."""
+    tree = _tree(tmp_path, "no-netdev-link")
+    shutil.rmtree(tree / "sys/class/infiniband/rocep1s0f1/device/net")
+    link = sysfs.read_link(str(tree))
+    assert link["rdma"]["rocep1s0f1"]["netdevs"] == []
+    assert judge_link.link_interfaces(link) == {"enp1s0f1np1", "enP2p1s0f1np1"}
+
+
+def test_no_address_on_the_link_the_fix_names_its_interfaces(tmp_path):
+    tree = _tree(tmp_path, "no-link-address")
+    rows = json.loads((tree / "ip-addr.json").read_text())
+    link_names = ("enp1s0f1np1", "enP2p1s0f1np1")
+    (tree / "ip-addr.json").write_text(json.dumps([r for r in rows if r["ifname"] not in link_names]))
+    link = sysfs.read_link(str(tree))
+    assert judge_link.preferred(link) is None
+    workload = [*TORCHRUN[:6], "192.168.1.50", *TORCHRUN[7:]]
+    plan = launch.read(workload, GOOD_ENV, {})
+    found = {f.subject: f for f in judge_link.check(link, nccl.effective(GOOD_ENV, []), plan, True)}
+    assert found["master-addr"].fix == "advertise the link's address (enP2p1s0f1np1, enp1s0f1np1)"
+
+
+def test_the_socket_interface_set_counts_as_the_link_for_the_advertised_address():
+    """NCCL_SOCKET_IFNAME names the management port: an address there is where NCCL bootstraps."""
+    env = {**GOOD_ENV, "NCCL_SOCKET_IFNAME": "enP7s7"}
+    found = judge("spark-healthy", env, [*TORCHRUN[:6], "10.0.0.7", *TORCHRUN[7:]])["master-addr"]
+    assert found.status is Status.PASS and "10.0.0.7 is on enP7s7" in found.summary
+
+
+def test_the_gid_is_judged_on_the_devices_nccl_ib_hca_selects():
+    env = {**GOOD_ENV, "NCCL_IB_HCA": "=rocep1s0f1"}
+    found = judge("spark-healthy", env)["NCCL_IB_GID_INDEX"]
+    assert found.summary == "NCCL_IB_GID_INDEX=3 is RoCE v2 on rocep1s0f1 192.168.177.11"
+
+
+def test_no_socket_interface_off_the_link_is_information():
+    found = judge("no-rdma", {})["NCCL_SOCKET_IFNAME"]
+    assert found.status is Status.INFO and found.fix is None
+    assert found.summary == "NCCL_SOCKET_IFNAME is unset: NCCL picks the first interface that is up"
+    assert found.evidence and all(e.startswith("up: ") for e in found.evidence)
