@@ -178,3 +178,17 @@ def test_damaged_metadata_and_missing_files_are_said_with_the_reinstall(ctx):
     assert gone.evidence == ("owner: mylib",)
     assert gone.fix == "pip install --force-reinstall --no-deps mylib"
     assert info.is_dir()
+
+
+def test_the_chain_reads_markers_for_the_environments_cpu(ctx):
+    """ray pulls cupy-cuda12x in only on aarch64 (a marker): the chain holds it in an aarch64 environment."""
+    found = _audit(
+        ctx,
+        ("myapp", "1.0", None, ["ray[cgraph]"]),
+        ("ray", "2.50.0", None, ['cupy-cuda12x; platform_machine == "aarch64" and extra == "cgraph"']),
+        ("cupy-cuda12x", "13.6.0", None),
+        arch="aarch64",
+    )
+    f = _one(found, "cupy-cuda12x")
+    assert f.summary.startswith("cupy-cuda12x 13.6.0 (via myapp → ray[cgraph] → cupy-cuda12x) needs CUDA 12")
+    assert f.fix == "fix ray first (it pulls cupy-cuda12x in), then pip uninstall cupy-cuda12x"
