@@ -161,12 +161,15 @@ def test_a_late_peer_is_told_to_start_within_the_deadline():
     f = by_subject({"peers": {}, "missing": [1], "unseen": 2})["agreement"]
     assert f.summary == "node(s) 1, 2 more of 2 did not publish within ? s; seen: none"
     assert f.fix and f.fix.startswith("start every node's gate within the deadline; check the master address")
+    assert f.evidence == ("store 10.0.0.1:29517",)
 
 
 @pytest.mark.parametrize(
     ("answer", "problem"),
     [
         ({"store": ["x"]}, "store is not a plain value"),
+        ({"error": {"x": 1}}, "error is not a plain value"),
+        ({"skipped": ["x"]}, "skipped is not a plain value"),
         ({"peers": ["0"]}, "peers is not a table"),
         ({"peers": {"x": {}}}, "peer key 'x' is not a node number"),
         ({"peers": {"1234567": {}}}, "peer key '1234567' is not a node number"),
@@ -190,7 +193,9 @@ def test_a_malformed_answer_is_one_error_naming_the_problem(answer, problem):
     [f] = judge_agreement.check({"store": "10.0.0.1:29517", **answer}, 2)
     assert f.status is Status.ERROR and f.subject == "agreement"
     assert f.summary.startswith(f"agreement between the 2 nodes not judged: a malformed answer ({problem}")
-    assert f.fix and f.fix.startswith("run the same sparkenv version on every node")
+    assert f.fix == (
+        "run the same sparkenv version on every node; a peer that publishes this is not a sparkenv gate"
+    )
     [strict] = judge_agreement.check({"store": "10.0.0.1:29517", **answer}, 2, strict=True)
     assert strict.status is Status.FAIL and strict.summary.endswith("only when every node agreed")
 
