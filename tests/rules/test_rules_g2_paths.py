@@ -290,7 +290,10 @@ def test_unsloth_beside_a_working_flash_attn_without_the_override(ctx):
     env.add("unsloth", "2026.7.2")
     f = _one(g2.installed(sf.installed(ctx)), "unsloth")
     assert f.status is Status.WARN
-    assert f.summary.startswith(f"unsloth 2026.7.2 next to a working flash-attn {NGC_FA} without the SDPA")
+    assert f.summary == (
+        f"unsloth 2026.7.2 next to a working flash-attn {NGC_FA} without the SDPA override: Unsloth picks "
+        'flash-attn and FastLanguageModel drops attn_implementation="sdpa"'
+    )
     assert f.evidence[1] == "no sparkenv-sdpa.pth in the site folders"
     assert f.fix and f.fix.startswith("if you want SDPA: sparkenv patch sdpa --install (it sets the flag")
     assert "see `sparkenv explain G2`" in f.fix and f.fix.endswith(
