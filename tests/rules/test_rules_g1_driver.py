@@ -139,3 +139,15 @@ def test_an_unverified_row_says_its_minimum_is_a_branch():
             f"UNVERIFIED: {drivers().toolkit[row]} is the driver branch NVIDIA's notes name for CUDA {row}, "
             "not its exact minimum"
         )
+
+
+def test_a_driver_that_runs_no_release_is_told_only_to_update():
+    f = judge_driver("500.10", "13.0.2")
+    assert f.status is Status.FAIL and drv.newest_supported(drv.version("500.10")) is None
+    assert f.fix == UPGRADE
+
+
+def test_the_majors_floor_itself_runs_under_minor_version_compatibility():
+    req = drv.requirement("13.0.2")
+    assert req is not None and req.floor == (580,)
+    assert compat_mode("580", req) is Mode.MINOR
