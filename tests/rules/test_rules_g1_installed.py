@@ -139,6 +139,7 @@ def test_a_cpu_only_build_by_class_warns_with_the_fix(ctx):
     assert f.summary.startswith("gpuengine 1.0 looks like a CPU-only build for aarch64: ")
     assert f.summary.endswith("— on a Spark it runs on the CPU")
     assert f.evidence[-2] == "its Requires-Dist asks for nvidia-cublas-cu12>=12 on x86_64 only"
+    assert f.evidence[-1] == "its aarch64 files list no CUDA library and none of its shared objects links one"
     assert f.fix == (
         "use a build of gpuengine for aarch64 with CUDA 13 if its publisher has one (a newer release, "
         "another index, an NGC image), or build it against CUDA on the Spark"
@@ -192,3 +193,9 @@ def test_the_chain_reads_markers_for_the_environments_cpu(ctx):
     f = _one(found, "cupy-cuda12x")
     assert f.summary.startswith("cupy-cuda12x 13.6.0 (via myapp → ray[cgraph] → cupy-cuda12x) needs CUDA 12")
     assert f.fix == "fix ray first (it pulls cupy-cuda12x in), then pip uninstall cupy-cuda12x"
+
+
+def test_a_per_release_library_is_shown_in_the_evidence(ctx):
+    files = {"bitsandbytes/libbitsandbytes_cuda130.so": _so(ctx, "libm.so.6")}
+    f = _one(_audit(ctx, ("bitsandbytes", "0.49.2", files)), "bitsandbytes")
+    assert f.status is Status.PASS and "carries libbitsandbytes_cuda130.so" in f.evidence
