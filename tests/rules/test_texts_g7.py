@@ -485,3 +485,54 @@ def test_no_nvfp4_intent_says_nothing():
     assert not [
         f for f in _live(kernels={"vllm": {"version": "1", "targets": ["sm_90"]}}) if f.subject == "nvfp4"
     ]
+
+
+# --- rules/g7_coverage.py: the one verdict table -----------------------------------------------------------
+
+
+def test_coverage_fields_and_reasons():
+    from sparkenv.rules import g7_coverage
+
+    every = g7_coverage.judge(["sm_120", "compute_120", "lto_120", "sm_90", "nonsense"], GB10)
+    assert (every.status, every.native, every.jit, every.lto) == (
+        Status.PASS,
+        ("sm_120",),
+        ("compute_120",),
+        ("lto_120",),
+    )
+    assert sorted(every.targets) == ["compute_120", "lto_120", "sm_120", "sm_90"]  # what parses, once
+    lto = g7_coverage.judge(["lto_120", "sm_90"], GB10)
+    assert (lto.status, lto.lto, lto.jit, lto.native) == (Status.WARN, ("lto_120",), (), ())
+    assert lto.reason == (
+        "only LTO-IR fits 12.1 (lto_120): LTO-IR is linked into GPU code at run time by nvJitLink, only "
+        "where the library itself does so (cuFFT callbacks, for one)"
+    )
+    ptx_first = g7_coverage.judge(["compute_120", "lto_120"], GB10)
+    assert ptx_first.status is Status.WARN and ptx_first.reason.startswith(
+        "only PTX fits 12.1 (compute_120): "
+    )
+    none = g7_coverage.judge(["sm_120a", "sm_122", "sm_90"], GB10)
+    assert none.status is Status.FAIL and none.targets
+    assert none.reason == (
+        "no code that runs on 12.1 (has sm_90, sm_120a, sm_122; sm_120a is arch-specific: it runs only on "
+        "exactly that capability; sm_122 needs a newer GPU of this family)"
+    )
+    assert g7_coverage.judge(["sm_90a"], GB10).reason == "no code that runs on 12.1 (has sm_90a)"
+    empty = g7_coverage.judge(["nonsense"], GB10, complete=False)
+    assert (empty.status, empty.targets, empty.reason) == (Status.INFO, (), "no CUDA kernels read")
+
+
+def test_ptx_size_counts_only_what_fits_and_warns_at_the_line():
+    from sparkenv.knowledge import kernels
+    from sparkenv.rules import g7_coverage
+
+    line = kernels().cost.ptx_warn_bytes
+    both = ["compute_90", "compute_120", "sm_80"]
+    small = g7_coverage.judge(
+        both, GB10, payload={"compute_90": line // 2, "compute_120": line // 2 - 1, "sm_80": 50 << 20}
+    )
+    assert small.status is Status.INFO and f"{(line - 1) / 1024:.0f} KiB" in small.reason
+    at = g7_coverage.judge(both, GB10, payload={"compute_90": line // 2, "compute_120": line // 2})
+    assert at.status is Status.WARN
+    unnamed = g7_coverage.judge(["compute_90"], GB10, payload={})
+    assert unnamed.status is Status.INFO and "(compute_90, 0 KiB)" in unnamed.reason
