@@ -56,6 +56,7 @@ def test_fail_names_three_objects_then_counts_the_rest():
         "on 12.1 (has sm_90) — fails with 'no kernel image is available for execution on the device'"
     )
     assert f.fix == REBUILD
+    assert f.evidence == tuple(f"pkg/_{i}.so: sm_90" for i in range(5))
     three = g7.package_finding("pkg", "1.0", objs[:3], GB10, GPU)
     assert "(pkg/_0.so, pkg/_1.so, pkg/_2.so) cannot run" in three.summary
 
@@ -241,14 +242,22 @@ def test_installed_census_counts_objects_and_packages(ctx):
         "mylib", "1.0", files={"mylib/_a.so": ctx.kernels.so("sm120"), "mylib/_b.so": ctx.kernels.so("sm90")}
     )
     env.add("other", "2.0", files={"other/_k.so": ctx.kernels.so("sm90")})
+    # cuFFT's layout: an sm_75 helper in .nv_fatbin, the kernels for every GPU in a data section
+    k = ctx.kernels
+    env.add(
+        "cufft-like",
+        "1.0",
+        files={"c/libc.so": k.with_section(k.so("sm75"), ".ldata", k.fatbin("fat"), "c", 4)},
+    )
     found = g7.installed(sf.installed(ctx, gpu=coverage.gb10()))
     census = _census(found)
     assert census.summary == (
-        "read the GPU code of 3 shared objects in 2 distributions (fatbin headers); target GB10 (12.1)"
+        "read the GPU code of 4 shared objects in 3 distributions (fatbin headers; 1 with fatbins in data "
+        "sections); target GB10 (12.1)"
     )
     assert census.evidence == (f"rules: {coverage.kernels_source()}",)
     by = {f.subject: f.status for f in found}
-    assert by["mylib"] is Status.PASS and by["other"] is Status.FAIL
+    assert by["mylib"] is Status.PASS and by["other"] is Status.FAIL and by["cufft-like"] is Status.PASS
 
 
 def test_installed_census_of_one_object(ctx):
