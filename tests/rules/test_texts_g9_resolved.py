@@ -90,6 +90,9 @@ def test_a_name_the_base_provides_under_another_name():
     assert f.status is Status.FAIL
     assert f.summary.startswith(f"trl → triton>=3.9: not met by the base's pytorch-triton {TRITON}")
     assert "--allow-replace pytorch-triton" in f.fix
+    # a chain that conflicts with the base's pytorch-triton: no "provided by the base" said beside it
+    both = judge(sf.locked("trl", "1.0", ("triton>=3.9",)), sf.locked("app", "1.0", ("triton",)), profile=NGC)
+    assert not [x for x in both if x.subject == "triton"]
     kept = about(judge(sf.locked("app", "1.0", ("triton",)), profile=NGC), "triton")
     assert kept.status is Status.PASS
     assert kept.summary == f"app → triton excluded: provided by the base (pytorch-triton {TRITON})"
@@ -110,14 +113,26 @@ def test_the_base_providing_for_many_chains_is_said_once():
         f"p0 → torch; p1 → torch; p2 → torch; p3 → torch … excluded: provided by the base (torch {TORCH})"
     )
     assert len(f.evidence) == 6
+    four = about(judge(*pkgs[:4], profile=NGC), "torch")
+    assert (
+        four.summary
+        == f"p0 → torch; p1 → torch; p2 → torch; p3 → torch excluded: provided by the base (torch {TORCH})"
+    )
 
 
 def test_a_provided_version_the_profile_does_not_record():
     """ngc-25.10 records no torchvision version (UNVERIFIED): a range on it cannot be judged."""
-    found = judge(sf.locked("peft", "0.19.1", ("torchvision>=0.2", "torch")), profile="ngc-25.10")
+    found = judge(
+        sf.locked("peft", "0.19.1", ("torchvision>=0.2", "torch")),
+        sf.locked("trl", "1.0", ("torchvision>=0.1",)),
+        profile="ngc-25.10",
+    )
     f = about(found, "torchvision")
     assert f.status is Status.WARN and f.fix == "record provides.torchvision in the profile"
-    assert f.summary.startswith("peft → torchvision>=0.2: the base provides torchvision but ")
+    assert f.evidence == ("trl → torchvision>=0.1", "peft → torchvision>=0.2")
+    assert f.summary.startswith(
+        "trl → torchvision>=0.1; peft → torchvision>=0.2: the base provides torchvision but "
+    )
     assert f.summary.endswith("does not record its version; cannot tell whether it would be replaced")
     bare = about(judge(sf.locked("peft", "0.19.1", ("torchvision",)), profile="ngc-25.10"), "torchvision")
     assert bare.status is Status.PASS
@@ -225,6 +240,10 @@ def test_hash_mismatch_names_both_digests():
     f = about(judge(sf.locked("peft", "0.19.1"), hash_mismatches=(m,)), m.file)
     assert f.evidence == (m.file, f"expected sha256:{'ab' * 32}", f"served sha256:{'cd' * 32}")
     assert f.summary.endswith("; a lock pinning that hash can never install")
+    assert f.fix == (
+        "the index serves bytes that do not match its own hash: use another index or mirror, or report it to "
+        "the index's operator"
+    )
 
 
 def test_unreadable_metadata_and_invalid_requirements_are_errors():
@@ -332,3 +351,21 @@ def test_what_is_no_fallback():
     assert not [f for f in _fallback(user_capped=True) if f.subject == "pyfoo"]
     assert not [f for f in _fallback(gap_days=None, newer_minor=False) if f.subject == "pyfoo"]
     assert g9_resolved.is_fallback(None, True, limit) and not g9_resolved.is_fallback(0, True, limit)
+
+
+def test_allow_replace_of_a_provider_keeps_its_other_name_judged_by_its_version():
+    """--allow-replace pytorch-triton keeps `triton` out of resolution (resolve/resolved.py's kept_out):
+    a requirement on triton that the base's version does not meet is not said to be provided by the base."""
+    allowed = frozenset({"pytorch-triton"})
+    kept_out = tuple(n for n in profiles.load(NGC).excluded() if n not in allowed)
+    ranged = judge(
+        sf.locked("app", "1.0", ("triton>=3.9",)), profile=NGC, allow_replace=allowed, excluded_names=kept_out
+    )
+    assert not [f for f in ranged if f.subject == "triton"]
+    plain = judge(
+        sf.locked("app", "1.0", ("triton",)), profile=NGC, allow_replace=allowed, excluded_names=kept_out
+    )
+    assert (
+        about(plain, "triton").summary
+        == f"app → triton excluded: provided by the base (pytorch-triton {TRITON})"
+    )
