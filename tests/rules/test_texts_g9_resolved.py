@@ -369,3 +369,23 @@ def test_allow_replace_of_a_provider_keeps_its_other_name_judged_by_its_version(
         about(plain, "triton").summary
         == f"app → triton excluded: provided by the base (pytorch-triton {TRITON})"
     )
+
+
+def test_requirements_of_a_package_uv_could_not_build_still_count():
+    """resolve/resolved.py adds the Requires-Dist of what failed to build to the graph: its unmet
+    requirement is said, named without a locked version (it has none)."""
+    from packaging.requirements import Requirement
+
+    from sparkenv.facts import graph
+
+    facts = sf.resolved(sf.locked("app", "1.0", ("mypkg",)), roots=("app",))
+    requires = {"app": [Requirement("mypkg")], "mypkg": [Requirement("accelerate>=1")]}
+    edges = tuple(graph.edges(requires, facts.profile.marker_env()))
+    built = BuildFailure("mypkg", "0.3", "build", "error: no compiler")
+    found = g9_resolved.resolved(dataclasses.replace(facts, edges=edges, build_failures=(built,)))
+    f = about(merge_by_subject(found), "mypkg")
+    assert f.summary == (
+        "the lock is not closed: mypkg (via app → mypkg) requires accelerate>=1 and accelerate is not in the "
+        "lock; `import mypkg` can fail"
+    )
+    assert not [x for x in found if x.subject in ("app", "closure")]  # mypkg's own failure is G2's to say
