@@ -176,6 +176,11 @@ def accepts(req_specifier: SpecifierSet, version: str) -> bool:
         return False
 
 
+def _shortest_first(path: str) -> tuple[int, str]:
+    """Chains shortest first, then by name: the same text whatever order the set gives them in."""
+    return len(path), path
+
+
 def _show(e: Edge) -> str:
     return f"{e.target}{e.req.specifier}" if str(e.req.specifier) else e.target
 
@@ -198,7 +203,7 @@ def base_conflicts(
 
     out = [_replaces_base(provider, group, path, profile) for provider, group in sorted(bad.items())]
     for provider, group in sorted(unknown.items()):
-        paths = sorted({path(e) for e in group}, key=len)
+        paths = sorted({path(e) for e in group}, key=_shortest_first)
         out.append(
             _finding(
                 status=Status.WARN,
@@ -237,7 +242,7 @@ def _replaces_base(
     provider: str, group: list[Edge], path: Callable[[Edge], str], profile: Profile
 ) -> Finding:
     base_v = profile.provides.get(provider, "")
-    paths = sorted({path(e) for e in group}, key=len)
+    paths = sorted({path(e) for e in group}, key=_shortest_first)
     sources = sorted({e.source for e in group})
     shown = "; ".join(paths[:4]) + (f"; … ({len(paths) - 4} more)" if len(paths) > 4 else "")
     one = len(sources) == 1
@@ -323,7 +328,7 @@ def resolved_closure(facts: ResolvedFacts) -> list[Finding]:
     edges = [e for e in facts.edges if e.target not in failed]
     gaps = unclosed(facts.versions, edges, facts.graph_chain, facts.profile, facts.allow_replace)
     known = all(p.requires is not None for p in facts.locked.values())
-    if facts.locked and not gaps and known and not facts.unresolved:
+    if facts.locked and not gaps and known and not facts.unresolved and not facts.build_failures:
         return [closed_info(len(facts.locked), len(facts.edges))]
     return gaps
 
