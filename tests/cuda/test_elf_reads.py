@@ -246,3 +246,36 @@ def test_the_fatbin_hint_on_objects_with_and_without_gpu_code(built, kernels):
     assert elf.list_sections(elf_reader(Path(plain)), nv_fatbin_only=True) == []
     names = [s.name for s in elf.list_sections(elf_reader(Path(plain)))]
     assert names[0] == "" and {".dynamic", ".dynstr", ".text", ".shstrtab"} <= set(names)
+
+
+def test_the_table_cap_at_its_edge(built):
+    """A section header table of exactly 4 MiB is read (and found past the end of this small file); one
+    entry more is out of range before any read: the cap bounds the work hostile input can ask for."""
+    so = built["runpath"]
+    assert elf.parse_bytes(_with_many(so, 128, (4 << 20) // 128)) == elf.ElfDefect(
+        "truncated: section header table ends past the end of the file"
+    )
+    assert elf.parse_bytes(_with_many(so, 128, (4 << 20) // 128 + 1)) == elf.ElfDefect(
+        "section header table out of range"
+    )
+
+
+def test_the_name_cap_at_its_edge(tmp_path: Path):
+    """A soname of 4095 bytes (its NUL the 4096th) is read; one of 4096 is a defect, not a longer read."""
+    (tmp_path / "m.c").write_text("int sparkenv_m(void) { return 2; }\n")
+    got = {}
+    for size in (4095, 4096):
+        soname = "lib" + "x" * (size - 3)
+        _run(
+            [_needs("gcc"), "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", f"{size}.so", "m.c"], tmp_path
+        )
+        got[size] = (soname, elf.read_file(str(tmp_path / f"{size}.so")))
+    soname, info = got[4095]
+    assert isinstance(info, elf.ElfInfo) and info.soname == soname
+    assert got[4096][1] == elf.ElfDefect("truncated: unterminated name in the string table")
+
+
+def test_a_section_name_table_index_past_the_table_lists_nothing(built):
+    """e_shstrndx past the section count: no section names can be read, so none are listed."""
+    data = _with(built["runpath"], "<H", 62, 0xFFFE)
+    assert elf.list_sections(lambda offset, size: data[offset : offset + size]) == []
