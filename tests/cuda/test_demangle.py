@@ -37,6 +37,8 @@ def test_mangled_names_read_as_cxxfilt_reads_them(name):
 
 def test_names_left_alone():
     assert demangle.demangle("run") == "run"  # extern "C": the same both ways
+    # extern "C" names the demangler would read as a type: f is "float", Ss "std::string"
+    assert (demangle.demangle("f"), demangle.demangle("Ss")) == ("f", "Ss")
     assert demangle.demangle("_Zx_not_a_name") == "_Zx_not_a_name"  # the demangler refuses it
     assert demangle.demangle("_Z1k\u00e9") == "_Z1k\u00e9"  # not ASCII: no mangled name, no error either
     past = "_Z65529" + "a" * 65529 + "v"  # over MAX_NAME: kept as it is, not handed to the demangler

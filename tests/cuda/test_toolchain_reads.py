@@ -21,6 +21,8 @@ def test_the_release_in_the_bytes_of_a_file(tmp_path: Path):
         b"\x7fELF Cuda compilation tools, release  then Cuda compilation tools, release 12.8, V12.8.93"
     )
     assert toolchain.ptxas_release_of_file(str(tool)) == "12.8"
+    tool.write_bytes(tool.read_bytes() + b" Cuda compilation tools, release 13.0")  # the first one found
+    assert toolchain.ptxas_release_of_file(str(tool)) == "12.8"
     tool.write_bytes(b"Cuda compilation tools, release 09.02")
     assert toolchain.ptxas_release_of_file(str(tool)) == "9.2"  # numbers, as --version prints them
 
@@ -71,6 +73,7 @@ def test_the_release_an_arch_specific_target_needs():
         ("9.0a;12.1", ["sm_90a", "sm_121"]),
         ("12.0F+ptx, 10.0", ["sm_120f", "compute_120f", "sm_100"]),
         ("  ", []),
+        (";9.0;", ["sm_90"]),  # empty parts between separators are passed over
         ("9.0 sm_90", None),
         ("12.10", None),
     ],
