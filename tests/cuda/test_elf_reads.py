@@ -279,3 +279,65 @@ def test_a_section_name_table_index_past_the_table_lists_nothing(built):
     """e_shstrndx past the section count: no section names can be read, so none are listed."""
     data = _with(built["runpath"], "<H", 62, 0xFFFE)
     assert elf.list_sections(lambda offset, size: data[offset : offset + size]) == []
+
+
+@pytest.fixture(scope="module")
+def cubin(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A real cubin (the ELF inside a fatbin entry): nvcc -cubin of two kernels and a device function."""
+    root = tmp_path_factory.mktemp("cubin")
+    (root / "k.cu").write_text(
+        "__device__ float twice(float v) { return 2.f * v; }\n"
+        "__global__ void k(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n"
+        'extern "C" __global__ void plain_c(int* y) { y[0] = 1; }\n'
+    )
+    _run([_needs("nvcc"), "-cubin", "-arch=sm_121a", "-o", "k.cubin", "k.cu"], root)
+    return (root / "k.cubin").read_bytes()
+
+
+def test_the_kernels_a_cubin_defines(cubin):
+    """Only __global__ functions (CUDA entry points), by their mangled names; not the device function."""
+    read = lambda offset, size: cubin[offset : offset + size]  # noqa: E731
+    assert sorted(elf.kernel_symbols(read)) == ["_Z1kPf", "plain_c"]
+
+
+def test_a_cubin_whose_symbol_table_is_damaged(cubin):
+    rows = _shdrs(cubin)
+    symtab = next(i for i, row in enumerate(rows) if row[1] == elf.SHT_SYMTAB)
+    (shoff,) = struct.unpack_from("<Q", cubin, 40)
+    bad_link = bytearray(cubin)
+    struct.pack_into("<I", bad_link, shoff + symtab * 64 + 40, 999)
+    read = lambda offset, size: bad_link[offset : offset + size]  # noqa: E731
+    assert elf.kernel_symbols(read) == "symbol table links to a missing string table"
+    cut = bytearray(cubin)
+    struct.pack_into("<Q", cut, shoff + symtab * 64 + 32, len(cubin))  # sh_size past the end of the file
+    read = lambda offset, size: cut[offset : offset + size]  # noqa: E731
+    assert elf.kernel_symbols(read) == "truncated: symbol table ends past the end of the file"
+    assert elf.kernel_symbols(lambda offset, size: b"\0" * size) == "not an ELF file"
+
+
+def test_a_dynamic_segment_at_an_offset_past_any_file(built):
+    """p_offset read unsigned: 2**64 - 16 is far past the end of the file, not a negative offset."""
+    data = bytearray(built["rpath"].read_bytes())
+    struct.pack_into("<Q", data, 40, 0)
+    struct.pack_into("<H", data, 60, 0)
+    (phoff,) = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    dyn = next(i for i in range(phnum) if struct.unpack_from("<I", data, phoff + i * phentsize)[0] == 2)
+    struct.pack_into("<Q", data, phoff + dyn * phentsize + 8, (1 << 64) - 16)
+    assert elf.parse_bytes(bytes(data)) == elf.ElfDefect(
+        "truncated: dynamic segment ends past the end of the file"
+    )
+
+
+def test_a_section_name_of_4096_bytes_damages_the_table(tmp_path: Path, built):
+    """Section names are read up to 4096 bytes, as other names: a longer one is the table's damage, in the
+    quick .nv_fatbin listing as in the full one."""
+    (tmp_path / "blob").write_bytes(b"x")
+    out = tmp_path / "long.so"
+    _run([_needs("objcopy"), "--add-section", f".{'x' * 4095}={tmp_path / 'blob'}", str(built["runpath"]),
+          str(out)], tmp_path)  # fmt: skip
+    data = out.read_bytes()
+    read = lambda offset, size: data[offset : offset + size]  # noqa: E731
+    reason = "truncated: unterminated name in the string table"
+    assert elf.list_sections(read) == reason
+    assert elf.list_sections(read, nv_fatbin_only=True) == reason
