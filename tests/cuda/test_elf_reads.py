@@ -341,3 +341,9 @@ def test_a_section_name_of_4096_bytes_damages_the_table(tmp_path: Path, built):
     reason = "truncated: unterminated name in the string table"
     assert elf.list_sections(read) == reason
     assert elf.list_sections(read, nv_fatbin_only=True) == reason
+
+
+def test_the_kernels_of_a_big_endian_object_without_any(built):
+    """kernel_symbols reads big-endian tables too: an object with functions but no CUDA entry point."""
+    data = built["be64"].read_bytes()
+    assert elf.kernel_symbols(lambda offset, size: data[offset : offset + size]) == []
