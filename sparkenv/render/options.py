@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.optionspec import Option
-from sparkenv.core.report import parse_ids
 
 # The options that fill the bundle, declared once for every reporting command's two parsers: the typer
 # commands (sparkenv/cli/options.py builds their parameters from these) and the lean ones of the gate,
@@ -135,6 +134,8 @@ class ReportOptions(NamedTuple):
         """The usage errors of the options themselves (a bad --select, --format or --json/--format
         clash), raised before any work starts: exit 2 at once, not after a resolution or a build."""
         if self.select or self.ignore:  # sparkenv.core.report reads the gotcha catalogue: the gate's early
+            from sparkenv.core.report import parse_ids  # start and the lock's, before uv's spawn, do without
+
             parse_ids(self.select, "--select")
             parse_ids(self.ignore, "--ignore")
         output_format(self)
@@ -145,7 +146,6 @@ FORMATS = ("text", "json", "github")
 
 
 def output_format(options: ReportOptions) -> str:
-
     fmt = options.fmt
     if fmt is not None and fmt not in FORMATS:
         raise SparkenvError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
