@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sparkenv.core.datafiles import parse_toml
@@ -72,6 +72,8 @@ def loads_or_refuses(call) -> None:  # type: ignore[no-untyped-def]
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=st.dictionaries(st.sampled_from([*PROFILE_KEYS, "extra"]), values, min_size=1, max_size=4))
+@example(changes={"name": "0", "provides": {"\n": ":"}})  # a key with a newline: the error stays one line
+@example(changes={"name": "0", "provides": {"\n": False}})
 def test_profile_loader_never_crashes(changes: dict[str, Any]):
     data = parse_toml(SHIPPED_PROFILE.read_text())
     top = {k: v for k, v in data.items() if not isinstance(v, dict)}

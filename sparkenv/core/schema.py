@@ -9,10 +9,13 @@ tools (and later sparkenv versions) share these tables.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from sparkenv.core.errors import SparkenvError
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 Check = Callable[[Any], bool]
 
@@ -61,12 +64,25 @@ def _first_bad(value: Any, kind: Kind) -> str:
         inner = STRING if kind is STRING_TABLE else STRINGS
         for k, v in value.items():
             if not inner.test(v):
-                return f".{k} must be {inner.words}, got {describe(v)}"
+                return f".{key_text(str(k))} must be {inner.words}, got {describe(v)}"
     if isinstance(value, list) and kind is STRINGS:
         for i, v in enumerate(value):
             if not isinstance(v, str):
                 return f"[{i}] must be a string, got {describe(v)}"
     return f" must be {kind.words}, got {describe(value)}"
+
+
+def key_text(key: str) -> str:
+    """A TOML key as an error line shows it: bare when TOML allows it bare, else quoted, its control
+    characters and quotes escaped as JSON does, undecodable bytes as sparkenv.core.printable does (a key
+    may hold a newline: the error stays one line)."""
+    if _BARE_KEY.fullmatch(key):
+        return key
+    import json  # an error's path only
+
+    from sparkenv.core.printable import printable
+
+    return printable(json.dumps(key, ensure_ascii=False))
 
 
 def check(data: Mapping[str, Any], spec: Mapping[str, Kind], where: str, prefix: str = "") -> None:

@@ -247,7 +247,9 @@ def _values(data: dict[str, Any], where: str) -> dict[str, str]:
             try:
                 Version(version)
             except InvalidVersion:
-                raise SparkenvError(f"{where}: provides.{key} = {version!r} is not a version") from None
+                raise SparkenvError(
+                    f"{where}: provides.{schema.key_text(key)} = {version!r} is not a version"
+                ) from None
     return provides
 
 
