@@ -85,7 +85,8 @@ class Locker:
             *args, env=full_env, cwd=self.tmp,  # `python -m` puts the working folder first on sys.path
         )  # fmt: skip
         assert r.code in (0, 1), r.out + r.err
-        assert timeline.exists(), r.err[-3000:]
+        # exit 1 is also an interpreter that could not start sparkenv: the timeline says the lock ran
+        assert timeline.exists(), f"the lock wrote no timeline (exit {r.code}): {r.err[-2000:]}"
         self.marks = [m[0] for m in json.loads(timeline.read_text().splitlines()[-1])["marks"]]
         return r
 
