@@ -17,17 +17,6 @@ if TYPE_CHECKING:  # the lock's facts are imported where the lock needs them: ch
     from sparkenv.facts.resolved import Locked
 
 
-def check_declared(
-    declared: list[Declared],
-    profile: Profile,
-    index_urls: list[str],
-    staged: bool = False,
-    offline: bool = False,
-    allow_replace: frozenset[str] = frozenset(),
-) -> list[Finding]:
-    return judge_declared(declared_facts(declared, profile, index_urls, staged, offline, allow_replace))
-
-
 def declared_facts(
     declared: list[Declared],
     profile: Profile,

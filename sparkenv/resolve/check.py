@@ -24,8 +24,9 @@ def check(
     as_pip: bool = False,
     groups: list[str] | None = None,
 ) -> Report:
-    """Judged as `sparkenv lock` installs the inputs (the same call lock makes: policy.check_declared with
-    staged=True), unless `as_pip`: then as a plain `pip install -r` would install them."""
+    """Judged as `sparkenv lock` installs the inputs (the same calls lock makes: policy.declared_facts with
+    staged=True, then policy.judge_declared), unless `as_pip`: then as a plain `pip install -r` would
+    install them."""
     # here, not at the top: the lock imports profile_for before uv starts, the rules once it has
     from sparkenv.core.report import Report, merge_by_subject
     from sparkenv.lock import policy
@@ -34,7 +35,8 @@ def check(
     inp = inputs_mod.read(paths, extras, groups=groups)
     profile = profile_for(profile_arg, platform, inp)
     index_urls = [u for u in (inp.index_url, *inp.extra_index_urls) if u]
-    findings = policy.check_declared(inp.requirements, profile, index_urls, staged=not as_pip, offline=True)
+    facts = policy.declared_facts(inp.requirements, profile, index_urls, staged=not as_pip, offline=True)
+    findings = policy.judge_declared(facts)
     target = " ".join(safe_read.STDIN if p == STDIN else p for p in paths)
     report = Report("check", target, merge_by_subject(findings), profile=profile.name)
     report.context = {

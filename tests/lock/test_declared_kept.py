@@ -118,8 +118,10 @@ def test_the_declared_findings_are_kept_by_their_facts_in_process(monkeypatch, t
     assert declared(flash, bare, index, expected=True) == judged  # taken as kept
     for inp, prof, allowed in ((demo, bare, frozenset()), (flash, ngc, frozenset()), (flash, ngc, {"torch"})):
         got = declared(inp, prof, index, frozenset(allowed), expected=True)
-        fresh = policy.check_declared(
-            inp.requirements, prof, [index.index_url or ""], staged=True, allow_replace=frozenset(allowed)
+        fresh = policy.judge_declared(
+            policy.declared_facts(
+                inp.requirements, prof, [index.index_url or ""], staged=True, allow_replace=frozenset(allowed)
+            )
         )
         assert got == fresh
     # what is taken is what was kept under those facts, read back whole
