@@ -11,7 +11,10 @@ def uv_binary() -> str:
     try:
         import uv
 
-        path = uv.find_uv_bin()
+        # a folder named uv on sys.path (python -m puts the working folder first) imports as a namespace
+        # package when uv's own is not installed: it has no find_uv_bin, and uv on PATH is looked for
+        find = getattr(uv, "find_uv_bin", None)
+        path = find() if find is not None else None
         if path and Path(path).exists():
             return str(path)
     except (ImportError, FileNotFoundError):
