@@ -18,7 +18,6 @@ import errno
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.printable import printable
@@ -36,12 +35,15 @@ class OutputError(SparkenvError):
         super().__init__(f"{printable(self.path) or repr(self.path)}: cannot write: {reason}")
 
 
-@dataclass
 class _Planned:
-    dest: str
-    data: bytes
-    stream_fd: int | None = None  # an existing FIFO or character device, opened for writing
-    tmp: str | None = None
+    # a plain class, not a dataclass: dataclasses (with inspect and ast) would be imported before a
+    # re-lock's uv starts (benchmarks/README.md "Kept for start-up")
+    __slots__ = ("data", "dest", "stream_fd", "tmp")
+
+    def __init__(self, dest: str, data: bytes) -> None:
+        self.dest, self.data = dest, data
+        self.stream_fd: int | None = None  # an existing FIFO or character device, opened for writing
+        self.tmp: str | None = None
 
 
 def _umask() -> int:
