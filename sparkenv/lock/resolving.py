@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
 def digests_now(entry: Any) -> dict[str, Any]:
     """The sha256 of each index page a kept judgement rests on as the index serves it now, known as the
-    full judgement knows it (resolve/page_cache.digest_now: fresh, a 304, the same bytes), by URL."""
+    full judgement knows it (resolve/page_cache.digest_now: fresh, a 304, the same bytes), by URL. Two
+    connections, not one per page: each TLS handshake costs CPU that slows the uv running beside these
+    checks, and a handful of small pages is read long before uv is done (benchmarks/README.md)."""
     from sparkenv.index import pages as page_cache
 
-    return page_cache.digests_now(sorted({url for url, _ in entry.pages.values()}))
+    return page_cache.digests_now(sorted({url for url, _ in entry.pages.values()}), readers=2)
 
 
 @dataclass
