@@ -18,8 +18,6 @@ import typing
 from collections.abc import Mapping
 from typing import Any, NewType, TypeVar
 
-from packaging.utils import canonicalize_name
-
 from sparkenv.core.errors import SparkenvError
 
 DistName = NewType("DistName", str)  # a distribution name, canonicalised at load
@@ -72,6 +70,11 @@ def _scalar(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
+        # here, not in the header: packaging.utils brings packaging.tags, sysconfig, subprocess and
+        # logging into every command that imports a record's shape, the unchanged audit among them
+        # (benchmarks/README.md "Kept for start-up")
+        from packaging.utils import canonicalize_name
+
         return canonicalize_name(value)
     if tp in _KINDS:
         ok = isinstance(value, (int, float) if tp is float else tp) and (
