@@ -8,9 +8,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from sparkenv.core import safe_read
+from sparkenv.core.names import canonical
 
 # RECORD rows are "path,hash,size". Shared objects are found by searching the whole text for the end of
 # a path like ".so," or ".so.12,", not by a csv row loop: a real CUDA venv lists tens of thousands of
@@ -173,7 +172,7 @@ def _read_dist_info(
     record, notes = _record(meta_dir) if read_files else (None, ())
     return Distribution(
         ident[0],
-        canonicalize_name(ident[0]),
+        canonical(ident[0]),
         ident[1],
         meta_dir,
         site_dir,
@@ -220,7 +219,7 @@ def _read_egg_info(site_dir: Path, meta: Path) -> Distribution | MetadataProblem
             record = None
     notes = () if record is not None else ("egg-info without installed-files.txt: installed files unknown",)
     return Distribution(
-        ident[0], canonicalize_name(ident[0]), ident[1], meta, site_dir, tuple(requires), record, notes
+        ident[0], canonical(ident[0]), ident[1], meta, site_dir, tuple(requires), record, notes
     )
 
 

@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from sparkenv import knowledge
@@ -23,6 +22,7 @@ from sparkenv.core import safe_read, schema
 from sparkenv.core.datafiles import parse_toml, parse_user_toml
 from sparkenv.core.errors import SparkenvError
 from sparkenv.core.image_reference import check_digest, check_image
+from sparkenv.core.names import canonical
 from sparkenv.environment.markers import marker_environment
 
 PLATFORMS = {
@@ -198,9 +198,7 @@ def _parse(text: str, where: str) -> Profile:
         manylinux=str(data["manylinux"]),
         platform=str(data["platform"]),
         provides=provides,
-        satisfies={
-            canonicalize_name(k): canonicalize_name(v) for k, v in (data.get("satisfies") or {}).items()
-        },
+        satisfies={canonical(k): canonical(v) for k, v in (data.get("satisfies") or {}).items()},
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         components={str(k): str(v) for k, v in (data.get("components") or {}).items()},
         unverified=_unverified(data, provides, where),
@@ -241,7 +239,7 @@ def _values(data: dict[str, Any], where: str) -> dict[str, str]:
         raise SparkenvError(
             f"{where}: platform {data['platform']!r} is not one of {', '.join(sorted(PLATFORMS))}"
         )
-    provides = {canonicalize_name(k): str(v) for k, v in (data.get("provides") or {}).items()}
+    provides = {canonical(k): str(v) for k, v in (data.get("provides") or {}).items()}
     for key, version in provides.items():
         if version:
             try:
@@ -259,7 +257,7 @@ def _unverified(data: dict[str, Any], provides: dict[str, str], where: str) -> t
     names = [str(n) for n in data.get("unverified") or ()]
     held = {*_SCHEMA, *provides, *(data.get("components") or {})}
     for name in names:
-        if name not in held and canonicalize_name(name) not in provides:
+        if name not in held and canonical(name) not in provides:
             raise SparkenvError(f"{where}: unverified names {name!r}, which the profile does not hold")
     return tuple(dict.fromkeys(names))
 

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from sparkenv.core import children, pool
+from sparkenv.core.names import canonical as _canonical
 from sparkenv.environment import parsers
 from sparkenv.environment.facts_file import FACTS_SCHEMA
 from sparkenv.environment.intent import nvfp4_intent
@@ -410,7 +409,7 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
         return None
     name, dash, version = stem.partition("-")
     if kind == "dist-info" and dash and version[:1].isdigit() and "-" not in version:
-        return canonicalize_name(name), version
+        return _canonical(name), version
     meta = "METADATA" if kind == "dist-info" else "PKG-INFO"
     path = (
         os.path.join(site, folder, meta)
@@ -425,7 +424,7 @@ def _dist_identity(site: str, folder: str) -> tuple[str, str] | None:
 
     fields = parse_headers(text)
     name, version = (fields.get("name") or [""])[0], (fields.get("version") or [""])[0]
-    return (canonicalize_name(name), version) if name and version else None
+    return (_canonical(name), version) if name and version else None
 
 
 def probe_kernel_coverage(

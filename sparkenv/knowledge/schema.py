@@ -3,9 +3,10 @@
 One converter for every file of sparkenv/data, so each file's shape is written once, as the record its
 callers read: a missing, unknown (a typo) or mistyped key is one KnowledgeError naming the file and the key,
 at load. Lists become tuples, tables read-only mappings, and `DistName` fields are canonicalised (PEP 503,
-packaging.utils.canonicalize_name). Records are typing.NamedTuple classes (immutable, typed, with
-defaults) because the gate defines a few dozen on every start and they cost less to define than frozen
-dataclasses (benchmarks/knowledge_load.py). `_toml_keys` maps a field to a TOML key of another name.
+sparkenv.core.names: packaging's rule without its import). Records are typing.NamedTuple classes
+(immutable, typed, with defaults) because the gate defines a few dozen on every start and they cost less
+to define than frozen dataclasses (benchmarks/knowledge_load.py). `_toml_keys` maps a field to a TOML key
+of another name.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, NewType, TypeVar
 
 from sparkenv.core.errors import SparkenvError
+from sparkenv.core.names import canonical
 
 DistName = NewType("DistName", str)  # a distribution name, canonicalised at load
 T = TypeVar("T")
@@ -70,12 +72,7 @@ def _scalar(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is DistName:
         if not isinstance(value, str) or not value:
             raise _fail(where, path, f"must be a distribution name, got {value!r}")
-        # here, not in the header: packaging.utils brings packaging.tags, sysconfig, subprocess and
-        # logging into every command that imports a record's shape, the unchanged audit among them
-        # (benchmarks/README.md "Kept for start-up")
-        from packaging.utils import canonicalize_name
-
-        return canonicalize_name(value)
+        return canonical(value)
     if tp in _KINDS:
         ok = isinstance(value, (int, float) if tp is float else tp) and (
             tp is bool or type(value) is not bool

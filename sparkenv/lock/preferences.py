@@ -36,11 +36,11 @@ class Upgrade:
 
     @classmethod
     def of(cls, upgrade: bool, packages: list[str] | None) -> Upgrade:
-        from packaging.utils import canonicalize_name
+        from sparkenv.core.names import canonical
 
         names = []
         for name in packages or []:
-            key = canonicalize_name(name.strip())
+            key = canonical(name.strip())
             if not _NAME.match(key):
                 raise SparkenvError(f"--upgrade-package {name!r}: not a package name")
             names.append(key)

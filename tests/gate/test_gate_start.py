@@ -95,13 +95,16 @@ def _imported(*args: str, env: dict[str, str]) -> set[str]:
 
 
 def test_the_default_start_does_without_these_modules(tmp_path):
-    """The image entrypoint's start stays lean: no importlib.resources with its zipfile and tempfile, no
-    sockets (single node), no hashing. What the interpreter's own start imports (site's .pth files: a CA
-    bundle hook imports certifi → importlib.resources on some machines) is not the gate's and is left out."""
+    """The image entrypoint's start stays lean: no subprocess machinery (its probes' children are forked), no
+    importlib.resources with its zipfile and tempfile, no packaging.tags with sysconfig and logging (names
+    are canonicalised by sparkenv/core/names.py), no sockets (single node), no hashing. What the
+    interpreter's own start imports (site's .pth files: a CA bundle hook imports certifi →
+    importlib.resources on some machines) is not the gate's and is left out."""
     env = {**os.environ, "SPARKENV_CACHE_DIR": str(tmp_path)}
     imported = _imported("-m", "sparkenv", "gate", "-q", env=env) - _imported("-c", "pass", env=env)
     assert "sparkenv.gate.probes" in imported  # it did probe
-    avoided = {"importlib.resources", "zipfile", "tempfile", "socket", "hashlib"}
+    avoided = {"subprocess", "packaging.tags", "logging", "importlib.resources", "zipfile", "tempfile"}
+    avoided |= {"socket", "hashlib"}
     assert not imported & avoided, sorted(imported & avoided)
     assert not {m for m in imported if m.startswith("sparkenv.watch")}  # only under --watch
 
