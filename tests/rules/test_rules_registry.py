@@ -101,7 +101,12 @@ def test_a_crash_is_isolated_at_every_stage(stage):
     """The one wrapper, for each stage: a rule that raises is one ERROR finding naming it."""
     rule = rules.Rule(stage, _crash, "nothing")
     (finding,) = rules.run_rule("G4", rule, facts=None)
-    assert finding.status is Status.ERROR and "_crash crashed: KeyError" in finding.summary
+    assert finding.id == "G4" and finding.status is Status.ERROR
+    assert finding.summary == (
+        "the check test_rules_registry._crash crashed: KeyError: 'a field this rule did not expect'"
+    )
+    assert finding.subject == "check test_rules_registry._crash"
+    assert finding.fix and finding.fix.startswith("please report it with the facts that caused it (")
 
 
 def test_explain_lists_exactly_the_stages_the_registry_runs(run):
