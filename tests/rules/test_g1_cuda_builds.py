@@ -117,3 +117,44 @@ def test_a_cuda_library_in_the_record_shows_a_cuda_build():
         cuda_builds.record_evidence("jax", "jax/_src/lib.so,sha256=A,1\njax/libjax.so.13,sha256=B,2\n")
         is None
     )
+
+
+def test_a_family_member_tied_to_a_cuda_12_torch_is_not_called_a_cuda_build():
+    """torch pinning a CUDA 12 toolkit is G1's CUDA 12 verdict (rules/g1_declared.resolved); torchvision
+    pinned to it is no CUDA build of the target's either."""
+    toolkit = f"cuda-toolkit[cudart]==12.8.1{LINUX}"
+    facts = sf.resolved(
+        sf.locked("torch", "2.10.0", (toolkit,)), sf.locked("torchvision", "0.25.0", ("torch==2.10.0",))
+    )
+    assert said(facts) == {}
+    assert cuda_builds.evidence(facts.versions, list(facts.edges), facts.base_versions) == {
+        "torchvision": None
+    }
+
+
+def test_only_an_exact_pin_on_a_family_member_ties_a_build():
+    """A range on torch, or a pin on the base's triton (not a torch family member), says nothing of
+    torchaudio's build: it is left to its RECORD."""
+    ranged = sf.resolved(
+        sf.locked("torchaudio", "2.11.0", ("torch>=2.11",)), sf.locked("torch", "2.11.0+cu130")
+    )
+    verdicts = cuda_builds.evidence(ranged.versions, list(ranged.edges), ranged.base_versions)
+    assert verdicts == {"torch": "its label (+cu) in 2.11.0+cu130", "torchaudio": None}
+    triton = sf.resolved(profile="ngc-25.11").base_versions["triton"]  # 3.5.0+gitde3506d2
+    on_base = sf.resolved(sf.locked("torchaudio", "2.9.0", (f"triton=={triton}",)), profile="ngc-25.11")
+    assert cuda_builds.evidence(on_base.versions, list(on_base.edges), on_base.base_versions) == {
+        "torchaudio": None
+    }
+
+
+def test_a_cycle_of_exact_pins_ends_in_a_verdict():
+    """torch and torchvision pinning each other exactly, neither showing CUDA: each is judged once."""
+    facts = sf.resolved(
+        sf.locked("torch", "2.9.1", ("torchvision==0.24.1",)),
+        sf.locked("torchvision", "0.24.1", ("torch==2.9.1",)),
+    )
+    found = said(facts)
+    assert found["torch"].status is Status.FAIL and "is a CPU-only build" in found["torch"].summary
+    assert found["torchvision"].status is Status.FAIL
+    assert "is pinned to torch 2.9.1, a CPU-only build" in found["torchvision"].summary
+    assert found["torchvision"].fix == f"use {cuda_builds.instead('torchvision', 'aarch64')}"
