@@ -67,3 +67,11 @@ def test_a_profile_of_a_newer_release_by_its_variable_or_its_torch():
     torch = prof.provides["torch"].replace("nv25.11", "nv99.01")  # 2.10.0a0+b558c986e8.nv99.01
     [f] = data_age.profile(GotchaId.G9, replace(prof, env=env, provides={**prof.provides, "torch": torch}))
     assert f.subject == "NGC 99.01"
+
+
+def test_a_profiles_several_unverified_values_are_listed_one_by_one():
+    prof = profiles.load("ngc-26.01")  # its digest, transformer-engine and torchvision are unconfirmed
+    assert len(prof.unverified) > 1
+    [f] = data_age.profile(GotchaId.G9, prof)
+    listed = f.summary.split(" — ", 1)[1].split(" (no public source", 1)[0]
+    assert listed.split(", ") == list(prof.unverified)

@@ -7,6 +7,7 @@ import stage_facts as sf
 from rule_table import Row, check, ids
 
 from sparkenv.core.report import Status
+from sparkenv.facts.resolved import Unresolved
 
 PASS, WARN, FAIL, INFO = Status.PASS, Status.WARN, Status.FAIL, Status.INFO
 CU130 = "install the CUDA 13 build from https://download.pytorch.org/whl/cu130 or use the NGC image"
@@ -131,6 +132,26 @@ ROWS = [
         FAIL,
         "pick a mylib build for CUDA 13",
         "(CUDA 12)",
+    ),
+    Row(  # uv's "no wheel fits the target" is G1's (rules/unresolved.py), said at the resolved stage
+        "g1.resolved",
+        "a requirement no wheel of which fits the target",
+        lambda c: sf.resolved(
+            sf.locked("app", "1.0", ("lib",)),
+            unresolved=(
+                Unresolved(
+                    "lib",
+                    "platform",
+                    "2.0",
+                    "lib==2.0 has no wheels with a matching platform tag",
+                    nearest="1.9",
+                ),
+            ),
+        ),
+        "lib",
+        FAIL,
+        "require lib==1.9, the nearest release with a wheel for aarch64-manylinux_2_39",
+        "lib 2.0 (via app → lib): no wheel of it fits aarch64-manylinux_2_39 and it has no sdist",
     ),
     Row(
         "g1.resolved",

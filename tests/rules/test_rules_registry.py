@@ -101,7 +101,14 @@ def test_a_crash_is_isolated_at_every_stage(stage):
     """The one wrapper, for each stage: a rule that raises is one ERROR finding naming it."""
     rule = rules.Rule(stage, _crash, "nothing")
     (finding,) = rules.run_rule("G4", rule, facts=None)
-    assert finding.status is Status.ERROR and "_crash crashed: KeyError" in finding.summary
+    assert finding.id == "G4" and finding.status is Status.ERROR
+    assert finding.summary == (
+        "the check test_rules_registry._crash crashed: KeyError: 'a field this rule did not expect'"
+    )
+    assert finding.subject == "check test_rules_registry._crash"
+    assert finding.fix == (
+        "please report it with the facts that caused it (sparkenv gate --dump-facts, or the inputs)"
+    )
 
 
 def test_explain_lists_exactly_the_stages_the_registry_runs(run):
@@ -398,3 +405,46 @@ def test_every_rule_named_lazily_is_there():
                 lazy += 1
                 assert callable(getattr(importlib.import_module(rule.check.__module__), rule.check.__name__))
     assert lazy >= 9  # g1's three and g9's six at least
+
+
+def test_a_rule_named_lazily_runs_the_function_it_names(ctx):
+    """A fresh rules.Lazy (the registry's were imported long before): named by its gotcha for `sparkenv
+    explain`, it imports its module at the first call and gives what the function gives, call after call."""
+    import stage_facts as sf
+
+    from sparkenv.rules import g1_declared
+
+    lazy = rules.Lazy("g1_declared", "declared")
+    assert rules.Rule(rules.Stage.DECLARED, lazy, "names").name == "g1.declared"
+    facts = sf.declared(ctx, "torch==2.9.1+cpu\n")
+    expected = g1_declared.declared(facts)
+    assert [f.status for f in expected if f.subject == "torch"] == [Status.FAIL]
+    assert lazy(facts) == expected and lazy(facts) == expected
+
+
+def test_a_stage_judges_only_the_gotchas_asked(ctx):
+    """`sparkenv watch` asks G3, G4 and G6 of its readings: evaluate runs only the rules of those asked."""
+    import stage_facts as sf
+
+    from sparkenv.core.report import GotchaId
+
+    facts = sf.declared(ctx, "torch==2.9.1+cpu\nflash-attn==2.8.3\n")
+    assert {f.id for f in rules.evaluate(rules.Stage.DECLARED, facts)} == {"G1", "G2", "G9"}
+    assert {f.id for f in rules.evaluate(rules.Stage.DECLARED, facts, (GotchaId.G1,))} == {"G1"}
+
+
+@pytest.mark.parametrize("stage", sorted(rules.HAS_STAGE, key=list(rules.Stage).index))
+def test_a_stage_asks_only_the_rule_modules_with_rules_at_it(stage, monkeypatch):
+    """`sparkenv check` must not import G7's ELF and fatbin readers: rules_for looks only into the modules
+    HAS_STAGE names. A spy around rules.module (the one place a rule module is imported) records which."""
+    asked = []
+    real = rules.module
+
+    def spy(gid):
+        asked.append(str(gid.value if hasattr(gid, "value") else gid))
+        return real(gid)
+
+    monkeypatch.setattr(rules, "module", spy)
+    found = rules.rules_for(stage)
+    assert sorted(asked) == sorted(rules.HAS_STAGE[stage])
+    assert {gid.value for gid, _ in found} == set(rules.HAS_STAGE[stage])
