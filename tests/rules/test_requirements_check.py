@@ -87,6 +87,19 @@ def test_full_python_version_from_version_info(ctx):
     assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.7"
 
 
+def test_a_version_line_cut_by_the_64_kib_cap_is_not_read(ctx):
+    """Only the first 65,536 characters of pyvenv.cfg are searched for the version (a bound on a file
+    anyone can write): a line past the cap is not seen, and 3.12. (cut there) is no version, so the
+    interpreter's minor is used."""
+    line = "version = 3.12.7\n"
+    pad = "# " + "x" * (65536 - line.index("7") - 3) + "\n"  # the line's last digit is character 65,537
+    assert len(pad + line[:-1]) == 65537
+    _, facts = check(ctx, cfg=pad + line)
+    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.0"
+    _, facts = check(ctx, cfg=pad[1:] + line)  # one character earlier: the whole line is read
+    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.7"
+
+
 def test_no_full_version_recorded_falls_back_to_the_minor(ctx):
     _, facts = check(ctx, cfg="home = /usr/bin\nversion = 3.12\nprompt = x\n")
     env = requirements.marker_env(facts.target)

@@ -264,3 +264,12 @@ def test_unparsable_requirement_is_said_not_checked(ctx):
     assert f.summary.startswith("peft: Requires-Dist 'accelerate>=>1' cannot be parsed (")
     assert f.summary.endswith("); not checked")
     assert f.evidence[0].endswith("peft-0.19.1.dist-info/METADATA")
+
+
+def test_lock_leaves_triton_to_the_base_as_the_image_pins_it(ctx):
+    """NGC's Triton carries no .nvYY.MM label: the image's constraint pin is what says it is the base's."""
+    triton = profiles.load("ngc-25.11").provides["pytorch-triton"]  # 3.5.0+gitde3506d2
+    pins = f"pytorch-triton=={triton}\n"
+    kept = one(audit(ctx, ("pytorch-triton", triton), constraint=pins, lock=SHIPPED_LOCK), "pytorch-triton")
+    assert (kept.status, kept.evidence) == (Status.PASS, (SHIPPED_LOCK,))
+    assert kept.summary == f"pytorch-triton {triton} is the base's, as {SHIPPED_LOCK} intends"
