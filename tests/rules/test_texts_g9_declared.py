@@ -96,8 +96,9 @@ def test_drift_prone_pins(ctx):
     found, req = judge(ctx, "transformers==4.56.2\nxformers>=0.0.30\n", "spark-bare")
     exact = one(found, "transformers")
     assert (exact.status, exact.summary) == (Status.PASS, f"transformers pinned exactly (4.56.2, {req}:1)")
+    assert exact.evidence == (f"{req}:1",)
     loose = one(found, "xformers")
-    assert loose.status is Status.WARN
+    assert (loose.status, loose.evidence) == (Status.WARN, (f"{req}:2",))
     assert loose.summary == (
         f"xformers>=0.0.30 ({req}:2) is not pinned exactly: xformers is drift-prone (torch, triton, xformers "
         "and transformers must move together)"
