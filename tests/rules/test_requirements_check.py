@@ -7,6 +7,8 @@ test_audit_pip_check.py holds the same environments against pip check itself, th
 
 from __future__ import annotations
 
+import dataclasses
+
 import stage_facts as sf
 
 from sparkenv.rules import requirements
@@ -175,3 +177,16 @@ def test_a_different_environment_is_checked_again(ctx):
     ctx.env("aarch64").add("lib", "2.1")
     arm = sf.installed(ctx, "aarch64").dists
     assert requirements.check(facts.target, {k: arm[k].dist for k in dists})[0] == []
+
+
+def test_the_same_distributions_on_another_target_are_checked_again(ctx):
+    """The last answer is kept only for the same target: the same distributions judged for another CPU
+    (sparkenv audit --machine) evaluate their markers again."""
+    (broken, _, _), facts = check(ctx, ("app", "1.0", ["armonly; platform_machine == 'aarch64'"]))
+    assert broken == []
+    dists = {k: df.dist for k, df in facts.dists.items()}
+    arm = dataclasses.replace(facts.target, machine="aarch64")
+    assert requirements.check(arm, dists)[0] == [
+        requirements.Broken("app", "1.0", "armonly", "armonly", None)
+    ]
+    assert requirements.check(facts.target, dists)[0] == []
