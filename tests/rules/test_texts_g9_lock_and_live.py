@@ -258,3 +258,16 @@ def test_an_image_newer_than_the_data_by_its_variable_or_its_torch():
     [f] = _data_age(by_torch)
     assert f.subject == "NGC 99.01" and f.summary.startswith("this machine's image: ")
     assert _data_age(_ngc(NGC_TORCH)) == []  # 25.11 is known
+
+
+def test_triton_ptxas_variable_only_where_a_triton_is_installed():
+    """Either name of Triton (PyPI's triton, NGC's pytorch-triton), or both, asks for the variable; a machine
+    with neither gets no line about it."""
+    none = sf.live_raw("h200-static", env={})
+    del none.raw["dists"]["triton"]
+    assert not [x for x in g9_live.live(none) if x.subject == "TRITON_PTXAS_PATH"]
+    both = sf.live_raw("h200-static", env={})
+    both.raw["dists"]["pytorch-triton"] = "3.5.0+gitde3506d2"  # ngc-25.11's, beside PyPI's triton
+    f = one(g9_live.live(both), "TRITON_PTXAS_PATH")
+    assert f.status is Status.INFO  # not a GB10: sm_121a is not this machine's target
+    assert f.fix == "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (NGC images set it)"
