@@ -163,6 +163,15 @@ def test_grouped_per_requiring_distribution(ctx):
     ]
 
 
+def test_grouped_once_per_distribution_in_the_order_found(ctx):
+    """Two distributions with broken requirements are two entries of the JSON report's context."""
+    (broken, _, _), _ = check(ctx, ("app", "1.0", ["gone"]), ("peft", "0.17.1", ["accelerate>=1"]))
+    assert [(g["distribution"], g["version"], len(g["problems"])) for g in requirements.grouped(broken)] == [
+        ("app", "1.0", 1),
+        ("peft", "0.17.1", 1),
+    ]
+
+
 def test_a_different_environment_is_checked_again(ctx):
     """The last answer is kept for the same facts (the audit asks three times); other facts are checked."""
     (broken, _, _), facts = check(ctx, ("app", "1.0", ["lib>=2"]), ("lib", "1.5"))

@@ -304,3 +304,15 @@ def test_requirements_met_without_a_known_python_version(ctx):
         "requirements met: 1 requirement(s) of 2 distributions, markers for x86_64 Python ? (what pip "
         "check checks, plus the extras asked for)"
     )
+
+
+def test_every_package_off_the_images_pins_is_named(ctx):
+    """Pins are walked in name order: one installed as pinned does not end the walk before one that is not."""
+    pins = f"accelerate==1.10.0\nnumpy==1.26.4\ntorch=={NGC_TORCH}\n"
+    found = audit(ctx, ("accelerate", "1.10.0"), ("numpy", "2.3.0"), ("torch", NGC_TORCH), constraint=pins)
+    assert not [x for x in found if x.subject == "accelerate"]
+    f = one(found, "numpy")
+    assert (
+        f.status is Status.WARN
+        and f.fix == "pip install --no-deps 'numpy==1.26.4', or rebuild from the image"
+    )
