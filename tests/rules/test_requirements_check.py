@@ -7,6 +7,8 @@ test_audit_pip_check.py holds the same environments against pip check itself, th
 
 from __future__ import annotations
 
+import dataclasses
+
 import stage_facts as sf
 
 from sparkenv.rules import requirements
@@ -87,6 +89,19 @@ def test_full_python_version_from_version_info(ctx):
     assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.7"
 
 
+def test_a_version_line_cut_by_the_64_kib_cap_is_not_read(ctx):
+    """Only the first 65,536 characters of pyvenv.cfg are searched for the version (a bound on a file
+    anyone can write): a line past the cap is not seen, and 3.12. (cut there) is no version, so the
+    interpreter's minor is used."""
+    line = "version = 3.12.7\n"
+    pad = "# " + "x" * (65536 - line.index("7") - 3) + "\n"  # the line's last digit is character 65,537
+    assert len(pad + line[:-1]) == 65537
+    _, facts = check(ctx, cfg=pad + line)
+    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.0"
+    _, facts = check(ctx, cfg=pad[1:] + line)  # one character earlier: the whole line is read
+    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.7"
+
+
 def test_no_full_version_recorded_falls_back_to_the_minor(ctx):
     _, facts = check(ctx, cfg="home = /usr/bin\nversion = 3.12\nprompt = x\n")
     env = requirements.marker_env(facts.target)
@@ -148,6 +163,15 @@ def test_grouped_per_requiring_distribution(ctx):
     ]
 
 
+def test_grouped_once_per_distribution_in_the_order_found(ctx):
+    """Two distributions with broken requirements are two entries of the JSON report's context."""
+    (broken, _, _), _ = check(ctx, ("app", "1.0", ["gone"]), ("peft", "0.17.1", ["accelerate>=1"]))
+    assert [(g["distribution"], g["version"], len(g["problems"])) for g in requirements.grouped(broken)] == [
+        ("app", "1.0", 1),
+        ("peft", "0.17.1", 1),
+    ]
+
+
 def test_a_different_environment_is_checked_again(ctx):
     """The last answer is kept for the same facts (the audit asks three times); other facts are checked."""
     (broken, _, _), facts = check(ctx, ("app", "1.0", ["lib>=2"]), ("lib", "1.5"))
@@ -162,3 +186,16 @@ def test_a_different_environment_is_checked_again(ctx):
     ctx.env("aarch64").add("lib", "2.1")
     arm = sf.installed(ctx, "aarch64").dists
     assert requirements.check(facts.target, {k: arm[k].dist for k in dists})[0] == []
+
+
+def test_the_same_distributions_on_another_target_are_checked_again(ctx):
+    """The last answer is kept only for the same target: the same distributions judged for another CPU
+    (sparkenv audit --machine) evaluate their markers again."""
+    (broken, _, _), facts = check(ctx, ("app", "1.0", ["armonly; platform_machine == 'aarch64'"]))
+    assert broken == []
+    dists = {k: df.dist for k, df in facts.dists.items()}
+    arm = dataclasses.replace(facts.target, machine="aarch64")
+    assert requirements.check(arm, dists)[0] == [
+        requirements.Broken("app", "1.0", "armonly", "armonly", None)
+    ]
+    assert requirements.check(facts.target, dists)[0] == []

@@ -96,8 +96,9 @@ def test_drift_prone_pins(ctx):
     found, req = judge(ctx, "transformers==4.56.2\nxformers>=0.0.30\n", "spark-bare")
     exact = one(found, "transformers")
     assert (exact.status, exact.summary) == (Status.PASS, f"transformers pinned exactly (4.56.2, {req}:1)")
+    assert exact.evidence == (f"{req}:1",)
     loose = one(found, "xformers")
-    assert loose.status is Status.WARN
+    assert (loose.status, loose.evidence) == (Status.WARN, (f"{req}:2",))
     assert loose.summary == (
         f"xformers>=0.0.30 ({req}:2) is not pinned exactly: xformers is drift-prone (torch, triton, xformers "
         "and transformers must move together)"
@@ -169,3 +170,41 @@ def test_offline_check_says_what_it_leaves_to_lock(ctx):
         "`sparkenv lock` decides those"
     )
     assert not [x for x in judge(ctx, "peft\n", "spark-bare")[0] if x.subject == "resolution"]
+
+
+def test_every_verdict_on_a_base_pin_names_its_line(ctx):
+    """The evidence of a base pin's FAIL and WARN is the line that asks for it: what the user edits."""
+    url = "https://example.org/torch-2.9.1-cp312-cp312-manylinux_2_28_aarch64.whl"
+    found, req = judge(ctx, f"numpy\ntorch @ {url}\n")
+    [f] = [x for x in found if x.subject == "torch" and x.status is Status.FAIL]
+    assert f.evidence == (f"{req}:2",)
+    assert one(judge(ctx, "torch>=2.10\n")[0], "torch").evidence == (f"{req}:1",)
+    unrecorded = one(judge(ctx, "torchvision>=0.20\n", "ngc-25.10")[0], "torchvision")
+    assert unrecorded.evidence == (f"{req}:1",)
+
+
+def test_every_unsloth_verdict_names_its_line(ctx):
+    staged = one(judge(ctx, "peft\nunsloth\n", staged=True)[0], "unsloth")
+    assert staged.status is Status.PASS
+    req = str(ctx.tmp_path / "requirements.txt")
+    assert staged.evidence == (f"{req}:2",)
+    no_deps = one(judge(ctx, "# sparkenv: no-deps\nunsloth\n")[0], "unsloth")
+    assert no_deps.evidence == (f"{req}:2",)
+    with_deps = one(judge(ctx, "unsloth\n")[0], "unsloth")
+    assert with_deps.evidence == (f"{req}:1",)
+
+
+def test_a_wheel_url_with_a_local_version_is_a_path_url_not_vcs(ctx):
+    """Only the scheme says VCS (git+https): a '+' later in the URL (a local version, +cu130) does not."""
+    url = "https://example.org/wheels/foo-1.0+cu130-py3-none-any.whl"
+    found, req = judge(ctx, f"foo @ {url}\n", "spark-bare")
+    f = one(found, "foo")
+    assert f.summary.startswith(f"foo @ {url} ({req}:1) is a path/URL requirement: ")
+
+
+def test_a_source_line_after_plain_ones_is_still_said(ctx):
+    """Plain and marker-excluded lines before an editable one do not end the walk."""
+    text = "peft==0.17.1\nfoo @ git+https://github.com/a/b.git ; sys_platform == 'win32'\n-e ./mypkg\n"
+    found, req = judge(ctx, text, "spark-bare")
+    editable = [f for f in found if f.summary.startswith("-e ")]
+    assert len(editable) == 1 and editable[0].evidence == (f"{req}:3",)

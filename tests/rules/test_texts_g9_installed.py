@@ -264,3 +264,55 @@ def test_unparsable_requirement_is_said_not_checked(ctx):
     assert f.summary.startswith("peft: Requires-Dist 'accelerate>=>1' cannot be parsed (")
     assert f.summary.endswith("); not checked")
     assert f.evidence[0].endswith("peft-0.19.1.dist-info/METADATA")
+
+
+def test_lock_leaves_triton_to_the_base_as_the_image_pins_it(ctx):
+    """NGC's Triton carries no .nvYY.MM label: the image's constraint pin is what says it is the base's."""
+    triton = profiles.load("ngc-25.11").provides["pytorch-triton"]  # 3.5.0+gitde3506d2
+    pins = f"pytorch-triton=={triton}\n"
+    kept = one(audit(ctx, ("pytorch-triton", triton), constraint=pins, lock=SHIPPED_LOCK), "pytorch-triton")
+    assert (kept.status, kept.evidence) == (Status.PASS, (SHIPPED_LOCK,))
+    assert kept.summary == f"pytorch-triton {triton} is the base's, as {SHIPPED_LOCK} intends"
+
+
+def _data_age(found):
+    return [f for f in found if f.subject.startswith("NGC ")]
+
+
+def test_an_environment_newer_than_the_data_by_its_torch(ctx):
+    """An image of a release sparkenv's dated data does not know yet (99.01, read from torch's .nv label
+    under --root, where no NVIDIA_PYTORCH_VERSION is seen) is said, with the refresh."""
+    [f] = _data_age(audit(ctx, ("torch", NGC_TORCH.replace("nv25.11", "nv99.01"))))
+    assert (f.status, f.subject, f.evidence[0]) == (Status.INFO, "NGC 99.01", "NGC release 99.01")
+    assert f.summary.startswith("this environment: ") and "99.01" in f.summary
+    assert f.fix and f.fix.startswith("sparkenv profiles new ngc-99.01")
+
+
+def test_a_known_release_says_nothing_of_the_data(ctx):
+    assert _data_age(audit(ctx, ("torch", NGC_TORCH), constraint=f"torch=={NGC_TORCH}\n")) == []
+
+
+def test_requirements_met_without_a_known_python_version(ctx):
+    """A target whose Python version neither its site-packages path nor an interpreter tells (target.py
+    leaves it None): the summary says '?' rather than a version it does not know."""
+    ctx.env().add("peft", "0.19.1", requires=["accelerate>=1"])
+    ctx.env().add("accelerate", "1.15.0")
+    facts = sf.installed(ctx)
+    facts = dataclasses.replace(facts, target=dataclasses.replace(facts.target, python_version=None))
+    f = one(g9_installed.installed(facts), "requirements")
+    assert f.summary == (
+        "requirements met: 1 requirement(s) of 2 distributions, markers for x86_64 Python ? (what pip "
+        "check checks, plus the extras asked for)"
+    )
+
+
+def test_every_package_off_the_images_pins_is_named(ctx):
+    """Pins are walked in name order: one installed as pinned does not end the walk before one that is not."""
+    pins = f"accelerate==1.10.0\nnumpy==1.26.4\ntorch=={NGC_TORCH}\n"
+    found = audit(ctx, ("accelerate", "1.10.0"), ("numpy", "2.3.0"), ("torch", NGC_TORCH), constraint=pins)
+    assert not [x for x in found if x.subject == "accelerate"]
+    f = one(found, "numpy")
+    assert (
+        f.status is Status.WARN
+        and f.fix == "pip install --no-deps 'numpy==1.26.4', or rebuild from the image"
+    )

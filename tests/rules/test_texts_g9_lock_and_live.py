@@ -59,14 +59,16 @@ def test_lock_not_written():
     assert unknown.fix == "make every file's metadata readable, then lock again"
     for kw in ({"fails": 1}, {"fails": 1, "unknown": 1}):
         f = outcome(**kw)
-        assert (f.status, f.summary, f.fix) == (
+        assert (f.status, f.subject, f.summary, f.fix) == (
             Status.INFO,
+            "lock",
             "p.toml not written: the resolved set fails the policy",
             None,
         )
     inputs = outcome(inputs_fail=True, fails=1, packages=2)
-    assert (inputs.status, inputs.summary) == (
+    assert (inputs.status, inputs.subject, inputs.summary) == (
         Status.INFO,
+        "lock",
         "not resolved and no lock written: the inputs fail the policy",
     )
 
@@ -212,3 +214,60 @@ def test_triton_ptxas_variable_when_g7_did_not_judge_it():
     assert (set_.status, set_.summary) == (Status.PASS, "TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas")
     judged = sf.live_raw("gb10", env={}, kernel_coverage={"packages": None, "triton": {"name": "triton"}})
     assert not [x for x in g9_live.live(judged) if x.subject == "TRITON_PTXAS_PATH"]
+
+
+def test_every_container_marker_is_named():
+    two = ["/.dockerenv exists", "/proc/1/cgroup names docker"]
+    f = one(g9_live.live(sf.live_raw("h200-static", container__markers=two)), "container")
+    assert f.summary == "inside a container (/.dockerenv exists; /proc/1/cgroup names docker)"
+    assert f.evidence == tuple(two)
+
+
+def test_ngc_image_known_by_its_constraint_file_alone():
+    """The container probe found NGC's constraint file but the environment has no NVIDIA_PYTORCH_VERSION
+    (a derived image that dropped it): the image is still NGC's and its torch pin is named."""
+    f = sf.live_raw(
+        "h200-static",
+        env={},
+        container__ngc={"constraint_file": "/etc/pip/constraint.txt", "pins": {"torch": NGC_TORCH}},
+    )
+    f.raw["dists"]["torch"] = "2.9.1"
+    r = one(g9_live.live(f), "torch")
+    assert r.status is Status.FAIL
+    assert r.summary == "NGC image detected but torch 2.9.1 is not NGC's build: a pip install replaced it"
+    assert r.evidence == ("/etc/pip/constraint.txt present", f"the image pinned torch=={NGC_TORCH}")
+    assert r.fix == (
+        "rebuild from the image and install other packages with --no-deps, or keep "
+        "PIP_CONSTRAINT=/etc/pip/constraint.txt in effect"
+    )
+
+
+def _data_age(f):
+    return [x for x in g9_live.live(f) if x.subject.startswith("NGC ")]
+
+
+def test_an_image_newer_than_the_data_by_its_variable_or_its_torch():
+    by_variable = _ngc("2.9.1")
+    by_variable.raw["env"]["NVIDIA_PYTORCH_VERSION"] = "99.01"
+    [f] = _data_age(by_variable)
+    assert (f.status, f.subject) == (Status.INFO, "NGC 99.01")
+    assert f.summary.startswith("this machine's image: ") and "99.01" in f.summary
+    assert f.fix and f.fix.startswith("sparkenv profiles new ngc-99.01")
+    by_torch = sf.live_raw("h200-static", env={})
+    by_torch.raw["dists"]["torch"] = NGC_TORCH.replace("nv25.11", "nv99.01")
+    [f] = _data_age(by_torch)
+    assert f.subject == "NGC 99.01" and f.summary.startswith("this machine's image: ")
+    assert _data_age(_ngc(NGC_TORCH)) == []  # 25.11 is known
+
+
+def test_triton_ptxas_variable_only_where_a_triton_is_installed():
+    """Either name of Triton (PyPI's triton, NGC's pytorch-triton), or both, asks for the variable; a machine
+    with neither gets no line about it."""
+    none = sf.live_raw("h200-static", env={})
+    del none.raw["dists"]["triton"]
+    assert not [x for x in g9_live.live(none) if x.subject == "TRITON_PTXAS_PATH"]
+    both = sf.live_raw("h200-static", env={})
+    both.raw["dists"]["pytorch-triton"] = "3.5.0+gitde3506d2"  # ngc-25.11's, beside PyPI's triton
+    f = one(g9_live.live(both), "TRITON_PTXAS_PATH")
+    assert f.status is Status.INFO  # not a GB10: sm_121a is not this machine's target
+    assert f.fix == "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (NGC images set it)"

@@ -37,6 +37,13 @@ def test_each_reason_belongs_to_one_gotcha():
     ) == {"lib"}
 
 
+def test_each_gotchas_rule_reports_only_its_own_reasons():
+    """G1's rule says the file that does not fit, G9's the set that does not close: each once, not both."""
+    f = facts(Unresolved("lib", "platform", "2.0", "c"), Unresolved("other", "conflict", "", "c"))
+    assert [(x.id, x.subject) for x in unresolved.findings(f, GotchaId.G1)] == [(GotchaId.G1, "lib")]
+    assert [(x.id, x.subject) for x in unresolved.findings(f, GotchaId.G9)] == [(GotchaId.G9, "other")]
+
+
 def test_no_wheel_for_the_target_names_where_wheels_exist_and_the_nearest_release():
     u = Unresolved(
         "lib",
