@@ -176,6 +176,20 @@ def _pyvenv_cfg(prefix: Path) -> dict[str, str]:
     return cfg
 
 
+def pyvenv_full_version(prefix: Path) -> str | None:
+    """The environment's full Python version (X.Y.Z) as its pyvenv.cfg records it (version_info, else
+    version); None where it records none or the file cannot be read (target resolution names that)."""
+    try:
+        cfg = _pyvenv_cfg(prefix)
+    except SparkenvError:
+        return None
+    for key in ("version_info", "version"):
+        parts = cfg.get(key, "").split(".")
+        if len(parts) >= 3 and all(p.isdigit() for p in parts[:3]):
+            return ".".join(parts[:3])
+    return None
+
+
 def _pyvenv_version(prefix: Path) -> str | None:
     cfg = _pyvenv_cfg(prefix)
     full = cfg.get("version_info") or cfg.get("version")

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from sparkenv.environment import markers
 from sparkenv.environment.markers import applies
+from sparkenv.environment.target import pyvenv_full_version
 
 if TYPE_CHECKING:
     from sparkenv.environment.distributions import Distribution
@@ -63,18 +64,7 @@ def marker_env(target: Target) -> dict[str, str]:
 def _full_version(target: Target) -> str | None:
     if target.interpreter is None:
         return None
-    cfg = target.interpreter.parent.parent / "pyvenv.cfg"
-    try:
-        text = cfg.read_text(encoding="utf-8", errors="replace")[:65536] if cfg.is_file() else ""
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() in ("version", "version_info"):
-            parts = value.strip().split(".")
-            if len(parts) >= 3 and all(p.isdigit() for p in parts[:3]):
-                return ".".join(parts[:3])
-    return None
+    return pyvenv_full_version(target.interpreter.parent.parent)
 
 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"

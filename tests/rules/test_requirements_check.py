@@ -89,17 +89,15 @@ def test_full_python_version_from_version_info(ctx):
     assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.7"
 
 
-def test_a_version_line_cut_by_the_64_kib_cap_is_not_read(ctx):
-    """Only the first 65,536 characters of pyvenv.cfg are searched for the version (a bound on a file
-    anyone can write): a line past the cap is not seen, and 3.12. (cut there) is no version, so the
-    interpreter's minor is used."""
-    line = "version = 3.12.7\n"
-    pad = "# " + "x" * (65536 - line.index("7") - 3) + "\n"  # the line's last digit is character 65,537
-    assert len(pad + line[:-1]) == 65537
+def test_the_full_version_is_read_as_the_target_reads_pyvenv_cfg(ctx):
+    """One reader of pyvenv.cfg (environment/target.py): a version line past the first 64 KiB is read
+    whole (an earlier reader of its own cut the file there, and `3.12.10` cut after `3.12.1` would have
+    been taken for 3.12.1). A damaged file is named by target resolution itself (exit 2)."""
+    line = "version = 3.12.10\n"
+    pad = "# " + "x" * (65536 - line.rindex("0") - 3) + "\n"  # `3.12.1` ends at character 65,536
+    assert len(pad + line[: line.rindex("0")]) == 65536
     _, facts = check(ctx, cfg=pad + line)
-    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.0"
-    _, facts = check(ctx, cfg=pad[1:] + line)  # one character earlier: the whole line is read
-    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.7"
+    assert requirements.marker_env(facts.target)["python_full_version"] == "3.12.10"
 
 
 def test_no_full_version_recorded_falls_back_to_the_minor(ctx):
