@@ -51,13 +51,15 @@ def _cpu_only(found) -> list:
 
 def test_the_warn_says_what_to_do(ctx):
     (f,) = _audit(ctx, ("libm.so.6",))
-    assert f.fix.startswith("use a build of gpuengine for aarch64 with CUDA 13 if its publisher has one"), f.fix
+    wanted = "use a build of gpuengine for aarch64 with CUDA 13 if its publisher has one"
+    assert f.fix.startswith(wanted), f.fix
     assert "its aarch64 files list no CUDA library and none of its shared objects links one" in f.evidence
 
 
 def test_many_x86_only_cuda_requirements_are_shown_three_and_counted(ctx):
     libs = ["nvidia-cublas-cu12", "nvidia-cufft-cu12", "nvidia-curand-cu12", "nvidia-cusparse-cu12"]
-    (f,) = _judged(ctx, [f'{n}>=12; platform_machine == "x86_64"' for n in libs], {"gpuengine/_e.so": _so(ctx)})
+    requires = [f'{n}>=12; platform_machine == "x86_64"' for n in libs]
+    (f,) = _judged(ctx, requires, {"gpuengine/_e.so": _so(ctx)})
     assert f.status.value == "WARN", f
     shown = "nvidia-cublas-cu12>=12, nvidia-cufft-cu12>=12, nvidia-curand-cu12>=12 and 1 more on x86_64 only"
     assert shown in f.summary, f.summary
