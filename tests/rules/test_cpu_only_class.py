@@ -105,3 +105,40 @@ def test_on_x86_64_the_other_platform_is_aarch64(ctx):
     (f,) = _judged(ctx, (on_arm,), {"gpuengine/_e.so": _so(ctx, "x86_64")}, arch="x86_64")
     assert f.status.value == "WARN" and "CPU-only build for x86_64" in f.summary, f
     assert "nvidia-cublas>=13 on aarch64 only" in f.summary, f.summary
+
+
+def test_a_requirement_without_cuda_does_not_end_the_reading(ctx):
+    (f,) = _judged(ctx, ["numpy>=1.26", ON_X86], {"gpuengine/_e.so": _so(ctx)})
+    assert f.status.value == "WARN" and "nvidia-cublas-cu12>=12 on x86_64 only" in f.summary, f
+
+
+def _locked(paths: tuple[str, ...], machine: str = "aarch64", requires: tuple[str, ...] = (ON_X86,)):
+    """G1's finding of a resolved wheel as `sparkenv lock` views it (g1_wheels.wheel_views): its central
+    directory's paths, its ELF not read (not a GPU package), judged by the audit's own function."""
+    from sparkenv.environment.markers import marker_environment
+    from sparkenv.facts.dist_view import WheelDist
+    from sparkenv.rules import cuda_major
+    from sparkenv.rules.g1_installed import dist_finding
+    from sparkenv.rules.g1_wheels import NOT_A_GPU_PACKAGE
+
+    view = WheelDist("gpuengine", "1.0", requires, paths, unread=NOT_A_GPU_PACKAGE)
+    return dist_finding(view, cuda_major.bind(view, marker_environment(machine, "3.12")), machine, [], False)
+
+
+def test_at_lock_no_claim_about_links_it_did_not_read():
+    f = _locked(("gpuengine/_engine.so",))
+    assert f is not None and f.status.value == "WARN", f
+    assert "its aarch64 files list no CUDA library — on a Spark" in f.summary, f.summary
+
+
+def test_a_member_named_with_backslashes_is_still_a_cuda_library():
+    # a zip made on Windows may name its members with backslashes: nvidia\cu13\lib is a CUDA folder still
+    f = _locked(("gpuengine/_engine.so", "gpuengine\\nvidia\\cu13\\lib\\libkernels.so"))
+    assert f is None or "CPU-only build" not in f.summary, f
+
+
+def test_a_cpu_neither_spark_nor_x86_compares_with_x86_64():
+    # CUDA wheels are x86_64's first: a ppc64le build that asks for them there only is CPU-only too
+    f = _locked(("gpuengine/_engine.so",), "ppc64le")
+    assert f is not None and "CPU-only build for ppc64le" in f.summary, f
+    assert "nvidia-cublas-cu12>=12 on x86_64 only" in f.summary, f.summary
