@@ -82,7 +82,8 @@ def test_a_pass_shows_each_backends_time_and_what_was_asked():
     (found,) = attention(ah.facts("sdpa-flash"))
     assert found.status is Status.PASS
     source = next(a.source for a in kernel_paths().attention if a.name == "SDPA flash")
-    shown = rf"SDPA flash: [\d,]+\.\d ms, 67\.6 % of GPU time, [\d,]+ launches \({re.escape(source)}\)"
+    # the record's launches of SDPA flash's kernels, every row of them counted
+    shown = rf"SDPA flash: [\d,]+\.\d ms, 67\.6 % of GPU time, 10,578 launches \({re.escape(source)}\)"
     assert any(re.fullmatch(shown, e) for e in found.evidence), found.evidence
     assert found.evidence[-1] == "asked for: --attention sdpa", found.evidence
 
