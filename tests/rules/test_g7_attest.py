@@ -89,9 +89,63 @@ ROWS = [
     Row(RULE, "a killed process: the record is partial",
         lambda c: ah.gathered(ah.cut(c.tmp_path, "train", 30)), "GPU time", Status.WARN, "--seconds",
         "the window did not end in pid"),
+    Row(RULE, "numpy's window (NVML only): no JIT cache to watch", lambda c: ah.facts("nvml-numpy"), JIT,
+        Status.SKIP, None, "the workload had no private CUDA JIT cache (CUDA_CACHE_PATH): JIT not observed"),
+    Row(RULE, "numpy's window (NVML only): no torch window to read operators from",
+        lambda c: ah.facts("nvml-numpy"), "operators on the CPU", Status.SKIP, None,
+        "no finished window of a CUDA build of torch: operators' devices not seen"),
+    Row(RULE, "a torch model left whole on the CPU", lambda c: ah.facts("nvml-torch-cpu"), "aten::linear",
+        Status.FAIL,
+        "move its module and inputs to the GPU (.to('cuda')): a layer left out of model.to(device), or a "
+        "tensor made on the CPU in forward()",
+        "aten::linear ran on the CPU 15,783 times: 4,238.2 ms, 84.8 % of the 5.0 s window; no GPU kernel "
+        "ran at all"),
+    Row(RULE, "one operator call on the CPU, below the FAIL share", lambda c: ah.facts("cpu-op"),
+        "aten::relu", Status.INFO, ".to('cuda')",
+        "aten::relu ran on the CPU 1 times: 27.9 ms, 0.3 % of the 8.0 s window, while the rest of the model "
+        "ran on the GPU"),
+    Row(RULE, "PTX compiled, no library read here PTX-only (its library not on this machine)",
+        lambda c: ah.facts("ext-ptx"), JIT, Status.WARN,
+        "rebuild the library with machine code for this GPU (nvcc -gencode arch=compute_XY,code=sm_XY), "
+        "or keep the JIT cache between starts (CUDA_CACHE_PATH on a volume, CUDA_CACHE_MAXSIZE large)",
+        "the driver JIT-compiled PTX during the window: 2 file(s), 5.1 KiB in the private cache; no loaded "
+        "library read here has only PTX for this GPU (PTX made at run time, or a process without a record)"),
+    Row(RULE, "cuDNN's generated kernels: the fix is the cache kept, not a rebuild",
+        lambda c: ah.facts("train"), JIT, Status.INFO,
+        "keep the JIT cache between starts (CUDA_CACHE_PATH on a volume) so each start does not compile "
+        "them again",
+        "6 file(s), 841.4 KiB in the private cache; the kernels cuDNN attention generates at run time "
+        "(compiled from PTX by design)"),
+    Row(RULE, "the table's line says the window's cost and each library's share",
+        lambda c: ah.facts("cpu-op"), "GPU time", Status.PASS, None,
+        "20 kernels, 20,772 launches, 173.6 ms of GPU time in 1 process(es); the families' shares add up "
+        "to 100.0 % of the profiler's total; by library: cuBLAS / cuBLASLt 44.4 % (by name pattern), CUDA "
+        "driver (copies and fills) 36.9 % (by name pattern), torch (libtorch_cuda) 18.7 % (by name "
+        "pattern); the window cost the workload 1.28 s after it ended"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
 def test_g7_attest(row, ctx):
     check(row, ctx)
+
+
+def test_the_tables_evidence_says_each_window_and_how_kernels_were_attributed():
+    from sparkenv.rules.attest_g7 import kernels
+
+    table = next(f for f in kernels(ah.facts("ext-ptx")) if f.subject == "GPU time")
+    assert table.evidence == (
+        "pid 780: window 3.0 s ended by seconds, read in 2.83 s",
+        "kernels attributed to libraries: by name pattern: 4 (46.2 % of GPU time); by unattributed: 1 "
+        "(53.8 % of GPU time)",
+    ), table.evidence
+
+
+def test_the_jit_evidence_names_the_cache_the_gpu_and_the_source():
+    from sparkenv.knowledge import kernel_paths
+    from sparkenv.rules.attest_g7 import kernels
+
+    found = ah.facts("ext-ptx")
+    jit = next(f for f in kernels(found) if f.subject == JIT)
+    folder = next(r.jit_folder for r in found.records if r.jit_folder)
+    assert jit.evidence == (f"CUDA_CACHE_PATH={folder}", "capability: 9.0", kernel_paths().jit.source)
