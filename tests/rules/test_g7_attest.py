@@ -3,6 +3,7 @@ the CPU, and GPU time per family, from records taken on an H100 (tests/fixtures/
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import attest_helpers as ah
@@ -149,3 +150,62 @@ def test_the_jit_evidence_names_the_cache_the_gpu_and_the_source():
     jit = next(f for f in kernels(found) if f.subject == JIT)
     folder = next(r.jit_folder for r in found.records if r.jit_folder)
     assert jit.evidence == (f"CUDA_CACHE_PATH={folder}", "capability: 9.0", kernel_paths().jit.source)
+
+
+def _g7(found, subject: str):
+    from sparkenv.rules.attest_g7 import kernels
+
+    (f,) = [f for f in kernels(found) if f.subject == subject]
+    return f
+
+
+def _cpu_torch(found):
+    """The records as a CPU-only torch writes them (2.9.0+cpu: torch_cuda unset); the record was taken with
+    a CUDA build holding its model on the CPU, the same window otherwise."""
+    records = tuple(dataclasses.replace(r, torch="2.9.0+cpu", torch_cuda=None) for r in found.records)
+    return dataclasses.replace(found, records=records)
+
+
+def test_a_cpu_only_torch_is_named_as_such():
+    found = _cpu_torch(ah.facts("nvml-torch-cpu"))
+    cpu = _g7(found, "operators on the CPU")
+    assert cpu.status is Status.INFO
+    assert cpu.summary == "torch 2.9.0+cpu is a CPU-only build: every operator ran on the CPU"
+    use = _g7(found, USE)
+    assert use.status is Status.WARN and use.summary.endswith(
+        "it ran on the CPU; its torch 2.9.0+cpu is a CPU-only build"
+    ), use.summary
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"error": "NVML Shared Library Not Found"},
+         "NVML could not be read (NVML Shared Library Not Found): the workload's GPU use not seen"),
+        ({"samples": 0}, "no NVML sample was taken: the workload ended at once"),
+    ],
+)  # fmt: skip
+def test_nvml_not_read_is_a_skip_that_says_why(change, says):
+    found = ah.facts("nvml-busy")
+    found = dataclasses.replace(found, gpu_use=tuple(dataclasses.replace(u, **change) for u in found.gpu_use))
+    use = _g7(found, USE)
+    assert use.status is Status.SKIP and use.summary == says, use
+
+
+@pytest.mark.parametrize(("extra", "status"), [(0, Status.FAIL), (-1, Status.WARN)])
+def test_a_jit_cache_of_fail_bytes_or_more_is_a_fail(tmp_path, extra, status):
+    from sparkenv.knowledge import kernel_paths
+
+    limit = kernel_paths().jit.fail_bytes
+    found = ah.gathered(ah.relocated(tmp_path, "ext-ptx", "libext_ptx.so"), jit_bytes=limit + extra)
+    jit = _g7(found, JIT)
+    assert jit.status is status, jit
+    assert f"{(limit + extra) / 1024:,.1f} KiB in the private cache" in jit.summary
+    assert "libext_ptx.so: " in "\n".join(jit.evidence)
+
+
+def test_a_hot_fallback_on_a_gpu_the_record_does_not_name(ctx):
+    found = ah.on_capability(_marlin(ctx), None)
+    gemm = _g7(found, GEMM)
+    assert gemm.status is Status.INFO and gemm.fix is None
+    assert gemm.summary.endswith("; the data names no faster family for a GPU the record does not name")
