@@ -82,7 +82,8 @@ ROWS = [
     Row(RULE, "a torch model left on the CPU (NVML)", lambda c: ah.facts("nvml-torch-cpu"), USE, Status.WARN,
         "a device option left at cpu", "it ran on the CPU"),
     Row(RULE, "NVML's host PIDs cannot be matched in this PID namespace", _no_host_pids, USE, Status.SKIP,
-        "--pid=host", "NVML lists 1 process(es) on the GPU by the host's process IDs"),
+        "--pid=host", "NVML lists 1 process(es) on the GPU by the host's process IDs, which this PID "
+        "namespace cannot match to the workload's: GPU use not judged"),
     Row(RULE, "the table names the library that defines a kernel, by its symbol table",
         lambda c: ah.gathered(ah.flash_attn_ran(c.tmp_path)), "GPU time", Status.PASS, None,
         "by library: libflash_standin.so 87.2 % (by symbol table), torch (libtorch_cuda) 7.7 % (by name "
@@ -209,3 +210,33 @@ def test_a_hot_fallback_on_a_gpu_the_record_does_not_name(ctx):
     gemm = _g7(found, GEMM)
     assert gemm.status is Status.INFO and gemm.fix is None
     assert gemm.summary.endswith("; the data names no faster family for a GPU the record does not name")
+
+
+def test_nothing_on_the_cpu_is_said_in_those_words():
+    cpu = _g7(ah.facts("sdpa-math"), "operators on the CPU")
+    assert cpu.status is Status.PASS and cpu.summary == "no GPU operator ran on the CPU in the window", cpu
+
+
+def test_operators_on_the_cpu_come_largest_first():
+    # nvml-torch-cpu: aten::linear 4,238.2 ms, aten::gelu 529.5 ms (by name, gelu would come first)
+    from sparkenv.rules.attest_g7 import CPU_SUBJECT, kernels
+
+    found = kernels(ah.facts("nvml-torch-cpu"))
+    ops = [f.subject for f in found if f.subject.startswith("aten::")]
+    assert ops == ["aten::linear", "aten::gelu"], ops
+    assert CPU_SUBJECT not in [f.subject for f in found]
+
+
+def test_the_host_pid_skip_keeps_what_nvml_saw(ctx):
+    use = _g7(_no_host_pids(ctx), USE)
+    assert use.status is Status.SKIP
+    assert any(e.endswith("nvml-652.jsonl") for e in use.evidence), use.evidence
+    assert "other processes NVML listed on the GPU at once: up to 1" in use.evidence, use.evidence
+
+
+def test_a_familys_row_shows_its_five_largest_kernels():
+    # train's torch (ATen) family ran 27 kernels: its row's evidence names the five with the most GPU time
+    fam = _g7(ah.facts("train"), "family torch (ATen)")
+    assert "27 kernel(s)" in fam.summary and len(fam.evidence) == 5, fam.evidence
+    shown = "; from torch (libtorch_cuda) (by name pattern)"
+    assert all(e.endswith(shown) for e in fam.evidence), fam.evidence
