@@ -75,7 +75,8 @@ def one_row(row: dict[str, Any]) -> KernelRow:
     return KernelRow(row["name"], row["count"], row["gpu_ns"], row.get("under", ""), row.get("device", 0))
 
 
-def on_capability(found: AttestFacts, capability: tuple[int, int]) -> AttestFacts:
-    """The facts as if the window had run on a GPU of another capability (the records say which)."""
+def on_capability(found: AttestFacts, capability: tuple[int, int] | None) -> AttestFacts:
+    """The facts as if the window had run on a GPU of another capability (the records say which; None:
+    records that name none)."""
     records = tuple(dataclasses.replace(r, capability=capability) for r in found.records)
     return dataclasses.replace(found, records=records)

@@ -4,6 +4,7 @@ total torch's own profiler table prints; the extension built with PTX only reads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -78,3 +79,43 @@ def test_the_extensions_gpu_code_as_the_fatbin_reader_reads_it(library, targets,
     assert tuple(sorted(t.name for t in found.targets)) == targets
     cov = judge(found.targets, (9, 0))
     assert bool(cov.jit) is jit and bool(cov.native) is not jit
+
+
+@pytest.mark.parametrize("record", ["train", "sdpa-math"])
+def test_each_table_counts_every_launch_and_kernel_once(record):
+    # the family and library tables split one window: their launches and distinct kernels add up to the
+    # record's, whichever way it is cut
+    rows = ah.facts(record).kernels
+    launches, kernels = sum(r.count for r in rows), len({r.name for r in rows})
+    for shares in (ak.families(rows), ak.libraries(rows)):
+        assert sum(s.launches for s in shares) == launches, shares
+        assert sum(s.kernels for s in shares) == kernels, shares
+
+
+def test_a_window_without_gpu_time_is_0_percent_not_a_division_by_zero():
+    assert ak.percent(0, 0) == "0 %"
+    assert ak.Share("other", ak.OTHER_LIBRARY, 1, 1, 0).of(0) == 0.0
+
+
+def _math_share(math_ns: int, other_ns: int):
+    """The math fallback's share of a window: one of sdpa-math's SDPA math kernels (launched under
+    aten::scaled_dot_product_attention) beside one of its kernels outside attention, GPU times set."""
+    rows = ah.facts("sdpa-math").kernels
+    math = next(r for r in rows if ak.attention(r) is not None)
+    other = next(r for r in rows if ak.attention(r) is None)
+    window = [dataclasses.replace(math, gpu_ns=math_ns), dataclasses.replace(other, gpu_ns=other_ns)]
+    return ak.slower_paths(window, (9, 0), "G2")
+
+
+def test_the_fallbacks_share_is_its_part_of_the_window():
+    (slow,) = ak.slower_paths(ah.facts("sdpa-math").kernels, (9, 0), "G2")
+    assert (
+        slow.path.slow == ("SDPA math",) and round(slow.share, 3) == 0.486 and slow.hot and slow.faster_here
+    )
+
+
+@pytest.mark.parametrize(("math_ns", "hot"), [(100, True), (99, False)])
+def test_a_tenth_of_the_window_is_hot(math_ns, hot):
+    # data/kernel_paths.toml: hot_share = 0.10, "holding hot_share of the window's GPU time or more is hot"
+    (slow,) = _math_share(math_ns, 1000 - math_ns)
+    assert slow.share == math_ns / 1000 and slow.hot is hot

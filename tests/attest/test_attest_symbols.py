@@ -176,3 +176,28 @@ def test_a_cut_cubin_is_a_reason(built, tmp_path):
     path.write_bytes(data[: at + 200])
     found = fatbin.kernel_names(str(path))
     assert not found.complete
+
+
+def test_flash_attns_own_library_claims_kernels_its_pattern_does_not_name(built, tmp_path):
+    """A FlashAttention build whose kernel names the data's pattern does not know (a release that renames
+    them), loaded as flash_attn_2_cuda*.so: the kernels its GPU code defines are flash-attn's, so SDPA asked
+    for and these run is G2's FAIL, traced to that library."""
+    from sparkenv.core.report import Status
+    from sparkenv.rules.attest_g2 import attention
+
+    lib = tmp_path / "flash_attn_2_cuda.cpython-312-aarch64-linux-gnu.so"
+    shutil.copyfile(built["libstandin_sass.so"], lib)
+    assert ak.family("plain_kernel") is None  # by its name alone: nobody's
+    path = _record(
+        tmp_path, [("plain_kernel", 9_000_000), ("mylib::scale_rows(float*, int)", 1_000_000)], [lib]
+    )
+    facts = run.gather(str(path), "sdpa", {})
+    assert [a.name for a, _n, _ns in ak.backends(facts.kernels, facts.defined_in)] == ["flash-attn"]
+    (g2,) = attention(facts)
+    assert g2.status is Status.FAIL, g2
+    assert "ran flash-attn, not the SDPA asked for: 100.0 % of the window's GPU time" in g2.summary
+    assert f"its kernels come from {lib.name} (by symbol table): 10.0 ms" in g2.evidence, g2.evidence
+    family = next(f for f in g7(facts) if f.subject == "family flash-attn")
+    assert family.summary.startswith(
+        "flash-attn (flash-attn): 100.0 % of GPU time, 10.0 ms, 2 kernel(s), 20 "
+    )

@@ -64,3 +64,29 @@ def test_an_unknown_family_gets_no_made_up_name():
 def test_a_cudannn_framework_is_not_sent_to_pytorchs_index():
     text = fix_for("nvidia-dali-cuda120", "soname", on_base=True)
     assert "nvidia-dali-cuda130" in text and "download.pytorch.org" not in text
+
+
+def _whole(fam, name: str, target: int) -> str:
+    """The fix a user reads on an NGC base, whole: what the data says, and nothing else."""
+    if fam.counterpart:
+        return f"replace it with {fam.counterpart}{fam.versions}" + (f" ({fam.also})" if fam.also else "")
+    return f"no known CUDA {target} build of {name}: {fam.advice}"
+
+
+@pytest.mark.parametrize(("fam", "name"), NAMES, ids=[n for _, n in NAMES])
+def test_the_fix_is_the_data_and_nothing_more(fam, name):
+    # on an NGC base the fix is the data's sentence; off it, the NGC image is offered after one separator
+    # (a comma after a counterpart, a semicolon after advice), never a stray one on the base
+    target = target_major()
+    assert fix_for(name, "name", on_base=True) == _whole(fam, name, target)
+    sep = "," if fam.counterpart else ";"
+    assert fix_for(name, "name", on_base=False) == f"{_whole(fam, name, target)}{sep} or use the NGC image"
+
+
+def test_a_family_without_a_counterpart_has_no_requirement_to_write():
+    # fix plans write counterparts.requirement() into the requirements file: "" means nothing to write
+    for fam in FAMILIES:
+        if fam.counterpart:
+            assert counterparts.requirement(fam) == f"{fam.counterpart}{fam.versions}"
+        else:
+            assert counterparts.requirement(fam) == ""

@@ -3,6 +3,7 @@ the CPU, and GPU time per family, from records taken on an H100 (tests/fixtures/
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import attest_helpers as ah
@@ -58,7 +59,7 @@ ROWS = [
     Row(RULE, "a training step's table adds up", lambda c: ah.facts("train"), "GPU time", Status.PASS, None,
         "the families' shares add up to 100.0 % of the profiler's total"),
     Row(RULE, "a family's row", lambda c: ah.facts("train"), "family cuDNN attention", Status.INFO, None,
-        "cuDNN attention (cuDNN): "),
+        "cuDNN attention (cuDNN): 6.9 % of GPU time, 0.2 ms, 2 kernel(s), 8 launches"),
     Row(RULE, "cuDNN's generated kernels fill the cache; a PTX-only library none of whose kernels ran: "
         "not blamed", lambda c: ah.gathered(ah.fixture("flash-sdpa"),
                                             library_code=(LibraryCode(CUFILE, ("compute_90",)),)),
@@ -81,7 +82,8 @@ ROWS = [
     Row(RULE, "a torch model left on the CPU (NVML)", lambda c: ah.facts("nvml-torch-cpu"), USE, Status.WARN,
         "a device option left at cpu", "it ran on the CPU"),
     Row(RULE, "NVML's host PIDs cannot be matched in this PID namespace", _no_host_pids, USE, Status.SKIP,
-        "--pid=host", "NVML lists 1 process(es) on the GPU by the host's process IDs"),
+        "--pid=host", "NVML lists 1 process(es) on the GPU by the host's process IDs, which this PID "
+        "namespace cannot match to the workload's: GPU use not judged"),
     Row(RULE, "the table names the library that defines a kernel, by its symbol table",
         lambda c: ah.gathered(ah.flash_attn_ran(c.tmp_path)), "GPU time", Status.PASS, None,
         "by library: libflash_standin.so 87.2 % (by symbol table), torch (libtorch_cuda) 7.7 % (by name "
@@ -89,9 +91,152 @@ ROWS = [
     Row(RULE, "a killed process: the record is partial",
         lambda c: ah.gathered(ah.cut(c.tmp_path, "train", 30)), "GPU time", Status.WARN, "--seconds",
         "the window did not end in pid"),
+    Row(RULE, "numpy's window (NVML only): no JIT cache to watch", lambda c: ah.facts("nvml-numpy"), JIT,
+        Status.SKIP, None, "the workload had no private CUDA JIT cache (CUDA_CACHE_PATH): JIT not observed"),
+    Row(RULE, "numpy's window (NVML only): no torch window to read operators from",
+        lambda c: ah.facts("nvml-numpy"), "operators on the CPU", Status.SKIP, None,
+        "no finished window of a CUDA build of torch: operators' devices not seen"),
+    Row(RULE, "a torch model left whole on the CPU", lambda c: ah.facts("nvml-torch-cpu"), "aten::linear",
+        Status.FAIL,
+        "move its module and inputs to the GPU (.to('cuda')): a layer left out of model.to(device), or a "
+        "tensor made on the CPU in forward()",
+        "aten::linear ran on the CPU 15,783 times: 4,238.2 ms, 84.8 % of the 5.0 s window; no GPU kernel "
+        "ran at all"),
+    Row(RULE, "one operator call on the CPU, below the FAIL share", lambda c: ah.facts("cpu-op"),
+        "aten::relu", Status.INFO, ".to('cuda')",
+        "aten::relu ran on the CPU 1 times: 27.9 ms, 0.3 % of the 8.0 s window, while the rest of the model "
+        "ran on the GPU"),
+    Row(RULE, "PTX compiled, no library read here PTX-only (its library not on this machine)",
+        lambda c: ah.facts("ext-ptx"), JIT, Status.WARN,
+        "rebuild the library with machine code for this GPU (nvcc -gencode arch=compute_XY,code=sm_XY), "
+        "or keep the JIT cache between starts (CUDA_CACHE_PATH on a volume, CUDA_CACHE_MAXSIZE large)",
+        "the driver JIT-compiled PTX during the window: 2 file(s), 5.1 KiB in the private cache; no loaded "
+        "library read here has only PTX for this GPU (PTX made at run time, or a process without a record)"),
+    Row(RULE, "cuDNN's generated kernels: the fix is the cache kept, not a rebuild",
+        lambda c: ah.facts("train"), JIT, Status.INFO,
+        "keep the JIT cache between starts (CUDA_CACHE_PATH on a volume) so each start does not compile "
+        "them again",
+        "6 file(s), 841.4 KiB in the private cache; the kernels cuDNN attention generates at run time "
+        "(compiled from PTX by design)"),
+    Row(RULE, "the table's line says the window's cost and each library's share",
+        lambda c: ah.facts("cpu-op"), "GPU time", Status.PASS, None,
+        "20 kernels, 20,772 launches, 173.6 ms of GPU time in 1 process(es); the families' shares add up "
+        "to 100.0 % of the profiler's total; by library: cuBLAS / cuBLASLt 44.4 % (by name pattern), CUDA "
+        "driver (copies and fills) 36.9 % (by name pattern), torch (libtorch_cuda) 18.7 % (by name "
+        "pattern); the window cost the workload 1.28 s after it ended"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
 def test_g7_attest(row, ctx):
     check(row, ctx)
+
+
+def test_the_tables_evidence_says_each_window_and_how_kernels_were_attributed():
+    from sparkenv.rules.attest_g7 import kernels
+
+    table = next(f for f in kernels(ah.facts("ext-ptx")) if f.subject == "GPU time")
+    assert table.evidence == (
+        "pid 780: window 3.0 s ended by seconds, read in 2.83 s",
+        "kernels attributed to libraries: by name pattern: 4 (46.2 % of GPU time); by unattributed: 1 "
+        "(53.8 % of GPU time)",
+    ), table.evidence
+
+
+def test_the_jit_evidence_names_the_cache_the_gpu_and_the_source():
+    from sparkenv.knowledge import kernel_paths
+    from sparkenv.rules.attest_g7 import kernels
+
+    found = ah.facts("ext-ptx")
+    jit = next(f for f in kernels(found) if f.subject == JIT)
+    folder = next(r.jit_folder for r in found.records if r.jit_folder)
+    assert jit.evidence == (f"CUDA_CACHE_PATH={folder}", "capability: 9.0", kernel_paths().jit.source)
+
+
+def _g7(found, subject: str):
+    from sparkenv.rules.attest_g7 import kernels
+
+    (f,) = [f for f in kernels(found) if f.subject == subject]
+    return f
+
+
+def _cpu_torch(found):
+    """The records as a CPU-only torch writes them (2.9.0+cpu: torch_cuda unset); the record was taken with
+    a CUDA build holding its model on the CPU, the same window otherwise."""
+    records = tuple(dataclasses.replace(r, torch="2.9.0+cpu", torch_cuda=None) for r in found.records)
+    return dataclasses.replace(found, records=records)
+
+
+def test_a_cpu_only_torch_is_named_as_such():
+    found = _cpu_torch(ah.facts("nvml-torch-cpu"))
+    cpu = _g7(found, "operators on the CPU")
+    assert cpu.status is Status.INFO
+    assert cpu.summary == "torch 2.9.0+cpu is a CPU-only build: every operator ran on the CPU"
+    use = _g7(found, USE)
+    assert use.status is Status.WARN and use.summary.endswith(
+        "it ran on the CPU; its torch 2.9.0+cpu is a CPU-only build"
+    ), use.summary
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"error": "NVML Shared Library Not Found"},
+         "NVML could not be read (NVML Shared Library Not Found): the workload's GPU use not seen"),
+        ({"samples": 0}, "no NVML sample was taken: the workload ended at once"),
+    ],
+)  # fmt: skip
+def test_nvml_not_read_is_a_skip_that_says_why(change, says):
+    found = ah.facts("nvml-busy")
+    found = dataclasses.replace(found, gpu_use=tuple(dataclasses.replace(u, **change) for u in found.gpu_use))
+    use = _g7(found, USE)
+    assert use.status is Status.SKIP and use.summary == says, use
+
+
+@pytest.mark.parametrize(("extra", "status"), [(0, Status.FAIL), (-1, Status.WARN)])
+def test_a_jit_cache_of_fail_bytes_or_more_is_a_fail(tmp_path, extra, status):
+    from sparkenv.knowledge import kernel_paths
+
+    limit = kernel_paths().jit.fail_bytes
+    found = ah.gathered(ah.relocated(tmp_path, "ext-ptx", "libext_ptx.so"), jit_bytes=limit + extra)
+    jit = _g7(found, JIT)
+    assert jit.status is status, jit
+    assert f"{(limit + extra) / 1024:,.1f} KiB in the private cache" in jit.summary
+    assert "libext_ptx.so: " in "\n".join(jit.evidence)
+
+
+def test_a_hot_fallback_on_a_gpu_the_record_does_not_name(ctx):
+    found = ah.on_capability(_marlin(ctx), None)
+    gemm = _g7(found, GEMM)
+    assert gemm.status is Status.INFO and gemm.fix is None
+    assert gemm.summary.endswith("; the data names no faster family for a GPU the record does not name")
+
+
+def test_nothing_on_the_cpu_is_said_in_those_words():
+    cpu = _g7(ah.facts("sdpa-math"), "operators on the CPU")
+    assert cpu.status is Status.PASS and cpu.summary == "no GPU operator ran on the CPU in the window", cpu
+
+
+def test_operators_on_the_cpu_come_largest_first():
+    # nvml-torch-cpu: aten::linear 4,238.2 ms, aten::gelu 529.5 ms (by name, gelu would come first)
+    from sparkenv.rules.attest_g7 import CPU_SUBJECT, kernels
+
+    found = kernels(ah.facts("nvml-torch-cpu"))
+    ops = [f.subject for f in found if f.subject.startswith("aten::")]
+    assert ops == ["aten::linear", "aten::gelu"], ops
+    assert CPU_SUBJECT not in [f.subject for f in found]
+
+
+def test_the_host_pid_skip_keeps_what_nvml_saw(ctx):
+    use = _g7(_no_host_pids(ctx), USE)
+    assert use.status is Status.SKIP
+    assert any(e.endswith("nvml-652.jsonl") for e in use.evidence), use.evidence
+    assert "other processes NVML listed on the GPU at once: up to 1" in use.evidence, use.evidence
+
+
+def test_a_familys_row_shows_its_five_largest_kernels():
+    # train's torch (ATen) family ran 27 kernels: its row's evidence names the five with the most GPU time
+    fam = _g7(ah.facts("train"), "family torch (ATen)")
+    assert "27 kernel(s)" in fam.summary and len(fam.evidence) == 5, fam.evidence
+    shown = "; from torch (libtorch_cuda) (by name pattern)"
+    assert all(e.endswith(shown) for e in fam.evidence), fam.evidence

@@ -52,6 +52,18 @@ SAME = BaseImage(
             },
             [],
         ),
+        # a release spelled without its trailing .0 is the same release (compared as versions, not text)
+        ({"dists": {**dict(NGC.provides), "torchao": "0.14+git"}}, []),
+        # a version PEP 440 cannot read is compared as text: another text is a difference, the same is not
+        (
+            {"dists": {**dict(NGC.provides), "torch": "2.10.0-nv custom"}},
+            [f"torch 2.10.0-nv custom (the profile: {NGC.provides['torch']})"],
+        ),
+        # the configuration's architecture decides when platform.machine() says nothing
+        ({"machine": ""}, []),
+        # a CPU neither name maps is shown as the image's python3 names it
+        ({"architecture": "riscv64", "machine": "riscv64"}, ["CPU riscv64 (the profile: aarch64)"]),
+        ({"architecture": "", "machine": ""}, ["CPU unknown (the profile: aarch64)"]),
     ],
 )
 def test_differences(change: dict, expected: list[str]) -> None:
@@ -62,3 +74,16 @@ def test_differences(change: dict, expected: list[str]) -> None:
 def test_the_builds_platform_is_the_cpu_compared() -> None:
     """--platform linux/amd64 for an arm64 base: the CPU differs, whatever the profile says."""
     assert [d.what for d in differences(SAME, NGC, "x86_64")] == ["CPU"]
+
+
+def test_a_provided_package_without_a_recorded_version() -> None:
+    """ngc-25.10 records that the image provides torchvision, not at which version: any version passes,
+    its absence is a difference that says so."""
+    ngc10 = profiles.load("ngc-25.10")
+    assert ngc10.provides["torchvision"] == ""
+    base = replace(SAME, dists={**dict(ngc10.provides), "torchvision": "0.24.0a0+98f8b375"})
+    assert differences(base, ngc10, "aarch64") == []
+    base = replace(SAME, dists={k: v for k, v in ngc10.provides.items() if k != "torchvision"})
+    assert [d.describe() for d in differences(base, ngc10, "aarch64")] == [
+        "torchvision absent (the profile: provided)"
+    ]
