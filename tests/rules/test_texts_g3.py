@@ -67,6 +67,10 @@ def test_gb10_evidence_says_what_nvidia_smi_and_torch_show():
         "torch.cuda.mem_get_info: 100.0 GiB free of 119.0 GiB",
     )
     assert got.summary == "MemAvailable 100.0 GiB of 128.0 GiB; page cache 1.0 GiB"
+    # a GB10 whose nvidia-smi does report a memory total: the note that it shows none would be false
+    f.raw["smi"]["gpus"][0]["memory.total"] = 122572
+    [reported] = g3.live(f)
+    assert not [e for e in reported.evidence if e.startswith("nvidia-smi shows memory")], reported.evidence
 
 
 def test_meminfo_missing_or_not_read():
@@ -192,3 +196,23 @@ def test_no_meminfo_in_the_record():
         assert [(f.status, f.subject, f.summary) for f in g3.watch(s)] == [
             (Status.SKIP, "memory exhaustion", "no /proc/meminfo readings in the record")
         ]
+
+
+def test_watch_shares_are_strict_at_the_line():
+    """"Under 5 % left" and "MemFree below 10 %" are strict: exactly at the share is not yet a warning. On
+    a 100 GiB machine both lines fall on a whole kB, so the reading can sit exactly on them."""
+    m = W.memory
+    total = 100 * GIB
+    avail_line, free_line = m.available_warn_fraction * total, m.free_low_fraction * total
+    assert avail_line.is_integer() and free_line.is_integer(), "pick a MemTotal where the lines are whole kB"
+    at = sf.series(10, mem=lambda i: {"mem_total_kb": total, "mem_available_kb": int(avail_line)})
+    assert watch(at, "memory exhaustion").summary == "MemAvailable 5.0 GiB of 100.0 GiB, not running out"
+    under = sf.series(10, mem=lambda i: {"mem_total_kb": total, "mem_available_kb": int(avail_line) - 1})
+    assert watch(under, "memory exhaustion").status is Status.WARN
+    cache = int(m.page_cache_fraction * total) + 1
+
+    def cached(free):
+        return sf.series(5, mem=lambda i: {"mem_total_kb": total, "page_cache_kb": cache, "mem_free_kb": free})
+
+    assert watch(cached(int(free_line)), "page cache").status is Status.PASS
+    assert watch(cached(int(free_line) - 1), "page cache").fix == DROP
