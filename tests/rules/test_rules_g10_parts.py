@@ -99,6 +99,10 @@ def test_a_ray_cluster_that_could_not_be_asked_is_said():
         f.status is Status.ERROR
         and "through the Ray cluster could not be checked: head unreachable" in f.summary
     )
+    strict = g10.live_agreement(replace(facts, strict=True))
+    assert [(x.status, x.subject) for x in strict] == [(Status.FAIL, "agreement")]  # it blocks the workload
+    assert "--policy strict starts the workload only when every node agreed" in strict[0].summary
+    assert "start the head (`ray start --head`) first" in (strict[0].fix or "")
     quiet = sf.live_raw("gb10", workload=ray, multinode={"agreement": {"store": "x"}})
     assert g10.live_agreement(quiet) == []
 
@@ -141,6 +145,11 @@ def test_serving_across_nodes_names_the_launchers_own_flags_and_the_measured_lin
     )
     [g] = [x for x in g10.live_parallelism(gloo) if x.subject == "parallelism"]
     assert "the link measured" not in g.summary  # gloo's TCP figure is not the link's
+    failed = sf.live_raw(
+        "gb10", workload=workload, multinode={"agreement": {"link_test": {**link_test, "error": "timed out"}}}
+    )
+    [h] = [x for x in g10.live_parallelism(failed) if x.subject == "parallelism"]
+    assert "the link measured" not in h.summary  # a link test that failed measured nothing to quote
 
 
 def test_the_node_gpu_count_comes_from_nvml():
@@ -155,3 +164,20 @@ def test_the_node_gpu_count_comes_from_nvml():
     no_nvml = sf.live_raw("h200-static", workload=serve, probe_errors={"gpu": "no NVML"})
     [f] = [x for x in g10.live_parallelism(no_nvml) if x.subject == "parallelism"]
     assert f.status is Status.INFO and "whether it crosses the link is unknown" in f.summary
+
+
+def test_a_readable_launcher_config_is_read_and_named_as_evidence():
+    """accelerate's YAML read as the launcher reads it: its node count and TP size are the evidence of the
+    TP-across-Sparks FAIL, and a config that was read is no warning."""
+    data = {"num_machines": 2, "machine_rank": 0, "parallelism_config": {"parallelism_config_tp_size": 2}}
+    configs = {"accelerate": {"path": "c.yaml", "data": data}}
+    found = g10.live_parallelism(sf.live_raw("gb10", workload=["accelerate", "launch", "t.py"], configs=configs))
+    assert [x.subject for x in found] == ["parallelism"]
+    [f] = found
+    assert f.status is Status.FAIL
+    assert f.evidence == (
+        "accelerate c.yaml num_machines=2",
+        "accelerate c.yaml parallelism_config.parallelism_config_tp_size=2",
+        "this node has 1 GPU",
+    )
+    assert f.fix == "train with DDP or FSDP across Sparks; keep TP inside one node"
