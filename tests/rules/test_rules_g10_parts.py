@@ -171,7 +171,9 @@ def test_a_readable_launcher_config_is_read_and_named_as_evidence():
     TP-across-Sparks FAIL, and a config that was read is no warning."""
     data = {"num_machines": 2, "machine_rank": 0, "parallelism_config": {"parallelism_config_tp_size": 2}}
     configs = {"accelerate": {"path": "c.yaml", "data": data}}
-    found = g10.live_parallelism(sf.live_raw("gb10", workload=["accelerate", "launch", "t.py"], configs=configs))
+    found = g10.live_parallelism(
+        sf.live_raw("gb10", workload=["accelerate", "launch", "t.py"], configs=configs)
+    )
     assert [x.subject for x in found] == ["parallelism"]
     [f] = found
     assert f.status is Status.FAIL

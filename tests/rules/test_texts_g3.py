@@ -199,8 +199,8 @@ def test_no_meminfo_in_the_record():
 
 
 def test_watch_shares_are_strict_at_the_line():
-    """"Under 5 % left" and "MemFree below 10 %" are strict: exactly at the share is not yet a warning. On
-    a 100 GiB machine both lines fall on a whole kB, so the reading can sit exactly on them."""
+    """The shares are strict ("under 5 % left", MemFree below 10 %): exactly at the share is not yet a
+    warning. On a 100 GiB machine both lines fall on a whole kB, so the reading can sit exactly on them."""
     m = W.memory
     total = 100 * GIB
     avail_line, free_line = m.available_warn_fraction * total, m.free_low_fraction * total
@@ -212,7 +212,9 @@ def test_watch_shares_are_strict_at_the_line():
     cache = int(m.page_cache_fraction * total) + 1
 
     def cached(free):
-        return sf.series(5, mem=lambda i: {"mem_total_kb": total, "page_cache_kb": cache, "mem_free_kb": free})
+        return sf.series(
+            5, mem=lambda i: {"mem_total_kb": total, "page_cache_kb": cache, "mem_free_kb": free}
+        )
 
     assert watch(cached(int(free_line)), "page cache").status is Status.PASS
     assert watch(cached(int(free_line) - 1), "page cache").fix == DROP

@@ -571,7 +571,12 @@ def test_coverage_names_every_target_it_counts_and_leaves_no_field_unset():
     )
     cut_short = g7_coverage.judge(["sm_90"], GB10, complete=False)
     assert cut_short == g7_coverage.Coverage(
-        Status.INFO, (), (), (), ("sm_90",), "no code for 12.1 among what could be read (has sm_90); incomplete"
+        Status.INFO,
+        (),
+        (),
+        (),
+        ("sm_90",),
+        "no code for 12.1 among what could be read (has sm_90); incomplete",
     )
     nothing = g7_coverage.judge([], GB10)
     assert nothing == g7_coverage.Coverage(Status.INFO, (), (), (), (), "no CUDA kernels read")
