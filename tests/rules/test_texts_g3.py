@@ -45,6 +45,11 @@ def test_below_need_gb_and_at_it():
     assert short.status is Status.WARN
     assert short.summary == f"{H200}: below the 126 GiB this run needs"
     assert short.fix == f"free memory first: stop other jobs; {DROP}"
+    assert short.evidence == (
+        "MemTotal 125.8 GiB",
+        "MemAvailable 125.4 GiB",
+        "page cache (Cached+Buffers) 0.9 GiB",
+    )
     assert live(need_gb=131442272 / GIB).status is Status.INFO
 
 
@@ -54,6 +59,7 @@ def test_page_cache_past_its_share():
     f = live(meminfo__Cached=over)
     assert f.status is Status.WARN and f.fix == DROP
     assert f.summary.endswith(": the page cache holds memory the GPU may need")
+    assert f.evidence[2] == f"page cache (Cached+Buffers) {(over + 13624) / GIB:.1f} GiB"
     assert live(meminfo__Cached=over - 1).status is Status.INFO
 
 
@@ -218,3 +224,37 @@ def test_watch_shares_are_strict_at_the_line():
 
     assert watch(cached(int(free_line)), "page cache").status is Status.PASS
     assert watch(cached(int(free_line) - 1), "page cache").fix == DROP
+    cache_line = m.page_cache_fraction * total
+    assert cache_line.is_integer(), "pick a MemTotal where the line is a whole kB"
+    at_cache = sf.series(
+        5, mem=lambda i: {"mem_total_kb": total, "page_cache_kb": int(cache_line), "mem_free_kb": 0}
+    )
+    assert watch(at_cache, "page cache").status is Status.PASS
+
+
+def test_a_late_short_fall_is_no_trend_and_a_fast_one_is_said_in_mib():
+    """Readings of MemAvailable only in the run's last seconds: a fall over less than the trend's minimum
+    span is not estimated, however late in the run it comes. The pace is said in MiB/s."""
+    m = W.memory
+    last = 29 * 2.0
+
+    def late(span_s, mib_s=500.0):
+        first = last - span_s
+        return sf.series(
+            30,
+            mem=lambda i: {
+                "mem_available_kb": int(10 * GIB + mib_s * 1024 * (last - 2.0 * i))
+                if 2.0 * i >= first
+                else None
+            },
+        )
+
+    short = watch(late(m.min_trend_s - 2), "memory exhaustion")
+    assert (short.status, short.summary) == (
+        Status.PASS,
+        "MemAvailable 10.0 GiB of 125.8 GiB, not running out",
+    )
+    spanned = watch(late(m.min_trend_s), "memory exhaustion")
+    assert spanned.status is Status.FAIL and ", falling 500 MiB/s: exhausted in ~20 s" in spanned.summary
+    fast = watch(falling(100, 1000), "memory exhaustion")
+    assert ", falling 1000 MiB/s: exhausted in ~102 s at this rate" in fast.summary
