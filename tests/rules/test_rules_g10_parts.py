@@ -76,6 +76,34 @@ def test_a_failed_multinode_probe_is_an_error_line():
     facts = sf.live_raw("gb10", workload=TORCHRUN, probe_errors={"multinode": "timed out after 4 s"})
     [f] = g10.live_link(facts)
     assert f.status is Status.ERROR and "multinode probe failed: timed out after 4 s" in f.summary
+    assert f.subject == "link"  # said once, where the link's findings would be
+
+
+def test_settings_from_an_nccl_conf_alone_are_judged():
+    """NCCL reads nccl.conf where the environment sets nothing: the link is judged on the file's settings."""
+    confs = [{"path": "/etc/nccl.conf", "settings": dict(NCCL)}]
+    found = _by_subject(g10.live_link(_node({"nccl_env": {}, "nccl_confs": confs})))
+    assert found["NCCL_IB_HCA"].status is Status.PASS
+    assert found["NCCL_SOCKET_IFNAME"].summary == "NCCL_SOCKET_IFNAME=enp1s0f1np1 selects enp1s0f1np1"
+
+
+def test_a_ray_workload_on_a_multinode_cluster_gets_its_link_checked():
+    """A Ray workload names no node count: the probe's answer (the cluster has more than one node) makes it
+    multi-node, so its link is judged."""
+    facts = sf.live_raw(
+        "gb10",
+        workload=["python", "serve.py"],
+        env={"RAY_ADDRESS": "10.0.0.1:6379", **NCCL},
+        multinode={
+            "multi_node": True,
+            "link": sysfs.read_link(str(SYS / "spark-healthy")),
+            "nccl_env": NCCL,
+            "nccl_confs": [],
+            "resolved": {},
+        },
+    )
+    found = _by_subject(g10.live_link(facts))
+    assert found["NCCL_IB_HCA"].status is Status.PASS and found["rdma:rocep1s0f1"].status is Status.PASS
 
 
 def test_agreement_gets_the_node_count_and_strict_only_in_front_of_a_workload():
