@@ -211,3 +211,18 @@ def test_a_readable_launcher_config_is_read_and_named_as_evidence():
         "this node has 1 GPU",
     )
     assert f.fix == "train with DDP or FSDP across Sparks; keep TP inside one node"
+
+
+def test_known_hosts_judge_this_node_against_its_launch():
+    """The kernel, /proc/meminfo, the driver and the launch's node count go to rules/hosts.py: a kernel
+    without CMA (data/hosts.toml's cma-zero) warns on one node and fails a workload that spans two."""
+    from sparkenv.knowledge import hosts as host_data
+
+    issue = next(i for i in host_data().issues if i.id == "cma-zero")
+    kernel = "7.0.0-1019-nvidia"
+    meminfo = {"CmaTotal": 0, "MemTotal": 128 << 20}
+    for workload, status in ((["python", "t.py"], Status.WARN), (TORCHRUN, Status.FAIL)):
+        facts = sf.live_raw("gb10", workload=workload, host__kernel=kernel, meminfo=meminfo)
+        (f,) = g10.live_known_hosts(facts)
+        assert (f.status, f.subject, f.fix) == (status, "host:cma-zero", issue.fix), workload
+        assert f.evidence[:2] == (f"kernel {kernel}", f"driver {facts.driver_version}")
