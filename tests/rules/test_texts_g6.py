@@ -319,3 +319,21 @@ def test_no_readings():
     assert [(f.status, f.subject, f.summary) for f in g6.watch(empty)] == [
         (Status.SKIP, "gpu processes", "no readings")
     ]
+
+
+def test_more_from_the_full_mutant_run():
+    """Memory beyond what several listed processes hold counts all of them; the workload as a vLLM server
+    on a GB10 is told the wedge; `ray` as the command is Ray."""
+    cut = gate().unified_memory.unaccounted_info_mib
+    apps = [
+        {"pid": 7, "process_name": "python3", "used_gpu_memory": 1000},
+        {"pid": 8, "process_name": "python3", "used_gpu_memory": 1000},
+    ]
+    f = one(g6.live(_apps(used=apps, **{"memory.used": 2000 + cut + 1})), "unlisted gpu memory")
+    assert f.summary.startswith(
+        f"{cut + 1} MiB of GPU memory is in use beyond what the listed processes hold"
+    )
+    wl = one(g6.live(sf.live_raw("gb10", workload=["vllm", "serve", "m"])), "workload")
+    assert wl.summary.endswith("; above 0.85 its start-up profiling can wedge a GB10 (vllm#46307)")
+    ray = one(g6.live(sf.live_raw("gb10", env={}, workload=["ray", "job", "submit", "--", "x.py"])), "ray")
+    assert ray.status is Status.WARN and ray.evidence[0] == "seen through the workload arguments"
