@@ -319,3 +319,24 @@ def test_no_gpu_in_the_record():
     assert [(f.status, f.subject, f.summary) for f in g4.watch(sf.series(5, rest={}))] == [
         (Status.SKIP, "gpu", "no GPU readings in the record")
     ]
+
+
+def test_more_from_the_full_mutant_run():
+    """The hardware thermal counter named; the lines with no verdict to give keep their status; two live
+    findings joined into one summary."""
+    hw = sf.series(30, gpu=lambda i: {"hw_thermal_s": i * W.throttle.thermal_warn_s / 29})
+    assert one(g4.watch(hw), "gpu0 slowdown").summary == (
+        f"thermal slowdown accumulating: HW thermal slowdown +{W.throttle.thermal_warn_s:.1f} s over 58 s"
+    )
+    none = sf.series(5, rest={**sf.H200_REST, "temperature_c": None})
+    assert one(g4.watch(none), "gpu0 temperature").status is Status.SKIP
+    unknown = sf.series(5, rest={**sf.H200_REST, "shutdown_c": None}, gpu=lambda i: {"temperature_c": 60})
+    assert one(g4.watch(unknown), "gpu0 temperature").status is Status.PASS
+    unread = one(g4.watch(_gb10_busy(sm_clock_mhz=None)), "gpu0 clocks")
+    assert unread.status is Status.PASS
+    both = gb10(**{"enforced.power.limit": POWER.fault_cap_w - 0.5, "clocks_event_reasons.active": "0x20"})
+    assert one(g4.live(both)).summary == (
+        f"35°C, 11.17 W drawn, limit {POWER.fault_cap_w - 0.5:g} W; throttling now: SW thermal slowdown; "
+        f"power limit {POWER.fault_cap_w - 0.5:g} W is far below the ~{POWER.normal_sustained_w:g} W a GB10 "
+        "sustains (power-controller fault?)"
+    )
