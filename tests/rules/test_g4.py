@@ -128,7 +128,7 @@ ROWS += [
         "gpu0 clocks", Status.PASS, None, "clocks follow the load"),
     Row("g4.watch", "replayed H200: clocks follow the load", lambda c: sf.recorded(H200), "gpu0 clocks",
         Status.PASS, None, "1440–1635 MHz"),
-    Row("g4.watch", "GB10 within 10 °C of its reported 104.8 °C shutdown (NVML fake)",
+    Row("g4.watch", "GB10 within 10 C of its reported 104.8 C shutdown (NVML fake)",
         lambda c: _gb10_busy(temperature_c=97), "gpu0 temperature", Status.WARN, "spinning CPU cores",
         "7.8 °C below a GB10's reported 104.8 °C"),
     Row("g4.watch", "GB10 at the edge of shutdown (NVML fake)", lambda c: _gb10_busy(temperature_c=102),

@@ -76,6 +76,34 @@ def test_a_failed_multinode_probe_is_an_error_line():
     facts = sf.live_raw("gb10", workload=TORCHRUN, probe_errors={"multinode": "timed out after 4 s"})
     [f] = g10.live_link(facts)
     assert f.status is Status.ERROR and "multinode probe failed: timed out after 4 s" in f.summary
+    assert f.subject == "link"  # said once, where the link's findings would be
+
+
+def test_settings_from_an_nccl_conf_alone_are_judged():
+    """NCCL reads nccl.conf where the environment sets nothing: the link is judged on the file's settings."""
+    confs = [{"path": "/etc/nccl.conf", "settings": dict(NCCL)}]
+    found = _by_subject(g10.live_link(_node({"nccl_env": {}, "nccl_confs": confs})))
+    assert found["NCCL_IB_HCA"].status is Status.PASS
+    assert found["NCCL_SOCKET_IFNAME"].summary == "NCCL_SOCKET_IFNAME=enp1s0f1np1 selects enp1s0f1np1"
+
+
+def test_a_ray_workload_on_a_multinode_cluster_gets_its_link_checked():
+    """A Ray workload names no node count: the probe's answer (the cluster has more than one node) makes it
+    multi-node, so its link is judged."""
+    facts = sf.live_raw(
+        "gb10",
+        workload=["python", "serve.py"],
+        env={"RAY_ADDRESS": "10.0.0.1:6379", **NCCL},
+        multinode={
+            "multi_node": True,
+            "link": sysfs.read_link(str(SYS / "spark-healthy")),
+            "nccl_env": NCCL,
+            "nccl_confs": [],
+            "resolved": {},
+        },
+    )
+    found = _by_subject(g10.live_link(facts))
+    assert found["NCCL_IB_HCA"].status is Status.PASS and found["rdma:rocep1s0f1"].status is Status.PASS
 
 
 def test_agreement_gets_the_node_count_and_strict_only_in_front_of_a_workload():
@@ -99,6 +127,10 @@ def test_a_ray_cluster_that_could_not_be_asked_is_said():
         f.status is Status.ERROR
         and "through the Ray cluster could not be checked: head unreachable" in f.summary
     )
+    strict = g10.live_agreement(replace(facts, strict=True))
+    assert [(x.status, x.subject) for x in strict] == [(Status.FAIL, "agreement")]  # it blocks the workload
+    assert "--policy strict starts the workload only when every node agreed" in strict[0].summary
+    assert "start the head (`ray start --head`) first" in (strict[0].fix or "")
     quiet = sf.live_raw("gb10", workload=ray, multinode={"agreement": {"store": "x"}})
     assert g10.live_agreement(quiet) == []
 
@@ -141,6 +173,11 @@ def test_serving_across_nodes_names_the_launchers_own_flags_and_the_measured_lin
     )
     [g] = [x for x in g10.live_parallelism(gloo) if x.subject == "parallelism"]
     assert "the link measured" not in g.summary  # gloo's TCP figure is not the link's
+    failed = sf.live_raw(
+        "gb10", workload=workload, multinode={"agreement": {"link_test": {**link_test, "error": "timed out"}}}
+    )
+    [h] = [x for x in g10.live_parallelism(failed) if x.subject == "parallelism"]
+    assert "the link measured" not in h.summary  # a link test that failed measured nothing to quote
 
 
 def test_the_node_gpu_count_comes_from_nvml():
@@ -155,3 +192,37 @@ def test_the_node_gpu_count_comes_from_nvml():
     no_nvml = sf.live_raw("h200-static", workload=serve, probe_errors={"gpu": "no NVML"})
     [f] = [x for x in g10.live_parallelism(no_nvml) if x.subject == "parallelism"]
     assert f.status is Status.INFO and "whether it crosses the link is unknown" in f.summary
+
+
+def test_a_readable_launcher_config_is_read_and_named_as_evidence():
+    """accelerate's YAML read as the launcher reads it: its node count and TP size are the evidence of the
+    TP-across-Sparks FAIL, and a config that was read is no warning."""
+    data = {"num_machines": 2, "machine_rank": 0, "parallelism_config": {"parallelism_config_tp_size": 2}}
+    configs = {"accelerate": {"path": "c.yaml", "data": data}}
+    found = g10.live_parallelism(
+        sf.live_raw("gb10", workload=["accelerate", "launch", "t.py"], configs=configs)
+    )
+    assert [x.subject for x in found] == ["parallelism"]
+    [f] = found
+    assert f.status is Status.FAIL
+    assert f.evidence == (
+        "accelerate c.yaml num_machines=2",
+        "accelerate c.yaml parallelism_config.parallelism_config_tp_size=2",
+        "this node has 1 GPU",
+    )
+    assert f.fix == "train with DDP or FSDP across Sparks; keep TP inside one node"
+
+
+def test_known_hosts_judge_this_node_against_its_launch():
+    """The kernel, /proc/meminfo, the driver and the launch's node count go to rules/hosts.py: a kernel
+    without CMA (data/hosts.toml's cma-zero) warns on one node and fails a workload that spans two."""
+    from sparkenv.knowledge import hosts as host_data
+
+    issue = next(i for i in host_data().issues if i.id == "cma-zero")
+    kernel = "7.0.0-1019-nvidia"
+    meminfo = {"CmaTotal": 0, "MemTotal": 128 << 20}
+    for workload, status in ((["python", "t.py"], Status.WARN), (TORCHRUN, Status.FAIL)):
+        facts = sf.live_raw("gb10", workload=workload, host__kernel=kernel, meminfo=meminfo)
+        (f,) = g10.live_known_hosts(facts)
+        assert (f.status, f.subject, f.fix) == (status, "host:cma-zero", issue.fix), workload
+        assert f.evidence[:2] == (f"kernel {kernel}", f"driver {facts.driver_version}")

@@ -45,6 +45,11 @@ def test_below_need_gb_and_at_it():
     assert short.status is Status.WARN
     assert short.summary == f"{H200}: below the 126 GiB this run needs"
     assert short.fix == f"free memory first: stop other jobs; {DROP}"
+    assert short.evidence == (
+        "MemTotal 125.8 GiB",
+        "MemAvailable 125.4 GiB",
+        "page cache (Cached+Buffers) 0.9 GiB",
+    )
     assert live(need_gb=131442272 / GIB).status is Status.INFO
 
 
@@ -54,6 +59,7 @@ def test_page_cache_past_its_share():
     f = live(meminfo__Cached=over)
     assert f.status is Status.WARN and f.fix == DROP
     assert f.summary.endswith(": the page cache holds memory the GPU may need")
+    assert f.evidence[2] == f"page cache (Cached+Buffers) {(over + 13624) / GIB:.1f} GiB"
     assert live(meminfo__Cached=over - 1).status is Status.INFO
 
 
@@ -67,6 +73,10 @@ def test_gb10_evidence_says_what_nvidia_smi_and_torch_show():
         "torch.cuda.mem_get_info: 100.0 GiB free of 119.0 GiB",
     )
     assert got.summary == "MemAvailable 100.0 GiB of 128.0 GiB; page cache 1.0 GiB"
+    # a GB10 whose nvidia-smi does report a memory total: the note that it shows none would be false
+    f.raw["smi"]["gpus"][0]["memory.total"] = 122572
+    [reported] = g3.live(f)
+    assert not [e for e in reported.evidence if e.startswith("nvidia-smi shows memory")], reported.evidence
 
 
 def test_meminfo_missing_or_not_read():
@@ -192,3 +202,59 @@ def test_no_meminfo_in_the_record():
         assert [(f.status, f.subject, f.summary) for f in g3.watch(s)] == [
             (Status.SKIP, "memory exhaustion", "no /proc/meminfo readings in the record")
         ]
+
+
+def test_watch_shares_are_strict_at_the_line():
+    """The shares are strict ("under 5 % left", MemFree below 10 %): exactly at the share is not yet a
+    warning. On a 100 GiB machine both lines fall on a whole kB, so the reading can sit exactly on them."""
+    m = W.memory
+    total = 100 * GIB
+    avail_line, free_line = m.available_warn_fraction * total, m.free_low_fraction * total
+    assert avail_line.is_integer() and free_line.is_integer(), "pick a MemTotal where the lines are whole kB"
+    at = sf.series(10, mem=lambda i: {"mem_total_kb": total, "mem_available_kb": int(avail_line)})
+    assert watch(at, "memory exhaustion").summary == "MemAvailable 5.0 GiB of 100.0 GiB, not running out"
+    under = sf.series(10, mem=lambda i: {"mem_total_kb": total, "mem_available_kb": int(avail_line) - 1})
+    assert watch(under, "memory exhaustion").status is Status.WARN
+    cache = int(m.page_cache_fraction * total) + 1
+
+    def cached(free):
+        return sf.series(
+            5, mem=lambda i: {"mem_total_kb": total, "page_cache_kb": cache, "mem_free_kb": free}
+        )
+
+    assert watch(cached(int(free_line)), "page cache").status is Status.PASS
+    assert watch(cached(int(free_line) - 1), "page cache").fix == DROP
+    cache_line = m.page_cache_fraction * total
+    assert cache_line.is_integer(), "pick a MemTotal where the line is a whole kB"
+    at_cache = sf.series(
+        5, mem=lambda i: {"mem_total_kb": total, "page_cache_kb": int(cache_line), "mem_free_kb": 0}
+    )
+    assert watch(at_cache, "page cache").status is Status.PASS
+
+
+def test_a_late_short_fall_is_no_trend_and_a_fast_one_is_said_in_mib():
+    """Readings of MemAvailable only in the run's last seconds: a fall over less than the trend's minimum
+    span is not estimated, however late in the run it comes. The pace is said in MiB/s."""
+    m = W.memory
+    last = 29 * 2.0
+
+    def late(span_s, mib_s=500.0):
+        first = last - span_s
+        return sf.series(
+            30,
+            mem=lambda i: {
+                "mem_available_kb": int(10 * GIB + mib_s * 1024 * (last - 2.0 * i))
+                if 2.0 * i >= first
+                else None
+            },
+        )
+
+    short = watch(late(m.min_trend_s - 2), "memory exhaustion")
+    assert (short.status, short.summary) == (
+        Status.PASS,
+        "MemAvailable 10.0 GiB of 125.8 GiB, not running out",
+    )
+    spanned = watch(late(m.min_trend_s), "memory exhaustion")
+    assert spanned.status is Status.FAIL and ", falling 500 MiB/s: exhausted in ~20 s" in spanned.summary
+    fast = watch(falling(100, 1000), "memory exhaustion")
+    assert ", falling 1000 MiB/s: exhausted in ~102 s at this rate" in fast.summary

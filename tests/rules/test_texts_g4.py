@@ -119,6 +119,8 @@ def test_plateau_while_heating_over_the_samples():
     assert _sampled(h200(), _samples(spread, [60, 61, 62, 70])).status is Status.INFO
     assert _sampled(h200(), _samples([95] * 4, [60, 61, 62, 62.9])).status is Status.INFO
     assert _sampled(h200(), _samples([95] * 2, [60, 70])).status is Status.INFO
+    three = _sampled(h200(), _samples([95] * 3, [60, 61, 60 + POWER.temperature_rise_c]))
+    assert three.status is Status.WARN and three.summary.endswith("thermal throttling")  # three suffice
     calm = _sampled(h200(), _samples([95] * 3, [60, 60, 60]))
     assert calm.summary == "33°C, 94.05 W drawn, limit 700 W" and calm.evidence[-1] == "3 samples over 1.0 s"
 
@@ -226,7 +228,11 @@ def test_thermal_slowdown_accumulating_names_each_counter():
     calm = one(g4.watch(under), "gpu0 slowdown")
     assert (calm.status, calm.summary) == (Status.PASS, "no thermal slowdown over 58 s")
     at = sf.series(30, gpu=lambda i: {"thermal_violation_s": i * W.throttle.thermal_warn_s / 29})
-    assert one(g4.watch(at), "gpu0 slowdown").status is Status.WARN
+    violation = one(g4.watch(at), "gpu0 slowdown")
+    assert (violation.status, violation.summary) == (
+        Status.WARN,
+        f"thermal slowdown accumulating: thermal violation +{W.throttle.thermal_warn_s:.1f} s over 58 s",
+    )
     bare = sf.series(
         5, rest={"temperature_c": 50, "power_violation_s": 0.0}, gpu=lambda i: {"power_violation_s": i}
     )
@@ -262,6 +268,15 @@ def test_stuck_low_power_state():
     )
 
 
+def test_stuck_state_quotes_the_latest_reading():
+    rest = {**sf.H200_REST, "power_limit_w": None, "shutdown_c": None, "sm_clock_max_mhz": 3003}
+    drifting = sf.series(
+        40, rest=rest, gb10=True, gpu=lambda i: {"utilization": 97, "sm_clock_mhz": 800 + i, "power_w": 28.0}
+    )
+    f = one(g4.watch(drifting), "gpu0 clocks")
+    assert f.status is Status.WARN and f.summary.startswith("busy (97%) for 60 s at 839 of 3003 MHz")
+
+
 def test_clocks_texts():
     idle = one(g4.watch(_gb10_busy(utilization=W.stuck.busy_utilization - 1)), "gpu0 clocks")
     assert (idle.status, idle.summary) == (Status.PASS, "clocks: not under load")
@@ -294,6 +309,8 @@ def test_temperature_against_the_shutdown_point():
         one(g4.watch(unknown), "gpu0 temperature").summary
         == "56 °C now, peak 60 °C (no shutdown point known)"
     )
+    first = one(g4.watch(sf.series(1, gpu=lambda i: {"temperature_c": 60})), "gpu0 temperature")
+    assert first.summary == "60 °C, 35.0 °C below NVML's 95 °C shutdown point (peak 60 °C)"  # one reading
     none = sf.series(5, rest={**sf.H200_REST, "temperature_c": None})
     assert one(g4.watch(none), "gpu0 temperature").summary == "no temperature reading"
 
@@ -302,3 +319,24 @@ def test_no_gpu_in_the_record():
     assert [(f.status, f.subject, f.summary) for f in g4.watch(sf.series(5, rest={}))] == [
         (Status.SKIP, "gpu", "no GPU readings in the record")
     ]
+
+
+def test_more_from_the_full_mutant_run():
+    """The hardware thermal counter named; the lines with no verdict to give keep their status; two live
+    findings joined into one summary."""
+    hw = sf.series(30, gpu=lambda i: {"hw_thermal_s": i * W.throttle.thermal_warn_s / 29})
+    assert one(g4.watch(hw), "gpu0 slowdown").summary == (
+        f"thermal slowdown accumulating: HW thermal slowdown +{W.throttle.thermal_warn_s:.1f} s over 58 s"
+    )
+    none = sf.series(5, rest={**sf.H200_REST, "temperature_c": None})
+    assert one(g4.watch(none), "gpu0 temperature").status is Status.SKIP
+    unknown = sf.series(5, rest={**sf.H200_REST, "shutdown_c": None}, gpu=lambda i: {"temperature_c": 60})
+    assert one(g4.watch(unknown), "gpu0 temperature").status is Status.PASS
+    unread = one(g4.watch(_gb10_busy(sm_clock_mhz=None)), "gpu0 clocks")
+    assert unread.status is Status.PASS
+    both = gb10(**{"enforced.power.limit": POWER.fault_cap_w - 0.5, "clocks_event_reasons.active": "0x20"})
+    assert one(g4.live(both)).summary == (
+        f"35°C, 11.17 W drawn, limit {POWER.fault_cap_w - 0.5:g} W; throttling now: SW thermal slowdown; "
+        f"power limit {POWER.fault_cap_w - 0.5:g} W is far below the ~{POWER.normal_sustained_w:g} W a GB10 "
+        "sustains (power-controller fault?)"
+    )

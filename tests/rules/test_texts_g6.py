@@ -80,6 +80,45 @@ def test_unreadable_cap_and_a_server_without_one():
     assert one(servers(long_argv), "pid 4242 (llama.cpp)").evidence == (" ".join(long_argv)[:300],)
 
 
+def test_a_long_command_line_is_cut_to_300_characters_in_the_evidence():
+    long_vllm = [*VLLM, "--served-model-name", "x" * 400]
+    f = one(servers(long_vllm), "pid 4242 (vLLM)")
+    assert f.status is Status.WARN and f.fix == CAP_FIX
+    assert f.evidence == (" ".join(long_vllm)[:300],) and len(f.evidence[0]) == 300
+
+
+def test_a_server_nvml_also_lists_is_judged_once_as_the_server():
+    """The server's pid is in /proc's list and in NVML's: one line, its cap's; the others still listed."""
+    f = sf.live_raw(
+        "h200-static",
+        processes={
+            "servers": [{"pid": 4242, "argv": [*VLLM, "--gpu-memory-utilization", "0.3"]}],
+            "unreadable": 0,
+        },
+    )
+    f.raw["gpu"]["apps"] = [
+        {"pid": 4242, "process_name": "python3", "used_gpu_memory": 40000},
+        {"pid": 7, "process_name": "python3", "used_gpu_memory": 1000},
+    ]
+    found = g6.live(f)
+    assert [(x.subject, x.status) for x in found] == [
+        ("pid 4242 (vLLM)", Status.PASS),
+        ("pid 7", Status.INFO),
+    ]
+
+
+def test_a_gpu_total_of_zero_is_no_total():
+    """A GPU that gives 0 MiB as its memory total has none to share out: a process's share is of MemTotal."""
+    f = _apps(
+        "gb10", used=[{"pid": 5, "process_name": "ollama", "used_gpu_memory": 70000}], **{"memory.total": 0}
+    )
+    f.raw["meminfo"] = {"MemTotal": 128 * 1024 * 1024}
+    got = one(g6.live(f), "pid 5")
+    assert got.status is Status.WARN
+    assert got.summary == "ollama (pid 5) holds 70000 MiB of GPU memory (53% of unified memory (MemTotal))"
+    assert got.fix == "stop or cap it before a large job: unified memory is one pool"
+
+
 def test_the_workload_itself_as_a_server():
     f = one(g6.live(sf.live_raw("h200-static", workload=["vllm", "serve", "m"])), "workload")
     assert f.summary == "vLLM (the workload) is near capacity with no --gpu-memory-utilization (default 0.9)"
@@ -280,3 +319,21 @@ def test_no_readings():
     assert [(f.status, f.subject, f.summary) for f in g6.watch(empty)] == [
         (Status.SKIP, "gpu processes", "no readings")
     ]
+
+
+def test_more_from_the_full_mutant_run():
+    """Memory beyond what several listed processes hold counts all of them; the workload as a vLLM server
+    on a GB10 is told the wedge; `ray` as the command is Ray."""
+    cut = gate().unified_memory.unaccounted_info_mib
+    apps = [
+        {"pid": 7, "process_name": "python3", "used_gpu_memory": 1000},
+        {"pid": 8, "process_name": "python3", "used_gpu_memory": 1000},
+    ]
+    f = one(g6.live(_apps(used=apps, **{"memory.used": 2000 + cut + 1})), "unlisted gpu memory")
+    assert f.summary.startswith(
+        f"{cut + 1} MiB of GPU memory is in use beyond what the listed processes hold"
+    )
+    wl = one(g6.live(sf.live_raw("gb10", workload=["vllm", "serve", "m"])), "workload")
+    assert wl.summary.endswith("; above 0.85 its start-up profiling can wedge a GB10 (vllm#46307)")
+    ray = one(g6.live(sf.live_raw("gb10", env={}, workload=["ray", "job", "submit", "--", "x.py"])), "ray")
+    assert ray.status is Status.WARN and ray.evidence[0] == "seen through the workload arguments"

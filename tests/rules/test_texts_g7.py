@@ -545,3 +545,38 @@ def test_ptx_size_counts_only_what_fits_and_warns_at_the_line():
     assert at.status is Status.WARN
     unnamed = g7_coverage.judge(["compute_90"], GB10, payload={})
     assert unnamed.status is Status.INFO and "(compute_90, 0 KiB)" in unnamed.reason
+
+
+def test_coverage_names_every_target_it_counts_and_leaves_no_field_unset():
+    """Each reason lists all the targets it is about, comma-separated, and every verdict's target tuples
+    are tuples (a caller joins and iterates them), also where nothing was read or the read was cut short."""
+    from sparkenv.knowledge import kernels
+    from sparkenv.rules import g7_coverage
+
+    cost = kernels().cost
+    two_lto = g7_coverage.judge(["lto_90", "lto_120"], GB10)
+    assert two_lto.reason == f"only LTO-IR fits 12.1 (lto_90, lto_120): {cost.lto}"
+    small = g7_coverage.judge(
+        ["compute_90", "compute_120"], GB10, payload={"compute_90": 1024, "compute_120": 2048}
+    )
+    assert small.reason == (
+        "only PTX fits 12.1 (compute_90, compute_120, 3 KiB): JIT-compiled at first use, small enough to "
+        "take well under a second"
+    )
+    # sm_122a: arch-specific to a capability of the GPU's family that is not the GPU's own (12.2 != 12.1)
+    two_a = g7_coverage.judge(["sm_120a", "sm_122a"], GB10)
+    assert two_a.reason == (
+        "no code that runs on 12.1 (has sm_120a, sm_122a; sm_120a, sm_122a is arch-specific: it runs only "
+        "on exactly that capability; sm_122a needs a newer GPU of this family)"
+    )
+    cut_short = g7_coverage.judge(["sm_90"], GB10, complete=False)
+    assert cut_short == g7_coverage.Coverage(
+        Status.INFO,
+        (),
+        (),
+        (),
+        ("sm_90",),
+        "no code for 12.1 among what could be read (has sm_90); incomplete",
+    )
+    nothing = g7_coverage.judge([], GB10)
+    assert nothing == g7_coverage.Coverage(Status.INFO, (), (), (), (), "no CUDA kernels read")
