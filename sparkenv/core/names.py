@@ -1,6 +1,7 @@
-"""Distribution names as PEP 503 normalises them: what packaging.utils.canonicalize_name returns (tests
-compare the two), without importing packaging.utils, which pulls packaging.tags, sysconfig, logging and
-subprocess into every gate start."""
+"""Distribution names as PEP 503 normalises them: what packaging.utils.canonicalize_name returns
+(tests/test_names.py compares the two), without importing packaging.utils, which pulls packaging.tags,
+sysconfig, logging and subprocess into the gate's start and every command that loads a data file's records
+(benchmarks/README.md "Kept for start-up")."""
 
 from __future__ import annotations
 
