@@ -45,6 +45,8 @@ def live_parallelism(f: GateFacts) -> list[Finding]:
                     summary=f"{which} config {entry.get('path')} unreadable ({entry['error']}): its node "
                     "count and tensor-parallel size were not read",
                     subject=f"config:{entry.get('path')}",
+                    fix=f"repair or remove {entry.get('path')} ({which} reads it at launch, as the gate "
+                    "did), then run the gate again",
                 )
             )
     return findings

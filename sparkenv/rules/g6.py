@@ -181,6 +181,8 @@ def _server(who: str, server: Server, argv: list[str], limits: ServerCaps, gb10:
             status=Status.WARN,
             summary=f"{name} ({who}): cannot read {cap_args[0]}={raw!r}",
             subject=subject,
+            fix=f"give {cap_args[0]} a fraction of the GPU's memory, at most {limits.safe_fraction:g} "
+            "to leave room for a job beside it, and restart the server",
         )
     how = f"{cap_args[0]} {raw}" if raw is not None else f"no {cap_args[0]} (default {fraction:g})"
     if fraction <= limits.safe_fraction:

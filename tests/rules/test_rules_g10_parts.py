@@ -148,6 +148,10 @@ def test_an_unreadable_launcher_config_is_a_warning():
         "accelerate config /root/.cache/huggingface/accelerate/default_config.yaml unreadable (bad YAML): "
         "its node count and tensor-parallel size were not read"
     )
+    assert f.fix == (
+        "repair or remove /root/.cache/huggingface/accelerate/default_config.yaml (accelerate reads it at "
+        "launch, as the gate did), then run the gate again"
+    )
 
 
 def test_serving_across_nodes_names_the_launchers_own_flags_and_the_measured_link():

@@ -66,8 +66,10 @@ def test_unreadable_cap_and_a_server_without_one():
     assert (bad.status, bad.summary, bad.fix) == (
         Status.WARN,
         "vLLM (pid 4242): cannot read --gpu-memory-utilization='most'",
-        None,
+        "give --gpu-memory-utilization a fraction of the GPU's memory, at most 0.5 to leave room for a job "
+        "beside it, and restart the server",
     )
+    assert str(gate().servers.safe_fraction) in bad.fix  # the figure comes from the data file
     ollama = ["/usr/local/bin/ollama", "serve"]
     f = one(servers(ollama), "pid 4242 (Ollama)")
     assert f.status is Status.WARN
