@@ -390,5 +390,12 @@ def begin(fields: tuple[Any, ...], timeout: float) -> Cached:
     key_text = key(fields)
     cached = Cached(key_text, None)
     cached.early = start(key_text, timeout)
-    sweep_later()
+    try:
+        sweep_later()
+    except BaseException as exc:  # a signal while the sweep's thread starts: the caller holds no Cached yet
+        if cached.early is not None:
+            if isinstance(exc, KeyboardInterrupt):
+                cached.early.interrupted()  # uv's group killed, its folder removed, the closing line says so
+            cached.early.discard()
+        raise
     return cached
