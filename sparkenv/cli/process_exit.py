@@ -132,8 +132,13 @@ def run(
             signals.cleaned(cleaned)
         stopped(signals.received())
     except Exception as exc:
-        if cleanup:
-            cleanup()
+        cleaned = cleanup() if cleanup else None
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            # Python before 3.12 wraps what a descriptor's __set_name__ raises in a RuntimeError: a signal
+            # landing while a class (a dataclass field) is being defined is still the interrupt it was
+            if cleaned:
+                signals.cleaned(cleaned)
+            stopped(signals.received())
         internal_error(exc)
     return None  # not reached: every way out above exits
 
