@@ -71,3 +71,54 @@ def test_without_pidfd_popens_wait_is_used(monkeypatch: pytest.MonkeyPatch):
             children.stop(slow)
     finally:
         children.stop(proc)
+
+
+SIGNAL_TO_ANOTHER_THREAD = """
+import signal, sys, threading, time
+from sparkenv.core import children, signals
+children.SIGNAL_LOOK_S = float(sys.argv[1])
+signals.install()
+child = children.spawn([sys.executable, "-c", "import time; time.sleep(10)"])
+ready = threading.Event()
+def helper():
+    ready.set()
+    time.sleep(60)
+t = threading.Thread(target=helper, daemon=True)
+t.start()
+ready.wait()
+def send():
+    time.sleep(0.5)
+    signal.pthread_kill(t.ident, signal.SIGTERM)  # the kernel hands it to the helper, not to the waiter
+threading.Thread(target=send, daemon=True).start()
+try:
+    children.wait(child, float(sys.argv[2]))
+    print("returned")
+except subprocess_timeout:
+    print("timed out: the signal was never seen")
+except signals.Terminated:
+    running = child.poll() is None
+    print("terminated, the child still running" if running else "terminated once the child exited")
+finally:
+    children.stop(child)
+""".replace("subprocess_timeout", "__import__('subprocess').TimeoutExpired")
+
+
+def _signal_to_another_thread(look_s: str, timeout_s: str) -> str:
+    r = subprocess.run([PY, "-c", SIGNAL_TO_ANOTHER_THREAD, look_s, timeout_s], capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    return r.stdout.strip() or r.stderr
+
+
+def test_a_signal_another_thread_received_ends_the_wait():
+    """SIGTERM taken by another of sparkenv's threads (as when it arrives while the waiting thread has it
+    blocked, e.g. in a thread's start) never interrupts the waiter's poll: the wait still ends on it, as
+    Terminated, while the child runs; a lock under load waited for uv's exit instead."""
+    assert (
+        _signal_to_another_thread(str(children.SIGNAL_LOOK_S), "60") == "terminated, the child still running"
+    )
+
+
+def test_without_looking_again_that_signal_is_missed():
+    """The same with one poll for the whole wait (as before): the waiter sleeps through the signal until
+    the child exits (10 s), the case the periodic look is for (so the test above can fail)."""
+    assert _signal_to_another_thread("1e6", "60") == "terminated once the child exited"

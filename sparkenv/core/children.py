@@ -30,6 +30,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _MARK = "SPARKENV_CHILD_OF"
 _subreaper = False
 _STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNAL_LOOK_S = 0.2  # the longest a wait sleeps before it looks for a signal another thread received
 
 
 def _become_subreaper() -> None:
@@ -144,6 +145,12 @@ def kill(proc: subprocess.Popen[Any]) -> None:
         proc.kill()
 
 
+def registered() -> list[int]:
+    """The pids of the children registered now (each leads its own process group), in order."""
+    with _lock:
+        return sorted(p.pid for p in _children)
+
+
 def forget(proc: subprocess.Popen[Any]) -> None:
     with _lock:
         _children.discard(proc)
@@ -155,7 +162,10 @@ def wait(proc: subprocess.Popen[Any], timeout: float) -> None:
     Popen.wait with a timeout polls, sleeping up to 50 ms between looks: a lock learnt of uv's exit late. A
     Linux pidfd (5.3 and later) turns readable when the process exits, and poll() wakes then; where there is
     none (another system, an older kernel, a child already reaped) Popen's own wait is used. A signal during
-    the poll runs its handler as during Popen's sleeps."""
+    the poll runs its handler as during Popen's sleeps. The poll wakes every SIGNAL_LOOK_S even so: a
+    signal the kernel handed to another of sparkenv's threads (one that arrived while this thread had it
+    blocked, as in a thread's start) never interrupts this thread's poll, and its handler runs only once
+    this thread is back in Python code; a lock under load waited for uv's exit, past the signal."""
     import math
     import select
     import subprocess
@@ -170,8 +180,7 @@ def wait(proc: subprocess.Popen[Any], timeout: float) -> None:
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        # poll() takes a C int of milliseconds: a --timeout of weeks waits in turns of 24 days
-        while not poller.poll(min(math.ceil(max(0.0, deadline - time.monotonic()) * 1000), 2**31 - 1)):
+        while not poller.poll(math.ceil(min(max(0.0, deadline - time.monotonic()), SIGNAL_LOOK_S) * 1000)):
             if time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(proc.args, timeout)
     finally:

@@ -129,8 +129,9 @@ def run(args: LockArgs) -> int:
             cached.early.interrupted()
         from sparkenv.core import children
 
+        groups = children.registered()
         if children.kill_all():  # one started but not yet handed over (a signal in between): gone too
-            signals.cleaned("killed uv")
+            signals.cleaned(f"killed uv (process group {', '.join(map(str, groups))})")
         raise
     finally:
         if cached is not None and cached.early is not None:
