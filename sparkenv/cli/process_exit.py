@@ -127,20 +127,26 @@ def run(
         print(f"sparkenv: error: {exc}", file=sys.stderr)
         finish(exc.exit_code)
     except KeyboardInterrupt:
-        cleaned = cleanup() if cleanup else None
-        if cleaned:
-            signals.cleaned(cleaned)
-        stopped(signals.received())
+        _interrupted(cleanup)
     except Exception as exc:
-        cleaned = cleanup() if cleanup else None
         if isinstance(exc.__cause__, KeyboardInterrupt):
             # Python before 3.12 wraps what a descriptor's __set_name__ raises in a RuntimeError: a signal
             # landing while a class (a dataclass field) is being defined is still the interrupt it was
-            if cleaned:
-                signals.cleaned(cleaned)
-            stopped(signals.received())
+            _interrupted(cleanup)
+        if cleanup:
+            cleanup()
         internal_error(exc)
     return None  # not reached: every way out above exits
+
+
+def _interrupted(cleanup: Callable[[], str | None] | None) -> None:
+    """Clean up, add what was cleaned to the closing line, and end as the signal that stopped the run."""
+    from sparkenv.core import signals
+
+    cleaned = cleanup() if cleanup else None
+    if cleaned:
+        signals.cleaned(cleaned)
+    stopped(signals.received())
 
 
 def guarded(body: Callable[[], None]) -> None:

@@ -393,9 +393,9 @@ def begin(fields: tuple[Any, ...], timeout: float) -> Cached:
     try:
         sweep_later()
     except BaseException as exc:  # a signal while the sweep's thread starts: the caller holds no Cached yet
-        if cached.early is not None:
-            if isinstance(exc, KeyboardInterrupt):
-                cached.early.interrupted()  # uv's group killed, its folder removed, the closing line says so
+        if cached.early is not None and isinstance(exc, KeyboardInterrupt):
+            cached.early.interrupted()  # uv's group killed, its folder removed, the closing line says so
+        elif cached.early is not None:
             cached.early.discard()
         raise
     return cached
